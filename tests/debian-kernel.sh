@@ -11,12 +11,21 @@
 #
 # The .deb comes from `apt-get download` of the package that
 # linux-image-cloud-amd64 depends on (override: DEBIAN_KERNEL_PKG=name).
-# Idempotent: once everything is in place a run does nothing. Safe to run
-# concurrently (flock). Usage: tests/debian-kernel.sh [BUILD_DIR]
+# DEBIAN_KERNEL_FLAVOUR=amd64 fetches the generic kernel instead (through
+# linux-image-amd64) into $BUILD/debian-amd64: unlike the cloud kernel it
+# has CONFIG_X86_MPPARSE=y (SMP from an MP table without ACPI) and
+# CONFIG_DEVPORT=y. Idempotent: once everything is in place a run does
+# nothing. Safe to run concurrently (flock).
+# Usage: tests/debian-kernel.sh [BUILD_DIR]
 set -eu
 
 BUILD=${1:-${BUILD:-build}}
-DIR=$BUILD/debian
+FLAVOUR=${DEBIAN_KERNEL_FLAVOUR:-cloud-amd64}
+case $FLAVOUR in
+	cloud-amd64) DIR=$BUILD/debian ;;
+	amd64) DIR=$BUILD/debian-amd64 ;;
+	*) echo "debian-kernel: error: DEBIAN_KERNEL_FLAVOUR must be cloud-amd64 or amd64, not '$FLAVOUR'" >&2; exit 1 ;;
+esac
 ME=debian-kernel
 
 die() { echo "$ME: error: $*" >&2; exit 1; }
@@ -43,22 +52,23 @@ flock 9
 if have_all; then exit 0; fi
 
 # --- 1. the .deb ------------------------------------------------------------
+META=linux-image-$FLAVOUR
 resolve_pkg() {
-	apt-cache depends linux-image-cloud-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-cloud-amd64\)$/\1/p' | head -n 1
+	apt-cache depends "$META" 2>/dev/null |
+		sed -n "s/^ *Depends: \\(linux-image-[0-9][^ ]*-$FLAVOUR\\)\$/\\1/p" | head -n 1
 }
 
-deb=$(ls "$DIR"/linux-image-*-cloud-amd64_*_amd64.deb 2>/dev/null | grep -v -- '-dbg_' | head -n 1 || true)
+deb=$(ls "$DIR"/linux-image-[0-9]*-"$FLAVOUR"_*_amd64.deb 2>/dev/null | grep -v -- '-dbg_' | head -n 1 || true)
 if [ -z "$deb" ]; then
 	pkg=${DEBIAN_KERNEL_PKG:-}
 	[ -n "$pkg" ] || pkg=$(resolve_pkg)
 	if [ -z "$pkg" ]; then
-		echo "$ME: linux-image-cloud-amd64 not known to apt, running apt-get update" >&2
-		[ "$(id -u)" = 0 ] || die "linux-image-cloud-amd64 unknown and 'apt-get update' needs root"
+		echo "$ME: $META not known to apt, running apt-get update" >&2
+		[ "$(id -u)" = 0 ] || die "$META unknown and 'apt-get update' needs root"
 		apt-get update -qq >&2 || die "apt-get update failed"
 		pkg=$(resolve_pkg)
 	fi
-	[ -n "$pkg" ] || die "cannot resolve linux-image-*-cloud-amd64 from linux-image-cloud-amd64's dependencies"
+	[ -n "$pkg" ] || die "cannot resolve linux-image-*-$FLAVOUR from $META's dependencies"
 	echo "$ME: downloading $pkg" >&2
 	tmp=$DIR/dl.tmp
 	rm -rf "$tmp" && mkdir -p "$tmp"

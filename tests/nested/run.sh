@@ -17,7 +17,9 @@
 #   L2_MEM (256M), QEMU_TIMEOUT (seconds for the whole QEMU run, 240),
 #   L2_TIMEOUT (seconds per VMM run inside L1, 75), L2_APPEND (extra L2
 #   kernel parameters), L1_APPEND (extra L1 kernel parameters), CASES
-#   ("bzimage pvh").
+#   ("bzimage pvh"), L2_FLAVOUR (cloud-amd64, or amd64: Debian's generic
+#   kernel as L2, which finds CPUs through an MP table; the cloud kernel has
+#   CONFIG_X86_MPPARSE unset and needs an ACPI MADT to see more than 1 CPU).
 # Prints one PASS/FAIL line per case and "N passed, N failed"; the full L1
 # log is $BUILD/nested/l1.log.
 set -u
@@ -32,13 +34,14 @@ L2_TIMEOUT=${L2_TIMEOUT:-75}
 L2_APPEND=${L2_APPEND:-}
 L1_APPEND=${L1_APPEND:-}
 CASES=${CASES:-bzimage pvh}
+L2_FLAVOUR=${L2_FLAVOUR:-cloud-amd64}
 L1_ONLY=0
 VERBOSE=${V:-0}
 for a in "$@"; do
 	case $a in
 		--l1-only) L1_ONLY=1 ;;
 		-v) VERBOSE=1 ;;
-		-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+		-h|--help) sed -n '3,/^set -u/s/^# \{0,1\}//p' "$0" | grep -v '^set -u'; exit 0 ;;
 		*) echo "$ME: unknown argument '$a' (try --help)" >&2; exit 2 ;;
 	esac
 done
@@ -71,6 +74,12 @@ fi
 
 "$TOP/tests/debian-kernel.sh" "$BUILD" || die "tests/debian-kernel.sh failed"
 DEB=$BUILD/debian
+L2DEB=$DEB
+if [ "$L2_FLAVOUR" != cloud-amd64 ]; then
+	DEBIAN_KERNEL_FLAVOUR=$L2_FLAVOUR "$TOP/tests/debian-kernel.sh" "$BUILD" ||
+		die "tests/debian-kernel.sh failed for L2_FLAVOUR=$L2_FLAVOUR"
+	L2DEB=$BUILD/debian-$L2_FLAVOUR
+fi
 
 # --- static helpers -------------------------------------------------------------
 for p in l2-exit kvm-check; do
@@ -129,8 +138,8 @@ cp "$OUT/kvm-check" "$L1/bin/kvm-check" &&
 cp "$DEB/modules/irqbypass.ko" "$DEB/modules/kvm.ko" "$DEB/modules/kvm-amd.ko" "$L1/lib/modules/" &&
 cp "$OUT/l2.cpio" "$L1/l2/initrd.cpio" || die "cannot populate $L1"
 # The big files go in as hard links when the file system allows it.
-ln -f "$DEB/vmlinuz" "$L1/l2/bzImage" 2>/dev/null || cp "$DEB/vmlinuz" "$L1/l2/bzImage" || die "cannot copy vmlinuz"
-ln -f "$DEB/vmlinux" "$L1/l2/vmlinux" 2>/dev/null || cp "$DEB/vmlinux" "$L1/l2/vmlinux" || die "cannot copy vmlinux"
+ln -f "$L2DEB/vmlinuz" "$L1/l2/bzImage" 2>/dev/null || cp "$L2DEB/vmlinuz" "$L1/l2/bzImage" || die "cannot copy vmlinuz"
+ln -f "$L2DEB/vmlinux" "$L1/l2/vmlinux" 2>/dev/null || cp "$L2DEB/vmlinux" "$L1/l2/vmlinux" || die "cannot copy vmlinux"
 if [ "$L1_ONLY" = 0 ]; then
 	cp "$VMM" "$L1/bin/kvmprof-vmm" || die "cannot copy $VMM"
 fi
@@ -190,6 +199,7 @@ chmod +x "$L1/init"
 # --- boot L1 ----------------------------------------------------------------------
 LOG=$OUT/l1.log
 L1_CMDLINE="console=ttyS0 panic=-1 mitigations=off $L1_APPEND"
+echo "$ME: L2 kernel $(cat "$L2DEB/version"), L2 command line: $L2_CMDLINE"
 echo "$ME: booting L1 under TCG (timeout ${QEMU_TIMEOUT}s, log $LOG)"
 start=$(date +%s.%N)
 set -- timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -cpu max,vendor=AuthenticAMD \
@@ -256,8 +266,15 @@ if grep -q 'KVMPROF-L1-DONE' "$CLEAN"; then :; else
 fi
 echo "$ME: wall time ${secs}s; L1 log: $LOG"
 if [ "$fail" -gt 0 ]; then
+	for c in $CASES; do
+		[ -s "$OUT/l2-$c.log" ] || continue
+		grep -q "KVMPROF-L2-OK cpus=$CPUS .*" "$OUT/l2-$c.log" &&
+			grep -q "KVMPROF-L1-END case=$c rc=0 " "$OUT/l2-$c.log" && continue
+		echo "---- case $c: L2 console and VMM output (tail of $OUT/l2-$c.log) ----"
+		tail -n 50 "$OUT/l2-$c.log"
+	done
 	echo "---- tail of $LOG ----"
-	tail -n 60 "$CLEAN"
+	tail -n 25 "$CLEAN"
 	echo "----"
 fi
 echo "$pass passed, $fail failed"
