@@ -1,0 +1,47 @@
+# kvmprof: one Makefile for everything; objects go under build/.
+# `make` builds, `make run` boots the bundled guest, `make test` runs the tests.
+
+BUILD      ?= build
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CSTD       := -std=c17
+WARN       := -Wall -Wextra -Werror
+HOST_CFLAGS ?= -O2 -g
+HOST_CFLAGS += $(CSTD) $(WARN) -D_GNU_SOURCE -Iinclude -MMD -MP
+SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+# Debian packages the build, the tests and the benchmarks need.
+DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
+                qemu-system-x86 xz-utils zstd binutils
+
+# Everything `make test` runs; fragments below append to these.
+UNIT_TESTS :=
+ASAN_UNIT_TESTS :=
+
+.PHONY: all deps run test bench clean
+all:
+
+include vmm/vmm.mk
+-include guest/guest.mk
+-include tests/tests.mk
+-include tests/nested/nested.mk
+-include bench/bench.mk
+
+all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest
+
+# Installs only what is missing, so it is quick on a machine that has it all.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing $$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "deps: need root to apt-get install: $$missing" >&2; exit 1; fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+clean:
+	rm -rf $(BUILD)

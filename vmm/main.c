@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/* kvmprof-vmm: loads a kernel and initrd, builds the machine, runs it, exits with the guest's status. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mptable.h"
+#include "options.h"
+#include "vm.h"
+
+extern const uint8_t kvmprof_guest_kernel[], kvmprof_guest_kernel_end[];
+extern const uint8_t kvmprof_guest_initrd[], kvmprof_guest_initrd_end[];
+
+struct blob {
+	const uint8_t *data;
+	size_t size;
+	uint8_t *owned;
+};
+
+/* Reads a whole regular file no larger than max bytes; prints why not. */
+static int blob_read(struct blob *b, const char *what, const char *path, uint64_t max)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0) {
+		fprintf(stderr, "kvmprof-vmm: %s %s: %s\n", what, path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "kvmprof-vmm: %s %s: not a regular file\n", what, path);
+		goto fail;
+	}
+	if (st.st_size == 0) {
+		fprintf(stderr, "kvmprof-vmm: %s %s: file is empty\n", what, path);
+		goto fail;
+	}
+	if ((uint64_t)st.st_size > max) {
+		fprintf(stderr, "kvmprof-vmm: %s %s: %lld bytes do not fit in %llu MiB of guest memory: use a larger --mem\n",
+			what, path, (long long)st.st_size, (unsigned long long)(max >> 20));
+		goto fail;
+	}
+	b->owned = malloc((size_t)st.st_size);
+	if (!b->owned) {
+		fprintf(stderr, "kvmprof-vmm: %s %s: out of memory\n", what, path);
+		goto fail;
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t n = read(fd, b->owned + done, (size_t)st.st_size - done);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			fprintf(stderr, "kvmprof-vmm: %s %s: read failed: %s\n", what, path,
+				n < 0 ? strerror(errno) : "file shrank");
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	b->data = b->owned;
+	b->size = done;
+	return 0;
+fail:
+	free(b->owned);
+	b->owned = NULL;
+	close(fd);
+	return -1;
+}
+
+static int load_guest(struct vm *vm, const struct vm_config *cfg)
+{
+	struct blob kernel = { kvmprof_guest_kernel, (size_t)(kvmprof_guest_kernel_end - kvmprof_guest_kernel), NULL };
+	struct blob initrd = { NULL, 0, NULL };
+	const char *kernel_name = cfg->kernel_path ? cfg->kernel_path : "(bundled guest)";
+	struct memmap map;
+	char err[BOOT_ERR_MAX] = "";
+	int rc = -1;
+
+	if (cfg->kernel_path && blob_read(&kernel, "kernel", cfg->kernel_path, cfg->mem_size))
+		goto out;
+	if (cfg->initrd_embedded) {
+		initrd.data = kvmprof_guest_initrd;
+		initrd.size = (size_t)(kvmprof_guest_initrd_end - kvmprof_guest_initrd);
+	} else if (cfg->initrd_path && blob_read(&initrd, "initrd", cfg->initrd_path, cfg->mem_size)) {
+		goto out;
+	}
+	memmap_build(&map, cfg->mem_size);
+	struct boot_config boot = {
+		.mem = &vm->mem, .map = &map,
+		.kernel = kernel.data, .kernel_size = kernel.size,
+		.initrd = initrd.data, .initrd_size = initrd.size,
+		.cmdline = cfg->cmdline,
+	};
+	rc = boot_load(&boot, &vm->entry, err);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: kernel %s: %s\n", kernel_name, err);
+		goto out;
+	}
+	rc = mptable_write(&vm->mem, cfg->ncpus);
+	if (rc)
+		fprintf(stderr, "kvmprof-vmm: cannot write the MP table: %s\n", strerror(-rc));
+out:
+	free(kernel.owned);
+	free(initrd.owned);
+	return rc ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct vm_config cfg;
+	struct vm vm = { 0 };
+	char err[OPTIONS_ERR_MAX];
+	int rc = vmm_options_parse(argc, argv, &cfg, err);
+
+	if (rc > 0)
+		return 0;
+	if (rc < 0) {
+		fprintf(stderr, "kvmprof-vmm: %s\n", err);
+		return VMM_EXIT_USAGE;
+	}
+	rc = guest_mem_alloc(&vm.mem, cfg.mem_size);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: cannot allocate %llu MiB of guest memory: %s\n",
+			(unsigned long long)(cfg.mem_size >> 20), strerror(-rc));
+		return VMM_EXIT_SETUP;
+	}
+	vm.kvm_fd = vm.vm_fd = vm.console_fd = vm.agent_fd = -1;
+	/* Files first: a bad kernel is reported even on a host without KVM. */
+	if (load_guest(&vm, &cfg) || vm_create(&vm, &cfg)) {
+		vm_destroy(&vm);
+		guest_mem_free(&vm.mem);
+		return VMM_EXIT_SETUP;
+	}
+	rc = vm_run(&vm);
+	vm_destroy(&vm);
+	guest_mem_free(&vm.mem);
+	return rc;
+}

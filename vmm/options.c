@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+static const char usage_text[] =
+	"Usage: kvmprof-vmm [OPTIONS]\n"
+	"Boots a guest under KVM: the bundled kvmprof guest by default, or a Linux\n"
+	"kernel (bzImage, or a PVH-bootable vmlinux).\n"
+	"\n"
+	"  --kernel FILE         kernel: PVH ELF or bzImage (default: the bundled\n"
+	"                        kvmprof guest, built into this program)\n"
+	"  --initrd FILE         initial ramdisk (default: the bundled guest's demo\n"
+	"                        initrd with the bundled kernel, none otherwise);\n"
+	"                        --initrd none: no initrd\n"
+	"  --cmdline STR         kernel command line\n"
+	"  --mem SIZE            guest RAM, e.g. 256M or 1G; a plain number is MiB\n"
+	"                        (default 256M, 16M to 3G)\n"
+	"  --cpus N              vCPUs, 1 to %d (default 1)\n"
+	"  --console FILE        COM1 output to FILE (default: standard output)\n"
+	"  --agent-channel PATH  COM2 to PATH: a UNIX socket if one listens there,\n"
+	"                        else a file created or truncated\n"
+	"  --timeout SECONDS     stop the guest after SECONDS (exit code 124)\n"
+	"  -h, --help            this help\n"
+	"\n"
+	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
+	"is the exit code (255 if larger). Other exit codes: 1 the VM could not be\n"
+	"set up, 2 bad options, 124 timeout, 125 the guest crashed (a diagnostic\n"
+	"with its registers is printed), 130 interrupted.\n";
+
+enum {
+	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
+	OPT_AGENT, OPT_TIMEOUT,
+};
+
+int parse_mem_size(const char *s, uint64_t *bytes)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t shift = 20;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case '\0': shift = 20; break;
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (toupper((unsigned char)*end) == 'B')
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*bytes = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long *out)
+{
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return (errno || *end) ? -EINVAL : 0;
+}
+
+static int bad(char err[OPTIONS_ERR_MAX], const char *fmt, const char *arg)
+{
+	snprintf(err, OPTIONS_ERR_MAX, fmt, arg);
+	return -EINVAL;
+}
+
+int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPTIONS_ERR_MAX])
+{
+	static const struct option longopts[] = {
+		{ "kernel", required_argument, NULL, OPT_KERNEL },
+		{ "initrd", required_argument, NULL, OPT_INITRD },
+		{ "cmdline", required_argument, NULL, OPT_CMDLINE },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "console", required_argument, NULL, OPT_CONSOLE },
+		{ "agent-channel", required_argument, NULL, OPT_AGENT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool initrd_given = false;
+	unsigned long n;
+	int opt;
+
+	*cfg = (struct vm_config){
+		.cmdline = "",
+		.mem_size = 256ULL << 20,
+		.ncpus = 1,
+	};
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_KERNEL:
+			cfg->kernel_path = optarg;
+			break;
+		case OPT_INITRD:
+			cfg->initrd_path = strcmp(optarg, "none") ? optarg : NULL;
+			initrd_given = true;
+			break;
+		case OPT_CMDLINE:
+			cfg->cmdline = optarg;
+			break;
+		case OPT_MEM:
+			if (parse_mem_size(optarg, &cfg->mem_size))
+				return bad(err, "--mem '%s': not a size (use e.g. 256M or 1G)", optarg);
+			if (cfg->mem_size < KVMPROF_MEM_MIN)
+				return bad(err, "--mem %s is too small: at least 16M", optarg);
+			if (cfg->mem_size > KVMPROF_MEM_MAX)
+				return bad(err, "--mem %s is too large: at most 3G (guest RAM lies below the 32-bit MMIO hole)", optarg);
+			if (cfg->mem_size & 0xfff)
+				return bad(err, "--mem %s is not a whole number of 4 KiB pages", optarg);
+			break;
+		case OPT_CPUS:
+			if (parse_uint(optarg, &n) || n < 1 || n > KVMPROF_MAX_CPUS)
+				return bad(err, "--cpus '%s': must be a number from 1 to 8", optarg);
+			cfg->ncpus = (unsigned int)n;
+			break;
+		case OPT_CONSOLE:
+			cfg->console_path = optarg;
+			break;
+		case OPT_AGENT:
+			cfg->agent_path = optarg;
+			break;
+		case OPT_TIMEOUT: {
+			char *end;
+			errno = 0;
+			cfg->timeout_s = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(cfg->timeout_s > 0) || cfg->timeout_s > 1e7)
+				return bad(err, "--timeout '%s': must be a positive number of seconds", optarg);
+			break;
+		}
+		case 'h':
+			printf(usage_text, KVMPROF_MAX_CPUS);
+			return 1;
+		case ':':
+			return bad(err, "option %s needs a value (see --help)", argv[optind - 1]);
+		default:
+			return bad(err, "unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad(err, "unexpected argument '%s' (see --help)", argv[optind]);
+	cfg->initrd_embedded = !initrd_given && !cfg->kernel_path;
+	return 0;
+}

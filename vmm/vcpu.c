@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/* vCPUs: creation, boot register state, the run loop and exit dispatch. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vm.h"
+
+#define X86_CR0_PE 0x1ULL
+#define X86_CR0_ET 0x10ULL
+#define X86_CR0_NE 0x20ULL
+#define X86_CR0_PG 0x80000000ULL
+#define X86_CR4_PAE 0x20ULL
+#define EFER_LME 0x100ULL
+#define EFER_LMA 0x400ULL
+
+static struct kvm_segment flat_segment(uint16_t selector, uint8_t type, bool code64)
+{
+	return (struct kvm_segment){
+		.base = 0,
+		.limit = 0xffffffff,
+		.selector = selector,
+		.type = type,
+		.present = 1,
+		.dpl = 0,
+		.db = code64 ? 0 : 1,
+		.s = 1,
+		.l = code64 ? 1 : 0,
+		.g = 1,
+	};
+}
+
+static int vcpu_set_boot_state(struct vcpu *vcpu)
+{
+	const struct boot_entry *e = &vcpu->vm->entry;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs = { .rflags = 0x2, .rip = e->rip };
+	bool long_mode = e->mode == BOOT_LINUX64;
+
+	if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
+		return -errno;
+	sregs.cs = flat_segment(long_mode ? 0x10 : 0x08, 0xb, long_mode);
+	sregs.ds = sregs.es = sregs.fs = sregs.gs = sregs.ss = flat_segment(long_mode ? 0x18 : 0x10, 0x3, false);
+	sregs.tr = (struct kvm_segment){ .limit = 0x67, .type = 0xb, .present = 1 };
+	sregs.cr0 = X86_CR0_PE | X86_CR0_ET;
+	sregs.cr4 = 0;
+	sregs.efer = 0;
+	if (long_mode) {
+		sregs.gdt.base = KVMPROF_GDT_ADDR;
+		sregs.gdt.limit = 4 * 8 - 1;
+		sregs.cr0 |= X86_CR0_NE | X86_CR0_PG;
+		sregs.cr3 = KVMPROF_PML4_ADDR;
+		sregs.cr4 = X86_CR4_PAE;
+		sregs.efer = EFER_LME | EFER_LMA;
+		regs.rsi = e->arg;
+	} else {
+		regs.rbx = e->arg;
+	}
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &regs) < 0)
+		return -errno;
+	return 0;
+}
+
+int vcpu_create(struct vm *vm, unsigned int id)
+{
+	struct vcpu *vcpu = &vm->vcpu[id];
+	size_t cpuid_size = sizeof(*vm->cpuid) + vm->cpuid->nent * sizeof(vm->cpuid->entries[0]);
+	struct kvm_cpuid2 *cpuid;
+	int rc = 0;
+
+	vcpu->vm = vm;
+	vcpu->id = id;
+	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, id);
+	if (vcpu->fd < 0) {
+		rc = -errno;
+		fprintf(stderr, "kvmprof-vmm: KVM_CREATE_VCPU %u: %s\n", id, strerror(-rc));
+		return rc;
+	}
+	vcpu->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu->fd, 0);
+	if (vcpu->run == MAP_FAILED) {
+		vcpu->run = NULL;
+		rc = -errno;
+		fprintf(stderr, "kvmprof-vmm: mmap of vCPU %u run area: %s\n", id, strerror(-rc));
+		return rc;
+	}
+	cpuid = malloc(cpuid_size);
+	if (!cpuid)
+		return -ENOMEM;
+	memcpy(cpuid, vm->cpuid, cpuid_size);
+	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
+	if (ioctl(vcpu->fd, KVM_SET_CPUID2, cpuid) < 0)
+		rc = -errno;
+	free(cpuid);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: KVM_SET_CPUID2 on vCPU %u: %s\n", id, strerror(-rc));
+		return rc;
+	}
+	/* Only the BSP starts running; the others wait for INIT/SIPI from the guest. */
+	if (id == 0) {
+		rc = vcpu_set_boot_state(vcpu);
+		if (rc)
+			fprintf(stderr, "kvmprof-vmm: setting boot registers: %s\n", strerror(-rc));
+	}
+	return rc;
+}
+
+void vcpu_destroy(struct vcpu *vcpu)
+{
+	if (vcpu->run)
+		munmap(vcpu->run, vcpu->vm->run_size);
+	vcpu->run = NULL;
+	if (vcpu->vm && vcpu->fd > 0)
+		close(vcpu->fd);
+	vcpu->fd = -1;
+}
+
+void vcpu_kick(struct vcpu *vcpu)
+{
+	if (!vcpu->run)
+		return;
+	/* immediate_exit closes the window between the stop check and KVM_RUN. */
+	__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELEASE);
+	if (vcpu->started)
+		pthread_kill(vcpu->thread, SIGUSR1);
+}
+
+static const char *exit_reason_name(uint32_t reason)
+{
+	static const char *const names[] = {
+		[KVM_EXIT_UNKNOWN] = "UNKNOWN", [KVM_EXIT_EXCEPTION] = "EXCEPTION",
+		[KVM_EXIT_IO] = "IO", [KVM_EXIT_HYPERCALL] = "HYPERCALL", [KVM_EXIT_DEBUG] = "DEBUG",
+		[KVM_EXIT_HLT] = "HLT", [KVM_EXIT_MMIO] = "MMIO", [KVM_EXIT_IRQ_WINDOW_OPEN] = "IRQ_WINDOW_OPEN",
+		[KVM_EXIT_SHUTDOWN] = "SHUTDOWN (triple fault)", [KVM_EXIT_FAIL_ENTRY] = "FAIL_ENTRY",
+		[KVM_EXIT_INTR] = "INTR", [KVM_EXIT_SET_TPR] = "SET_TPR", [KVM_EXIT_TPR_ACCESS] = "TPR_ACCESS",
+		[KVM_EXIT_NMI] = "NMI", [KVM_EXIT_INTERNAL_ERROR] = "INTERNAL_ERROR",
+		[KVM_EXIT_SYSTEM_EVENT] = "SYSTEM_EVENT", [KVM_EXIT_X86_RDMSR] = "X86_RDMSR",
+		[KVM_EXIT_X86_WRMSR] = "X86_WRMSR",
+	};
+
+	if (reason < sizeof(names) / sizeof(names[0]) && names[reason])
+		return names[reason];
+	return "unrecognized";
+}
+
+void vcpu_dump_state(struct vcpu *vcpu)
+{
+	struct kvm_regs r;
+	struct kvm_sregs s;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0 || ioctl(vcpu->fd, KVM_GET_SREGS, &s) < 0) {
+		fprintf(stderr, "  (registers unavailable: %s)\n", strerror(errno));
+		return;
+	}
+	fprintf(stderr,
+		"  rip %016llx  rsp %016llx  rflags %08llx  cpl %u  cs %04x (%s)\n"
+		"  rax %016llx  rbx %016llx  rcx %016llx  rdx %016llx\n"
+		"  rsi %016llx  rdi %016llx  rbp %016llx\n"
+		"  r8  %016llx  r9  %016llx  r10 %016llx  r11 %016llx\n"
+		"  r12 %016llx  r13 %016llx  r14 %016llx  r15 %016llx\n"
+		"  cr0 %016llx  cr2 %016llx  cr3 %016llx  cr4 %016llx  efer %llx\n",
+		r.rip, r.rsp, r.rflags, s.cs.dpl, s.cs.selector,
+		s.cs.l ? "64-bit" : s.cs.db ? "32-bit" : (s.cr0 & 1) ? "16-bit" : "real mode",
+		r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp,
+		r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15,
+		s.cr0, s.cr2, s.cr3, s.cr4, s.efer);
+}
+
+/* Ends the VM because of an exit it cannot handle: says what happened, where. */
+static void vcpu_crash(struct vcpu *vcpu, const char *what)
+{
+	struct kvm_run *run = vcpu->run;
+
+	fprintf(stderr, "kvmprof-vmm: vCPU %u: %s (exit reason %u, %s)\n", vcpu->id, what,
+		run->exit_reason, exit_reason_name(run->exit_reason));
+	if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR) {
+		fprintf(stderr, "  suberror %u%s", run->internal.suberror,
+			run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION ? " (instruction emulation failed)" : "");
+		for (uint32_t i = 0; i < run->internal.ndata && i < 16; i++)
+			fprintf(stderr, " %llx", (unsigned long long)run->internal.data[i]);
+		fputc('\n', stderr);
+	} else if (run->exit_reason == KVM_EXIT_FAIL_ENTRY) {
+		fprintf(stderr, "  hardware entry failure reason 0x%llx\n",
+			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+	}
+	vcpu_dump_state(vcpu);
+	vm_request_stop(vcpu->vm, VMM_EXIT_GUEST_CRASH);
+}
+
+static void vcpu_handle_io(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+
+	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size)
+		ioport_dispatch(&vcpu->vm->io, run->io.port, data, run->io.size,
+				run->io.direction == KVM_EXIT_IO_OUT);
+}
+
+/* Returns false when the vCPU should stop. */
+static bool vcpu_handle_exit(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		vcpu_handle_io(vcpu);
+		return true;
+	case KVM_EXIT_MMIO:
+		/* No MMIO devices: an open bus, as on a PC with nothing there. */
+		if (!run->mmio.is_write)
+			memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+		return true;
+	case KVM_EXIT_INTR:
+		return true;
+	case KVM_EXIT_SYSTEM_EVENT:
+		switch (run->system_event.type) {
+		case KVM_SYSTEM_EVENT_SHUTDOWN:
+			fprintf(stderr, "kvmprof-vmm: guest powered off\n");
+			vm_request_stop(vcpu->vm, 0);
+			return false;
+		case KVM_SYSTEM_EVENT_RESET:
+			fprintf(stderr, "kvmprof-vmm: guest asked for a reset; kvmprof-vmm does not reboot guests\n");
+			vm_request_stop(vcpu->vm, 0);
+			return false;
+		default:
+			vcpu_crash(vcpu, "guest reported a crash");
+			return false;
+		}
+	case KVM_EXIT_SHUTDOWN:
+		vcpu_crash(vcpu, "guest triple fault");
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		vcpu_crash(vcpu, "KVM internal error");
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		vcpu_crash(vcpu, "VM entry failed");
+		return false;
+	default:
+		vcpu_crash(vcpu, "unhandled VM exit");
+		return false;
+	}
+}
+
+void *vcpu_thread(void *arg)
+{
+	struct vcpu *vcpu = arg;
+	struct vm *vm = vcpu->vm;
+	char name[16];
+
+	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
+	pthread_setname_np(pthread_self(), name);
+	while (!vm_stopping(vm)) {
+		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+			int err = errno;
+
+			if (err == EINTR)
+				continue;
+			if (err == EAGAIN) {
+				/* This host returns EAGAIN while an AP waits for its SIPI. */
+				struct timespec ts = { 0, 200000 };
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			fprintf(stderr, "kvmprof-vmm: vCPU %u: KVM_RUN: %s\n", vcpu->id, strerror(err));
+			vcpu_dump_state(vcpu);
+			vm_request_stop(vm, VMM_EXIT_GUEST_CRASH);
+			break;
+		}
+		if (!vcpu_handle_exit(vcpu))
+			break;
+	}
+	return NULL;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef KVMPROF_VM_H
+#define KVMPROF_VM_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "boot.h"
+#include "guest_mem.h"
+#include "ioport.h"
+#include "kvmprof/platform.h"
+#include "rtc.h"
+#include "serial.h"
+
+/* Exit codes of kvmprof-vmm other than the guest's own power-off status. */
+#define VMM_EXIT_SETUP 1        /* the VM could not be set up */
+#define VMM_EXIT_USAGE 2        /* bad options */
+#define VMM_EXIT_TIMEOUT 124    /* --timeout expired, as timeout(1) */
+#define VMM_EXIT_GUEST_CRASH 125 /* triple fault, unhandled exit, emulation failure */
+#define VMM_EXIT_INTERRUPTED 130 /* SIGINT / SIGTERM */
+
+struct vm_config {
+	const char *kernel_path;   /* NULL: the embedded bundled guest */
+	const char *initrd_path;   /* NULL: no initrd, or the embedded one */
+	bool initrd_embedded;
+	const char *cmdline;
+	const char *console_path;  /* NULL: stdout */
+	const char *agent_path;    /* NULL: COM2 output is discarded */
+	uint64_t mem_size;
+	unsigned int ncpus;
+	double timeout_s;          /* 0: none */
+};
+
+struct vm;
+
+struct vcpu {
+	struct vm *vm;
+	unsigned int id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool started;
+};
+
+struct vm {
+	const struct vm_config *cfg;
+	int kvm_fd;
+	int vm_fd;
+	size_t run_size;
+	struct guest_mem mem;
+	struct boot_entry entry;
+	struct kvm_cpuid2 *cpuid;
+	struct vcpu vcpu[KVMPROF_MAX_CPUS];
+	struct ioport_bus io;
+	struct serial com1, com2;
+	struct rtc rtc;
+	int console_fd, agent_fd;
+	pthread_t main_thread;
+
+	/* Stopping: the first reason wins; later ones are ignored. */
+	pthread_mutex_t stop_lock;
+	bool stopping;
+	int exit_code;
+};
+
+/* Sets up KVM, the VM, its memory and devices; prints why on failure. */
+int vm_create(struct vm *vm, const struct vm_config *cfg);
+void vm_destroy(struct vm *vm);
+
+/* Runs the vCPUs until the guest powers off, crashes, times out or is interrupted. */
+int vm_run(struct vm *vm);
+
+/* Asks every vCPU to stop; the first caller's exit code is kept. */
+void vm_request_stop(struct vm *vm, int exit_code);
+bool vm_stopping(struct vm *vm);
+
+int vcpu_create(struct vm *vm, unsigned int id);
+void vcpu_destroy(struct vcpu *vcpu);
+void *vcpu_thread(void *arg);
+void vcpu_kick(struct vcpu *vcpu);
+void vcpu_dump_state(struct vcpu *vcpu);
+
+int cpuid_get_supported(int kvm_fd, struct kvm_cpuid2 **out);
+void cpuid_adjust_for_vcpu(struct kvm_cpuid2 *cpuid, unsigned int id, unsigned int ncpus);
+
+#endif

@@ -1,0 +1,38 @@
+# kvmprof-vmm: the VMM. Built three ways: dynamic (build/kvmprof-vmm), static
+# for the nested harness (build/kvmprof-vmm-static), and with ASan + UBSan
+# (build/asan/kvmprof-vmm) for the tests.
+
+VMM_SRCS := $(wildcard vmm/*.c)
+VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o
+VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o
+VMM_LIBS := -lpthread
+
+# The parts of the VMM that need no KVM: unit tests link these.
+VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c \
+                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c
+
+GUEST_KERNEL := $(BUILD)/guest/kernel.elf
+GUEST_INITRD := $(BUILD)/guest/initrd.cpio
+
+$(BUILD)/vmm/%.o: vmm/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/vmm/%.o: vmm/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/vmm/embedded_guest.o: vmm/embedded_guest.S $(GUEST_KERNEL) $(GUEST_INITRD)
+	@mkdir -p $(@D)
+	$(CC) -c $< -o $@ -DGUEST_KERNEL='"$(GUEST_KERNEL)"' -DGUEST_INITRD='"$(GUEST_INITRD)"'
+
+$(BUILD)/kvmprof-vmm: $(VMM_OBJS)
+	$(CC) $(HOST_CFLAGS) -o $@ $^ $(VMM_LIBS)
+
+$(BUILD)/kvmprof-vmm-static: $(VMM_OBJS)
+	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(VMM_LIBS)
+
+$(BUILD)/asan/kvmprof-vmm: $(VMM_ASAN_OBJS)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(VMM_LIBS)
+
+-include $(VMM_OBJS:.o=.d) $(VMM_ASAN_OBJS:.o=.d)
