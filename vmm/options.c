@@ -26,6 +26,7 @@ static const char usage_text[] =
 	"  --agent-channel PATH  COM2 to PATH: a UNIX socket if one listens there,\n"
 	"                        else a file created or truncated\n"
 	"  --timeout SECONDS     stop the guest after SECONDS (exit code 124)\n"
+	"  --kvm-device PATH     the KVM device (default /dev/kvm)\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
@@ -35,7 +36,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
-	OPT_AGENT, OPT_TIMEOUT,
+	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE,
 };
 
 int parse_mem_size(const char *s, uint64_t *bytes)
@@ -95,6 +96,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "console", required_argument, NULL, OPT_CONSOLE },
 		{ "agent-channel", required_argument, NULL, OPT_AGENT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "kvm-device", required_argument, NULL, OPT_KVM_DEVICE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -106,6 +108,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		.cmdline = "",
 		.mem_size = 256ULL << 20,
 		.ncpus = 1,
+		.kvm_device = "/dev/kvm",
 	};
 	opterr = 0;
 	optind = 1;
@@ -141,6 +144,9 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_AGENT:
 			cfg->agent_path = optarg;
+			break;
+		case OPT_KVM_DEVICE:
+			cfg->kvm_device = optarg;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

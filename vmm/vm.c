@@ -34,21 +34,27 @@ static int vm_open_kvm(struct vm *vm)
 	};
 	int version;
 
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	const char *dev = vm->cfg->kvm_device;
+
+	vm->kvm_fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {
 		int err = errno;
 		if (err == ENOENT)
-			fprintf(stderr, "kvmprof-vmm: /dev/kvm does not exist: this host has no KVM "
-				"(load kvm-intel or kvm-amd, or enable virtualization)\n");
+			fprintf(stderr, "kvmprof-vmm: %s does not exist: this host has no KVM "
+				"(load kvm-intel or kvm-amd, or enable virtualization)\n", dev);
 		else if (err == EACCES || err == EPERM)
-			fprintf(stderr, "kvmprof-vmm: /dev/kvm: permission denied (run as root or join the 'kvm' group)\n");
+			fprintf(stderr, "kvmprof-vmm: %s: permission denied (run as root or join the 'kvm' group)\n", dev);
 		else
-			fprintf(stderr, "kvmprof-vmm: cannot open /dev/kvm: %s\n", strerror(err));
+			fprintf(stderr, "kvmprof-vmm: cannot open %s: %s\n", dev, strerror(err));
 		return -err;
 	}
 	version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (version < 0) {
+		fprintf(stderr, "kvmprof-vmm: %s is not a KVM device\n", dev);
+		return -ENOTTY;
+	}
 	if (version != KVM_API_VERSION) {
-		fprintf(stderr, "kvmprof-vmm: /dev/kvm speaks KVM API %d, expected %d\n", version, KVM_API_VERSION);
+		fprintf(stderr, "kvmprof-vmm: %s speaks KVM API %d, expected %d\n", dev, version, KVM_API_VERSION);
 		return -ENOTSUP;
 	}
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {

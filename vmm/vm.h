@@ -28,6 +28,7 @@ struct vm_config {
 	const char *cmdline;
 	const char *console_path;  /* NULL: stdout */
 	const char *agent_path;    /* NULL: COM2 output is discarded */
+	const char *kvm_device;    /* normally /dev/kvm */
 	uint64_t mem_size;
 	unsigned int ncpus;
 	double timeout_s;          /* 0: none */

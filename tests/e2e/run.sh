@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# End-to-end tests of kvmprof-vmm on this host's KVM: boots of the bundled
+# guest and of the tiny PVH fixtures, exit codes, bad input, crash diagnostics.
+# Prints "PASS name" / "FAIL name: why" per case and "N passed, N failed".
+# VMM=path selects the binary (the ASan build, say); TAG prefixes case names.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+VMM=${VMM:-$BUILD/kvmprof-vmm}
+TAG=${TAG:-}
+FIX=$BUILD/fixtures
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+# ASan's leak check wants ptrace-like privileges some sandboxes lack; errors still abort.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+ok() { pass=$((pass + 1)); echo "PASS $TAG$1"; }
+bad() {
+	fail=$((fail + 1))
+	echo "FAIL $TAG$1: $2"
+	for f in "$TMP/out" "$TMP/err"; do
+		[ -s "$f" ] && tail -n 15 "$f" | sed "s/^/    $(basename "$f"): /"
+	done
+}
+
+# vmm ARGS...: runs the VMM with a hard limit, output in $TMP/out and $TMP/err, status in $rc.
+vmm() {
+	# shellcheck disable=SC2086 # VMM may carry a privilege-dropping prefix
+	timeout -k 5 120 $VMM "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+}
+
+# expect_error NAME CODE PATTERN ARGS...: fails with exit CODE and exactly one stderr line matching PATTERN.
+expect_error() {
+	local name=$1 code=$2 pattern=$3
+	shift 3
+	vmm "$@"
+	local lines
+	lines=$(wc -l <"$TMP/err")
+	if [ "$rc" != "$code" ]; then
+		bad "$name" "exit code $rc, expected $code"
+	elif [ "$lines" != 1 ]; then
+		bad "$name" "expected one line on stderr, got $lines"
+	elif ! grep -qE -- "$pattern" "$TMP/err"; then
+		bad "$name" "stderr does not match /$pattern/"
+	else
+		ok "$name"
+	fi
+}
+
+# --- the tiny PVH fixtures -------------------------------------------------
+vmm --kernel "$FIX/pvh-exit0.elf"
+if [ $rc = 0 ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/out"; then ok pvh-boot-exit0
+else bad pvh-boot-exit0 "rc=$rc"; fi
+
+vmm --kernel "$FIX/pvh-exit42.elf" --cpus 2
+if [ $rc = 42 ]; then ok pvh-exit-status-is-exit-code; else bad pvh-exit-status-is-exit-code "rc=$rc, expected 42"; fi
+
+vmm --kernel "$FIX/pvh-exit0.elf" --console "$TMP/console.txt" --agent-channel "$TMP/agent.txt"
+if [ $rc = 0 ] && [ ! -s "$TMP/out" ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/console.txt" &&
+	grep -qx 'pvh-tiny: hello from the guest' "$TMP/agent.txt"; then ok console-and-agent-channel-files
+else bad console-and-agent-channel-files "rc=$rc"; fi
+
+# COM2 to a UNIX socket that a reader listens on.
+if command -v python3 >/dev/null; then
+	python3 - "$TMP/agent.sock" "$TMP/sock.txt" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); s.settimeout(30)
+c, _ = s.accept(); data = b""
+while True:
+    b = c.recv(4096)
+    if not b: break
+    data += b
+open(sys.argv[2], "wb").write(data)
+PY
+	for _ in $(seq 50); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
+	vmm --kernel "$FIX/pvh-exit0.elf" --agent-channel "$TMP/agent.sock"
+	wait
+	if [ $rc = 0 ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/sock.txt" 2>/dev/null; then ok agent-channel-unix-socket
+	else bad agent-channel-unix-socket "rc=$rc"; fi
+fi
+
+vmm --kernel "$FIX/pvh-triple-fault.elf"
+if [ $rc = 125 ] && grep -q 'guest triple fault' "$TMP/err" && grep -qE '^  rip [0-9a-f]{16}' "$TMP/err"; then
+	ok triple-fault-diagnostic
+else bad triple-fault-diagnostic "rc=$rc"; fi
+
+vmm --kernel "$FIX/pvh-spin.elf" --timeout 1
+if [ $rc = 124 ] && grep -q -- '--timeout' "$TMP/err"; then ok timeout-stops-spinning-guest
+else bad timeout-stops-spinning-guest "rc=$rc"; fi
+
+"$VMM" --kernel "$FIX/pvh-spin.elf" >"$TMP/out" 2>"$TMP/err" </dev/null &
+pid=$!
+sleep 1
+kill -INT $pid
+for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then kill -9 $pid; bad sigint-stops-guest "still running 10 s after SIGINT"
+else
+	wait $pid
+	rc=$?
+	if [ $rc = 130 ] && grep -q 'stopping the guest' "$TMP/err"; then ok sigint-stops-guest
+	else bad sigint-stops-guest "rc=$rc"; fi
+fi
+
+vmm --help
+if [ $rc = 0 ] && grep -q -- '--kernel FILE' "$TMP/out" && grep -q -- '--agent-channel' "$TMP/out"; then ok help
+else bad help "rc=$rc"; fi
+
+# --- bad input: one line naming the file or value, non-zero exit ------------
+head -c 100 "$FIX/pvh-exit0.elf" >"$TMP/truncated.elf"
+printf '#!/bin/sh\necho not a kernel\n' >"$TMP/script"
+: >"$TMP/empty"
+head -c $((20 << 20)) /dev/zero >"$TMP/big.initrd"
+gcc -nostdlib -static -no-pie -Wl,-n -Wl,-Ttext=0x10000000 -Wl,--build-id=none -Wl,--no-warn-rwx-segments \
+	tests/fixtures/pvh_tiny.S -o "$TMP/high.elf"
+expect_error kernel-missing 1 "kernel $TMP/nope.elf: No such file" --kernel "$TMP/nope.elf"
+expect_error kernel-truncated 1 "kernel $TMP/truncated.elf: .*truncated" --kernel "$TMP/truncated.elf"
+expect_error kernel-not-a-kernel 1 "kernel $TMP/script: neither a PVH ELF kernel nor a Linux bzImage" --kernel "$TMP/script"
+expect_error kernel-empty 1 "kernel $TMP/empty: file is empty" --kernel "$TMP/empty"
+expect_error kernel-directory 1 "kernel $TMP: not a regular file" --kernel "$TMP"
+expect_error kernel-segment-outside-memory 1 "segment .* outside guest memory" --kernel "$TMP/high.elf" --mem 64M
+expect_error initrd-too-large 1 "initrd .*big.initrd.* use a larger --mem" --kernel "$FIX/pvh-exit0.elf" --initrd "$TMP/big.initrd" --mem 16M
+expect_error initrd-missing 1 "initrd $TMP/nope: No such file" --kernel "$FIX/pvh-exit0.elf" --initrd "$TMP/nope"
+expect_error mem-unparsable 2 "--mem 'lots': not a size" --mem lots
+expect_error mem-too-small 2 "--mem 1M is too small" --mem 1M
+expect_error mem-too-large 2 "--mem 64G is too large" --mem 64G
+expect_error cpus-zero 2 "--cpus '0': must be a number from 1 to 8" --cpus 0
+expect_error cpus-too-many 2 "--cpus '9'" --cpus 9
+expect_error unknown-option 2 "unknown option '--turbo'" --turbo
+expect_error option-without-value 2 "needs a value" --kernel
+expect_error console-unwritable 1 "console /nonexistent/dir/c.txt: No such file" --kernel "$FIX/pvh-exit0.elf" --console /nonexistent/dir/c.txt
+expect_error kvm-missing 1 "$TMP/no-kvm does not exist: this host has no KVM" --kernel "$FIX/pvh-exit0.elf" --kvm-device "$TMP/no-kvm"
+expect_error kvm-not-a-kvm-device 1 "/dev/null is not a KVM device" --kernel "$FIX/pvh-exit0.elf" --kvm-device /dev/null
+# As an unprivileged user, the real /dev/kvm (mode 0600 here) is not permitted.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ "$(stat -c %a /dev/kvm)" = 600 ]; then
+	VMM_SAVED=$VMM
+	VMM="setpriv --reuid=65534 --regid=65534 --clear-groups $VMM"
+	expect_error kvm-not-permitted 1 "/dev/kvm: permission denied" --kernel "$FIX/pvh-exit0.elf"
+	VMM=$VMM_SAVED
+fi
+
+# --- the bundled guest ------------------------------------------------------
+if [ -f tests/e2e/bundled-guest.sh ]; then
+	# shellcheck source=tests/e2e/bundled-guest.sh
+	. tests/e2e/bundled-guest.sh
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `make test`: unit tests (plain and ASan+UBSan builds), end-to-end tests of
+# the VMM and the bundled guest, and the nested Linux-guest tests. Every suite
+# prints "PASS name" / "FAIL name: why" lines; this script adds them up and
+# ends with "N passed, N failed". A run that executed no test fails.
+# Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export BUILD
+LOG=$BUILD/test.log
+mkdir -p "$BUILD"
+
+# cmocka's TAP output: "ok N - name" / "not ok N - name".
+unit_suite() {
+	local bin=$1 tag=$2 out rc
+	out=$(CMOCKA_MESSAGE_OUTPUT=TAP "$bin" 2>&1)
+	rc=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*) echo "PASS $tag${line#ok * - }" ;;
+		"not ok "*) echo "FAIL $tag${line#not ok * - }" ;;
+		"#"*) echo "    $line" ;;
+		esac
+	done <<<"$out"
+	if [ $rc -ne 0 ] && ! grep -q '^not ok' <<<"$out"; then
+		echo "FAIL $tag$(basename "$bin"): exited $rc"
+		tail -n 20 <<<"$out" | sed 's/^/    /'
+	fi
+}
+
+run_suites() {
+	echo "== unit tests"
+	if ! bash tests/debian-kernel.sh "$BUILD" >"$BUILD/debian-kernel.log" 2>&1; then
+		echo "FAIL debian-kernel: could not fetch the Debian kernel the unit tests read"
+		tail -n 5 "$BUILD/debian-kernel.log" | sed 's/^/    /'
+	fi
+	for bin in "$BUILD"/tests/test_*; do
+		[ -f "$bin" ] && [ -x "$bin" ] && unit_suite "$bin" ""
+	done
+	echo "== unit tests under ASan + UBSan"
+	for bin in "$BUILD"/asan/tests/test_*; do
+		[ -f "$bin" ] && [ -x "$bin" ] && unit_suite "$bin" "asan:"
+	done
+	echo "== end-to-end tests"
+	bash tests/e2e/run.sh
+	echo "== end-to-end tests, ASan + UBSan VMM"
+	VMM=$BUILD/asan/kvmprof-vmm TAG=asan: bash tests/e2e/run.sh
+	if [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
+		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
+		VMM=$BUILD/kvmprof-vmm-static bash tests/nested/run.sh
+	fi
+}
+
+start=$(date +%s)
+run_suites 2>&1 | tee "$LOG"
+pass=$(grep -c '^PASS ' "$LOG")
+fail=$(grep -c '^FAIL ' "$LOG")
+if [ "$fail" -gt 0 ]; then
+	echo
+	echo "Failed:"
+	grep '^FAIL ' "$LOG" | sed 's/^FAIL /  /'
+fi
+echo "(full log: $LOG, $(($(date +%s) - start)) s)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -1,0 +1,45 @@
+# Unit tests (cmocka), the end-to-end tests, and the `make test` runner.
+
+VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform
+UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/tests/%)
+ASAN_UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%)
+
+VMM_PURE_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/%.o)
+VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)
+
+$(VMM_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(VMM_PURE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) -lpthread
+
+$(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(VMM_PURE_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CMOCKA_LIBS) -lpthread
+
+# Test kernels for the end-to-end tests (tests/fixtures/pvh_tiny.S).
+FIXTURE_LDFLAGS := -nostdlib -static -no-pie -Wl,-n -Wl,-Ttext=0x100000 -Wl,--build-id=none \
+                   -Wl,--no-warn-rwx-segments
+FIXTURES := $(BUILD)/fixtures/pvh-exit0.elf $(BUILD)/fixtures/pvh-exit42.elf \
+            $(BUILD)/fixtures/pvh-triple-fault.elf $(BUILD)/fixtures/pvh-spin.elf
+$(BUILD)/fixtures/pvh-exit%.elf: tests/fixtures/pvh_tiny.S
+	@mkdir -p $(@D)
+	$(CC) $(FIXTURE_LDFLAGS) -DEXIT_STATUS=$* $< -o $@
+$(BUILD)/fixtures/pvh-triple-fault.elf: tests/fixtures/pvh_tiny.S
+	@mkdir -p $(@D)
+	$(CC) $(FIXTURE_LDFLAGS) -DTRIPLE_FAULT $< -o $@
+$(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
+	@mkdir -p $(@D)
+	$(CC) $(FIXTURE_LDFLAGS) -DSPIN $< -o $@
+
+.PHONY: test-unit test-e2e
+test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
+	@bash tests/run-unit.sh $(UNIT_TESTS) $(ASAN_UNIT_TESTS)
+
+test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) guest
+	@bash tests/e2e/run.sh
+
+test: deps
+	@$(MAKE) --no-print-directory test-all
+
+.PHONY: test-all
+test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(FIXTURES)
+	@bash tests/run-all.sh

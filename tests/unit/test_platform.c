@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/* The machine description without KVM: memory map, MP table, option parsing, the 8250 model. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../vmm/memmap.h"
+#include "../../vmm/mptable.h"
+#include "../../vmm/options.h"
+#include "../../vmm/serial.h"
+#include "kvmprof/platform.h"
+
+static void test_memmap(void **state)
+{
+	struct memmap map;
+	uint64_t ram = 0;
+
+	(void)state;
+	memmap_build(&map, 256u << 20);
+	assert_int_equal(map.count, 4);
+	for (unsigned int i = 0; i < map.count; i++) {
+		if (i)
+			assert_true(map.entry[i].addr >= map.entry[i - 1].addr + map.entry[i - 1].size);
+		if (map.entry[i].type == MEMMAP_RAM)
+			ram += map.entry[i].size;
+	}
+	/* The MP table's page is reserved, not RAM. */
+	assert_int_equal(map.entry[2].addr, KVMPROF_MPTABLE_ADDR);
+	assert_int_equal(map.entry[2].type, MEMMAP_RESERVED);
+	assert_int_equal(ram, (256u << 20) - 0x100000 + KVMPROF_LOWMEM_END);
+}
+
+static uint8_t sum(const uint8_t *p, size_t n)
+{
+	uint8_t s = 0;
+	while (n--)
+		s += *p++;
+	return s;
+}
+
+static void test_mptable(void **state)
+{
+	struct guest_mem mem = { calloc(1, 2u << 20), 2u << 20 };
+	const uint8_t *mpf = mem.host + KVMPROF_MPTABLE_ADDR;
+	const uint8_t *mpc;
+	uint32_t physptr;
+	uint16_t len, count;
+	unsigned int cpus = 0, bsp = 0, ioapics = 0, intsrc = 0;
+
+	(void)state;
+	assert_int_equal(mptable_write(&mem, 3), 0);
+	assert_memory_equal(mpf, "_MP_", 4);
+	assert_int_equal(sum(mpf, 16), 0);
+	memcpy(&physptr, mpf + 4, 4);
+	mpc = mem.host + physptr;
+	assert_memory_equal(mpc, "PCMP", 4);
+	memcpy(&len, mpc + 4, 2);
+	memcpy(&count, mpc + 34, 2);
+	assert_int_equal(sum(mpc, len), 0);
+	for (const uint8_t *e = mpc + 44; e < mpc + len;) {
+		switch (e[0]) {
+		case 0:
+			assert_int_equal(e[1], cpus); /* APIC IDs 0..n-1 */
+			cpus++;
+			bsp += (e[3] & 2) != 0;
+			e += 20;
+			break;
+		case 2:
+			ioapics++;
+			e += 8;
+			break;
+		case 3:
+			assert_int_equal(e[5], e[7]); /* ISA IRQ n -> pin n, as KVM routes GSIs */
+			intsrc++;
+			e += 8;
+			break;
+		default:
+			e += 8;
+		}
+		count--;
+	}
+	assert_int_equal(count, 0);
+	assert_int_equal(cpus, 3);
+	assert_int_equal(bsp, 1);
+	assert_int_equal(ioapics, 1);
+	assert_int_equal(intsrc, 16);
+	assert_int_equal(mptable_write(&mem, 0), -EINVAL);
+	assert_int_equal(mptable_write(&mem, KVMPROF_MAX_CPUS + 1), -EINVAL);
+	free(mem.host);
+}
+
+static void test_parse_mem_size(void **state)
+{
+	uint64_t b;
+
+	(void)state;
+	assert_int_equal(parse_mem_size("256M", &b), 0);
+	assert_int_equal(b, 256ULL << 20);
+	assert_int_equal(parse_mem_size("1G", &b), 0);
+	assert_int_equal(b, 1ULL << 30);
+	assert_int_equal(parse_mem_size("512", &b), 0); /* MiB, like QEMU's -m */
+	assert_int_equal(b, 512ULL << 20);
+	assert_int_equal(parse_mem_size("65536k", &b), 0);
+	assert_int_equal(b, 64ULL << 20);
+	assert_int_equal(parse_mem_size("2GiB", &b), 0);
+	assert_int_equal(b, 2ULL << 30);
+	assert_int_equal(parse_mem_size("lots", &b), -EINVAL);
+	assert_int_equal(parse_mem_size("12X", &b), -EINVAL);
+	assert_int_equal(parse_mem_size("-1M", &b), -EINVAL);
+	assert_int_equal(parse_mem_size("", &b), -EINVAL);
+	assert_int_equal(parse_mem_size("99999999999999999999G", &b), -EINVAL);
+	assert_int_equal(parse_mem_size("17179869184G", &b), -EINVAL); /* overflows 64 bits */
+}
+
+static int parse(char *err, const char *a1, const char *a2, const char *a3, struct vm_config *cfg)
+{
+	char *argv[] = { "kvmprof-vmm", (char *)a1, (char *)a2, (char *)a3, NULL };
+	int argc = 1 + (a1 != NULL) + (a2 != NULL) + (a3 != NULL);
+
+	return vmm_options_parse(argc, argv, cfg, err);
+}
+
+static void test_options(void **state)
+{
+	struct vm_config cfg;
+	char err[OPTIONS_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(parse(err, NULL, NULL, NULL, &cfg), 0);
+	assert_null(cfg.kernel_path);
+	assert_true(cfg.initrd_embedded);
+	assert_int_equal(cfg.ncpus, 1);
+	assert_int_equal(cfg.mem_size, 256ULL << 20);
+
+	assert_int_equal(parse(err, "--kernel", "bzImage", "--cpus=8", &cfg), 0);
+	assert_string_equal(cfg.kernel_path, "bzImage");
+	assert_false(cfg.initrd_embedded); /* another kernel gets no demo initrd */
+	assert_int_equal(cfg.ncpus, 8);
+
+	assert_int_equal(parse(err, "--cpus", "0", NULL, &cfg), -EINVAL);
+	assert_non_null(strstr(err, "--cpus '0'"));
+	assert_int_equal(parse(err, "--cpus", "9", NULL, &cfg), -EINVAL);
+	assert_int_equal(parse(err, "--cpus", "two", NULL, &cfg), -EINVAL);
+	assert_int_equal(parse(err, "--mem", "8M", NULL, &cfg), -EINVAL);
+	assert_non_null(strstr(err, "too small"));
+	assert_int_equal(parse(err, "--mem", "4G", NULL, &cfg), -EINVAL);
+	assert_non_null(strstr(err, "too large"));
+	assert_int_equal(parse(err, "--mem", "big", NULL, &cfg), -EINVAL);
+	assert_non_null(strstr(err, "not a size"));
+	assert_int_equal(parse(err, "--frobnicate", NULL, NULL, &cfg), -EINVAL);
+	assert_non_null(strstr(err, "unknown option '--frobnicate'"));
+	assert_int_equal(parse(err, "--kernel", NULL, NULL, &cfg), -EINVAL);
+	assert_non_null(strstr(err, "needs a value"));
+	assert_int_equal(parse(err, "stray", NULL, NULL, &cfg), -EINVAL);
+	assert_int_equal(parse(err, "--timeout", "-3", NULL, &cfg), -EINVAL);
+	assert_int_equal(parse(err, "--initrd", "none", NULL, &cfg), 0);
+	assert_null(cfg.initrd_path);
+	assert_false(cfg.initrd_embedded);
+}
+
+struct irq_log {
+	int levels[64];
+	int n;
+};
+
+static void record_irq(void *ctx, int level)
+{
+	struct irq_log *log = ctx;
+
+	if (log->n < 64)
+		log->levels[log->n++] = level;
+}
+
+static uint8_t uart_in(struct serial *s, uint16_t off)
+{
+	uint8_t v;
+	serial_io(s, off, &v, 1, false);
+	return v;
+}
+
+static void uart_out(struct serial *s, uint16_t off, uint8_t v)
+{
+	serial_io(s, off, &v, 1, true);
+}
+
+static void test_serial_output_and_thri(void **state)
+{
+	struct serial s;
+	struct irq_log log = { 0 };
+	int pipefd[2];
+	char buf[8] = { 0 };
+
+	(void)state;
+	assert_int_equal(pipe(pipefd), 0);
+	serial_init(&s, pipefd[1], record_irq, &log);
+	assert_int_equal(uart_in(&s, 2) & 0x0f, 0x01); /* no interrupt pending */
+	assert_int_equal(uart_in(&s, 5) & 0x60, 0x60); /* THRE | TEMT */
+	uart_out(&s, 0, 'h');
+	uart_out(&s, 0, 'i');
+	assert_int_equal(read(pipefd[0], buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "hi");
+	assert_int_equal(log.n, 0); /* polled: no IRQ */
+	/* Enabling THRI with an empty transmitter raises the IRQ at once. */
+	uart_out(&s, 1, 0x02);
+	assert_int_equal(log.n, 1);
+	assert_int_equal(log.levels[0], 1);
+	assert_int_equal(uart_in(&s, 2) & 0x0f, 0x02);  /* THRI, and reading acknowledges it */
+	assert_int_equal(log.levels[log.n - 1], 0);
+	assert_int_equal(uart_in(&s, 2) & 0x0f, 0x01);
+	uart_out(&s, 0, '!');                           /* the next byte raises it again */
+	assert_int_equal(log.levels[log.n - 1], 1);
+	/* Divisor latch: DLAB hides THR/IER behind DLL/DLM. */
+	uart_out(&s, 3, 0x83);
+	uart_out(&s, 0, 0x01);
+	uart_out(&s, 1, 0x00);
+	assert_int_equal(uart_in(&s, 0), 0x01);
+	uart_out(&s, 3, 0x03);
+	assert_int_equal(read(pipefd[0], buf, sizeof(buf)), 1); /* the DLL write sent nothing */
+	/* FIFO bits in IIR identify a 16550A to Linux. */
+	uart_out(&s, 2, 0x07);
+	assert_int_equal(uart_in(&s, 2) & 0xc0, 0xc0);
+	/* Loopback as Linux's autoconfig probes it: MCR 0x1a -> MSR 0x90. */
+	uart_out(&s, 4, 0x1a);
+	assert_int_equal(uart_in(&s, 6) & 0xf0, 0x90);
+	serial_destroy(&s);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
+static void test_serial_receive(void **state)
+{
+	struct serial s;
+	struct irq_log log = { 0 };
+	uint8_t big[SERIAL_RX_FIFO + 10];
+
+	(void)state;
+	serial_init(&s, -1, record_irq, &log);
+	uart_out(&s, 1, 0x01); /* RX interrupt */
+	assert_int_equal(serial_receive(&s, (const uint8_t *)"ab", 2), 2);
+	assert_int_equal(log.levels[log.n - 1], 1);
+	assert_int_equal(uart_in(&s, 5) & 1, 1);
+	assert_int_equal(uart_in(&s, 2) & 0x0f, 0x04);
+	assert_int_equal(uart_in(&s, 0), 'a');
+	assert_int_equal(uart_in(&s, 0), 'b');
+	assert_int_equal(uart_in(&s, 5) & 1, 0);
+	assert_int_equal(log.levels[log.n - 1], 0);
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(serial_receive(&s, big, sizeof(big)), SERIAL_RX_FIFO); /* full FIFO */
+	serial_destroy(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memmap),
+		cmocka_unit_test(test_mptable),
+		cmocka_unit_test(test_parse_mem_size),
+		cmocka_unit_test(test_options),
+		cmocka_unit_test(test_serial_output_and_thri),
+		cmocka_unit_test(test_serial_receive),
+	};
+
+	return cmocka_run_group_tests_name("platform", tests, NULL, NULL);
+}
