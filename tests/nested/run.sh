@@ -14,8 +14,8 @@
 #   --l1-only  no VMM: prove L1 boots, the modules load and /dev/kvm works
 #   -v         stream L1's serial console while it runs
 # Environment: BUILD (build), VMM ($BUILD/kvmprof-vmm-static), CPUS (2),
-#   L2_MEM (256M), QEMU_TIMEOUT (seconds for the whole QEMU run, 240),
-#   L2_TIMEOUT (seconds per VMM run inside L1, 75), L2_APPEND (extra L2
+#   L2_MEM (256M), QEMU_TIMEOUT (seconds for the whole QEMU run, 170),
+#   L2_TIMEOUT (seconds per VMM run inside L1, 60), L2_APPEND (extra L2
 #   kernel parameters), L1_APPEND (extra L1 kernel parameters), CASES
 #   ("bzimage pvh"), L2_FLAVOUR (cloud-amd64, or amd64: Debian's generic
 #   kernel as L2, which finds CPUs through an MP table; the cloud kernel has
@@ -29,8 +29,8 @@ BUILD=${BUILD:-build}
 VMM=${VMM:-$BUILD/kvmprof-vmm-static}
 CPUS=${CPUS:-2}
 L2_MEM=${L2_MEM:-256M}
-QEMU_TIMEOUT=${QEMU_TIMEOUT:-240}
-L2_TIMEOUT=${L2_TIMEOUT:-75}
+QEMU_TIMEOUT=${QEMU_TIMEOUT:-170}
+L2_TIMEOUT=${L2_TIMEOUT:-60}
 L2_APPEND=${L2_APPEND:-}
 L1_APPEND=${L1_APPEND:-}
 CASES=${CASES:-bzimage pvh}
@@ -240,7 +240,10 @@ for c in $CASES; do
 		on { print }
 		$0 ~ "KVMPROF-L1-END case=" c " " { on = 0 }' "$CLEAN" > "$sect"
 	endl=$(grep -o "KVMPROF-L1-END case=$c .*" "$sect" | head -n 1)
-	okl=$(grep -o 'KVMPROF-L2-OK cpus=[0-9]*[^|]*' "$sect" | head -n 1)
+	okl=$(grep -o 'KVMPROF-L2-OK cpus=[0-9]* .*via=tty' "$sect" | head -n 1)
+	[ -n "$okl" ] || okl=$(grep -o 'KVMPROF-L2-OK cpus=[0-9]*.*' "$sect" | head -n 1)
+	via=$(grep -o 'KVMPROF-L2-OK cpus=.* via=[a-z]*' "$sect" | sed 's/.* via=//' | sort -u | tr '\n' '+')
+	okl=${okl% via=*}${via:+ (marker seen via ${via%+})}
 	cpus=$(echo "$okl" | sed -n 's/.*KVMPROF-L2-OK cpus=\([0-9]*\).*/\1/p')
 	rc=$(echo "$endl" | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
 	times=$(echo "$endl" | sed -n 's/.* start=\([0-9.]*\) end=\([0-9.]*\).*/\1 \2/p')
@@ -256,6 +259,9 @@ for c in $CASES; do
 		why=
 		[ -n "$okl" ] || why="no KVMPROF-L2-OK marker"
 		[ -z "$okl" ] || [ "$cpus" = "$CPUS" ] || why="L2 saw cpus=$cpus, want $CPUS"
+		if [ -n "$okl" ] && [ "$cpus" != "$CPUS" ] && grep -q 'ACPI MADT or MP tables are not detected' "$sect"; then
+			why="$why (L2 found no ACPI MADT$([ "$L2_FLAVOUR" = cloud-amd64 ] && echo "; the cloud kernel has CONFIG_X86_MPPARSE unset, so it ignores MP tables: the VMM needs ACPI tables, or use L2_FLAVOUR=amd64"))"
+		fi
 		[ "$rc" = 0 ] || why="${why:+$why; }VMM exit code $rc$([ "$rc" = 137 ] && echo " (killed after ${L2_TIMEOUT}s)")"
 		result "l2-$c" 0 "$why${okl:+; L2 printed: $okl}; ${dur} in L1"
 	fi
