@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* Guest kernel internals. */
+#ifndef GUEST_KERNEL_H
+#define GUEST_KERNEL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+#define PAGE_SIZE 4096UL
+#define MAX_PROCS 32
+#define MAX_REGIONS 8
+#define PROC_NAME_MAX 32
+#define PANIC_STATUS 255
+
+struct trapframe {
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, err;
+	uint64_t rip, cs, rflags, rsp, ss; /* pushed by the CPU */
+};
+
+struct tss {
+	uint32_t reserved0;
+	uint64_t rsp0, rsp1, rsp2;
+	uint64_t reserved1;
+	uint64_t ist[7];
+	uint64_t reserved2;
+	uint16_t reserved3;
+	uint16_t iomap_base;
+} __attribute__((packed));
+
+struct proc;
+_Static_assert(sizeof(struct trapframe) == TRAPFRAME_SIZE, "trap frame");
+
+/* Lives at the base of the CPU's CPU_BLOCK_SIZE-aligned stack block. */
+struct cpu {
+	int id;
+	uint32_t apic_id;
+	struct proc *cur;
+	uint64_t ticks;
+	volatile int online;
+	struct tss tss;
+};
+
+struct region {
+	uint64_t start, end; /* user virtual, [start, end) */
+};
+
+enum proc_state { P_UNUSED, P_RUNNABLE, P_RUNNING, P_SLEEPING };
+
+struct proc {
+	enum proc_state state;
+	int pid;
+	uint64_t cr3;
+	uint64_t *pd; /* page directory of the 1-2 GiB user region */
+	uint64_t wake_ns;
+	struct trapframe tf;
+	int nregions;
+	struct region regions[MAX_REGIONS];
+	char name[PROC_NAME_MAX];
+};
+
+extern char cpu_blocks[];
+extern uint64_t boot_pml4[];
+extern uint64_t boot_pd_low[];
+extern uint64_t boot_pd_apic[];
+extern uint64_t gdt[];
+extern uint64_t ap_boot_stack;
+extern const uint64_t isr_table[];
+extern char isr_spurious[];
+extern char tramp_start[], tramp_end[];
+extern char _kernel_start[], _kernel_end[];
+extern int quiet;
+
+/* assembly */
+void trap_return(struct trapframe *tf) __attribute__((noreturn));
+void idle_halt(uint64_t stack_top) __attribute__((noreturn));
+
+/* lib.c */
+void *memcpy(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+size_t strlen(const char *s);
+int strcmp(const char *a, const char *b);
+int strncmp(const char *a, const char *b, size_t n);
+void page_zero(void *page);
+int parse_uint(const char *s, size_t n, uint64_t *out);
+
+/* console.c */
+void console_write(const char *s, size_t n);
+int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int ksnprintf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kinfo(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void poweroff(uint32_t status) __attribute__((noreturn));
+
+/* mm.c */
+void mm_add_ram(uint64_t start, uint64_t end);
+void mm_reserve(uint64_t start, uint64_t end);
+void *page_alloc(void);
+void page_free(void *page);
+int as_create(struct proc *p);
+void *as_map_page(struct proc *p, uint64_t va);
+void as_destroy(struct proc *p);
+int user_range_ok(const struct proc *p, uint64_t addr, uint64_t len);
+
+/* elf.c */
+int elf_load(struct proc *p, const void *image, size_t size, uint64_t *entry);
+
+/* smp.c */
+struct cpu *cpu_get(int id);
+int ncpus_online(void);
+void cpu_init(struct cpu *c);
+void smp_boot(int maxcpus);
+void lapic_eoi(void);
+void boot_timer_start(void);
+void timers_start(void);
+uint64_t clock_ns(void);
+uint32_t lapic_id(void);
+
+/* trap.c */
+void idt_init(void);
+void trap(struct trapframe *tf);
+
+/* sched.c */
+int proc_spawn(const char *path, int argc, char *const *argv);
+void proc_record_failure(int status);
+void sched_tick(struct cpu *c, struct trapframe *tf);
+void sched_idle_tick(struct cpu *c, struct trapframe *tf);
+void sched_yield(struct cpu *c, struct trapframe *tf);
+void sched_sleep(struct cpu *c, struct trapframe *tf, uint64_t ns);
+void sched_exit(struct cpu *c, int status) __attribute__((noreturn));
+void cpu_idle(void) __attribute__((noreturn));
+void cpu_idle_body(void) __attribute__((noreturn));
+int sched_nlive(void);
+void syscall_dispatch(struct cpu *c, struct trapframe *tf);
+
+/* initrd access (main.c) */
+int initrd_find(const char *path, const void **data, size_t *size);
+
+static inline struct cpu *this_cpu(void)
+{
+	uint64_t sp;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return (struct cpu *)(sp & ~(uint64_t)(CPU_BLOCK_SIZE - 1));
+}
+
+static inline uint64_t cpu_stack_top(const struct cpu *c)
+{
+	return (uint64_t)c + CPU_BLOCK_SIZE;
+}
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline void outl(uint16_t port, uint32_t v)
+{
+	__asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+static inline void write_cr3(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr3" : : "r"(v) : "memory");
+}
+static inline uint64_t read_cr2(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr2, %0" : "=r"(v));
+	return v;
+}
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+
+static inline void spin_lock(volatile int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (*l)
+			cpu_relax();
+}
+static inline int spin_trylock_bounded(volatile int *l, long tries)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+		if (--tries <= 0)
+			return 0;
+		cpu_relax();
+	}
+	return 1;
+}
+static inline void spin_unlock(volatile int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static inline volatile uint32_t *lapic_reg(uint32_t off)
+{
+	return (volatile uint32_t *)(KVMPROF_LAPIC_BASE + off);
+}
+static inline uint32_t lapic_read(uint32_t off)
+{
+	return *lapic_reg(off);
+}
+static inline void lapic_write(uint32_t off, uint32_t v)
+{
+	*lapic_reg(off) = v;
+}
+
+#endif
