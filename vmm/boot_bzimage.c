@@ -121,6 +121,10 @@ int boot_load_bzimage(const struct boot_config *cfg, struct boot_entry *entry, c
 		v32 = (uint32_t)cfg->initrd_size;
 		memcpy(bp + BZ_RAMDISK_SIZE, &v32, 4);
 	}
+	if (info.version >= 0x20e) {
+		uint64_t rsdp = KVMPROF_ACPI_ADDR;
+		memcpy(bp + BZ_ACPI_RSDP_ADDR, &rsdp, 8);
+	}
 	bp[BZ_E820_ENTRIES] = (uint8_t)cfg->map->count;
 	for (unsigned int i = 0; i < cfg->map->count; i++) {
 		uint8_t *e = bp + BZ_E820_TABLE + i * 20;

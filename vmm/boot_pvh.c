@@ -125,6 +125,7 @@ static int pvh_write_start_info(const struct boot_config *cfg, uint64_t initrd_a
 		.magic = HVM_START_MAGIC_VALUE,
 		.version = 1,
 		.cmdline_paddr = KVMPROF_CMDLINE_ADDR,
+		.rsdp_paddr = KVMPROF_ACPI_ADDR,
 		.memmap_paddr = KVMPROF_MEMMAP_ADDR,
 		.memmap_entries = cfg->map->count,
 	};

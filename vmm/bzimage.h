@@ -9,6 +9,7 @@
 
 /* Offsets in the bzImage file and in boot_params (the setup header sits at the same place in both). */
 #define BZ_BOOT_PARAMS_SIZE 4096
+#define BZ_ACPI_RSDP_ADDR 0x070 /* boot_params only, protocol 2.14+ */
 #define BZ_E820_ENTRIES 0x1e8
 #define BZ_SETUP_SECTS 0x1f1
 #define BZ_SETUP_HDR 0x1f1

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acpi.h"
 #include "mptable.h"
 #include "options.h"
 #include "vm.h"
@@ -102,8 +103,10 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 		goto out;
 	}
 	rc = mptable_write(&vm->mem, cfg->ncpus);
+	if (!rc)
+		rc = acpi_write_tables(&vm->mem, cfg->ncpus);
 	if (rc)
-		fprintf(stderr, "kvmprof-vmm: cannot write the MP table: %s\n", strerror(-rc));
+		fprintf(stderr, "kvmprof-vmm: cannot write the MP and ACPI tables: %s\n", strerror(-rc));
 out:
 	free(kernel.owned);
 	free(initrd.owned);

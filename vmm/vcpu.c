@@ -254,6 +254,8 @@ void *vcpu_thread(void *arg)
 	struct vm *vm = vcpu->vm;
 	char name[16];
 
+	long sipi_wait_ns = 50000;
+
 	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
 	pthread_setname_np(pthread_self(), name);
 	while (!vm_stopping(vm)) {
@@ -263,9 +265,15 @@ void *vcpu_thread(void *arg)
 			if (err == EINTR)
 				continue;
 			if (err == EAGAIN) {
-				/* This host returns EAGAIN while an AP waits for its SIPI. */
-				struct timespec ts = { 0, 200000 };
+				/*
+				 * The PVM host returns EAGAIN while an AP waits for its SIPI
+				 * instead of blocking: poll, backing off so that an AP the
+				 * guest never starts costs next to nothing.
+				 */
+				struct timespec ts = { 0, sipi_wait_ns };
 				nanosleep(&ts, NULL);
+				if (sipi_wait_ns < 2000000)
+					sipi_wait_ns *= 2;
 				continue;
 			}
 			fprintf(stderr, "kvmprof-vmm: vCPU %u: KVM_RUN: %s\n", vcpu->id, strerror(err));

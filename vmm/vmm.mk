@@ -8,7 +8,7 @@ VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o
 VMM_LIBS := -lpthread
 
 # The parts of the VMM that need no KVM: unit tests link these.
-VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c \
+VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
                  vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf

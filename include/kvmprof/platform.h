@@ -29,9 +29,9 @@
 /*
  * Guest-physical layout of what the VMM writes into low memory. Everything
  * here lies below 0x9fc00 (usable RAM in the memory map, so a guest must
- * take care not to reuse it before it has read it) except the MP table,
- * which sits in the reserved BIOS area where the Intel MultiProcessor
- * Specification tells an OS to search for it.
+ * take care not to reuse it before it has read it) except the ACPI tables
+ * and the MP table, which sit in the reserved BIOS area (0xe0000-0xfffff)
+ * where an OS searches for them.
  */
 #define KVMPROF_GDT_ADDR 0x00000500UL        /* boot GDT (bzImage boot) */
 #define KVMPROF_START_INFO_ADDR 0x00006000UL /* PVH hvm_start_info */
@@ -42,6 +42,7 @@
 #define KVMPROF_CMDLINE_ADDR 0x00020000UL
 #define KVMPROF_CMDLINE_MAX 4096
 #define KVMPROF_LOWMEM_END 0x0009fc00UL      /* end of usable base memory */
+#define KVMPROF_ACPI_ADDR 0x000e0000UL       /* RSDP + ACPI tables */
 #define KVMPROF_MPTABLE_ADDR 0x000f0000UL    /* MP floating pointer + table */
 #define KVMPROF_HIGHMEM_START 0x00100000UL   /* 1 MiB: kernels load here */
 

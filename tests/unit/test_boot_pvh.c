@@ -118,6 +118,7 @@ static void test_pvh_start_info(void **state)
 	assert_int_equal(si.magic, HVM_START_MAGIC_VALUE);
 	assert_int_equal(si.version, 1);
 	assert_int_equal(si.nr_modules, 1);
+	assert_int_equal(si.rsdp_paddr, KVMPROF_ACPI_ADDR);
 	assert_string_equal((char *)f->mem.host + si.cmdline_paddr, "console=ttyS0 quiet");
 	memcpy(&mod, f->mem.host + si.modlist_paddr, sizeof(mod));
 	assert_int_equal(mod.size, sizeof(initrd));

@@ -96,6 +96,7 @@ static void test_bzimage_boot_params(void **state)
 	assert_int_equal(bp[BZ_LOADFLAGS] & LOADED_HIGH, LOADED_HIGH);
 	assert_int_equal(bp[BZ_LOADFLAGS] & KEEP_SEGMENTS, 0);
 	assert_int_equal(get32(bp, BZ_CMD_LINE_PTR), KVMPROF_CMDLINE_ADDR);
+	assert_int_equal(get64(bp, BZ_ACPI_RSDP_ADDR), KVMPROF_ACPI_ADDR);
 	assert_string_equal((char *)mem_host + KVMPROF_CMDLINE_ADDR, "console=ttyS0");
 	rd = get32(bp, BZ_RAMDISK_IMAGE);
 	assert_int_equal(get32(bp, BZ_RAMDISK_SIZE), sizeof(initrd));

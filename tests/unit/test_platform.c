@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "../../vmm/acpi.h"
 #include "../../vmm/memmap.h"
 #include "../../vmm/mptable.h"
 #include "../../vmm/options.h"
@@ -30,8 +31,9 @@ static void test_memmap(void **state)
 		if (map.entry[i].type == MEMMAP_RAM)
 			ram += map.entry[i].size;
 	}
-	/* The MP table's page is reserved, not RAM. */
-	assert_int_equal(map.entry[2].addr, KVMPROF_MPTABLE_ADDR);
+	/* The BIOS area with the ACPI and MP tables is reserved, not RAM. */
+	assert_int_equal(map.entry[2].addr, KVMPROF_ACPI_ADDR);
+	assert_true(map.entry[2].addr + map.entry[2].size > KVMPROF_MPTABLE_ADDR);
 	assert_int_equal(map.entry[2].type, MEMMAP_RESERVED);
 	assert_int_equal(ram, (256u << 20) - 0x100000 + KVMPROF_LOWMEM_END);
 }
@@ -92,6 +94,62 @@ static void test_mptable(void **state)
 	assert_int_equal(intsrc, 16);
 	assert_int_equal(mptable_write(&mem, 0), -EINVAL);
 	assert_int_equal(mptable_write(&mem, KVMPROF_MAX_CPUS + 1), -EINVAL);
+	free(mem.host);
+}
+
+static const uint8_t *acpi_table(const uint8_t *mem, uint64_t gpa, const char *sig)
+{
+	uint32_t len;
+
+	assert_memory_equal(mem + gpa, sig, 4);
+	memcpy(&len, mem + gpa + 4, 4);
+	assert_int_equal(sum(mem + gpa, len), 0);
+	return mem + gpa;
+}
+
+static void test_acpi(void **state)
+{
+	struct guest_mem mem = { calloc(1, 2u << 20), 2u << 20 };
+	const uint8_t *rsdp = mem.host + KVMPROF_ACPI_ADDR, *xsdt, *madt = NULL;
+	uint64_t xsdt_gpa, entry;
+	uint32_t len, flags;
+	unsigned int lapics = 0, ioapics = 0;
+
+	(void)state;
+	assert_int_equal(acpi_write_tables(&mem, 4), 0);
+	assert_memory_equal(rsdp, "RSD PTR ", 8);
+	assert_int_equal(sum(rsdp, 20), 0);
+	assert_int_equal(sum(rsdp, 36), 0);
+	assert_int_equal(rsdp[15], 2);
+	memcpy(&xsdt_gpa, rsdp + 24, 8);
+	xsdt = acpi_table(mem.host, xsdt_gpa, "XSDT");
+	memcpy(&len, xsdt + 4, 4);
+	for (uint32_t off = 36; off < len; off += 8) {
+		memcpy(&entry, xsdt + off, 8);
+		if (memcmp(mem.host + entry, "FACP", 4) == 0) {
+			const uint8_t *fadt = acpi_table(mem.host, entry, "FACP");
+			uint64_t dsdt;
+			memcpy(&flags, fadt + 112, 4);
+			assert_true(flags & (1u << 20)); /* hardware-reduced */
+			memcpy(&dsdt, fadt + 140, 8);
+			acpi_table(mem.host, dsdt, "DSDT");
+		} else {
+			madt = acpi_table(mem.host, entry, "APIC");
+		}
+	}
+	assert_non_null(madt);
+	memcpy(&len, madt + 4, 4);
+	for (uint32_t off = 44; off < len; off += madt[off + 1]) {
+		if (madt[off] == 0) {
+			assert_int_equal(madt[off + 3], lapics); /* APIC ID = vCPU index */
+			lapics++;
+		} else if (madt[off] == 1) {
+			ioapics++;
+		}
+	}
+	assert_int_equal(lapics, 4);
+	assert_int_equal(ioapics, 1);
+	assert_int_equal(acpi_write_tables(&mem, 0), -EINVAL);
 	free(mem.host);
 }
 
@@ -260,6 +318,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memmap),
 		cmocka_unit_test(test_mptable),
+		cmocka_unit_test(test_acpi),
 		cmocka_unit_test(test_parse_mem_size),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_serial_output_and_thri),

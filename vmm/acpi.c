@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <string.h>
+
+#include "acpi.h"
+#include "kvmprof/platform.h"
+
+struct acpi_header {
+	char signature[4];
+	uint32_t length;
+	uint8_t revision;
+	uint8_t checksum;
+	char oem_id[6];
+	char oem_table_id[8];
+	uint32_t oem_revision;
+	char creator_id[4];
+	uint32_t creator_revision;
+} __attribute__((packed));
+
+struct acpi_rsdp {
+	char signature[8];
+	uint8_t checksum;
+	char oem_id[6];
+	uint8_t revision;
+	uint32_t rsdt_address;
+	uint32_t length;
+	uint64_t xsdt_address;
+	uint8_t extended_checksum;
+	uint8_t reserved[3];
+} __attribute__((packed));
+
+struct madt_lapic {
+	uint8_t type, length, processor_id, apic_id;
+	uint32_t flags;
+} __attribute__((packed));
+
+struct madt_ioapic {
+	uint8_t type, length, ioapic_id, reserved;
+	uint32_t address, gsi_base;
+} __attribute__((packed));
+
+#define FADT_SIZE 276
+#define FADT_DSDT 40
+#define FADT_SCI_INT 46
+#define FADT_IAPC_BOOT_ARCH 109
+#define FADT_FLAGS 112
+#define FADT_MINOR_REVISION 131
+#define FADT_X_DSDT 140
+#define FADT_HYPERVISOR_ID 268
+#define FADT_HW_REDUCED_ACPI (1u << 20)
+#define IAPC_VGA_NOT_PRESENT (1u << 2)
+
+static uint8_t acpi_checksum(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint8_t sum = 0;
+
+	while (len--)
+		sum += *b++;
+	return (uint8_t)-sum;
+}
+
+static void acpi_header_init(struct acpi_header *h, const char *sig, uint32_t length, uint8_t revision)
+{
+	memcpy(h->signature, sig, 4);
+	h->length = length;
+	h->revision = revision;
+	memcpy(h->oem_id, "KVMPRF", 6);
+	memcpy(h->oem_table_id, "KVMPROF ", 8);
+	h->oem_revision = 1;
+	memcpy(h->creator_id, "KPRF", 4);
+	h->creator_revision = 1;
+}
+
+/* Lays the tables out one after another from KVMPROF_ACPI_ADDR; each is checksummed in place. */
+int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
+{
+	const uint64_t rsdp_gpa = KVMPROF_ACPI_ADDR;
+	const uint64_t xsdt_gpa = rsdp_gpa + 64;
+	const uint64_t fadt_gpa = xsdt_gpa + 64;
+	const uint64_t dsdt_gpa = fadt_gpa + 512;
+	const uint64_t madt_gpa = dsdt_gpa + 64;
+	const uint32_t madt_len = sizeof(struct acpi_header) + 8 +
+				  ncpus * sizeof(struct madt_lapic) + sizeof(struct madt_ioapic);
+	uint8_t *base = guest_mem_ptr(mem, rsdp_gpa, madt_gpa - rsdp_gpa + madt_len);
+	struct acpi_rsdp *rsdp;
+	struct acpi_header *h;
+	uint8_t *fadt, *madt;
+	uint32_t v32;
+	uint64_t v64;
+
+	if (!base || ncpus == 0 || ncpus > KVMPROF_MAX_CPUS)
+		return -EINVAL;
+	memset(base, 0, madt_gpa - rsdp_gpa + madt_len);
+
+	/* DSDT: no AML. The UARTs and the RTC are legacy devices Linux finds on its own. */
+	h = (struct acpi_header *)(base + (dsdt_gpa - rsdp_gpa));
+	acpi_header_init(h, "DSDT", sizeof(*h), 2);
+	h->checksum = acpi_checksum(h, h->length);
+
+	fadt = base + (fadt_gpa - rsdp_gpa);
+	acpi_header_init((struct acpi_header *)fadt, "FACP", FADT_SIZE, 6);
+	v32 = (uint32_t)dsdt_gpa;
+	memcpy(fadt + FADT_DSDT, &v32, 4);
+	v64 = dsdt_gpa;
+	memcpy(fadt + FADT_X_DSDT, &v64, 8);
+	/* Hardware-reduced: no PM timer, no SMI port, no fixed-feature registers to emulate. */
+	v32 = FADT_HW_REDUCED_ACPI;
+	memcpy(fadt + FADT_FLAGS, &v32, 4);
+	fadt[FADT_IAPC_BOOT_ARCH] = IAPC_VGA_NOT_PRESENT;
+	fadt[FADT_MINOR_REVISION] = 5;
+	memcpy(fadt + FADT_HYPERVISOR_ID, "KVMPROF ", 8);
+	((struct acpi_header *)fadt)->checksum = acpi_checksum(fadt, FADT_SIZE);
+
+	madt = base + (madt_gpa - rsdp_gpa);
+	acpi_header_init((struct acpi_header *)madt, "APIC", madt_len, 5);
+	v32 = (uint32_t)KVMPROF_LAPIC_BASE;
+	memcpy(madt + sizeof(struct acpi_header), &v32, 4);
+	v32 = 1; /* PCAT_COMPAT: there is an 8259 pair (KVM's) to mask */
+	memcpy(madt + sizeof(struct acpi_header) + 4, &v32, 4);
+	{
+		uint8_t *p = madt + sizeof(struct acpi_header) + 8;
+		for (unsigned int i = 0; i < ncpus; i++) {
+			struct madt_lapic l = { 0, sizeof(l), (uint8_t)i, (uint8_t)i, 1 /* enabled */ };
+			memcpy(p, &l, sizeof(l));
+			p += sizeof(l);
+		}
+		struct madt_ioapic io = { 1, sizeof(io), (uint8_t)ncpus, 0,
+					  (uint32_t)KVMPROF_IOAPIC_BASE, 0 };
+		memcpy(p, &io, sizeof(io));
+	}
+	((struct acpi_header *)madt)->checksum = acpi_checksum(madt, madt_len);
+
+	h = (struct acpi_header *)(base + (xsdt_gpa - rsdp_gpa));
+	acpi_header_init(h, "XSDT", sizeof(*h) + 2 * 8, 1);
+	v64 = fadt_gpa;
+	memcpy((uint8_t *)(h + 1), &v64, 8);
+	v64 = madt_gpa;
+	memcpy((uint8_t *)(h + 1) + 8, &v64, 8);
+	h->checksum = acpi_checksum(h, h->length);
+
+	rsdp = (struct acpi_rsdp *)base;
+	memcpy(rsdp->signature, "RSD PTR ", 8);
+	memcpy(rsdp->oem_id, "KVMPRF", 6);
+	rsdp->revision = 2;
+	rsdp->length = sizeof(*rsdp);
+	rsdp->xsdt_address = xsdt_gpa;
+	rsdp->checksum = acpi_checksum(rsdp, 20);
+	rsdp->extended_checksum = acpi_checksum(rsdp, sizeof(*rsdp));
+	return 0;
+}
