@@ -41,6 +41,7 @@ struct cpu {
 	uint32_t apic_id;
 	struct proc *cur;
 	uint64_t ticks;
+	uint64_t user_ticks; /* ticks that interrupted user mode */
 	volatile int online;
 	struct tss tss;
 };

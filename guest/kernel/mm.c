@@ -75,14 +75,21 @@ void mm_reserve(uint64_t start, uint64_t end)
 	}
 }
 
-/* A zeroed page (identity mapped: its address is its physical address). */
+/*
+ * A zeroed page (identity mapped: its address is its physical address).
+ * Pages never used before are not cleared: RAM starts zeroed (the VMM and
+ * PVH loaders hand over fresh memory), and clearing costs ~0.1 ms a page
+ * in the emulated ring 0. Recycled pages are cleared.
+ */
 void *page_alloc(void)
 {
 	void *p = NULL;
+	int recycled = 0;
 	spin_lock(&mm_lock);
 	if (free_list) {
 		p = free_list;
 		free_list = *(void **)p;
+		recycled = 1;
 	} else {
 		while (cur_range < nranges) {
 			struct range *r = &ranges[cur_range];
@@ -97,7 +104,7 @@ void *page_alloc(void)
 		}
 	}
 	spin_unlock(&mm_lock);
-	if (p)
+	if (recycled)
 		page_zero(p);
 	return p;
 }

@@ -284,6 +284,9 @@ void sched_exit(struct cpu *c, int status)
 		int s = first_status;
 		spin_unlock(&sched_lock);
 		kinfo("kvmprof guest: all processes exited, status %d\n", s);
+		for (int i = 0; i < ncpus_online(); i++)
+			kinfo("kvmprof guest: cpu %d: %lu ticks, %lu in user mode\n", i,
+			      cpu_get(i)->ticks, cpu_get(i)->user_ticks);
 		poweroff((uint32_t)s);
 	}
 	c->cur = NULL;

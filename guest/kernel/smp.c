@@ -200,7 +200,7 @@ void ap_main(void)
 
 void smp_boot(int maxcpus)
 {
-	uint8_t ids[MAX_CPUS * 2];
+	uint8_t ids[MAX_CPUS * 2] = { 0 };
 	int n = mp_find_cpus(ids, MAX_CPUS * 2);
 	uint32_t self = lapic_id();
 

@@ -73,8 +73,10 @@ void trap(struct trapframe *tf)
 	if (tf->vector == TIMER_VECTOR) {
 		c->ticks++;
 		lapic_eoi();
-		if (user)
+		if (user) {
+			c->user_ticks++;
 			sched_tick(c, tf);
+		}
 		else if (!c->cur)
 			sched_idle_tick(c, tf);
 		return;
