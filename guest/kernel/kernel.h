@@ -131,7 +131,7 @@ void trap(struct trapframe *tf);
 
 /* sched.c */
 int proc_spawn(const char *path, int argc, char *const *argv);
-void proc_record_failure(int status);
+void proc_record_failure(int pid, int status);
 void sched_tick(struct cpu *c, struct trapframe *tf);
 void sched_idle_tick(struct cpu *c, struct trapframe *tf);
 void sched_yield(struct cpu *c, struct trapframe *tf);

@@ -229,7 +229,7 @@ void kmain(uint32_t start_info)
 	for (int i = 0; i < nprogs; i++) {
 		int pid = proc_spawn(progs[i].argv[0], progs[i].argc, progs[i].argv);
 		if (pid < 0)
-			proc_record_failure(127);
+			proc_record_failure(-pid, 127);
 		else
 			kinfo("kvmprof guest: started pid %d: %s\n", pid, progs[i].argv[0]);
 	}

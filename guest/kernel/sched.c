@@ -21,18 +21,30 @@ static int nsleeping;
 static uint64_t next_wake = ~0UL;
 static int nlive;
 static int next_pid = 1;
+/*
+ * The power-off status: the non-zero status of the earliest started
+ * process (lowest pid) that failed, so that it does not depend on timing.
+ */
 static int first_status;
+static int first_status_pid;
+
+static void record_status_locked(int pid, int status)
+{
+	if (status && (!first_status || pid < first_status_pid)) {
+		first_status = status;
+		first_status_pid = pid;
+	}
+}
 
 int sched_nlive(void)
 {
 	return nlive;
 }
 
-void proc_record_failure(int status)
+void proc_record_failure(int pid, int status)
 {
 	spin_lock(&sched_lock);
-	if (!first_status)
-		first_status = status;
+	record_status_locked(pid, status);
 	spin_unlock(&sched_lock);
 }
 
@@ -77,8 +89,10 @@ static int setup_stack(struct proc *p, int argc, char *const *argv, uint64_t *rs
 	return 0;
 }
 
+/* Returns the new pid, or minus the pid it would have had. */
 int proc_spawn(const char *path, int argc, char *const *argv)
 {
+	int pid = __atomic_fetch_add(&next_pid, 1, __ATOMIC_RELAXED);
 	const void *image;
 	size_t size;
 	struct proc *p = NULL;
@@ -86,7 +100,7 @@ int proc_spawn(const char *path, int argc, char *const *argv)
 
 	if (initrd_find(path, &image, &size)) {
 		kprintf("kvmprof guest: %s: not found in the initrd\n", path);
-		return -1;
+		return -pid;
 	}
 	spin_lock(&sched_lock);
 	for (int i = 0; i < MAX_PROCS; i++) {
@@ -102,7 +116,7 @@ int proc_spawn(const char *path, int argc, char *const *argv)
 	spin_unlock(&sched_lock);
 	if (!p) {
 		kprintf("kvmprof guest: %s: too many processes\n", path);
-		return -1;
+		return -pid;
 	}
 	if (as_create(p)) {
 		kprintf("kvmprof guest: %s: out of memory\n", path);
@@ -131,7 +145,7 @@ int proc_spawn(const char *path, int argc, char *const *argv)
 	p->tf.rsi = rsp + 8;
 
 	spin_lock(&sched_lock);
-	p->pid = next_pid++;
+	p->pid = pid;
 	p->state = P_RUNNABLE;
 	nrunnable++;
 	nlive++;
@@ -142,7 +156,7 @@ fail:
 	spin_lock(&sched_lock);
 	p->state = P_UNUSED;
 	spin_unlock(&sched_lock);
-	return -1;
+	return -pid;
 }
 
 /* ---- scheduling ---------------------------------------------------------- */
@@ -272,14 +286,14 @@ void sched_exit(struct cpu *c, int status)
 	if (status)
 		kprintf("kvmprof guest: pid %d (%s) exited with status %d\n", p->pid, p->name,
 			status);
+	int pid = p->pid;
 	write_cr3((uint64_t)boot_pml4);
 	as_destroy(p);
 	spin_lock(&sched_lock);
 	p->state = P_UNUSED;
 	p->pid = 0;
 	nlive--;
-	if (status && !first_status)
-		first_status = status;
+	record_status_locked(pid, status);
 	if (nlive == 0) {
 		int s = first_status;
 		spin_unlock(&sched_lock);

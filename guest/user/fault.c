@@ -21,8 +21,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(k, "ud")) {
 		__asm__ volatile(".byte 0x0f, 0xff"); /* ud0 */
 	} else if (!strcmp(k, "div")) {
-		volatile int z = 0;
-		printf("%d\n", 1 / z);
+		unsigned long q = 100, z = 0;
+		__asm__ volatile("xor %%edx, %%edx; div %1" : "+a"(q) : "r"(z) : "rdx");
+		printf("%lu\n", q);
 	} else if (!strcmp(k, "gp")) {
 		__asm__ volatile("cli");
 	} else if (!strcmp(k, "badptr")) {
