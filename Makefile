@@ -24,9 +24,9 @@ ASAN_UNIT_TESTS :=
 all:
 
 include vmm/vmm.mk
--include guest/guest.mk
--include tests/tests.mk
--include tests/nested/nested.mk
+include guest/guest.mk
+include tests/tests.mk
+include tests/nested/nested.mk
 -include bench/bench.mk
 
 all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest
@@ -42,6 +42,11 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# Boots the bundled guest on two vCPUs: its demo workloads print their results.
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm
+	$(BUILD)/kvmprof-vmm --cpus 2
 
 clean:
 	rm -rf $(BUILD)
