@@ -112,6 +112,7 @@ ISR_ERR 29
 ISR_ERR 30
 ISR_NOERR 31
 ISR_NOERR 32
+ISR_NOERR 33
 
 	.globl isr_spurious
 	.balign 8
@@ -187,7 +188,7 @@ idle_halt:
 	.balign 8
 	.globl isr_table
 isr_table:
-	.irp n,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32
+	.irp n,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33
 	.quad isr\n
 	.endr
 

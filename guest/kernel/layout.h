@@ -25,6 +25,7 @@
 #define TRAPFRAME_SIZE 176 /* sizeof(struct trapframe) */
 
 #define TIMER_VECTOR 32
+#define WAKEUP_VECTOR 33 /* IPI: wakes a halted CPU, does nothing else */
 #define SPURIOUS_VECTOR 0xff
 #define TIMER_HZ 250
 #define TICK_NS 4000000UL

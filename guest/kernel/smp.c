@@ -26,6 +26,8 @@ static int ncpus = 1;
 static volatile int timers_go;
 static uint64_t clock_last;
 
+static void icr_send(uint32_t apic, uint32_t lo);
+
 struct cpu *cpu_get(int id)
 {
 	return (struct cpu *)(cpu_blocks + (size_t)id * CPU_BLOCK_SIZE);
@@ -98,6 +100,8 @@ static void timer_start_periodic(void)
 void timers_start(void)
 {
 	__atomic_store_n(&timers_go, 1, __ATOMIC_RELEASE);
+	if (ncpus > 1) /* wake the halted APs: fixed, all excluding self */
+		icr_send(0, 0xc4000 | WAKEUP_VECTOR);
 	timer_start_periodic();
 }
 
@@ -192,8 +196,9 @@ void ap_main(void)
 	struct cpu *c = this_cpu();
 	cpu_init(c);
 	__atomic_store_n(&c->online, 1, __ATOMIC_RELEASE);
+	/* Halt (not spin: an emulated spin loop steals host CPU from the BSP). */
 	while (!__atomic_load_n(&timers_go, __ATOMIC_ACQUIRE))
-		cpu_relax();
+		__asm__ volatile("sti; hlt; cli" ::: "memory");
 	timer_start_periodic();
 	cpu_idle();
 }

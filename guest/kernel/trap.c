@@ -15,7 +15,7 @@ static void set_gate(int vec, uint64_t handler, int ist)
 
 void idt_init(void)
 {
-	for (int v = 0; v <= TIMER_VECTOR; v++)
+	for (int v = 0; v <= WAKEUP_VECTOR; v++)
 		set_gate(v, isr_table[v], (v == 2 || v == 8 || v == 18) ? 1 : 0);
 	set_gate(SPURIOUS_VECTOR, (uint64_t)isr_spurious, 0);
 }
@@ -79,6 +79,10 @@ void trap(struct trapframe *tf)
 		}
 		else if (!c->cur)
 			sched_idle_tick(c, tf);
+		return;
+	}
+	if (tf->vector == WAKEUP_VECTOR) {
+		lapic_eoi();
 		return;
 	}
 	if (tf->vector == 2) {
