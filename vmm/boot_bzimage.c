@@ -25,7 +25,7 @@ int bzimage_parse(const uint8_t *data, size_t size, struct bzimage_info *info, c
 	memcpy(&version, data + BZ_VERSION, 2);
 	if (version < 0x20c) {
 		snprintf(err, BOOT_ERR_MAX, "bzImage boot protocol %u.%02u is too old: 2.12 or later is needed",
-			 version >> 8, version & 0xff);
+			 (unsigned int)version >> 8, (unsigned int)version & 0xff);
 		return -ENOEXEC;
 	}
 	if (size < BZ_HDR_MIN_END) {

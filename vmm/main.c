@@ -13,8 +13,8 @@
 #include "options.h"
 #include "vm.h"
 
-extern const uint8_t kvmprof_guest_kernel[], kvmprof_guest_kernel_end[];
-extern const uint8_t kvmprof_guest_initrd[], kvmprof_guest_initrd_end[];
+extern const uint8_t kvmprof_guest_kernel[], kvmprof_guest_initrd[];
+extern const uint64_t kvmprof_guest_kernel_size, kvmprof_guest_initrd_size;
 
 struct blob {
 	const uint8_t *data;
@@ -75,7 +75,7 @@ fail:
 
 static int load_guest(struct vm *vm, const struct vm_config *cfg)
 {
-	struct blob kernel = { kvmprof_guest_kernel, (size_t)(kvmprof_guest_kernel_end - kvmprof_guest_kernel), NULL };
+	struct blob kernel = { kvmprof_guest_kernel, (size_t)kvmprof_guest_kernel_size, NULL };
 	struct blob initrd = { NULL, 0, NULL };
 	const char *kernel_name = cfg->kernel_path ? cfg->kernel_path : "(bundled guest)";
 	struct memmap map;
@@ -86,7 +86,7 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 		goto out;
 	if (cfg->initrd_embedded) {
 		initrd.data = kvmprof_guest_initrd;
-		initrd.size = (size_t)(kvmprof_guest_initrd_end - kvmprof_guest_initrd);
+		initrd.size = (size_t)kvmprof_guest_initrd_size;
 	} else if (cfg->initrd_path && blob_read(&initrd, "initrd", cfg->initrd_path, cfg->mem_size)) {
 		goto out;
 	}

@@ -71,14 +71,14 @@ int mptable_write(const struct guest_mem *mem, unsigned int ncpus)
 {
 	const size_t max = 0x1000;
 	uint8_t *base = guest_mem_ptr(mem, KVMPROF_MPTABLE_ADDR, max);
-	struct mpf_intel *mpf = (struct mpf_intel *)base;
-	struct mpc_table *mpc = (struct mpc_table *)(base + sizeof(*mpf));
-	uint8_t *p = (uint8_t *)(mpc + 1);
 	uint8_t ioapic_id = (uint8_t)ncpus;
 	uint16_t count = 0;
 
 	if (!base || ncpus == 0 || ncpus > KVMPROF_MAX_CPUS)
 		return -EINVAL;
+	struct mpf_intel *mpf = (struct mpf_intel *)base;
+	struct mpc_table *mpc = (struct mpc_table *)(base + sizeof(*mpf));
+	uint8_t *p = (uint8_t *)(mpc + 1);
 	memset(base, 0, max);
 	for (unsigned int i = 0; i < ncpus; i++) {
 		struct mpc_cpu cpu = {
