@@ -33,6 +33,7 @@ static size_t initrd_size;
 static uint64_t ram_bytes;
 static int maxcpus = MAX_CPUS;
 static const char *start_opt; /* value of start=, inside cmdline[] */
+static int crash_test;        /* `crash`: fault in kernel mode after boot */
 
 static struct prog {
 	int argc;
@@ -105,6 +106,8 @@ static void parse_cmdline(void)
 		uint64_t v;
 		if (n == 5 && !strncmp(tok, "quiet", 5))
 			quiet = 1;
+		else if (n == 5 && !strncmp(tok, "crash", 5))
+			crash_test = 1;
 		else if (n > 6 && !strncmp(tok, "start=", 6))
 			start_opt = tok + 6;
 		else if (n > 8 && !strncmp(tok, "maxcpus=", 8) && !parse_uint(tok + 8, n - 8, &v))
@@ -215,6 +218,8 @@ void kmain(uint32_t start_info)
 		(unsigned long)((ram_bytes + (1UL << 19)) >> 20));
 	if (!initrd)
 		kprintf("kvmprof guest: no initrd\n");
+	if (crash_test)
+		__asm__ volatile("ud2"); /* tests the kernel-mode exception path */
 
 	if (start_opt) {
 		parse_programs(start_opt, strlen(start_opt), ",", ":", 0);
