@@ -57,6 +57,7 @@ struct proc {
 	int pid;
 	uint64_t cr3;
 	uint64_t *pd; /* page directory of the 1-2 GiB user region */
+	int pd_lo, pd_hi; /* pd[pd_lo..pd_hi] may be present */
 	uint64_t wake_ns;
 	struct trapframe tf;
 	int nregions;
@@ -130,6 +131,7 @@ void idt_init(void);
 void trap(struct trapframe *tf);
 
 /* sched.c */
+int proc_alloc_pid(void);
 int proc_spawn(const char *path, int argc, char *const *argv);
 void proc_record_failure(int pid, int status);
 void sched_tick(struct cpu *c, struct trapframe *tf);

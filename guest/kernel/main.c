@@ -37,6 +37,7 @@ static int crash_test;        /* `crash`: fault in kernel mode after boot */
 
 static struct prog {
 	int argc;
+	int bad; /* too many or too long arguments */
 	char *argv[MAX_ARGS + 1];
 } progs[MAX_PROGS];
 static int nprogs;
@@ -148,6 +149,7 @@ static void parse_programs(const char *s, size_t len, const char *prog_seps, con
 	while (i < len && nprogs < MAX_PROGS) {
 		struct prog *p = &progs[nprogs];
 		p->argc = 0;
+		p->bad = 0;
 		int comment = 0;
 		while (i < len) {
 			char c = s[i];
@@ -179,11 +181,11 @@ static void parse_programs(const char *s, size_t len, const char *prog_seps, con
 					break;
 				j++;
 			}
-			if (p->argc < MAX_ARGS) {
-				char *w = pool_add(s + i, j - i);
-				if (w)
-					p->argv[p->argc++] = w;
-			}
+			char *w = p->argc < MAX_ARGS ? pool_add(s + i, j - i) : NULL;
+			if (w)
+				p->argv[p->argc++] = w;
+			else
+				p->bad = 1;
 			i = j;
 		}
 		if (p->argc > 0) {
@@ -232,6 +234,12 @@ void kmain(uint32_t start_info)
 			kprintf("kvmprof guest: no /etc/start in the initrd\n");
 	}
 	for (int i = 0; i < nprogs; i++) {
+		if (progs[i].bad) {
+			int pid = proc_alloc_pid();
+			kprintf("kvmprof guest: %s: too many or too long arguments\n", progs[i].argv[0]);
+			proc_record_failure(pid, 127);
+			continue;
+		}
 		int pid = proc_spawn(progs[i].argv[0], progs[i].argc, progs[i].argv);
 		if (pid < 0)
 			proc_record_failure(-pid, 127);

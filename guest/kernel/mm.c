@@ -136,6 +136,8 @@ int as_create(struct proc *p)
 	pdpt[3] = (uint64_t)boot_pd_apic | PTE_P | PTE_W;
 	p->cr3 = (uint64_t)pml4;
 	p->pd = pd;
+	p->pd_lo = 512;
+	p->pd_hi = -1;
 	p->nregions = 0;
 	return 0;
 }
@@ -146,12 +148,17 @@ void *as_map_page(struct proc *p, uint64_t va)
 	if (va < GUEST_USER_BASE || va >= GUEST_USER_END)
 		return NULL;
 	uint64_t off = va - GUEST_USER_BASE;
-	uint64_t *pde = &p->pd[(off >> 21) & 511];
+	int pdi = (int)((off >> 21) & 511);
+	uint64_t *pde = &p->pd[pdi];
 	if (!(*pde & PTE_P)) {
 		void *pt = page_alloc();
 		if (!pt)
 			return NULL;
 		*pde = (uint64_t)pt | PTE_P | PTE_W | PTE_U;
+		if (pdi < p->pd_lo)
+			p->pd_lo = pdi;
+		if (pdi > p->pd_hi)
+			p->pd_hi = pdi;
 	}
 	uint64_t *pt = (uint64_t *)(*pde & PTE_ADDR);
 	uint64_t *pte = &pt[(off >> 12) & 511];
@@ -164,22 +171,32 @@ void *as_map_page(struct proc *p, uint64_t va)
 	return (void *)(*pte & PTE_ADDR);
 }
 
-/* Free everything; the caller must not be running on p->cr3. */
+/*
+ * Free everything; the caller must not be running on p->cr3. Pages are
+ * found through the regions (every mapped user page lies in one), which
+ * costs far fewer emulated instructions than scanning whole page tables.
+ */
 void as_destroy(struct proc *p)
 {
 	if (!p->cr3)
 		return;
 	uint64_t *pml4 = (uint64_t *)p->cr3;
 	uint64_t *pdpt = (uint64_t *)(pml4[0] & PTE_ADDR);
-	for (int i = 0; i < 512; i++) {
-		if (!(p->pd[i] & PTE_P))
-			continue;
-		uint64_t *pt = (uint64_t *)(p->pd[i] & PTE_ADDR);
-		for (int j = 0; j < 512; j++)
-			if (pt[j] & PTE_P)
-				page_free((void *)(pt[j] & PTE_ADDR));
-		page_free(pt);
+	for (int r = 0; r < p->nregions; r++) {
+		for (uint64_t va = p->regions[r].start; va < p->regions[r].end; va += PAGE_SIZE) {
+			uint64_t off = va - GUEST_USER_BASE;
+			uint64_t pde = p->pd[(off >> 21) & 511];
+			if (!(pde & PTE_P))
+				continue;
+			uint64_t *pte = &((uint64_t *)(pde & PTE_ADDR))[(off >> 12) & 511];
+			if (*pte & PTE_P)
+				page_free((void *)(*pte & PTE_ADDR));
+			*pte = 0; /* regions may share a page: free it once */
+		}
 	}
+	for (int i = p->pd_lo; i <= p->pd_hi && i < 512; i++)
+		if (p->pd[i] & PTE_P)
+			page_free((void *)(p->pd[i] & PTE_ADDR));
 	page_free(p->pd);
 	page_free(pdpt);
 	page_free(pml4);

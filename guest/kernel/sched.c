@@ -89,10 +89,15 @@ static int setup_stack(struct proc *p, int argc, char *const *argv, uint64_t *rs
 	return 0;
 }
 
+int proc_alloc_pid(void)
+{
+	return __atomic_fetch_add(&next_pid, 1, __ATOMIC_RELAXED);
+}
+
 /* Returns the new pid, or minus the pid it would have had. */
 int proc_spawn(const char *path, int argc, char *const *argv)
 {
-	int pid = __atomic_fetch_add(&next_pid, 1, __ATOMIC_RELAXED);
+	int pid = proc_alloc_pid();
 	const void *image;
 	size_t size;
 	struct proc *p = NULL;
