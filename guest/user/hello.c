@@ -7,10 +7,11 @@
 
 int main(int argc, char **argv)
 {
-	printf("hello: pid %d argc %d", getpid(), argc);
-	for (int i = 0; i < argc; i++)
-		printf(" [%s]", argv[i]);
-	printf("\n");
+	char line[512];
+	size_t n = (size_t)snprintf(line, sizeof(line), "hello: pid %d argc %d", getpid(), argc);
+	for (int i = 0; i < argc && n < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " [%s]", argv[i]);
+	printf("%s\n", line); /* one write: lines from other CPUs do not cut in */
 	uint64_t t0 = clock_ns();
 	sleep_ms(20);
 	uint64_t t1 = clock_ns();
