@@ -44,6 +44,7 @@ $(GUEST_OUT)/initrd.cpio: $(GUEST_USER_ELFS) $(GUEST_INITRD_FILES)
 	mkdir -p $(GUEST_OUT)/initrd/bin
 	cp -r guest/initrd/. $(GUEST_OUT)/initrd/
 	cp $(GUEST_USER_ELFS) $(GUEST_OUT)/initrd/bin/
+	find $(GUEST_OUT)/initrd -type f -exec touch -d @0 {} +
 	cd $(GUEST_OUT)/initrd && find . -type f | sed 's|^\./||' | LC_ALL=C sort | \
 		cpio -o -H newc --quiet --reproducible --owner=0:0 > ../initrd.cpio.tmp
 	mv $@.tmp $@
