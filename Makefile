@@ -14,7 +14,7 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 # Debian packages the build, the tests and the benchmarks need.
 DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
-                qemu-system-x86 xz-utils zstd binutils
+                qemu-system-x86 xz-utils zstd binutils libpfm4-dev
 
 # Everything `make test` runs; fragments below append to these.
 UNIT_TESTS :=
@@ -23,6 +23,7 @@ ASAN_UNIT_TESTS :=
 .PHONY: all deps run test bench clean
 all:
 
+include vpmu/vpmu.mk
 include vmm/vmm.mk
 include guest/guest.mk
 include tests/tests.mk

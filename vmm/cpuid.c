@@ -40,16 +40,6 @@ void cpuid_adjust_for_vcpu(struct kvm_cpuid2 *cpuid, unsigned int id, unsigned i
 		case 0x1f:
 			e->edx = id;
 			break;
-		case 0xa:
-			/* No PMU is offered until the virtual PMU is attached. */
-			e->eax = e->ebx = e->ecx = e->edx = 0;
-			break;
-		case 0x80000001:
-			e->ecx &= ~(1u << 23); /* PerfCtrExtCore */
-			break;
-		case 0x80000022:
-			e->eax = e->ebx = e->ecx = e->edx = 0;
-			break;
 		default:
 			break;
 		}

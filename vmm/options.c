@@ -27,6 +27,19 @@ static const char usage_text[] =
 	"                        else a file created or truncated\n"
 	"  --timeout SECONDS     stop the guest after SECONDS (exit code 124)\n"
 	"  --kvm-device PATH     the KVM device (default /dev/kvm)\n"
+	"\n"
+	"Virtual PMU:\n"
+	"  --vpmu=MODEL          off, amd or intel: the PMU the guest sees, whatever\n"
+	"                        the host's vendor (default: the host's vendor)\n"
+	"  --vpmu-counters N     offer N general-purpose counters (default: the\n"
+	"                        model's maximum, 6 for amd, 8 for intel)\n"
+	"  --vpmu-backend=KIND   emulated (host perf_event per counter), kvm (KVM's\n"
+	"                        in-kernel vPMU) or auto (kvm if it works, else\n"
+	"                        emulated, else no PMU); default auto\n"
+	"  --vpmu-mode=MODE      cpu-switch (count guest execution only, default) or\n"
+	"                        domain-switch (also the VMM's work for the guest)\n"
+	"  --vpmu-filter FILE    allow or deny list of events (docs/vpmu-filter.md)\n"
+	"  --vpmu-stats          print the vPMU's statistics at exit\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
@@ -36,7 +49,8 @@ static const char usage_text[] =
 
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
-	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE,
+	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE, OPT_VPMU, OPT_VPMU_COUNTERS, OPT_VPMU_BACKEND,
+	OPT_VPMU_MODE, OPT_VPMU_FILTER, OPT_VPMU_STATS,
 };
 
 int parse_mem_size(const char *s, uint64_t *bytes)
@@ -97,6 +111,12 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "agent-channel", required_argument, NULL, OPT_AGENT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "kvm-device", required_argument, NULL, OPT_KVM_DEVICE },
+		{ "vpmu", required_argument, NULL, OPT_VPMU },
+		{ "vpmu-counters", required_argument, NULL, OPT_VPMU_COUNTERS },
+		{ "vpmu-backend", required_argument, NULL, OPT_VPMU_BACKEND },
+		{ "vpmu-mode", required_argument, NULL, OPT_VPMU_MODE },
+		{ "vpmu-filter", required_argument, NULL, OPT_VPMU_FILTER },
+		{ "vpmu-stats", no_argument, NULL, OPT_VPMU_STATS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -109,6 +129,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		.mem_size = 256ULL << 20,
 		.ncpus = 1,
 		.kvm_device = "/dev/kvm",
+		.vpmu = { .model = -1, .backend = VPMU_BACKEND_AUTO, .mode = VPMU_MODE_CPU_SWITCH },
 	};
 	opterr = 0;
 	optind = 1;
@@ -147,6 +168,45 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_KVM_DEVICE:
 			cfg->kvm_device = optarg;
+			break;
+		case OPT_VPMU:
+			if (!strcmp(optarg, "off"))
+				cfg->vpmu.model = VPMU_MODEL_OFF;
+			else if (!strcmp(optarg, "amd"))
+				cfg->vpmu.model = VPMU_MODEL_AMD;
+			else if (!strcmp(optarg, "intel"))
+				cfg->vpmu.model = VPMU_MODEL_INTEL;
+			else
+				return bad(err, "--vpmu '%s': must be off, amd or intel", optarg);
+			break;
+		case OPT_VPMU_COUNTERS:
+			if (parse_uint(optarg, &n) || n < 1 || n > VPMU_MAX_GP)
+				return bad(err, "--vpmu-counters '%s': must be a number from 1 to 8", optarg);
+			cfg->vpmu.counters = (unsigned int)n;
+			break;
+		case OPT_VPMU_BACKEND:
+			if (!strcmp(optarg, "auto"))
+				cfg->vpmu.backend = VPMU_BACKEND_AUTO;
+			else if (!strcmp(optarg, "emulated"))
+				cfg->vpmu.backend = VPMU_BACKEND_EMULATED;
+			else if (!strcmp(optarg, "kvm"))
+				cfg->vpmu.backend = VPMU_BACKEND_KVM;
+			else
+				return bad(err, "--vpmu-backend '%s': must be emulated, kvm or auto", optarg);
+			break;
+		case OPT_VPMU_MODE:
+			if (!strcmp(optarg, "cpu-switch"))
+				cfg->vpmu.mode = VPMU_MODE_CPU_SWITCH;
+			else if (!strcmp(optarg, "domain-switch"))
+				cfg->vpmu.mode = VPMU_MODE_DOMAIN_SWITCH;
+			else
+				return bad(err, "--vpmu-mode '%s': must be cpu-switch or domain-switch", optarg);
+			break;
+		case OPT_VPMU_FILTER:
+			cfg->vpmu.filter_path = optarg;
+			break;
+		case OPT_VPMU_STATS:
+			cfg->vpmu.stats = true;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

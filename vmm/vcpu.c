@@ -95,6 +95,8 @@ int vcpu_create(struct vm *vm, unsigned int id)
 		return -ENOMEM;
 	memcpy(cpuid, vm->cpuid, cpuid_size);
 	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
+	cpuid = vmm_pmu_cpuid(vm, cpuid);
+	vcpu_pmu_init(vcpu);
 	if (ioctl(vcpu->fd, KVM_SET_CPUID2, cpuid) < 0)
 		rc = -errno;
 	free(cpuid);
@@ -113,6 +115,7 @@ int vcpu_create(struct vm *vm, unsigned int id)
 
 void vcpu_destroy(struct vcpu *vcpu)
 {
+	vcpu_pmu_destroy(vcpu);
 	if (vcpu->run)
 		munmap(vcpu->run, vcpu->vm->run_size);
 	vcpu->run = NULL;
@@ -219,6 +222,10 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 		return true;
 	case KVM_EXIT_INTR:
 		return true;
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		vcpu_pmu_handle_msr(vcpu);
+		return true;
 	case KVM_EXIT_SYSTEM_EVENT:
 		switch (run->system_event.type) {
 		case KVM_SYSTEM_EVENT_SHUTDOWN:
@@ -259,7 +266,12 @@ void *vcpu_thread(void *arg)
 	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
 	pthread_setname_np(pthread_self(), name);
 	while (!vm_stopping(vm)) {
-		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+		int rc;
+
+		vcpu_pmu_before_run(vcpu);
+		rc = ioctl(vcpu->fd, KVM_RUN, 0);
+		vcpu_pmu_after_run(vcpu);
+		if (rc < 0) {
 			int err = errno;
 
 			if (err == EINTR)

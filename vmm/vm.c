@@ -205,6 +205,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		rc = vm_create_machine(vm);
 	if (!rc)
 		rc = vm_create_devices(vm);
+	if (!rc)
+		rc = vmm_pmu_setup(vm);
 	for (unsigned int i = 0; !rc && i < cfg->ncpus; i++)
 		rc = vcpu_create(vm, i);
 	return rc;
@@ -212,6 +214,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 
 void vm_destroy(struct vm *vm)
 {
+	vmm_pmu_print_stats(vm);
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
 	if (vm->agent_fd >= 0)

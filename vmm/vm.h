@@ -11,6 +11,7 @@
 #include "guest_mem.h"
 #include "ioport.h"
 #include "kvmprof/platform.h"
+#include "pmu.h"
 #include "rtc.h"
 #include "serial.h"
 
@@ -32,6 +33,7 @@ struct vm_config {
 	uint64_t mem_size;
 	unsigned int ncpus;
 	double timeout_s;          /* 0: none */
+	struct vmm_vpmu_options vpmu;
 };
 
 struct vm;
@@ -43,6 +45,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
+	struct vcpu_pmu pmu;
 };
 
 struct vm {
@@ -53,6 +56,7 @@ struct vm {
 	struct guest_mem mem;
 	struct boot_entry entry;
 	struct kvm_cpuid2 *cpuid;
+	struct vmm_pmu pmu;
 	struct vcpu vcpu[KVMPROF_MAX_CPUS];
 	struct ioport_bus io;
 	struct serial com1, com2;

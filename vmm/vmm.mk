@@ -3,9 +3,9 @@
 # (build/asan/kvmprof-vmm) for the tests.
 
 VMM_SRCS := $(wildcard vmm/*.c)
-VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o
-VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o
-VMM_LIBS := -lpthread
+VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_OBJS)
+VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_ASAN_OBJS)
+VMM_LIBS := $(VPMU_LIBS) -lpthread -lrt
 
 # The parts of the VMM that need no KVM: unit tests link these.
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \

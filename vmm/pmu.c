@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The VMM side of the virtual PMU: choosing model and backend, the KVM MSR
+ * filter that sends PMU MSR accesses to userspace, CPUID, PMI delivery
+ * through the guest's LVTPC, a per-vCPU timer that forces exits near
+ * predicted overflows, and the statistics printed at exit.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../vpmu/backend_kvm.h"
+#include "pmu.h"
+#include "vm.h"
+
+#define APIC_LVTPC 0x340
+#define APIC_LVT_MASKED (1u << 16)
+#define APIC_DM_MASK 0x700u
+#define APIC_DM_NMI 0x400u
+#define APIC_DM_FIXED 0x000u
+
+static const char *model_name(enum vpmu_model m)
+{
+	return m == VPMU_MODEL_AMD ? "amd" : m == VPMU_MODEL_INTEL ? "intel" : "off";
+}
+
+static int pmu_fail(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kvmprof-vmm: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
+
+/* Every PMU MSR of both vendors exits to userspace; everything else stays with KVM. */
+static int pmu_install_msr_filter(struct vm *vm)
+{
+	static uint8_t deny[(2 * VPMU_AMD_MAX_GP + 7) / 8 + 8]; /* all zero: deny = exit */
+	struct vpmu_msr_range r[VPMU_MAX_MSR_RANGES];
+	unsigned int n = vpmu_msr_ranges(&vm->pmu.cfg, r);
+	struct kvm_enable_cap cap = { .cap = KVM_CAP_X86_USER_SPACE_MSR,
+				      .args = { KVM_MSR_EXIT_REASON_FILTER } };
+	struct kvm_msr_filter filter = { .flags = KVM_MSR_FILTER_DEFAULT_ALLOW };
+
+	if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
+		return pmu_fail("vPMU: KVM_CAP_X86_USER_SPACE_MSR: %s", strerror(errno));
+	for (unsigned int i = 0; i < n; i++) {
+		filter.ranges[i] = (struct kvm_msr_filter_range){
+			.flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE,
+			.nmsrs = r[i].count,
+			.base = r[i].base,
+			.bitmap = deny,
+		};
+	}
+	if (ioctl(vm->vm_fd, KVM_X86_SET_MSR_FILTER, &filter) < 0)
+		return pmu_fail("vPMU: KVM_X86_SET_MSR_FILTER: %s", strerror(errno));
+	return 0;
+}
+
+int vmm_pmu_setup(struct vm *vm)
+{
+	const struct vmm_vpmu_options *o = &vm->cfg->vpmu;
+	struct vmm_pmu *pmu = &vm->pmu;
+	enum vpmu_host_vendor host = vpmu_host_vendor();
+	enum vpmu_model model = o->model >= 0 ? (enum vpmu_model)o->model :
+				host == VPMU_HOST_INTEL ? VPMU_MODEL_INTEL :
+				host == VPMU_HOST_AMD ? VPMU_MODEL_AMD : VPMU_MODEL_OFF;
+	char err[VPMU_ERR_MAX], kvm_reason[VPMU_ERR_MAX] = "", perf_reason[VPMU_ERR_MAX] = "";
+	bool kvm_ok = false, perf_ok;
+
+	if (vpmu_config_init(&pmu->cfg, model, o->counters, o->mode, host, err))
+		return pmu_fail("%s", err);
+	if (o->filter_path) {
+		if (vpmu_filter_load(o->filter_path, &pmu->filter, err))
+			return pmu_fail("%s", err);
+		pmu->cfg.filter = &pmu->filter;
+	}
+	if (model == VPMU_MODEL_OFF) {
+		pmu->backend = VPMU_BACKEND_AUTO;
+		/* Best effort: some KVMs lack KVM_CAP_PMU_CAPABILITY; CPUID says "no PMU" anyway. */
+		vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, NULL, err);
+		return 0;
+	}
+	if (o->backend != VPMU_BACKEND_EMULATED)
+		kvm_ok = vpmu_kvm_probe(kvm_reason) == 0;
+	perf_ok = vpmu_perf_probe(perf_reason) == 0;
+	switch (o->backend) {
+	case VPMU_BACKEND_KVM:
+		if (!kvm_ok)
+			return pmu_fail("--vpmu-backend=kvm: the in-kernel vPMU is unavailable: %s", kvm_reason);
+		pmu->backend = VPMU_BACKEND_KVM;
+		break;
+	case VPMU_BACKEND_EMULATED:
+		if (!perf_ok)
+			return pmu_fail("--vpmu-backend=emulated: %s", perf_reason);
+		pmu->backend = VPMU_BACKEND_EMULATED;
+		break;
+	case VPMU_BACKEND_AUTO:
+		if (kvm_ok) {
+			pmu->backend = VPMU_BACKEND_KVM;
+		} else if (perf_ok) {
+			pmu->backend = VPMU_BACKEND_EMULATED;
+		} else {
+			fprintf(stderr, "kvmprof-vmm: vPMU: off, the guest runs without a PMU: %s\n", perf_reason);
+			pmu->cfg.model = VPMU_MODEL_OFF;
+			pmu->cfg.n_gp = pmu->cfg.n_fixed = 0;
+			vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, NULL, err);
+			return 0;
+		}
+		break;
+	}
+	if (pmu->backend == VPMU_BACKEND_KVM) {
+		if (vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, pmu->cfg.filter, err))
+			return pmu_fail("vPMU: %s", err);
+		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, kvm backend (in-kernel vPMU), %s\n",
+			model_name(model), pmu->cfg.n_gp + pmu->cfg.n_fixed,
+			o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch");
+		return 0;
+	}
+	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, emulated backend, %s%s%s%s\n",
+		model_name(model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
+		o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch",
+		o->backend == VPMU_BACKEND_AUTO ? " (in-kernel vPMU unusable: " : "",
+		o->backend == VPMU_BACKEND_AUTO ? kvm_reason : "",
+		o->backend == VPMU_BACKEND_AUTO ? ")" : "");
+	return pmu_install_msr_filter(vm);
+}
+
+static bool emulating(const struct vm *vm)
+{
+	return vm->pmu.cfg.model != VPMU_MODEL_OFF && vm->pmu.backend == VPMU_BACKEND_EMULATED;
+}
+
+/* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
+static bool pmu_inject_pmi(void *ctx)
+{
+	struct vcpu *vcpu = ctx;
+	struct kvm_lapic_state lapic;
+	uint32_t lvtpc;
+
+	if (ioctl(vcpu->fd, KVM_GET_LAPIC, &lapic) < 0)
+		return false;
+	memcpy(&lvtpc, lapic.regs + APIC_LVTPC, 4);
+	if (lvtpc & APIC_LVT_MASKED)
+		return false;
+	if ((lvtpc & APIC_DM_MASK) == APIC_DM_NMI) {
+		if (ioctl(vcpu->fd, KVM_NMI) < 0)
+			return false;
+	} else if ((lvtpc & APIC_DM_MASK) == APIC_DM_FIXED && (lvtpc & 0xff) >= 16) {
+		struct kvm_msi msi = {
+			.address_lo = (uint32_t)KVMPROF_LAPIC_BASE | (vcpu->id << 12),
+			.data = lvtpc & 0xff,
+		};
+		if (ioctl(vcpu->vm->vm_fd, KVM_SIGNAL_MSI, &msi) < 0)
+			return false;
+	} else {
+		return false; /* SMI, INIT, ExtINT or a reserved vector: nothing a PMI can become */
+	}
+	if (vcpu->vm->pmu.cfg.model == VPMU_MODEL_INTEL) {
+		lvtpc |= APIC_LVT_MASKED;
+		memcpy(lapic.regs + APIC_LVTPC, &lvtpc, 4);
+		ioctl(vcpu->fd, KVM_SET_LAPIC, &lapic);
+	}
+	return true;
+}
+
+int vcpu_pmu_init(struct vcpu *vcpu)
+{
+	struct vcpu_pmu *p = &vcpu->pmu;
+
+	vpmu_perf_backend_init(&p->perf, SIGUSR1);
+	vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id, &vpmu_perf_ops, &p->perf, pmu_inject_pmi, vcpu);
+	return 0;
+}
+
+void vcpu_pmu_destroy(struct vcpu *vcpu)
+{
+	struct vcpu_pmu *p = &vcpu->pmu;
+
+	if (!vcpu->vm || !emulating(vcpu->vm))
+		return;
+	vpmu_perf_backend_stats(&p->v);
+	vpmu_vcpu_release(&p->v);
+	if (p->timer_created)
+		timer_delete(p->exit_timer);
+	p->timer_created = false;
+}
+
+static struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t function)
+{
+	for (unsigned int i = 0; i < c->nent; i++)
+		if (c->entries[i].function == function && c->entries[i].index == 0)
+			return &c->entries[i];
+	return NULL;
+}
+
+static struct kvm_cpuid2 *cpuid_add(struct kvm_cpuid2 *c, uint32_t function)
+{
+	struct kvm_cpuid2 *n = realloc(c, sizeof(*c) + (c->nent + 1) * sizeof(c->entries[0]));
+
+	if (!n)
+		return c;
+	n->entries[n->nent++] = (struct kvm_cpuid_entry2){ .function = function };
+	return n;
+}
+
+struct kvm_cpuid2 *vmm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid)
+{
+	static const uint32_t leaves[] = { 0x1, 0xa, 0x80000001, 0x80000022 };
+	const struct vpmu_config *cfg = &vm->pmu.cfg;
+
+	for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
+		struct kvm_cpuid_entry2 *e = cpuid_find(cpuid, leaves[i]);
+		struct vpmu_cpuid_leaf leaf;
+
+		if (!e && cfg->model != VPMU_MODEL_OFF && (leaves[i] == 0xa || leaves[i] == 0x80000022)) {
+			/* KVM lists no leaf it has nothing for: add it, and raise the maximum leaf. */
+			struct kvm_cpuid_entry2 *max;
+			cpuid = cpuid_add(cpuid, leaves[i]);
+			e = cpuid_find(cpuid, leaves[i]);
+			max = cpuid_find(cpuid, leaves[i] & 0x80000000);
+			if (max && max->eax < leaves[i])
+				max->eax = leaves[i];
+		}
+		if (!e)
+			continue;
+		leaf = (struct vpmu_cpuid_leaf){ e->function, e->eax, e->ebx, e->ecx, e->edx };
+		vpmu_cpuid_adjust(cfg, &leaf);
+		e->eax = leaf.eax;
+		e->ebx = leaf.ebx;
+		e->ecx = leaf.ecx;
+		e->edx = leaf.edx;
+	}
+	return cpuid;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Forces an exit near the predicted overflow: this host notices counter overflow only at exits. */
+static void pmu_arm_exit_timer(struct vcpu_pmu *p, uint64_t deadline_ns)
+{
+	struct itimerspec its = { 0 };
+
+	if (!deadline_ns && !p->timer_armed)
+		return;
+	if (!p->timer_created) {
+		struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1 };
+		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+		if (timer_create(CLOCK_MONOTONIC, &sev, &p->exit_timer) < 0)
+			return;
+		p->timer_created = true;
+	}
+	its.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(deadline_ns % 1000000000ULL);
+	timer_settime(p->exit_timer, 0, &its, NULL);
+	p->timer_armed = deadline_ns != 0;
+}
+
+void vcpu_pmu_before_run(struct vcpu *vcpu)
+{
+	struct vcpu_pmu *p = &vcpu->pmu;
+	uint64_t now;
+
+	if (!emulating(vcpu->vm))
+		return;
+	now = now_ns();
+	pmu_arm_exit_timer(p, vpmu_vcpu_exit_deadline(&p->v, now));
+	vpmu_vcpu_before_run(&p->v, now);
+}
+
+void vcpu_pmu_after_run(struct vcpu *vcpu)
+{
+	if (!emulating(vcpu->vm))
+		return;
+	vcpu->pmu.exits++;
+	vpmu_vcpu_after_run(&vcpu->pmu.v, now_ns());
+}
+
+void vcpu_pmu_handle_msr(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	int rc;
+
+	if (run->exit_reason == KVM_EXIT_X86_RDMSR) {
+		uint64_t val = 0;
+		rc = vpmu_msr_read(&vcpu->pmu.v, run->msr.index, &val);
+		run->msr.data = val;
+	} else
+		rc = vpmu_msr_write(&vcpu->pmu.v, run->msr.index, run->msr.data);
+	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
+	run->msr.error = rc != VPMU_MSR_OK;
+}
+
+void vmm_pmu_print_stats(struct vm *vm)
+{
+	struct vpmu_stats s = { 0 };
+	uint64_t exits = 0;
+
+	if (!vm->cfg->vpmu.stats)
+		return;
+	if (!emulating(vm)) {
+		fprintf(stderr, "kvmprof-vmm: vPMU statistics: no emulated vPMU in this run\n");
+		return;
+	}
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
+		vpmu_perf_backend_stats(&vm->vcpu[i].pmu.v);
+		vpmu_stats_add(&s, &vm->vcpu[i].pmu.v.stats);
+		exits += vm->vcpu[i].pmu.exits;
+	}
+	fprintf(stderr,
+		"kvmprof-vmm: vPMU statistics (%s model, %s, %u vCPUs)\n"
+		"  VM exits                 %llu\n"
+		"  PMU MSR exits            %llu reads, %llu writes, %llu #GP\n"
+		"  counter overflows        %llu\n"
+		"  PMIs injected            %llu (%llu dropped: LVTPC masked)\n"
+		"  counter reprogrammings   %llu (%llu events filtered, %llu not countable here, %llu host failures)\n",
+		model_name(vm->pmu.cfg.model),
+		vm->pmu.cfg.mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch", vm->cfg->ncpus,
+		(unsigned long long)exits, (unsigned long long)s.msr_reads, (unsigned long long)s.msr_writes,
+		(unsigned long long)s.msr_gp, (unsigned long long)s.overflows,
+		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked,
+		(unsigned long long)s.reprograms, (unsigned long long)s.filtered_events,
+		(unsigned long long)s.unsupported_events, (unsigned long long)s.program_failures);
+	if (s.overflows)
+		fprintf(stderr, "  guest events past overflow at detection: mean %llu, max %llu\n",
+			(unsigned long long)(s.events_past_sum / s.overflows),
+			(unsigned long long)s.events_past_max);
+	if (s.pmis_injected) {
+		fprintf(stderr, "  overflow-to-PMI latency: mean %.1f us, max %.1f us\n    ",
+			(double)s.latency_sum_ns / (double)s.pmis_injected / 1e3, (double)s.latency_max_ns / 1e3);
+		for (unsigned int b = 0; b < VPMU_LATENCY_BUCKETS; b++) {
+			if (b == VPMU_LATENCY_BUCKETS - 1)
+				fprintf(stderr, ">=%u us: %llu", 1u << (b - 1), (unsigned long long)s.latency_us[b]);
+			else
+				fprintf(stderr, "<%u us: %llu, ", 1u << b, (unsigned long long)s.latency_us[b]);
+		}
+		fputc('\n', stderr);
+	}
+	if (s.time_enabled_ns)
+		fprintf(stderr, "  host multiplexing: counters ran %.1f%% of the time they were enabled%s\n",
+			100.0 * (double)s.time_running_ns / (double)s.time_enabled_ns,
+			s.time_running_ns < s.time_enabled_ns ? " (counts are partial)" : "");
+}

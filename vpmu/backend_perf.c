@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+#include <cpuid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backend_perf.h"
+
+/* A sampling event whose period is so long it never fires: PERF_EVENT_IOC_PERIOD needs a sampling event. */
+#define PERIOD_NEVER (1ULL << 62)
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+void vpmu_perf_backend_init(struct vpmu_perf_backend *b, int signo)
+{
+	memset(b, 0, sizeof(*b));
+	for (unsigned int i = 0; i < VPMU_MAX_COUNTERS; i++)
+		b->fd[i] = -1;
+	b->signo = signo;
+}
+
+static int perf_program(struct vpmu_vcpu *v, unsigned int idx, const struct vpmu_event *ev)
+{
+	struct vpmu_perf_backend *b = v->backend;
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = ev->type,
+		.config = ev->config,
+		.sample_period = PERIOD_NEVER,
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+		.exclude_user = !ev->count_user,
+		.exclude_kernel = !ev->count_kernel,
+		.exclude_hv = 1,
+		.wakeup_events = 1,
+	};
+	int fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (b->signo) {
+		struct f_owner_ex owner = { F_OWNER_TID, (pid_t)syscall(SYS_gettid) };
+
+		if (fcntl(fd, F_SETOWN_EX, &owner) < 0 || fcntl(fd, F_SETSIG, b->signo) < 0 ||
+		    fcntl(fd, F_SETFL, O_ASYNC) < 0) {
+			int err = errno;
+			close(fd);
+			return -err;
+		}
+	}
+	b->fd[idx] = fd;
+	b->time_enabled[idx] = b->time_running[idx] = 0;
+	return 0;
+}
+
+static void perf_fold_times(struct vpmu_vcpu *v, unsigned int idx)
+{
+	struct vpmu_perf_backend *b = v->backend;
+
+	v->stats.time_enabled_ns += b->time_enabled[idx];
+	v->stats.time_running_ns += b->time_running[idx];
+	b->time_enabled[idx] = b->time_running[idx] = 0;
+}
+
+static void perf_release(struct vpmu_vcpu *v, unsigned int idx)
+{
+	struct vpmu_perf_backend *b = v->backend;
+
+	if (b->fd[idx] >= 0)
+		close(b->fd[idx]);
+	b->fd[idx] = -1;
+	perf_fold_times(v, idx);
+}
+
+static int perf_read(struct vpmu_vcpu *v, uint64_t raw[VPMU_MAX_COUNTERS])
+{
+	struct vpmu_perf_backend *b = v->backend;
+
+	for (unsigned int i = 0; i < VPMU_MAX_COUNTERS; i++) {
+		uint64_t val[3];
+
+		raw[i] = 0;
+		if (b->fd[i] < 0)
+			continue;
+		if (read(b->fd[i], val, sizeof(val)) != (ssize_t)sizeof(val))
+			return -EIO;
+		raw[i] = val[0];
+		b->time_enabled[i] = val[1];
+		b->time_running[i] = val[2];
+	}
+	return 0;
+}
+
+static void perf_arm(struct vpmu_vcpu *v, unsigned int idx, uint64_t events)
+{
+	struct vpmu_perf_backend *b = v->backend;
+	uint64_t period = events ? events : PERIOD_NEVER;
+
+	if (b->fd[idx] >= 0 && b->signo)
+		ioctl(b->fd[idx], PERF_EVENT_IOC_PERIOD, &period);
+}
+
+const struct vpmu_backend_ops vpmu_perf_ops = {
+	.name = "emulated",
+	.program = perf_program,
+	.release = perf_release,
+	.read = perf_read,
+	.arm = perf_arm,
+};
+
+void vpmu_perf_backend_stats(struct vpmu_vcpu *v)
+{
+	for (unsigned int i = 0; i < VPMU_MAX_COUNTERS; i++)
+		perf_fold_times(v, i);
+}
+
+int vpmu_perf_probe(char reason[VPMU_ERR_MAX])
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_HARDWARE,
+		.config = PERF_COUNT_HW_INSTRUCTIONS,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+	int fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0) {
+		int err = errno;
+		snprintf(reason, VPMU_ERR_MAX, "the host cannot count hardware events (perf_event_open of "
+			 "instructions: %s)", strerror(err));
+		return -err;
+	}
+	close(fd);
+	return 0;
+}
+
+enum vpmu_host_vendor vpmu_host_vendor(void)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx))
+		return VPMU_HOST_OTHER;
+	if (ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163) /* AuthenticAMD */
+		return VPMU_HOST_AMD;
+	if (ebx == 0x756e6547 && edx == 0x49656e69 && ecx == 0x6c65746e) /* GenuineIntel */
+		return VPMU_HOST_INTEL;
+	return VPMU_HOST_OTHER;
+}

@@ -1,0 +1,18 @@
+# The virtual PMU, linked into kvmprof-vmm. The register model is pure code;
+# backends talk to perf_event (emulated) and KVM (kvm).
+
+VPMU_SRCS := $(wildcard vpmu/*.c)
+VPMU_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/%.o)
+VPMU_ASAN_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/asan/%.o)
+# libpfm4 resolves event names (filter files); linked statically into the static VMM too.
+VPMU_LIBS := -lpfm
+
+$(BUILD)/vpmu/%.o: vpmu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -Ivpmu -c $< -o $@
+
+$(BUILD)/asan/vpmu/%.o: vpmu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -c $< -o $@
+
+-include $(VPMU_OBJS:.o=.d) $(VPMU_ASAN_OBJS:.o=.d)

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/* The guest-visible PMU models: counter counts, CPUID leaves, the MSR ranges each owns. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "vpmu.h"
+
+int vpmu_config_init(struct vpmu_config *cfg, enum vpmu_model model, unsigned int requested_gp,
+		     enum vpmu_mode mode, enum vpmu_host_vendor host, char err[VPMU_ERR_MAX])
+{
+	unsigned int max = model == VPMU_MODEL_AMD ? VPMU_AMD_MAX_GP :
+			   model == VPMU_MODEL_INTEL ? VPMU_INTEL_MAX_GP : 0;
+
+	*cfg = (struct vpmu_config){ .model = model, .mode = mode, .host = host };
+	if (model == VPMU_MODEL_OFF)
+		return 0;
+	if (requested_gp > max) {
+		snprintf(err, VPMU_ERR_MAX, "--vpmu-counters %u: the %s model has at most %u counters",
+			 requested_gp, model == VPMU_MODEL_AMD ? "amd" : "intel", max);
+		return -EINVAL;
+	}
+	cfg->n_gp = requested_gp ? requested_gp : max;
+	cfg->n_fixed = model == VPMU_MODEL_INTEL ? VPMU_MAX_FIXED : 0;
+	return 0;
+}
+
+void vpmu_cpuid_adjust(const struct vpmu_config *cfg, struct vpmu_cpuid_leaf *leaf)
+{
+	bool intel = cfg->model == VPMU_MODEL_INTEL, amd = cfg->model == VPMU_MODEL_AMD;
+
+	switch (leaf->function) {
+	case 0x1:
+		/* PDCM: IA32_PERF_CAPABILITIES exists (and says full-width writes work). */
+		if (intel)
+			leaf->ecx |= 1u << 15;
+		else
+			leaf->ecx &= ~(1u << 15);
+		break;
+	case 0xa:
+		if (intel) {
+			leaf->eax = 2 | (cfg->n_gp << 8) | (VPMU_WIDTH << 16) | (7u << 24);
+			leaf->ebx = 0; /* all seven architectural events available */
+			leaf->ecx = 0;
+			leaf->edx = cfg->n_fixed | (VPMU_WIDTH << 5);
+		} else {
+			leaf->eax = leaf->ebx = leaf->ecx = leaf->edx = 0;
+		}
+		break;
+	case 0x80000001:
+		if (amd)
+			leaf->ecx |= 1u << 23; /* PerfCtrExtCore */
+		else
+			leaf->ecx &= ~(1u << 23);
+		break;
+	case 0x80000022:
+		leaf->eax = leaf->ebx = leaf->ecx = leaf->edx = 0;
+		if (amd) {
+			leaf->eax = 1;          /* PerfMonV2 */
+			leaf->ebx = cfg->n_gp;  /* NumPerfCtrCore */
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+unsigned int vpmu_msr_ranges(const struct vpmu_config *cfg, struct vpmu_msr_range *out)
+{
+	static const struct vpmu_msr_range all[] = {
+		/* AMD */
+		{ MSR_K7_EVNTSEL0, 8 },
+		{ MSR_F15H_PERF_CTL0, 2 * VPMU_AMD_MAX_GP },
+		{ MSR_AMD64_PERF_CNTR_GLOBAL_STATUS, 4 },
+		/* Intel */
+		{ MSR_IA32_PMC0, VPMU_INTEL_MAX_GP },
+		{ MSR_IA32_PERFEVTSEL0, VPMU_INTEL_MAX_GP },
+		{ MSR_CORE_PERF_FIXED_CTR0, VPMU_MAX_FIXED },
+		{ MSR_IA32_PERF_CAPABILITIES, 1 },
+		{ MSR_CORE_PERF_FIXED_CTR_CTRL, 4 },
+		{ MSR_IA32_PMC0_FULL, VPMU_INTEL_MAX_GP },
+	};
+	unsigned int n = 0;
+
+	/*
+	 * Both vendors' registers are taken whatever the model, so that a guest
+	 * probing the other vendor's MSRs gets what that CPU would give it (#GP
+	 * or nothing), never KVM's half-working in-kernel vPMU.
+	 */
+	if (cfg->model == VPMU_MODEL_OFF)
+		return 0;
+	for (; n < sizeof(all) / sizeof(all[0]); n++)
+		out[n] = all[n];
+	return n;
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What a host counter counts for a guest event select. Raw encodings pass
+ * through when the guest model's vendor is the host's; otherwise only the
+ * architectural events have a meaning on the host, and map to perf's
+ * generic hardware events.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+
+#include "vpmu.h"
+
+struct arch_event {
+	uint16_t select;
+	uint8_t umask;
+	uint64_t generic;
+};
+
+static const struct arch_event intel_arch_events[] = {
+	{ 0x3c, 0x00, PERF_COUNT_HW_CPU_CYCLES },
+	{ 0xc0, 0x00, PERF_COUNT_HW_INSTRUCTIONS },
+	{ 0x3c, 0x01, PERF_COUNT_HW_REF_CPU_CYCLES },
+	{ 0x2e, 0x4f, PERF_COUNT_HW_CACHE_REFERENCES },
+	{ 0x2e, 0x41, PERF_COUNT_HW_CACHE_MISSES },
+	{ 0xc4, 0x00, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ 0xc5, 0x00, PERF_COUNT_HW_BRANCH_MISSES },
+};
+
+static const struct arch_event amd_arch_events[] = {
+	{ 0x76, 0x00, PERF_COUNT_HW_CPU_CYCLES },
+	{ 0xc0, 0x00, PERF_COUNT_HW_INSTRUCTIONS },
+	{ 0xc2, 0x00, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ 0xc3, 0x00, PERF_COUNT_HW_BRANCH_MISSES },
+	{ 0x80, 0x00, PERF_COUNT_HW_CACHE_REFERENCES }, /* instruction cache fetches */
+	{ 0x81, 0x00, PERF_COUNT_HW_CACHE_MISSES },     /* instruction cache misses */
+};
+
+static const uint64_t fixed_events[VPMU_MAX_FIXED] = {
+	PERF_COUNT_HW_INSTRUCTIONS,
+	PERF_COUNT_HW_CPU_CYCLES,
+	PERF_COUNT_HW_REF_CPU_CYCLES,
+};
+
+int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64_t ctl,
+			 struct vpmu_event *ev)
+{
+	bool amd = cfg->model == VPMU_MODEL_AMD;
+	const struct arch_event *table = amd ? amd_arch_events : intel_arch_events;
+	size_t n = amd ? sizeof(amd_arch_events) / sizeof(amd_arch_events[0]) :
+			 sizeof(intel_arch_events) / sizeof(intel_arch_events[0]);
+	uint16_t select;
+	uint8_t umask;
+
+	*ev = (struct vpmu_event){ 0 };
+	if (idx >= VPMU_FIXED_BASE) {
+		/* FIXED_CTR_CTRL field: bit 0 OS, bit 1 USR. */
+		ev->type = PERF_TYPE_HARDWARE;
+		ev->config = fixed_events[idx - VPMU_FIXED_BASE];
+		ev->count_kernel = ctl & 1;
+		ev->count_user = ctl & 2;
+		ev->translated = true;
+		return 0;
+	}
+	ev->count_user = ctl & EVTSEL_USR;
+	ev->count_kernel = ctl & EVTSEL_OS;
+	select = (uint16_t)((ctl & EVTSEL_EVENT) | (amd ? ((ctl & AMD_EVTSEL_EVENT_HI) >> 24) : 0));
+	umask = (uint8_t)((ctl & EVTSEL_UMASK) >> 8);
+	if ((amd && cfg->host == VPMU_HOST_AMD) || (!amd && cfg->host == VPMU_HOST_INTEL)) {
+		ev->type = PERF_TYPE_RAW;
+		ev->config = ctl & (EVTSEL_EVENT | EVTSEL_UMASK | EVTSEL_EDGE | EVTSEL_INV | EVTSEL_CMASK |
+				    (amd ? AMD_EVTSEL_EVENT_HI : 0));
+		return 0;
+	}
+	/* Edge, invert and counter-mask qualifiers have no generic equivalent. */
+	if (ctl & (EVTSEL_EDGE | EVTSEL_INV | EVTSEL_CMASK))
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		if (table[i].select == select && table[i].umask == umask) {
+			ev->type = PERF_TYPE_HARDWARE;
+			ev->config = table[i].generic;
+			ev->translated = true;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
