@@ -4,6 +4,19 @@ VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform
 UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
+# vPMU tests: every tests/unit/test_vpmu_*.c, linked with the whole vpmu library.
+VPMU_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_vpmu_*.c)))
+UNIT_TESTS += $(VPMU_TEST_NAMES:%=$(BUILD)/tests/%)
+ASAN_UNIT_TESTS += $(VPMU_TEST_NAMES:%=$(BUILD)/asan/tests/%)
+
+$(VPMU_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(VPMU_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -Ivpmu -o $@ $^ $(CMOCKA_LIBS) $(VPMU_LIBS)
+
+$(VPMU_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(VPMU_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -o $@ $^ $(CMOCKA_LIBS) $(VPMU_LIBS)
+
 VMM_PURE_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/%.o)
 VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)
 

@@ -35,7 +35,9 @@ static const char usage_text[] =
 	"                        model's maximum, 6 for amd, 8 for intel)\n"
 	"  --vpmu-backend=KIND   emulated (host perf_event per counter), kvm (KVM's\n"
 	"                        in-kernel vPMU) or auto (kvm if it works, else\n"
-	"                        emulated, else no PMU); default auto\n"
+	"                        emulated, else no PMU); default auto. clock: for\n"
+	"                        hosts without hardware counters, cycles from the\n"
+	"                        vCPU thread's run time at 1 GHz, other events 0\n"
 	"  --vpmu-mode=MODE      cpu-switch (count guest execution only, default) or\n"
 	"                        domain-switch (also the VMM's work for the guest)\n"
 	"  --vpmu-filter FILE    allow or deny list of events (docs/vpmu-filter.md)\n"
@@ -191,8 +193,10 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 				cfg->vpmu.backend = VPMU_BACKEND_EMULATED;
 			else if (!strcmp(optarg, "kvm"))
 				cfg->vpmu.backend = VPMU_BACKEND_KVM;
+			else if (!strcmp(optarg, "clock"))
+				cfg->vpmu.backend = VPMU_BACKEND_CLOCK;
 			else
-				return bad(err, "--vpmu-backend '%s': must be emulated, kvm or auto", optarg);
+				return bad(err, "--vpmu-backend '%s': must be emulated, kvm, clock or auto", optarg);
 			break;
 		case OPT_VPMU_MODE:
 			if (!strcmp(optarg, "cpu-switch"))

@@ -87,7 +87,7 @@ int vmm_pmu_setup(struct vm *vm)
 		vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, NULL, err);
 		return 0;
 	}
-	if (o->backend != VPMU_BACKEND_EMULATED)
+	if (o->backend == VPMU_BACKEND_AUTO || o->backend == VPMU_BACKEND_KVM)
 		kvm_ok = vpmu_kvm_probe(kvm_reason) == 0;
 	perf_ok = vpmu_perf_probe(perf_reason) == 0;
 	switch (o->backend) {
@@ -98,8 +98,12 @@ int vmm_pmu_setup(struct vm *vm)
 		break;
 	case VPMU_BACKEND_EMULATED:
 		if (!perf_ok)
-			return pmu_fail("--vpmu-backend=emulated: %s", perf_reason);
+			return pmu_fail("--vpmu-backend=emulated: %s (--vpmu-backend=clock counts cycles from time)",
+					perf_reason);
 		pmu->backend = VPMU_BACKEND_EMULATED;
+		break;
+	case VPMU_BACKEND_CLOCK:
+		pmu->backend = VPMU_BACKEND_CLOCK;
 		break;
 	case VPMU_BACKEND_AUTO:
 		if (kvm_ok) {
@@ -123,8 +127,11 @@ int vmm_pmu_setup(struct vm *vm)
 			o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch");
 		return 0;
 	}
-	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, emulated backend, %s%s%s%s\n",
+	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, %s, %s%s%s%s\n",
 		model_name(model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
+		pmu->backend == VPMU_BACKEND_CLOCK ?
+			"clock backend (cycles = vCPU thread run time at 1 GHz, other events read 0)" :
+			"emulated backend",
 		o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch",
 		o->backend == VPMU_BACKEND_AUTO ? " (in-kernel vPMU unusable: " : "",
 		o->backend == VPMU_BACKEND_AUTO ? kvm_reason : "",
@@ -132,9 +139,11 @@ int vmm_pmu_setup(struct vm *vm)
 	return pmu_install_msr_filter(vm);
 }
 
+/* The VMM implements the PMU itself (emulated or clock backend), rather than KVM. */
 static bool emulating(const struct vm *vm)
 {
-	return vm->pmu.cfg.model != VPMU_MODEL_OFF && vm->pmu.backend == VPMU_BACKEND_EMULATED;
+	return vm->pmu.cfg.model != VPMU_MODEL_OFF &&
+	       (vm->pmu.backend == VPMU_BACKEND_EMULATED || vm->pmu.backend == VPMU_BACKEND_CLOCK);
 }
 
 /* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
@@ -175,7 +184,9 @@ int vcpu_pmu_init(struct vcpu *vcpu)
 	struct vcpu_pmu *p = &vcpu->pmu;
 
 	vpmu_perf_backend_init(&p->perf, SIGUSR1);
-	vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id, &vpmu_perf_ops, &p->perf, pmu_inject_pmi, vcpu);
+	vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id,
+		       vcpu->vm->pmu.backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
+		       &p->perf, pmu_inject_pmi, vcpu);
 	return 0;
 }
 

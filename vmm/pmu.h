@@ -11,7 +11,7 @@
 struct vm;
 struct vcpu;
 
-enum vmm_vpmu_backend { VPMU_BACKEND_AUTO, VPMU_BACKEND_EMULATED, VPMU_BACKEND_KVM };
+enum vmm_vpmu_backend { VPMU_BACKEND_AUTO, VPMU_BACKEND_EMULATED, VPMU_BACKEND_KVM, VPMU_BACKEND_CLOCK };
 
 /* What the command line asked for. */
 struct vmm_vpmu_options {

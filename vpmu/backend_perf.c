@@ -27,13 +27,14 @@ void vpmu_perf_backend_init(struct vpmu_perf_backend *b, int signo)
 	b->signo = signo;
 }
 
-static int perf_program(struct vpmu_vcpu *v, unsigned int idx, const struct vpmu_event *ev)
+static int perf_open_counter(struct vpmu_vcpu *v, unsigned int idx, const struct vpmu_event *ev,
+			     uint32_t type, uint64_t config)
 {
 	struct vpmu_perf_backend *b = v->backend;
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
-		.type = ev->type,
-		.config = ev->config,
+		.type = type,
+		.config = config,
 		.sample_period = PERIOD_NEVER,
 		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
 		.exclude_user = !ev->count_user,
@@ -58,6 +59,18 @@ static int perf_program(struct vpmu_vcpu *v, unsigned int idx, const struct vpmu
 	b->fd[idx] = fd;
 	b->time_enabled[idx] = b->time_running[idx] = 0;
 	return 0;
+}
+
+static int perf_program(struct vpmu_vcpu *v, unsigned int idx, const struct vpmu_event *ev)
+{
+	return perf_open_counter(v, idx, ev, ev->type, ev->config);
+}
+
+static int clock_program(struct vpmu_vcpu *v, unsigned int idx, const struct vpmu_event *ev)
+{
+	if (!ev->is_cycles)
+		return -EOPNOTSUPP;
+	return perf_open_counter(v, idx, ev, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
 }
 
 static void perf_fold_times(struct vpmu_vcpu *v, unsigned int idx)
@@ -110,6 +123,14 @@ static void perf_arm(struct vpmu_vcpu *v, unsigned int idx, uint64_t events)
 const struct vpmu_backend_ops vpmu_perf_ops = {
 	.name = "emulated",
 	.program = perf_program,
+	.release = perf_release,
+	.read = perf_read,
+	.arm = perf_arm,
+};
+
+const struct vpmu_backend_ops vpmu_clock_ops = {
+	.name = "clock",
+	.program = clock_program,
 	.release = perf_release,
 	.read = perf_read,
 	.arm = perf_arm,

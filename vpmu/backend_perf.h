@@ -19,6 +19,16 @@ struct vpmu_perf_backend {
 
 extern const struct vpmu_backend_ops vpmu_perf_ops;
 
+/*
+ * The clock backend, for hosts without hardware counters (CI machines here,
+ * the nested TCG harness): core and reference cycles are counted from the
+ * vCPU thread's task clock at a nominal 1 GHz (one cycle per nanosecond the
+ * thread runs); every other event is not countable and reads 0. It exercises
+ * the whole vPMU (MSRs, accounting modes, overflow, PMI delivery) where no
+ * hardware PMU exists; the counts are time, not microarchitecture.
+ */
+extern const struct vpmu_backend_ops vpmu_clock_ops;
+
 void vpmu_perf_backend_init(struct vpmu_perf_backend *b, int signo);
 
 /* Folds the backend's enabled/running times into the vCPU's statistics. */

@@ -81,6 +81,7 @@ struct vpmu_event {
 	bool count_user;   /* guest USR bit */
 	bool count_kernel; /* guest OS bit */
 	bool translated;   /* architectural event mapped to a generic host event */
+	bool is_cycles;    /* core or reference cycles: the clock backend can count these */
 };
 
 /* --- event filter (KVM_SET_PMU_EVENT_FILTER semantics) ------------------- */

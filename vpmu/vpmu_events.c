@@ -56,6 +56,7 @@ int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64
 		/* FIXED_CTR_CTRL field: bit 0 OS, bit 1 USR. */
 		ev->type = PERF_TYPE_HARDWARE;
 		ev->config = fixed_events[idx - VPMU_FIXED_BASE];
+		ev->is_cycles = ev->config != PERF_COUNT_HW_INSTRUCTIONS;
 		ev->count_kernel = ctl & 1;
 		ev->count_user = ctl & 2;
 		ev->translated = true;
@@ -65,6 +66,10 @@ int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64
 	ev->count_kernel = ctl & EVTSEL_OS;
 	select = (uint16_t)((ctl & EVTSEL_EVENT) | (amd ? ((ctl & AMD_EVTSEL_EVENT_HI) >> 24) : 0));
 	umask = (uint8_t)((ctl & EVTSEL_UMASK) >> 8);
+	for (size_t i = 0; i < n; i++)
+		if (table[i].select == select && table[i].umask == umask)
+			ev->is_cycles = table[i].generic == PERF_COUNT_HW_CPU_CYCLES ||
+					table[i].generic == PERF_COUNT_HW_REF_CPU_CYCLES;
 	if ((amd && cfg->host == VPMU_HOST_AMD) || (!amd && cfg->host == VPMU_HOST_INTEL)) {
 		ev->type = PERF_TYPE_RAW;
 		ev->config = ctl & (EVTSEL_EVENT | EVTSEL_UMASK | EVTSEL_EDGE | EVTSEL_INV | EVTSEL_CMASK |
