@@ -214,7 +214,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 
 void vm_destroy(struct vm *vm)
 {
-	vmm_pmu_print_stats(vm);
+	if (vm->cfg)
+		vmm_pmu_print_stats(vm);
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
 	if (vm->agent_fd >= 0)

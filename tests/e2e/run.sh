@@ -142,6 +142,31 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ "$(stat -c %a /dev/k
 	VMM=$VMM_SAVED
 fi
 
+# --- vPMU options -------------------------------------------------------------
+printf 'action deny\nevent 0xc0\nevnt 0x76\n' >"$TMP/bad.filter"
+expect_error vpmu-model-unknown 2 "--vpmu 'arm': must be off, amd or intel" --vpmu=arm
+expect_error vpmu-counters-out-of-range 2 "--vpmu-counters '9': must be a number from 1 to 8" --vpmu-counters 9
+expect_error vpmu-counters-above-model 1 "--vpmu-counters 7: the amd model has at most 6 counters" --vpmu=amd --vpmu-counters 7 --kernel "$FIX/pvh-exit0.elf"
+expect_error vpmu-backend-unknown 2 "--vpmu-backend 'fast'" --vpmu-backend=fast
+expect_error vpmu-mode-unknown 2 "--vpmu-mode 'both'" --vpmu-mode=both
+expect_error vpmu-filter-malformed 1 "bad.filter.*line 3" --vpmu-filter "$TMP/bad.filter" --kernel "$FIX/pvh-exit0.elf"
+expect_error vpmu-filter-missing 1 "$TMP/none.filter" --vpmu-filter "$TMP/none.filter" --kernel "$FIX/pvh-exit0.elf"
+# The in-kernel vPMU of this host does not work (platform.md): the kvm backend must say why.
+if ! "$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=kvm >/dev/null 2>"$TMP/kvm.err"; then
+	if grep -q -- '--vpmu-backend=kvm: the in-kernel vPMU is unavailable: ..' "$TMP/kvm.err"; then ok vpmu-kvm-backend-unavailable-says-why
+	else bad vpmu-kvm-backend-unavailable-says-why "$(head -c 300 "$TMP/kvm.err")"; fi
+fi
+# Without hardware counters, emulated is refused and auto runs the guest without a PMU, saying why.
+if perf_probe=$("$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=emulated 2>&1 >/dev/null); then
+	echo "    (this host has hardware counters: the no-PMU cases do not apply)"
+else
+	if grep -q 'the host cannot count hardware events' <<<"$perf_probe"; then ok vpmu-emulated-refused-without-hw-counters
+	else bad vpmu-emulated-refused-without-hw-counters "$perf_probe"; fi
+	vmm --kernel "$FIX/pvh-exit0.elf"
+	if [ $rc = 0 ] && grep -q 'vPMU: off, the guest runs without a PMU: the host cannot count' "$TMP/err"; then ok vpmu-auto-without-hw-counters
+	else bad vpmu-auto-without-hw-counters "rc=$rc"; fi
+fi
+
 # --- the bundled guest ------------------------------------------------------
 if [ -f tests/e2e/bundled-guest.sh ]; then
 	# shellcheck source=tests/e2e/bundled-guest.sh
