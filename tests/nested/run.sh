@@ -115,6 +115,13 @@ status=0
 msg="KVMPROF-L2-OK cpus=$n online=$online want=$want uptime=$up kernel=$(uname -r)"
 echo "<2>$msg via=kmsg" > /dev/kmsg 2>/dev/null
 echo "$msg via=tty"
+# Give the UART a moment to drain the tty (its interrupts move the bytes),
+# then log what /proc/interrupts says about it, through printk.
+sleep 1
+{ cat /proc/consoles; grep -E 'ttyS|IO-APIC|XT-PIC' /proc/interrupts; grep -E '^[01]:' /proc/tty/driver/serial
+  echo "init-fds: $(readlink /proc/1/fd/0) $(readlink /proc/1/fd/1) $(readlink /proc/1/fd/2)"; } 2>&1 | while read -r l; do
+	echo "<2>KVMPROF-L2-IRQ $l" > /dev/kmsg
+done
 echo "KVMPROF-L2-EXIT status=$status via=outl32"
 /bin/l2-exit $status 4
 echo "KVMPROF-L2-EXIT status=$status via=outb"
@@ -129,7 +136,7 @@ chmod +x "$L2/init"
 	die "cannot write $OUT/l2.cpio"
 
 # --- L1 initramfs ---------------------------------------------------------------
-L2_CMDLINE="console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 kvmprof_cpus=$CPUS $L2_APPEND"
+L2_CMDLINE="console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 reboot=t kvmprof_cpus=$CPUS $L2_APPEND"
 L1=$OUT/l1-root
 rm -rf "$L1" && mkdir -p "$L1/bin" "$L1/proc" "$L1/sys" "$L1/dev" "$L1/tmp" "$L1/lib/modules" "$L1/l2" ||
 	die "cannot create $L1"
@@ -253,6 +260,20 @@ for c in $CASES; do
 		result "l2-$c" 0 "case never started in L1"
 	elif [ -z "$endl" ]; then
 		result "l2-$c" 0 "VMM run did not finish before L1 was stopped${okl:+; L2 printed: $okl}"
+	fi
+	# L2 user space writing to its console needs the UART's interrupt.
+	if [ -s "$sect" ] && grep -q 'KVMPROF-L2-OK cpus=[0-9]* .*via=kmsg' "$sect"; then
+		if grep -q 'KVMPROF-L2-OK cpus=[0-9]* .*via=tty' "$sect"; then
+			ttyres="1 L2 user space wrote its marker on the tty ($(grep -m1 -o 'KVMPROF-L2-IRQ [0-9]*: .*ttyS0' "$sect" | sed 's/KVMPROF-L2-IRQ //; s/  */ /g'))"
+		else
+			irql=$(grep -m1 -o 'KVMPROF-L2-IRQ [0-9]*: .*ttyS0' "$sect" | sed 's/KVMPROF-L2-IRQ //; s/  */ /g')
+			ttyres="0 L2's /init ran (printk marker) but its tty writes never reached the console: $(grep -m1 -o 'KVMPROF-L2-IRQ 0: uart.*' "$sect" | sed 's/KVMPROF-L2-IRQ 0: //'); ${irql:-no ttyS0 line in /proc/interrupts: the 8250 could not get its IRQ, so tty writes fail with EIO}"
+		fi
+	else
+		ttyres=
+	fi
+	if [ ! -s "$sect" ] || [ -z "$endl" ]; then
+		:
 	elif [ -n "$okl" ] && [ "$cpus" = "$CPUS" ] && [ "$rc" = 0 ]; then
 		result "l2-$c" 1 "$okl; VMM exit code 0; ${dur} in L1"
 	else
@@ -263,8 +284,13 @@ for c in $CASES; do
 			why="$why (L2 found no ACPI MADT$([ "$L2_FLAVOUR" = cloud-amd64 ] && echo "; the cloud kernel has CONFIG_X86_MPPARSE unset, so it ignores MP tables: the VMM needs ACPI tables, or use L2_FLAVOUR=amd64"))"
 		fi
 		[ "$rc" = 0 ] || why="${why:+$why; }VMM exit code $rc$([ "$rc" = 137 ] && echo " (killed after ${L2_TIMEOUT}s)")"
+		panic=$(grep -m1 -o 'Kernel panic - not syncing:.*' "$sect")
+		[ -z "$panic" ] || why="${why:+$why; }L2 $panic"
+		vmsg=$(grep -m1 -o 'kvmprof-vmm: .*' "$sect")
+		[ -z "$vmsg" ] || why="${why:+$why; }VMM said: $vmsg"
 		result "l2-$c" 0 "$why${okl:+; L2 printed: $okl}; ${dur} in L1"
 	fi
+	[ -z "$ttyres" ] || result "l2-$c-tty" ${ttyres%% *} "${ttyres#* }"
 done
 if grep -q 'KVMPROF-L1-DONE' "$CLEAN"; then :; else
 	echo "$ME: note: L1 did not finish (QEMU status $qrc$([ "$qrc" = 124 ] && echo ", timed out after ${QEMU_TIMEOUT}s"))"
