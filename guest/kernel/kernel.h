@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <guest/syscall.h>
+
 #include "layout.h"
 
 #define PAGE_SIZE 4096UL
@@ -44,10 +46,37 @@ struct cpu {
 	uint64_t user_ticks; /* ticks that interrupted user mode */
 	volatile int online;
 	struct tss tss;
+	/* PMU (pmu.c): whose counters are on this CPU's hardware, NMI interlock */
+	struct proc *pmu_loaded;
+	volatile int pmu_busy;     /* pmu.c is touching the counters: NMIs defer */
+	volatile int pmu_deferred; /* an NMI arrived while busy */
+	uint64_t nmis;
 };
 
 struct region {
 	uint64_t start, end; /* user virtual, [start, end) */
+};
+
+/* One virtual counter of a process (pmu.c). */
+struct pmu_slot {
+	uint8_t used, running;
+	uint8_t hw;        /* 0..7 general purpose, PMU_HW_FIXED + i fixed */
+	uint64_t ctl;      /* GP: event select without EN; fixed: its 4-bit field */
+	uint64_t total;    /* counting: events so far (hardware restarts at 0 on each load) */
+	uint64_t remaining; /* sampling: events until the next overflow */
+};
+#define PMU_HW_FIXED 8
+#define PMU_SLOTS (PMU_MAX_EVENTS + 1) /* the last one samples */
+#define PMU_SAMPLE_SLOT PMU_MAX_EVENTS
+
+struct pmu_proc {
+	struct pmu_slot slot[PMU_SLOTS];
+	int nevents;
+	uint64_t period;
+	unsigned int sflags;
+	struct pmu_sample_stats st;
+	int nrips;
+	uint64_t rips[PMU_SAMPLE_BUF];
 };
 
 enum proc_state { P_UNUSED, P_RUNNABLE, P_RUNNING, P_SLEEPING };
@@ -63,6 +92,7 @@ struct proc {
 	int nregions;
 	struct region regions[MAX_REGIONS];
 	char name[PROC_NAME_MAX];
+	struct pmu_proc pmu;
 };
 
 extern char cpu_blocks[];
@@ -144,6 +174,34 @@ void cpu_idle_body(void) __attribute__((noreturn));
 int sched_nlive(void);
 void syscall_dispatch(struct cpu *c, struct trapframe *tf);
 
+/* pmu.c */
+extern int pmu_test_enabled;
+void pmu_init(void);          /* BSP: detect by CPUID, print the model */
+void pmu_cpu_init(void);      /* every CPU: LVTPC to NMI */
+void pmu_proc_reset(struct proc *p);
+void pmu_switch_out(struct cpu *c, struct proc *p, uint64_t user_rip);
+void pmu_switch_in(struct cpu *c, struct proc *p);
+void pmu_exit(struct cpu *c, struct proc *p);
+void pmu_nmi(struct cpu *c, struct trapframe *tf);
+int pmu_fixup(struct trapframe *tf); /* #GP at a safe RDMSR/WRMSR: resume at the fixup */
+void sys_pmu_info(struct cpu *c, struct trapframe *tf);
+void sys_pmu_open(struct cpu *c, struct trapframe *tf);
+void sys_pmu_start(struct cpu *c, struct trapframe *tf);
+void sys_pmu_stop(struct cpu *c, struct trapframe *tf);
+void sys_pmu_read(struct cpu *c, struct trapframe *tf);
+void sys_pmu_close(struct cpu *c, struct trapframe *tf);
+void sys_pmu_sample_start(struct cpu *c, struct trapframe *tf);
+void sys_pmu_sample_stop(struct cpu *c, struct trapframe *tf);
+void sys_pmu_samples(struct cpu *c, struct trapframe *tf);
+void sys_pmu_test_rdmsr(struct cpu *c, struct trapframe *tf);
+void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf);
+void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf);
+
+/* msr.S: RDMSR/WRMSR that return -GUEST_EIO instead of dying on #GP */
+int msr_read_safe(uint32_t msr, uint64_t *val);
+int msr_write_safe(uint32_t msr, uint64_t val);
+extern char msr_read_insn[], msr_write_insn[], msr_safe_fixup[];
+
 /* initrd access (main.c) */
 int initrd_find(const char *path, const void **data, size_t *size);
 
@@ -182,6 +240,20 @@ static inline uint64_t read_cr2(void)
 	uint64_t v;
 	__asm__ volatile("mov %%cr2, %0" : "=r"(v));
 	return v;
+}
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+	__asm__ volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
+}
+static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	__asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
 }
 static inline void cpu_relax(void)
 {

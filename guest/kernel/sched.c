@@ -141,6 +141,7 @@ int proc_spawn(const char *path, int argc, char *const *argv)
 	memcpy(p->name, path, n);
 	p->name[n] = '\0';
 	memset(&p->tf, 0, sizeof(p->tf));
+	pmu_proc_reset(p);
 	p->tf.rip = entry;
 	p->tf.cs = USER_CS;
 	p->tf.rflags = 0x202; /* IF */
@@ -220,6 +221,7 @@ static void switch_to_locked(struct cpu *c, struct proc *prev, struct proc *next
 	spin_unlock(&sched_lock);
 	if (!next)
 		idle_halt(cpu_stack_top(c));
+	pmu_switch_in(c, next);
 }
 
 static int work_pending(struct cpu *c)
@@ -231,6 +233,7 @@ static int work_pending(struct cpu *c)
 static void reschedule(struct cpu *c, struct trapframe *tf, enum proc_state st)
 {
 	struct proc *p = c->cur;
+	pmu_switch_out(c, p, (tf->cs & 3) == 3 ? tf->rip : 0);
 	spin_lock(&sched_lock);
 	memcpy(&p->tf, tf, sizeof(*tf));
 	p->state = st;
@@ -292,6 +295,7 @@ void sched_exit(struct cpu *c, int status)
 		kprintf("kvmprof guest: pid %d (%s) exited with status %d\n", p->pid, p->name,
 			status);
 	int pid = p->pid;
+	pmu_exit(c, p);
 	write_cr3((uint64_t)boot_pml4);
 	as_destroy(p);
 	spin_lock(&sched_lock);

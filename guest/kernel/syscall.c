@@ -67,6 +67,18 @@ static const syscall_fn syscalls[SYS_COUNT] = {
 	[SYS_yield] = sys_yield,
 	[SYS_sleep] = sys_sleep,
 	[SYS_clock] = sys_clock,
+	[SYS_pmu_info] = sys_pmu_info,
+	[SYS_pmu_open] = sys_pmu_open,
+	[SYS_pmu_start] = sys_pmu_start,
+	[SYS_pmu_stop] = sys_pmu_stop,
+	[SYS_pmu_read] = sys_pmu_read,
+	[SYS_pmu_close] = sys_pmu_close,
+	[SYS_pmu_sample_start] = sys_pmu_sample_start,
+	[SYS_pmu_sample_stop] = sys_pmu_sample_stop,
+	[SYS_pmu_samples] = sys_pmu_samples,
+	[SYS_pmu_test_rdmsr] = sys_pmu_test_rdmsr,
+	[SYS_pmu_test_wrmsr] = sys_pmu_test_wrmsr,
+	[SYS_pmu_test_portio] = sys_pmu_test_portio,
 };
 
 void syscall_dispatch(struct cpu *c, struct trapframe *tf)

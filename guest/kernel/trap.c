@@ -85,10 +85,12 @@ void trap(struct trapframe *tf)
 		lapic_eoi();
 		return;
 	}
-	if (tf->vector == 2) {
-		kprintf("kvmprof guest: NMI on cpu %d at rip=0x%lx (ignored)\n", c->id, tf->rip);
+	if (tf->vector == 2) { /* PMIs arrive as NMIs */
+		pmu_nmi(c, tf);
 		return;
 	}
+	if (tf->vector == 13 && !user && pmu_fixup(tf))
+		return; /* #GP of a safe RDMSR/WRMSR: it returns -EIO */
 	if (user && c->cur) {
 		if (tf->vector == 6 && is_ud2(c->cur, tf->rip)) {
 			syscall_dispatch(c, tf);

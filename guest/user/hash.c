@@ -37,10 +37,14 @@ int main(int argc, char **argv)
 	}
 	hash_fill(buf, (size_t)size);
 	uint64_t h = 0xcbf29ce484222325ull;
+	long pmu = pmu_count_insn_cycles(); /* user-mode counts of the hot loop */
 	for (long it = 0; it < iters; it++) {
 		h = hash_block(buf, (size_t)size, h);
 		buf[it % size] ^= (unsigned char)h; /* feed back */
 	}
+	uint64_t counts[2];
+	pmu = pmu_stop_insn_cycles(pmu, counts);
 	printf("hash: size=%ld iters=%ld hash=0x%016lx\n", size, iters, h);
+	pmu_print_insn_cycles("hash", pmu, counts);
 	return 0;
 }

@@ -55,11 +55,15 @@ int main(int argc, char **argv)
 	matmul_fill(a, (int)n, 1);
 	matmul_fill(b, (int)n, 2);
 	uint64_t sum = 0;
+	long pmu = pmu_count_insn_cycles(); /* user-mode counts of the hot loop */
 	for (long it = 0; it < iters; it++) {
 		matmul_multiply(c, a, b, (int)n);
 		sum ^= matmul_checksum(c, (int)n) + (uint64_t)it;
 		a[it % (n * n)] ^= c[(it * 7) % (n * n)] & 0xff; /* feed back */
 	}
+	uint64_t counts[2];
+	pmu = pmu_stop_insn_cycles(pmu, counts);
 	printf("matmul: n=%ld iters=%ld checksum=0x%016lx\n", n, iters, sum);
+	pmu_print_insn_cycles("matmul", pmu, counts);
 	return 0;
 }

@@ -24,11 +24,28 @@
 #define SYS_yield 4  /* yield() -> 0 */
 #define SYS_sleep 5  /* sleep(milliseconds) -> 0; 4 ms granularity */
 #define SYS_clock 6  /* clock() -> nanoseconds since boot (monotonic) */
-#define SYS_COUNT 7  /* one more than the highest number */
+/* Performance counters of the calling process (see "PMU" below). */
+#define SYS_pmu_info 7          /* pmu_info(struct pmu_info *) -> 0 | -ENODEV (info still filled) */
+#define SYS_pmu_open 8          /* pmu_open(const struct pmu_event *, n 1..4) -> 0 */
+#define SYS_pmu_start 9         /* pmu_start() -> 0: the opened counters run */
+#define SYS_pmu_stop 10         /* pmu_stop() -> 0: they stop, counts kept */
+#define SYS_pmu_read 11         /* pmu_read(uint64_t *counts, n) -> counters copied */
+#define SYS_pmu_close 12        /* pmu_close() -> 0: counting session closed */
+#define SYS_pmu_sample_start 13 /* pmu_sample_start(const struct pmu_event *, period, flags) -> 0 */
+#define SYS_pmu_sample_stop 14  /* pmu_sample_stop(struct pmu_sample_stats * or NULL) -> PMIs */
+#define SYS_pmu_samples 15      /* pmu_samples(uint64_t *rips, max) -> n: drains the RIP buffer */
+/* Test-only (kernel command line `pmutest`), -ENOSYS otherwise. */
+#define SYS_pmu_test_rdmsr 16   /* (msr, uint64_t *val) -> 0 | -EIO if it raised #GP */
+#define SYS_pmu_test_wrmsr 17   /* (msr, val) -> 0 | -EIO if it raised #GP */
+#define SYS_pmu_test_portio 18  /* (n 0..1000000) -> 0: n `outb` to port 0x80 from the kernel */
+#define SYS_COUNT 19 /* one more than the highest number */
 
 /* Error numbers (returned negated), Linux values. */
+#define GUEST_EIO 5
 #define GUEST_EBADF 9
 #define GUEST_EFAULT 14
+#define GUEST_EBUSY 16
+#define GUEST_ENODEV 19
 #define GUEST_EINVAL 22
 #define GUEST_ENOSYS 38
 
@@ -37,5 +54,69 @@
 #define GUEST_USER_END 0x80000000UL
 #define GUEST_USER_STACK_TOP 0x7fff0000UL
 #define GUEST_USER_STACK_SIZE 0x10000UL
+
+/*
+ * PMU. Each process has its own virtual counters: the kernel saves and
+ * restores them when it switches processes, on any CPU. A counting session
+ * holds up to PMU_MAX_EVENTS events; independently, one event can be
+ * sampled: the counter is armed to overflow every `period` events, each
+ * overflow interrupt (a PMI, delivered as an NMI) is counted, the
+ * interrupted user RIP recorded (the first PMU_SAMPLE_BUF of them until
+ * drained by pmu_samples), and the counter re-armed. Errors: -ENODEV no
+ * PMU, -EINVAL bad arguments or no free counter, -EFAULT bad pointer.
+ */
+#define PMU_MAX_EVENTS 4
+#define PMU_SAMPLE_BUF 64
+#define PMU_PERIOD_MIN 1000ULL
+#define PMU_PERIOD_MAX 0x7fffffffULL
+
+/* struct pmu_event.kind */
+#define PMU_RAW 0          /* event select `event` (AMD: 12 bits), `umask` */
+#define PMU_INSTRUCTIONS 1 /* named architectural events, mapped per model */
+#define PMU_CYCLES 2
+#define PMU_BRANCHES 3
+#define PMU_BRANCH_MISSES 4
+#define PMU_LLC_REFS 5   /* Intel model only */
+#define PMU_LLC_MISSES 6 /* Intel model only */
+#define PMU_KIND_MAX 6
+
+/* struct pmu_event.flags: at least one of USR, OS */
+#define PMU_USR 0x01   /* count in user mode (ring 3) */
+#define PMU_OS 0x02    /* count in kernel mode (ring 0) */
+#define PMU_NOFIXED 0x04 /* Intel: use a general-purpose counter, not a fixed one */
+#define PMU_FLAGS_ALL 0x07
+
+struct pmu_event {
+	unsigned int kind;
+	unsigned short event;
+	unsigned char umask;
+	unsigned char flags;
+};
+
+/* pmu_sample_start flags */
+#define PMU_SAMPLE_KEEP_OVERSHOOT 0x01 /* re-arm with period - overshoot (as Linux does) */
+
+struct pmu_sample_stats {
+	unsigned long pmis;           /* PMIs (overflows) taken */
+	unsigned long recorded;       /* RIPs recorded since the start */
+	unsigned long overshoot_sum;  /* events counted past the overflow, summed */
+	unsigned long overshoot_max;
+};
+
+/* struct pmu_info.model */
+#define PMU_MODEL_NONE 0
+#define PMU_MODEL_INTEL 1 /* architectural perfmon (CPUID 0xA) */
+#define PMU_MODEL_AMD 2   /* PerfCtrCore (+ PerfMonV2) */
+
+struct pmu_info {
+	unsigned int model;
+	unsigned int version;    /* Intel: perfmon version; AMD: 2 with PerfMonV2, else 1 */
+	unsigned int gp;         /* general-purpose counters */
+	unsigned int fixed;      /* Intel fixed counters */
+	unsigned int width;      /* counter bits */
+	unsigned int full_width; /* Intel: IA32_A_PMCx writes available */
+	unsigned int test;       /* `pmutest` on the command line */
+	unsigned int reserved;
+};
 
 #endif

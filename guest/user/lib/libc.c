@@ -41,6 +41,97 @@ uint64_t clock_ns(void)
 	return (uint64_t)syscall3(SYS_clock, 0, 0, 0);
 }
 
+long pmu_info(struct pmu_info *info)
+{
+	return syscall3(SYS_pmu_info, (long)info, 0, 0);
+}
+
+long pmu_open(const struct pmu_event *ev, int n)
+{
+	return syscall3(SYS_pmu_open, (long)ev, n, 0);
+}
+
+long pmu_start(void)
+{
+	return syscall3(SYS_pmu_start, 0, 0, 0);
+}
+
+long pmu_stop(void)
+{
+	return syscall3(SYS_pmu_stop, 0, 0, 0);
+}
+
+long pmu_read(uint64_t *counts, int n)
+{
+	return syscall3(SYS_pmu_read, (long)counts, n, 0);
+}
+
+long pmu_close(void)
+{
+	return syscall3(SYS_pmu_close, 0, 0, 0);
+}
+
+long pmu_sample_start(const struct pmu_event *ev, uint64_t period, unsigned flags)
+{
+	return syscall3(SYS_pmu_sample_start, (long)ev, (long)period, flags);
+}
+
+long pmu_sample_stop(struct pmu_sample_stats *st)
+{
+	return syscall3(SYS_pmu_sample_stop, (long)st, 0, 0);
+}
+
+long pmu_samples(uint64_t *rips, int max)
+{
+	return syscall3(SYS_pmu_samples, (long)rips, max, 0);
+}
+
+long pmu_test_rdmsr(uint32_t msr, uint64_t *val)
+{
+	return syscall3(SYS_pmu_test_rdmsr, msr, (long)val, 0);
+}
+
+long pmu_test_wrmsr(uint32_t msr, uint64_t val)
+{
+	return syscall3(SYS_pmu_test_wrmsr, msr, (long)val, 0);
+}
+
+long pmu_test_portio(unsigned long n)
+{
+	return syscall3(SYS_pmu_test_portio, (long)n, 0, 0);
+}
+
+long pmu_count_insn_cycles(void)
+{
+	static const struct pmu_event ev[2] = {
+		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR },
+		{ .kind = PMU_CYCLES, .flags = PMU_USR },
+	};
+	long r = pmu_open(ev, 2);
+	return r ? r : pmu_start();
+}
+
+long pmu_stop_insn_cycles(long opened, uint64_t n[2])
+{
+	long r = opened;
+	if (r == 0 && (r = pmu_stop()) == 0 && (r = pmu_read(n, 2)) == 2)
+		r = 0;
+	else if (r >= 0)
+		r = -GUEST_EINVAL;
+	pmu_close();
+	return r;
+}
+
+void pmu_print_insn_cycles(const char *name, long status, const uint64_t n[2])
+{
+	if (status == 0)
+		printf("%s: instructions=%lu cycles=%lu\n", name, n[0], n[1]);
+	else if (status == -GUEST_ENODEV)
+		printf("%s: no PMU\n", name);
+	else
+		printf("%s: PMU error %ld\n", name, status);
+}
+
 size_t strlen(const char *s)
 {
 	size_t n = 0;

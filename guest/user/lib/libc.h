@@ -17,6 +17,26 @@ int yield(void);
 int sleep_ms(unsigned long ms);
 uint64_t clock_ns(void);
 
+/* PMU (see guest/include/guest/syscall.h); negative errno on failure. */
+long pmu_info(struct pmu_info *info);
+long pmu_open(const struct pmu_event *ev, int n);
+long pmu_start(void);
+long pmu_stop(void);
+long pmu_read(uint64_t *counts, int n);
+long pmu_close(void);
+long pmu_sample_start(const struct pmu_event *ev, uint64_t period, unsigned flags);
+long pmu_sample_stop(struct pmu_sample_stats *st);
+long pmu_samples(uint64_t *rips, int max);
+long pmu_test_rdmsr(uint32_t msr, uint64_t *val);
+long pmu_test_wrmsr(uint32_t msr, uint64_t val);
+long pmu_test_portio(unsigned long n);
+/* Opens and starts user-mode instructions + cycles; 0, or -errno (-ENODEV: no PMU). */
+long pmu_count_insn_cycles(void);
+/* Stops them: counts in n[0], n[1]; returns 0 or -errno (also that of the opening). */
+long pmu_stop_insn_cycles(long opened, uint64_t n[2]);
+/* Prints "NAME: instructions=N cycles=N", "NAME: no PMU" or "NAME: PMU error E". */
+void pmu_print_insn_cycles(const char *name, long status, const uint64_t n[2]);
+
 size_t strlen(const char *s);
 int strcmp(const char *a, const char *b);
 int strncmp(const char *a, const char *b, size_t n);

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pmutest SUBCOMMAND ...: tests of the virtual PMU through the guest
+ * kernel's PMU system calls. Every result is one machine-readable line
+ * `pmutest NAME: key=value ...`; the exit status is 0 unless something
+ * failed that the program can judge by itself.
+ *
+ *   info               the model the kernel found
+ *   loop N             user-mode instructions and branches of N iterations of
+ *                      `dec %rcx; jnz`: exactly 2N+1 and N (see counted_loop)
+ *   cycles             user-mode cycles (> 0) and instructions of a loop
+ *   pmi P K [keep]     samples instructions with period P over K*P of them:
+ *                      PMIs taken (expected K), overshoot, recorded RIPs in
+ *                      the loop; `keep`: re-arm with P - overshoot
+ *   event SEL UMASK [N] a raw event (user mode) over a loop of N iterations
+ *   portio N           instructions (user+kernel, and user only) around N
+ *                      `outb` to port 0x80 by the kernel      (needs pmutest)
+ *   fuzz               garbage into every PMU MSR of both vendors, read back,
+ *                      then a counted loop                    (needs pmutest)
+ *   gp                 #GP where the model must raise it      (needs pmutest)
+ */
+#include "libc.h"
+
+/* Counts the lines of the `gp` subcommand. */
+static int checks, failures;
+
+/*
+ * The counted region starts when the start system call returns to user mode
+ * (IRETQ, after the ud2) and ends at the ud2 of the stop call; kernel code
+ * is not counted (user-mode events only) and a ud2 faults, so it does not
+ * retire. What retires in user mode in between: N x (dec, jnz) and the one
+ * `mov` of the stop number: 2N + 1 instructions, N branches.
+ */
+#define LOOP_EXTRA_INSNS 1
+#define LOOP_EXTRA_BRANCHES 0
+
+__attribute__((noinline)) static long counted_loop(unsigned long n)
+{
+	long ret;
+	__asm__ volatile("mov %[start], %%eax\n\t"
+			 "ud2\n\t"
+			 "1: dec %%rcx\n\t"
+			 "jnz 1b\n\t"
+			 "mov %[stop], %%eax\n\t"
+			 "ud2"
+			 : "=a"(ret), "+c"(n)
+			 : [start] "i"(SYS_pmu_start), [stop] "i"(SYS_pmu_stop)
+			 : "memory", "cc");
+	return ret;
+}
+
+/* A plain loop of n iterations (2n instructions), for sampling; its bounds for RIP checks. */
+extern const char sample_loop_begin[], sample_loop_end[];
+__attribute__((noinline)) static void sample_loop(unsigned long n)
+{
+	__asm__ volatile(".globl sample_loop_begin, sample_loop_end\n"
+			 "sample_loop_begin:\n\t"
+			 "1: dec %%rcx\n\t"
+			 "jnz 1b\n"
+			 "sample_loop_end:"
+			 : "+c"(n)
+			 :
+			 : "cc");
+}
+
+static const char *errname(long r)
+{
+	switch (r) {
+	case -GUEST_ENODEV: return "no PMU";
+	case -GUEST_EINVAL: return "EINVAL";
+	case -GUEST_EIO: return "EIO";
+	case -GUEST_ENOSYS: return "ENOSYS (boot with pmutest)";
+	case -GUEST_EFAULT: return "EFAULT";
+	case -GUEST_EBUSY: return "EBUSY";
+	default: return "error";
+	}
+}
+
+static int fail(const char *what, long r)
+{
+	printf("pmutest %s: %s (%ld)\n", what, errname(r), r);
+	return r == -GUEST_ENODEV ? 3 : 1;
+}
+
+static int cmd_info(void)
+{
+	struct pmu_info in;
+	long r = pmu_info(&in);
+	if (r)
+		return fail("info", r);
+	printf("pmutest info: model=%s version=%u gp=%u fixed=%u width=%u full_width=%u test=%u\n",
+	       in.model == PMU_MODEL_INTEL ? "intel" : "amd", in.version, in.gp, in.fixed, in.width,
+	       in.full_width, in.test);
+	return 0;
+}
+
+static int cmd_loop(long n)
+{
+	struct pmu_event ev[2] = {
+		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR },
+		{ .kind = PMU_BRANCHES, .flags = PMU_USR },
+	};
+	uint64_t c[2];
+	long r;
+	if (n < 1) {
+		printf("usage: pmutest loop N (N >= 1)\n");
+		return 2;
+	}
+	if ((r = pmu_open(ev, 2)))
+		return fail("loop", r);
+	if ((r = counted_loop((unsigned long)n)))
+		return fail("loop", r);
+	if ((r = pmu_read(c, 2)) != 2)
+		return fail("loop", r);
+	pmu_close();
+	printf("pmutest loop: iterations=%ld instructions=%lu branches=%lu expected_instructions=%lu "
+	       "expected_branches=%lu\n",
+	       n, c[0], c[1], 2 * (unsigned long)n + LOOP_EXTRA_INSNS,
+	       (unsigned long)n + LOOP_EXTRA_BRANCHES);
+	return 0;
+}
+
+static int cmd_cycles(void)
+{
+	struct pmu_event ev[2] = {
+		{ .kind = PMU_CYCLES, .flags = PMU_USR },
+		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR },
+	};
+	uint64_t c[2];
+	long r;
+	if ((r = pmu_open(ev, 2)))
+		return fail("cycles", r);
+	if ((r = counted_loop(10000000)))
+		return fail("cycles", r);
+	if ((r = pmu_read(c, 2)) != 2)
+		return fail("cycles", r);
+	pmu_close();
+	printf("pmutest cycles: cycles=%lu instructions=%lu\n", c[0], c[1]);
+	return c[0] > 0 ? 0 : 1;
+}
+
+static int cmd_pmi(long period, long k, int keep)
+{
+	struct pmu_event ev = { .kind = PMU_INSTRUCTIONS, .flags = PMU_USR };
+	struct pmu_sample_stats st;
+	uint64_t rips[PMU_SAMPLE_BUF];
+	long r, n, in_loop = 0;
+	if (period < (long)PMU_PERIOD_MIN || period > (long)PMU_PERIOD_MAX || k < 1 ||
+	    k > 100000) {
+		printf("usage: pmutest pmi PERIOD (%llu..%llu) K (1..100000) [keep]\n",
+		       PMU_PERIOD_MIN, PMU_PERIOD_MAX);
+		return 2;
+	}
+	if ((r = pmu_sample_start(&ev, (uint64_t)period, keep ? PMU_SAMPLE_KEEP_OVERSHOOT : 0)))
+		return fail("pmi", r);
+	sample_loop((unsigned long)period * (unsigned long)k / 2);
+	if ((r = pmu_sample_stop(&st)) < 0)
+		return fail("pmi", r);
+	n = pmu_samples(rips, PMU_SAMPLE_BUF);
+	for (long i = 0; i < n; i++)
+		in_loop += rips[i] >= (uint64_t)sample_loop_begin && rips[i] < (uint64_t)sample_loop_end;
+	printf("pmutest pmi: period=%ld expected=%ld pmis=%ld recorded=%lu rips_in_loop=%ld/%ld "
+	       "overshoot_avg=%lu overshoot_max=%lu\n",
+	       period, k, r, st.recorded, in_loop, n, st.pmis ? st.overshoot_sum / st.pmis : 0,
+	       st.overshoot_max);
+	return 0;
+}
+
+static int cmd_event(long sel, long umask, long n)
+{
+	struct pmu_event ev = { .kind = PMU_RAW, .event = (unsigned short)sel,
+				.umask = (unsigned char)umask, .flags = PMU_USR };
+	uint64_t c;
+	long r;
+	if (sel < 0 || sel > 0xfff || umask < 0 || umask > 0xff || n < 1) {
+		printf("usage: pmutest event SELECT UMASK [N]\n");
+		return 2;
+	}
+	if ((r = pmu_open(&ev, 1)))
+		return fail("event", r);
+	if ((r = counted_loop((unsigned long)n)))
+		return fail("event", r);
+	if ((r = pmu_read(&c, 1)) != 1)
+		return fail("event", r);
+	pmu_close();
+	printf("pmutest event: select=0x%lx umask=0x%lx iterations=%ld count=%lu\n", sel, umask, n, c);
+	return 0;
+}
+
+static int cmd_portio(long n)
+{
+	struct pmu_event ev[2] = {
+		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR | PMU_OS | PMU_NOFIXED },
+		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR | PMU_NOFIXED },
+	};
+	uint64_t c[2];
+	long r;
+	if (n < 0 || n > 1000000) {
+		printf("usage: pmutest portio N (0..1000000)\n");
+		return 2;
+	}
+	if ((r = pmu_open(ev, 2)) || (r = pmu_start()))
+		return fail("portio", r);
+	long pr = pmu_test_portio((unsigned long)n);
+	if ((r = pmu_stop()) || (r = pmu_read(c, 2)) != 2)
+		return fail("portio", r);
+	pmu_close();
+	if (pr)
+		return fail("portio", pr);
+	printf("pmutest portio: writes=%ld instructions=%lu user_instructions=%lu\n", n, c[0], c[1]);
+	return 0;
+}
+
+/* ---- fuzz --------------------------------------------------------------- */
+
+static const struct {
+	uint32_t base, count;
+} fuzz_ranges[] = {
+	{ 0xc1, 9 },          /* Intel IA32_PMC0..7, one past */
+	{ 0x186, 9 },         /* IA32_PERFEVTSEL0..7, one past */
+	{ 0x309, 4 },         /* FIXED_CTR0..2, one past */
+	{ 0x345, 1 },         /* PERF_CAPABILITIES */
+	{ 0x38d, 5 },         /* FIXED_CTR_CTRL, GLOBAL_STATUS/CTRL/OVF_CTRL, one past */
+	{ 0x4c1, 9 },         /* IA32_A_PMC0..7, one past */
+	{ 0xc0010000, 8 },    /* AMD legacy PERF_CTL0..3, PERF_CTR0..3 */
+	{ 0xc0010200, 14 },   /* PERF_CTL0..5 / PERF_CTR0..5, one past */
+	{ 0xc0000300, 5 },    /* GLOBAL_STATUS, CTL, STATUS_CLR, STATUS_SET, one past */
+};
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int cmd_fuzz(void)
+{
+	static const uint64_t fixed_values[] = {
+		0, ~0ULL, 0x0000ffffffffffffULL, 0xffff000000000000ULL, 0x80000000ULL,
+		0x7fffffffULL, 1ULL << 47, 0x0000fffffffffff0ULL,
+		0x5300c0ULL,            /* EN|INT|OS|USR instructions */
+		0xf005300c0ULL,         /* + AMD event bits 11:8 */
+		0x5300c0ULL | (1ULL << 21) | (0xffULL << 24) | (1ULL << 40) | (1ULL << 63),
+		0x7ULL | (0x7ULL << 32) | (1ULL << 62) | (1ULL << 63), /* global bits */
+		0xbbbULL,               /* FIXED_CTR_CTRL: OS|USR|PMI on all three */
+	};
+	long writes = 0, reads = 0, wgp = 0, rgp = 0, msrs = 0;
+	uint64_t v;
+	if (pmu_test_rdmsr(0xc1, &v) == -GUEST_ENOSYS) {
+		printf("pmutest fuzz: needs the pmutest kernel command-line flag\n");
+		return 2;
+	}
+	uint64_t t0 = clock_ns();
+	for (unsigned r = 0; r < sizeof(fuzz_ranges) / sizeof(fuzz_ranges[0]); r++) {
+		for (uint32_t m = fuzz_ranges[r].base; m < fuzz_ranges[r].base + fuzz_ranges[r].count; m++) {
+			msrs++;
+			for (unsigned i = 0; i < sizeof(fixed_values) / sizeof(fixed_values[0]) + 3; i++) {
+				uint64_t val = i < sizeof(fixed_values) / sizeof(fixed_values[0])
+						       ? fixed_values[i]
+						       : rnd();
+				writes++;
+				wgp += pmu_test_wrmsr(m, val) == -GUEST_EIO;
+				reads++;
+				rgp += pmu_test_rdmsr(m, &v) == -GUEST_EIO;
+			}
+		}
+	}
+	/* Quiet again: every control and counter to 0, globals last. */
+	for (int r = (int)(sizeof(fuzz_ranges) / sizeof(fuzz_ranges[0])) - 1; r >= 0; r--)
+		for (uint32_t m = fuzz_ranges[r].base; m < fuzz_ranges[r].base + fuzz_ranges[r].count; m++)
+			pmu_test_wrmsr(m, 0);
+	uint64_t ms = (clock_ns() - t0) / 1000000;
+	printf("pmutest fuzz: msrs=%ld writes=%ld reads=%ld write_gp=%ld read_gp=%ld ms=%lu\n", msrs,
+	       writes, reads, wgp, rgp, ms);
+	/* The PMU still works for a process (or there is none). */
+	struct pmu_event ev = { .kind = PMU_INSTRUCTIONS, .flags = PMU_USR };
+	uint64_t c = 0;
+	long rr = pmu_open(&ev, 1);
+	if (rr == 0 && (rr = counted_loop(1000000)) == 0 && pmu_read(&c, 1) == 1)
+		printf("pmutest fuzz: after: instructions=%lu expected_instructions=%lu\n", c,
+		       2000000UL + LOOP_EXTRA_INSNS);
+	else
+		printf("pmutest fuzz: after: %s\n", errname(rr));
+	pmu_close();
+	return 0;
+}
+
+/* ---- gp ----------------------------------------------------------------- */
+
+static void check(const char *what, uint32_t msr, uint64_t val, int is_write, int expect_gp)
+{
+	uint64_t v;
+	long r = is_write ? pmu_test_wrmsr(msr, val) : pmu_test_rdmsr(msr, &v);
+	int gp = r == -GUEST_EIO;
+	checks++;
+	if (gp != expect_gp || (r && !gp)) {
+		failures++;
+		printf("pmutest gp: FAIL %s: %s 0x%x%s0x%lx: expected %s, got %s\n", what,
+		       is_write ? "wrmsr" : "rdmsr", msr, is_write ? " = " : " -> ",
+		       is_write ? val : (r ? 0 : v), expect_gp ? "#GP" : "no #GP", gp ? "#GP" : r ? "error" : "ok");
+	}
+}
+
+static void check_value(const char *what, uint32_t msr, uint64_t expect)
+{
+	uint64_t v = 0;
+	long r = pmu_test_rdmsr(msr, &v);
+	checks++;
+	if (r || v != expect) {
+		failures++;
+		printf("pmutest gp: FAIL %s: rdmsr 0x%x -> 0x%lx (r=%ld), expected 0x%lx\n", what, msr, v,
+		       r, expect);
+	}
+}
+
+static int cmd_gp(void)
+{
+	struct pmu_info in;
+	long r = pmu_info(&in);
+	uint64_t v;
+	if (r)
+		return fail("gp", r);
+	if (pmu_test_rdmsr(0xc1, &v) == -GUEST_ENOSYS) {
+		printf("pmutest gp: needs the pmutest kernel command-line flag\n");
+		return 2;
+	}
+	unsigned gp = in.gp, nf = in.fixed;
+	uint64_t wmask = in.width >= 64 ? ~0ULL : (1ULL << in.width) - 1;
+	if (in.model == PMU_MODEL_INTEL) {
+		/* the advertised ones exist */
+		check("PMC0", 0xc1, 0, 0, 0);
+		check("PERFEVTSEL0", 0x186, 0, 1, 0);
+		check("PMC last", 0xc1 + gp - 1, 0, 0, 0);
+		check("GLOBAL_STATUS", 0x38e, 0, 0, 0);
+		check("GLOBAL_CTRL", 0x38f, 0, 1, 0);
+		check("GLOBAL_OVF_CTRL", 0x390, 0, 1, 0);
+		check("FIXED_CTR_CTRL", 0x38d, 0, 1, 0);
+		if (nf)
+			check("FIXED_CTR0", 0x309, 0, 0, 0);
+		/* counters beyond the advertised count */
+		if (gp < 8) {
+			check("PMC beyond", 0xc1 + gp, 0, 0, 1);
+			check("PMC beyond", 0xc1 + gp, 0, 1, 1);
+			check("PERFEVTSEL beyond", 0x186 + gp, 0, 0, 1);
+			check("PERFEVTSEL beyond", 0x186 + gp, 0, 1, 1);
+			check("A_PMC beyond", 0x4c1 + gp, 0, 0, 1);
+		}
+		if (nf < 3)
+			check("FIXED_CTR beyond", 0x309 + nf, 0, 0, 1);
+		check("FIXED_CTR beyond 3", 0x30c, 0, 0, 1);
+		/* reserved bits */
+		check("PERFEVTSEL0 bit 32", 0x186, 1ULL << 32, 1, 1);
+		check("PERFEVTSEL0 bit 63", 0x186, 1ULL << 63, 1, 1);
+		check("FIXED_CTR_CTRL beyond", 0x38d, 1ULL << (4 * nf), 1, 1);
+		if (gp < 32)
+			check("GLOBAL_CTRL gp bit", 0x38f, 1ULL << gp, 1, 1);
+		check("GLOBAL_CTRL fixed bit", 0x38f, 1ULL << (32 + nf), 1, 1);
+		check("GLOBAL_CTRL bit 63", 0x38f, 1ULL << 63, 1, 1);
+		check("GLOBAL_STATUS read-only", 0x38e, 0, 1, 1);
+		if (gp < 32)
+			check("GLOBAL_OVF_CTRL gp bit", 0x390, 1ULL << gp, 1, 1);
+		/* counter write semantics */
+		check("PMC0 legacy write", 0xc1, 0x80000000ULL, 1, 0);
+		check_value("PMC0 legacy write sign-extends bit 31", 0xc1, 0xffffffff80000000ULL & wmask);
+		check("PMC0 legacy write", 0xc1, 0x12345678ULL, 1, 0);
+		check_value("PMC0 legacy write", 0xc1, 0x12345678ULL);
+		if (in.full_width) {
+			check("A_PMC0", 0x4c1, 0, 0, 0);
+			check("A_PMC0 full write", 0x4c1, 0x800000000000ULL & wmask, 1, 0);
+			check_value("A_PMC0 full write", 0xc1, 0x800000000000ULL & wmask);
+			check("A_PMC0 beyond the width", 0x4c1, wmask + 1, 1, 1);
+		} else {
+			check("A_PMC0 without FW_WRITES", 0x4c1, 0, 0, 1);
+		}
+		pmu_test_wrmsr(0xc1, 0);
+	} else {
+		uint32_t ctl0 = 0xc0010200;
+		check("PERF_CTL0", ctl0, 0, 0, 0);
+		check("PERF_CTR0", ctl0 + 1, 0, 0, 0);
+		check("legacy PERF_CTL0", 0xc0010000, 0, 0, 0);
+		check("PERF_CTL last", ctl0 + 2 * (gp - 1), 0, 0, 0);
+		if (gp < 6) {
+			check("PERF_CTL beyond", ctl0 + 2 * gp, 0, 0, 1);
+			check("PERF_CTR beyond", ctl0 + 2 * gp + 1, 0, 1, 1);
+		}
+		/* reserved bits are ignored on write, no #GP */
+		check("PERF_CTL0 reserved bits", ctl0, (1ULL << 42) | (1ULL << 63), 1, 0);
+		check("PERF_CTR0 bit 48+", ctl0 + 1, 1ULL << 50, 1, 0);
+		check_value("PERF_CTR0 is 48 bits", ctl0 + 1, 0);
+		check("PERF_CTR0 legacy alias write", 0xc0010004, 0x123456789aULL, 1, 0);
+		check_value("PERF_CTR0 alias", ctl0 + 1, 0x123456789aULL);
+		pmu_test_wrmsr(ctl0, 0);
+		pmu_test_wrmsr(ctl0 + 1, 0);
+	}
+	printf("pmutest gp: model=%s checks=%d failures=%d\n",
+	       in.model == PMU_MODEL_INTEL ? "intel" : "amd", checks, failures);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	const char *a2 = argc > 2 ? argv[2] : NULL, *a3 = argc > 3 ? argv[3] : NULL;
+	if (!strcmp(cmd, "info"))
+		return cmd_info();
+	if (!strcmp(cmd, "loop"))
+		return cmd_loop(atol_def(a2, 10000000));
+	if (!strcmp(cmd, "cycles"))
+		return cmd_cycles();
+	if (!strcmp(cmd, "pmi"))
+		return cmd_pmi(atol_def(a2, 1000000), atol_def(a3, 100),
+			       argc > 4 && !strcmp(argv[4], "keep"));
+	if (!strcmp(cmd, "event"))
+		return cmd_event(atol_def(a2, -1), atol_def(a3, -1),
+				 atol_def(argc > 4 ? argv[4] : NULL, 1000000));
+	if (!strcmp(cmd, "portio"))
+		return cmd_portio(atol_def(a2, 1000));
+	if (!strcmp(cmd, "fuzz"))
+		return cmd_fuzz();
+	if (!strcmp(cmd, "gp"))
+		return cmd_gp();
+	printf("usage: pmutest info|loop N|cycles|pmi P K [keep]|event SEL UMASK [N]|portio N|fuzz|gp\n");
+	return 2;
+}
