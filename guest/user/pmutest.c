@@ -9,9 +9,12 @@
  *   loop N             user-mode instructions and branches of N iterations of
  *                      `dec %rcx; jnz`: exactly 2N+1 and N (see counted_loop)
  *   cycles             user-mode cycles (> 0) and instructions of a loop
- *   pmi P K [keep]     samples instructions with period P over K*P of them:
+ *   pmi P K [keep] [cycles]
+ *                      samples instructions with period P over K*P of them:
  *                      PMIs taken (expected K), overshoot, recorded RIPs in
- *                      the loop; `keep`: re-arm with P - overshoot
+ *                      the loop; `keep`: re-arm with P - overshoot; `cycles`:
+ *                      sample cycles instead, over the same loop, and count
+ *                      them too: expected = counted cycles / P
  *   event SEL UMASK [N] a raw event (user mode) over a loop of N iterations
  *   portio N           instructions (user+kernel, and user only) around N
  *                      `outb` to port 0x80 by the kernel      (needs pmutest)
@@ -139,29 +142,38 @@ static int cmd_cycles(void)
 	return c[0] > 0 ? 0 : 1;
 }
 
-static int cmd_pmi(long period, long k, int keep)
+static int cmd_pmi(long period, long k, int keep, int cycles)
 {
-	struct pmu_event ev = { .kind = PMU_INSTRUCTIONS, .flags = PMU_USR };
+	struct pmu_event ev = { .kind = cycles ? PMU_CYCLES : PMU_INSTRUCTIONS, .flags = PMU_USR };
 	struct pmu_sample_stats st;
-	uint64_t rips[PMU_SAMPLE_BUF];
-	long r, n, in_loop = 0;
+	uint64_t rips[PMU_SAMPLE_BUF], counted = 0;
+	long r, n, in_loop = 0, expected = k;
 	if (period < (long)PMU_PERIOD_MIN || period > (long)PMU_PERIOD_MAX || k < 1 ||
 	    k > 100000) {
 		printf("usage: pmutest pmi PERIOD (%llu..%llu) K (1..100000) [keep]\n",
 		       PMU_PERIOD_MIN, PMU_PERIOD_MAX);
 		return 2;
 	}
+	if (cycles && ((r = pmu_open(&ev, 1)) || (r = pmu_start())))
+		return fail("pmi", r);
 	if ((r = pmu_sample_start(&ev, (uint64_t)period, keep ? PMU_SAMPLE_KEEP_OVERSHOOT : 0)))
 		return fail("pmi", r);
 	sample_loop((unsigned long)period * (unsigned long)k / 2);
 	if ((r = pmu_sample_stop(&st)) < 0)
 		return fail("pmi", r);
+	if (cycles) {
+		long rr;
+		if ((rr = pmu_stop()) || (rr = pmu_read(&counted, 1)) != 1)
+			return fail("pmi", rr);
+		pmu_close();
+		expected = (long)(counted / (uint64_t)period);
+	}
 	n = pmu_samples(rips, PMU_SAMPLE_BUF);
 	for (long i = 0; i < n; i++)
 		in_loop += rips[i] >= (uint64_t)sample_loop_begin && rips[i] < (uint64_t)sample_loop_end;
-	printf("pmutest pmi: period=%ld expected=%ld pmis=%ld recorded=%lu rips_in_loop=%ld/%ld "
-	       "overshoot_avg=%lu overshoot_max=%lu\n",
-	       period, k, r, st.recorded, in_loop, n, st.pmis ? st.overshoot_sum / st.pmis : 0,
+	printf("pmutest pmi: event=%s period=%ld expected=%ld pmis=%ld recorded=%lu "
+	       "rips_in_loop=%ld/%ld overshoot_avg=%lu overshoot_max=%lu\n",
+	       cycles ? "cycles" : "instructions", period, expected, r, st.recorded, in_loop, n, st.pmis ? st.overshoot_sum / st.pmis : 0,
 	       st.overshoot_max);
 	return 0;
 }
@@ -411,8 +423,14 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "cycles"))
 		return cmd_cycles();
 	if (!strcmp(cmd, "pmi"))
-		return cmd_pmi(atol_def(a2, 1000000), atol_def(a3, 100),
-			       argc > 4 && !strcmp(argv[4], "keep"));
+	{
+		int keep = 0, cycles = 0;
+		for (int i = 4; i < argc; i++) {
+			keep |= !strcmp(argv[i], "keep");
+			cycles |= !strcmp(argv[i], "cycles");
+		}
+		return cmd_pmi(atol_def(a2, 1000000), atol_def(a3, 100), keep, cycles);
+	}
 	if (!strcmp(cmd, "event"))
 		return cmd_event(atol_def(a2, -1), atol_def(a3, -1),
 				 atol_def(argc > 4 ? argv[4] : NULL, 1000000));
@@ -422,6 +440,6 @@ int main(int argc, char **argv)
 		return cmd_fuzz();
 	if (!strcmp(cmd, "gp"))
 		return cmd_gp();
-	printf("usage: pmutest info|loop N|cycles|pmi P K [keep]|event SEL UMASK [N]|portio N|fuzz|gp\n");
+	printf("usage: pmutest info|loop N|cycles|pmi P K [keep] [cycles]|event SEL UMASK [N]|portio N|fuzz|gp\n");
 	return 2;
 }
