@@ -6,6 +6,11 @@
  * runs a few real-mode instructions that OUT 42 (32-bit) to the exit port
  * and HLT. Prints one line "kvm-check: ok ..." or "kvm-check: FAIL ..." and
  * exits 0 or 1. Built static for the L1 initramfs by tests/nested/run.sh.
+ *
+ * With --hold, a child process keeps the VM open after a successful check,
+ * so KVM's usage count never drops to zero while L1 runs: the VMM's runs then
+ * do not each enable and disable SVM on every CPU (an IPI to every CPU; once,
+ * under TCG, L1 wedged in kvm_destroy_vm waiting for one).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,12 +21,27 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+static void hold_vm_open(void)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return; /* parent (or fork failure): report and exit */
+	setsid();
+	close(0);
+	close(1);
+	close(2);
+	for (;;)
+		pause();
+}
+
 #include "kvmprof/platform.h"
 
 #define FAIL(...) do { printf("kvm-check: FAIL " __VA_ARGS__); printf(" (%s)\n", strerror(errno)); return 1; } while (0)
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int hold = argc > 1 && strcmp(argv[1], "--hold") == 0;
 	/* mov $42, %eax ; out %eax, $0xf4 ; hlt   (16-bit code: 66 prefix) */
 	static const unsigned char code[] = {
 		0x66, 0xb8, 42, 0, 0, 0, 0x66, 0xe7, KVMPROF_EXIT_PORT, 0xf4,
@@ -84,8 +104,11 @@ int main(void)
 				errno = 0;
 				FAIL("OUT size %u value %u, want 4 and 42", run->io.size, v);
 			}
-			printf("kvm-check: ok api=%d irqchip=%d guest OUT 42 to port 0x%x seen\n",
-			       api, irqchip, KVMPROF_EXIT_PORT);
+			printf("kvm-check: ok api=%d irqchip=%d guest OUT 42 to port 0x%x seen%s\n",
+			       api, irqchip, KVMPROF_EXIT_PORT, hold ? ", VM held open" : "");
+			fflush(stdout);
+			if (hold)
+				hold_vm_open();
 			return 0;
 		}
 		errno = 0;

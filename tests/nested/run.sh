@@ -170,7 +170,7 @@ for m in irqbypass kvm kvm-amd; do
 	if ! insmod /lib/modules/$m.ko; then echo "KVMPROF-L1-INSMOD-FAIL $m"; ok=0; fi
 done
 [ -c /dev/kvm ] || mknod /dev/kvm c 10 232
-if [ $ok = 1 ] && kvm-check; then
+if [ $ok = 1 ] && kvm-check --hold; then
 	echo "KVMPROF-L1-KVM ok uptime=$(cut -d' ' -f1 /proc/uptime)"
 else
 	echo "KVMPROF-L1-KVM fail"
@@ -212,14 +212,27 @@ start=$(date +%s.%N)
 set -- timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -cpu max,vendor=AuthenticAMD \
 	-smp 2 -m 2G -kernel "$DEB/vmlinuz" -initrd "$OUT/l1.cpio" \
 	-append "$L1_CMDLINE" -nographic -no-reboot
-if [ "$VERBOSE" = 1 ]; then
-	rm -f "$OUT/.qrc"
-	{ "$@" < /dev/null 2>&1; echo $? > "$OUT/.qrc"; } | tee "$LOG"
-	qrc=$(cat "$OUT/.qrc" 2>/dev/null || echo 1)
-else
-	"$@" < /dev/null > "$LOG" 2>&1
-	qrc=$?
-fi
+: > "$LOG"
+"$@" < /dev/null > "$LOG" 2>&1 &
+qpid=$!
+trap 'kill $qpid 2>/dev/null' EXIT
+trap 'kill $qpid 2>/dev/null; exit 130' INT TERM
+[ "$VERBOSE" = 1 ] && tail -n +1 -f --pid=$qpid "$LOG" &
+# If L1 reports it is done but does not power off (a wedged CPU), stop QEMU.
+done_at=
+while kill -0 $qpid 2>/dev/null; do
+	if [ -z "$done_at" ] && grep -q 'KVMPROF-L1-DONE' "$LOG"; then done_at=$(date +%s); fi
+	if [ -n "$done_at" ] && [ $(( $(date +%s) - done_at )) -ge 15 ]; then
+		echo "$ME: L1 finished but did not power off within 15s; stopping QEMU"
+		kill $qpid 2>/dev/null
+		break
+	fi
+	sleep 0.5
+done
+wait $qpid
+qrc=$?
+trap - EXIT INT TERM
+[ "$VERBOSE" = 1 ] && sleep 0.3
 end=$(date +%s.%N)
 secs=$(awk "BEGIN { printf \"%.1f\", $end - $start }")
 echo "$ME: QEMU exited with status $qrc after ${secs}s"
