@@ -349,9 +349,11 @@ int vpmu_filter_parse(const char *text, size_t len, struct vpmu_filter *f, char 
 		return -ENOMEM;
 	}
 	while (pos < len) {
-		struct line l = { .no = ++no };
+		struct line l = { 0 };
 		size_t end = pos, n;
 		char *s, *hash;
+
+		l.no = ++no;
 
 		while (end < len && text[end] != '\n')
 			end++;
