@@ -14,10 +14,13 @@
 
 #include "vpmu.h"
 
-/* AMD: writable event-select bits; the rest are ignored on write, as AMD hardware does. */
+/*
+ * AMD: writable event-select bits; the rest are ignored on write, as AMD
+ * hardware does. HostOnly/GuestOnly (bits 41:40) mean nothing inside a guest
+ * and are dropped, as KVM does.
+ */
 #define AMD_EVTSEL_VALID (EVTSEL_EVENT | EVTSEL_UMASK | EVTSEL_USR | EVTSEL_OS | EVTSEL_EDGE | \
-			  EVTSEL_INT | EVTSEL_EN | EVTSEL_INV | EVTSEL_CMASK | AMD_EVTSEL_EVENT_HI | \
-			  (3ULL << 40))
+			  EVTSEL_INT | EVTSEL_EN | EVTSEL_INV | EVTSEL_CMASK | AMD_EVTSEL_EVENT_HI)
 /* Intel perfmon v2: bits 63:32 and AnyThread (v3+) are reserved and #GP. */
 #define INTEL_EVTSEL_RESERVED 0xffffffff00200000ULL
 #define FIXED_FIELD_VALID 0xbULL /* OS, USR, PMI; AnyThread is v3+ */
@@ -299,7 +302,15 @@ static int amd_counter_of(uint32_t msr, bool *is_ctl)
 
 static void counter_write(struct vpmu_vcpu *v, unsigned int idx, uint64_t value)
 {
-	v->ctr[idx].count = value & VPMU_COUNTER_MASK;
+	struct vpmu_counter *c = &v->ctr[idx];
+
+	/* The written value replaces everything counted so far, including unsynced VMM time. */
+	if (c->programmed) {
+		uint64_t raw[VPMU_MAX_COUNTERS];
+		if (v->ops->read(v, raw) == 0)
+			c->raw_last = raw[idx];
+	}
+	c->count = value & VPMU_COUNTER_MASK;
 	arm_counter(v, idx);
 }
 
