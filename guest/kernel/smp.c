@@ -195,11 +195,11 @@ void ap_main(void)
 {
 	struct cpu *c = this_cpu();
 	cpu_init(c);
-	pmu_cpu_init();
 	__atomic_store_n(&c->online, 1, __ATOMIC_RELEASE);
 	/* Halt (not spin: an emulated spin loop steals host CPU from the BSP). */
 	while (!__atomic_load_n(&timers_go, __ATOMIC_ACQUIRE))
 		__asm__ volatile("sti; hlt; cli" ::: "memory");
+	pmu_cpu_init(); /* the BSP has detected the PMU by now */
 	timer_start_periodic();
 	cpu_idle();
 }
