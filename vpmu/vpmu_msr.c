@@ -200,7 +200,14 @@ static void vpmu_reprogram(struct vpmu_vcpu *v)
 			v->stats.unsupported_events++;
 			continue;
 		}
-		if (v->ops->program(v, i, &ev)) {
+		switch (v->ops->program(v, i, &ev)) {
+		case 0:
+			break;
+		case -EOPNOTSUPP: /* this backend cannot count the event at all */
+			c->unsupported = true;
+			v->stats.unsupported_events++;
+			continue;
+		default:
 			v->stats.program_failures++;
 			continue;
 		}
