@@ -1,0 +1,174 @@
+# End-to-end cases of the guest side of the virtual PMU: the bundled guest's
+# PMU driver (guest/kernel/pmu.c) and /bin/pmutest against the VMM's vPMU.
+# Sourced by tests/e2e/run.sh (uses vmm, ok, bad, $TMP, $rc, $VMM, $FIX).
+#
+# On a host with hardware counters (the vPMU's emulated backend works) the
+# counts are checked for accuracy. Without them (a PVM host whose kernel
+# offers no hardware perf events) the guest runs with --vpmu-backend=clock:
+# cycles come from the vCPU thread's run time and every other event reads 0,
+# so exact counts are skipped and sampling and filtering use cycles.
+
+# The demo result lines (as in bundled-guest.sh): counting must not change them.
+: "${MATMUL_LINE:=matmul: n=128 iters=300 checksum=0x3697eac860bdf7f0}"
+: "${HASH_LINE:=hash: size=65536 iters=5000 hash=0xb8837405aac77dab}"
+
+# pmu_field NAME KEY: the value of KEY= on the first "pmutest NAME:" line of $TMP/out.
+pmu_field() {
+	awk -v name="pmutest $1:" -v key="$2" 'index($0, name) == 1 {
+		for (i = 3; i <= NF; i++) if (index($i, key "=") == 1) { print substr($i, length(key) + 2); exit } }' "$TMP/out"
+}
+# pmu_near VALUE EXPECTED TOLERANCE: |VALUE - EXPECTED| <= TOLERANCE (integers).
+pmu_near() {
+	[ -n "$1" ] && [ -n "$2" ] && local d=$(($1 - $2)) && [ ${d#-} -le "$3" ]
+}
+
+if "$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=emulated >/dev/null 2>&1; then
+	PMU_HW=1
+	PMU_BE=()
+else
+	PMU_HW=0
+	PMU_BE=(--vpmu-backend=clock)
+	echo "    (no hardware counters on this host: vPMU guest cases run on the clock backend, exact counts skipped)"
+fi
+
+# --- no PMU: the guest says so and never touches the MSRs ---------------------
+vmm --vpmu=off --cmdline "pmutest start=/bin/matmul:32:2,/bin/pmutest:info,/bin/pmutest:args" --timeout 60
+if [ $rc = 3 ] && grep -qx 'kvmprof guest: no pmu' "$TMP/out" && grep -qx 'matmul: no PMU' "$TMP/out" &&
+	grep -q '^pmutest info: no PMU' "$TMP/out" && grep -q '^pmutest args: pmu=none test=on .* failures=0$' "$TMP/out"; then
+	ok vpmu-guest-off-says-no-pmu
+else bad vpmu-guest-off-says-no-pmu "rc=$rc (expected 3: pmutest info's no-PMU status)"; fi
+
+# --- the model comes from CPUID ----------------------------------------------
+vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:info" --timeout 60
+if [ $rc = 0 ] && grep -qx 'kvmprof guest: pmu amd perfmon-v2, 6 counters' "$TMP/out" &&
+	grep -q '^pmutest info: model=amd version=2 gp=6 fixed=0 width=48' "$TMP/out"; then ok vpmu-guest-detects-amd
+else bad vpmu-guest-detects-amd "rc=$rc"; fi
+
+vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters 4 --cmdline "start=/bin/pmutest:info" --timeout 60
+if [ $rc = 0 ] && grep -qE '^kvmprof guest: pmu intel v2, 4\+3 counters, 48 bits' "$TMP/out" &&
+	grep -q '^pmutest info: model=intel version=2 gp=4 fixed=3 width=48' "$TMP/out"; then ok vpmu-guest-detects-intel
+else bad vpmu-guest-detects-intel "rc=$rc"; fi
+
+# --- the demo programs count their hot loops; their result lines are unchanged --
+vmm "${PMU_BE[@]}" --cpus 2 --timeout 60
+if [ $PMU_HW = 1 ]; then insn='[1-9][0-9]*'; else insn='[0-9]+'; fi
+if [ $rc = 0 ] && grep -qxF "$MATMUL_LINE" "$TMP/out" && grep -qxF "$HASH_LINE" "$TMP/out" &&
+	grep -qxE "matmul: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out" &&
+	grep -qxE "hash: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out"; then ok vpmu-guest-demos-count
+else bad vpmu-guest-demos-count "rc=$rc"; fi
+
+# --- system-call arguments ---------------------------------------------------
+for model in amd intel; do
+	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "pmutest start=/bin/pmutest:args" --timeout 60
+	if [ $rc = 0 ] && grep -q '^pmutest args: pmu=yes test=on .* failures=0$' "$TMP/out"; then ok "vpmu-guest-args-$model"
+	else bad "vpmu-guest-args-$model" "rc=$rc"; fi
+done
+vmm "${PMU_BE[@]}" --cmdline "start=/bin/pmutest:args" --timeout 60
+if [ $rc = 0 ] && grep -q '^pmutest args: pmu=yes test=off .* failures=0$' "$TMP/out"; then ok vpmu-guest-test-calls-need-pmutest
+else bad vpmu-guest-test-calls-need-pmutest "rc=$rc"; fi
+
+# --- exact counts --------------------------------------------------------------
+# The counted region of `pmutest loop N` is exactly 2N+1 user-mode instructions
+# and N branches (pmutest.c, counted_loop: N x dec/jnz and one mov; the
+# system calls' ud2 faults and does not retire; the kernel is not counted).
+# Tolerance: in cpu-switch mode the VMM subtracts its own user-mode
+# instructions between exits, but a few dozen of them (after its last counter
+# read, before re-entry) leak into the guest's count at every exit that
+# reaches the VMM, and an AMD host counts an interrupt or exception taken in
+# user mode as one retired instruction and branch. A 10^7-iteration loop runs
+# ~5 ms: one or two timer ticks, a handful of VMM exits at most: 500 (2.5e-5).
+# N=1000 runs ~0.5 us: 100. With preemptions and migrations every switch
+# saves and restores the counters through ~8 MSR exits, each leaking a few
+# dozen: 1000 + 1e-4 of the count.
+if [ $PMU_HW = 1 ]; then
+	for model in amd intel; do
+		for n in 10000000 1000; do
+			vmm --vpmu=$model --cmdline "start=/bin/pmutest:loop:$n" --timeout 60
+			tol=$((n > 1000 ? 500 : 100))
+			i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
+			b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
+			if [ $rc = 0 ] && pmu_near "$i" "$ei" $tol && pmu_near "$b" "$eb" $tol; then
+				ok "vpmu-guest-loop-$model-$n"
+				echo "    instructions $i (expected $ei), branches $b (expected $eb)"
+			else bad "vpmu-guest-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
+		done
+	done
+	vmm --cpus 2 --cmdline "start=/bin/pmutest:loop:200000000,/bin/matmul,/bin/hash" --timeout 60
+	i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
+	b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
+	tol=$((1000 + ${ei:-0} / 10000))
+	if [ $rc = 0 ] && pmu_near "$i" "$ei" $tol && pmu_near "$b" "$eb" $tol; then
+		ok vpmu-guest-loop-preempted-and-migrated
+		echo "    instructions $i (expected $ei), branches $b (expected $eb)"
+	else bad vpmu-guest-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
+fi
+
+for model in amd intel; do
+	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "start=/bin/pmutest:cycles" --timeout 60
+	c=$(pmu_field cycles cycles)
+	if [ $rc = 0 ] && [ "${c:-0}" -gt 0 ]; then ok "vpmu-guest-cycles-$model"
+	else bad "vpmu-guest-cycles-$model" "rc=$rc cycles=$c"; fi
+done
+
+# --- sampling: PMIs as NMIs, re-armed by the guest ------------------------------
+# Hardware counters: K periods of P instructions give K PMIs, +-1. Clock
+# backend: cycles are run time and the VMM predicts overflows from the rate,
+# so a PMI may come more than a period late (a lost period): at least half
+# of the periods, at most one more. Either way the recorded user RIPs lie in
+# the sampled loop (one may be the stop call's, when its save finds the last
+# overflow before its PMI).
+if [ $PMU_HW = 1 ]; then pmi_args="pmi:1000000:100"; else pmi_args="pmi:2000000:100:cycles:keep"; fi
+for model in amd intel; do
+	vmm "${PMU_BE[@]}" --vpmu=$model --vpmu-stats --cmdline "start=/bin/pmutest:$pmi_args" --timeout 60
+	p=$(pmu_field pmi pmis) e=$(pmu_field pmi expected) r=$(pmu_field pmi rips_in_loop)
+	if [ $PMU_HW = 1 ]; then pmu_near "$p" "$e" 1; else [ -n "$p" ] && [ "$p" -ge $((${e:-0} / 2)) ] && [ "$p" -le $((${e:-0} + 1)) ]; fi
+	pmi_ok=$?
+	if [ $rc = 0 ] && [ $pmi_ok = 0 ] && [ -n "$r" ] && [ "${r%/*}" -gt 0 ] && [ $((${r#*/} - ${r%/*})) -le 1 ]; then
+		ok "vpmu-guest-pmi-$model"
+		echo "    $(grep '^pmutest pmi:' "$TMP/out")"
+	else bad "vpmu-guest-pmi-$model" "rc=$rc pmis=$p expected=$e rips_in_loop=$r"; fi
+done
+
+# --- event filter: a denied event reads 0 --------------------------------------
+if [ $PMU_HW = 1 ]; then ev=0xc0; else ev=0x76; fi
+printf '# vpmu-guest: deny one event\naction deny\nevent %s 0x00\n' $ev >"$TMP/deny.filter"
+vmm "${PMU_BE[@]}" --vpmu=amd --vpmu-filter "$TMP/deny.filter" --cmdline "start=/bin/pmutest:event:$ev:0" --timeout 60
+denied=$(pmu_field event count) denied_rc=$rc
+vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:event:$ev:0" --timeout 60
+allowed=$(pmu_field event count)
+if [ $denied_rc = 0 ] && [ $rc = 0 ] && [ "$denied" = 0 ] && [ "${allowed:-0}" -gt 0 ]; then ok vpmu-guest-filter-denied-event-reads-0
+else bad vpmu-guest-filter-denied-event-reads-0 "event $ev: denied count=$denied, allowed count=$allowed"; fi
+
+# Intel: an allow list without a `fixed` line denies the fixed counters.
+printf 'action allow\nevent 0x3c 0x00\n' >"$TMP/allow.filter"
+vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-filter "$TMP/allow.filter" --cmdline "start=/bin/pmutest:event:0x3c:0,/bin/pmutest:cycles" --timeout 60
+gpc=$(pmu_field event count) fixedc=$(pmu_field cycles cycles)
+if [ "${gpc:-0}" -gt 0 ] && [ "$fixedc" = 0 ]; then ok vpmu-guest-filter-intel-fixed-bitmap
+else bad vpmu-guest-filter-intel-fixed-bitmap "cycles on a GP counter=$gpc (want > 0), on fixed counter 1=$fixedc (want 0)"; fi
+
+# --- domain switch counts the VMM's work for the guest -------------------------
+if [ $PMU_HW = 1 ]; then
+	vmm --vpmu-mode=cpu-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
+	cpu=$(pmu_field portio instructions) cpu_rc=$rc
+	vmm --vpmu-mode=domain-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
+	dom=$(pmu_field portio instructions)
+	if [ $cpu_rc = 0 ] && [ $rc = 0 ] && [ -n "$cpu" ] && [ -n "$dom" ] && [ "$dom" -gt "$cpu" ]; then
+		ok vpmu-guest-portio-domain-switch-counts-more
+		echo "    2000 port writes: cpu-switch $cpu instructions, domain-switch $dom"
+	else bad vpmu-guest-portio-domain-switch-counts-more "cpu-switch=$cpu domain-switch=$dom"; fi
+fi
+
+# --- hostile guest: garbage in every PMU MSR; #GP where the model says ----------
+for model in amd intel; do
+	vmm "${PMU_BE[@]}" --vpmu=$model --cpus 2 --timeout 60 \
+		--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
+	if [ $rc = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && grep -q '^pmutest loop:' "$TMP/out" &&
+		! grep -q 'kernel panic' "$TMP/out"; then ok "vpmu-guest-fuzz-$model"
+	else bad "vpmu-guest-fuzz-$model" "rc=$rc"; fi
+done
+
+for n in 8 4; do
+	vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters $n --cmdline "pmutest start=/bin/pmutest:gp" --timeout 60
+	if [ $rc = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then ok "vpmu-guest-gp-intel-$n"
+	else bad "vpmu-guest-gp-intel-$n" "rc=$rc: $(grep -m3 'FAIL' "$TMP/out" | tr '\n' ' ')"; fi
+done
