@@ -70,7 +70,6 @@ if [ "$L1_ONLY" = 0 ]; then
 	readelf -l "$VMM" 2>/dev/null | grep -q 'INTERP' &&
 		die "$VMM is dynamically linked; L1 has no libc, it must be static"
 fi
-[ -e /dev/kvm ] || true # not needed: L0 runs QEMU with TCG
 
 "$TOP/tests/debian-kernel.sh" "$BUILD" || die "tests/debian-kernel.sh failed"
 DEB=$BUILD/debian
