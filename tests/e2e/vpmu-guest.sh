@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # rc, TMP, VMM, FIX: set by run.sh
 # End-to-end cases of the guest side of the virtual PMU: the bundled guest's
 # PMU driver (guest/kernel/pmu.c) and /bin/pmutest against the VMM's vPMU.
 # Sourced by tests/e2e/run.sh (uses vmm, ok, bad, $TMP, $rc, $VMM, $FIX).
@@ -19,7 +20,7 @@ pmu_field() {
 }
 # pmu_near VALUE EXPECTED TOLERANCE: |VALUE - EXPECTED| <= TOLERANCE (integers).
 pmu_near() {
-	[ -n "$1" ] && [ -n "$2" ] && local d=$(($1 - $2)) && [ ${d#-} -le "$3" ]
+	[ -n "$1" ] && [ -n "$2" ] && local d=$(($1 - $2)) && [ "${d#-}" -le "$3" ]
 }
 
 if "$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=emulated >/dev/null 2>&1; then
@@ -33,26 +34,26 @@ fi
 
 # --- no PMU: the guest says so and never touches the MSRs ---------------------
 vmm --vpmu=off --cmdline "pmutest start=/bin/matmul:32:2,/bin/pmutest:info,/bin/pmutest:args" --timeout 60
-if [ $rc = 3 ] && grep -qx 'kvmprof guest: no pmu' "$TMP/out" && grep -qx 'matmul: no PMU' "$TMP/out" &&
+if [ "$rc" = 3 ] && grep -qx 'kvmprof guest: no pmu' "$TMP/out" && grep -qx 'matmul: no PMU' "$TMP/out" &&
 	grep -q '^pmutest info: no PMU' "$TMP/out" && grep -q '^pmutest args: pmu=none test=on .* failures=0$' "$TMP/out"; then
 	ok vpmu-guest-off-says-no-pmu
 else bad vpmu-guest-off-says-no-pmu "rc=$rc (expected 3: pmutest info's no-PMU status)"; fi
 
 # --- the model comes from CPUID ----------------------------------------------
 vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:info" --timeout 60
-if [ $rc = 0 ] && grep -qx 'kvmprof guest: pmu amd perfmon-v2, 6 counters' "$TMP/out" &&
+if [ "$rc" = 0 ] && grep -qx 'kvmprof guest: pmu amd perfmon-v2, 6 counters' "$TMP/out" &&
 	grep -q '^pmutest info: model=amd version=2 gp=6 fixed=0 width=48' "$TMP/out"; then ok vpmu-guest-detects-amd
 else bad vpmu-guest-detects-amd "rc=$rc"; fi
 
 vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters 4 --cmdline "start=/bin/pmutest:info" --timeout 60
-if [ $rc = 0 ] && grep -qE '^kvmprof guest: pmu intel v2, 4\+3 counters, 48 bits' "$TMP/out" &&
+if [ "$rc" = 0 ] && grep -qE '^kvmprof guest: pmu intel v2, 4\+3 counters, 48 bits' "$TMP/out" &&
 	grep -q '^pmutest info: model=intel version=2 gp=4 fixed=3 width=48' "$TMP/out"; then ok vpmu-guest-detects-intel
 else bad vpmu-guest-detects-intel "rc=$rc"; fi
 
 # --- the demo programs count their hot loops; their result lines are unchanged --
 vmm "${PMU_BE[@]}" --cpus 2 --timeout 60
 if [ $PMU_HW = 1 ]; then insn='[1-9][0-9]*'; else insn='[0-9]+'; fi
-if [ $rc = 0 ] && grep -qxF "$MATMUL_LINE" "$TMP/out" && grep -qxF "$HASH_LINE" "$TMP/out" &&
+if [ "$rc" = 0 ] && grep -qxF "$MATMUL_LINE" "$TMP/out" && grep -qxF "$HASH_LINE" "$TMP/out" &&
 	grep -qxE "matmul: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out" &&
 	grep -qxE "hash: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out"; then ok vpmu-guest-demos-count
 else bad vpmu-guest-demos-count "rc=$rc"; fi
@@ -60,11 +61,11 @@ else bad vpmu-guest-demos-count "rc=$rc"; fi
 # --- system-call arguments ---------------------------------------------------
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "pmutest start=/bin/pmutest:args" --timeout 60
-	if [ $rc = 0 ] && grep -q '^pmutest args: pmu=yes test=on .* failures=0$' "$TMP/out"; then ok "vpmu-guest-args-$model"
+	if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=on .* failures=0$' "$TMP/out"; then ok "vpmu-guest-args-$model"
 	else bad "vpmu-guest-args-$model" "rc=$rc"; fi
 done
 vmm "${PMU_BE[@]}" --cmdline "start=/bin/pmutest:args" --timeout 60
-if [ $rc = 0 ] && grep -q '^pmutest args: pmu=yes test=off .* failures=0$' "$TMP/out"; then ok vpmu-guest-test-calls-need-pmutest
+if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=off .* failures=0$' "$TMP/out"; then ok vpmu-guest-test-calls-need-pmutest
 else bad vpmu-guest-test-calls-need-pmutest "rc=$rc"; fi
 
 # --- exact counts --------------------------------------------------------------
@@ -87,7 +88,7 @@ if [ $PMU_HW = 1 ]; then
 			tol=$((n > 1000 ? 500 : 100))
 			i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 			b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
-			if [ $rc = 0 ] && pmu_near "$i" "$ei" $tol && pmu_near "$b" "$eb" $tol; then
+			if [ "$rc" = 0 ] && pmu_near "$i" "$ei" "$tol" && pmu_near "$b" "$eb" "$tol"; then
 				ok "vpmu-guest-loop-$model-$n"
 				echo "    instructions $i (expected $ei), branches $b (expected $eb)"
 			else bad "vpmu-guest-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
@@ -97,7 +98,7 @@ if [ $PMU_HW = 1 ]; then
 	i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 	b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
 	tol=$((1000 + ${ei:-0} / 10000))
-	if [ $rc = 0 ] && pmu_near "$i" "$ei" $tol && pmu_near "$b" "$eb" $tol; then
+	if [ "$rc" = 0 ] && pmu_near "$i" "$ei" "$tol" && pmu_near "$b" "$eb" "$tol"; then
 		ok vpmu-guest-loop-preempted-and-migrated
 		echo "    instructions $i (expected $ei), branches $b (expected $eb)"
 	else bad vpmu-guest-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
@@ -106,7 +107,7 @@ fi
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "start=/bin/pmutest:cycles" --timeout 60
 	c=$(pmu_field cycles cycles)
-	if [ $rc = 0 ] && [ "${c:-0}" -gt 0 ]; then ok "vpmu-guest-cycles-$model"
+	if [ "$rc" = 0 ] && [ "${c:-0}" -gt 0 ]; then ok "vpmu-guest-cycles-$model"
 	else bad "vpmu-guest-cycles-$model" "rc=$rc cycles=$c"; fi
 done
 
@@ -123,7 +124,7 @@ for model in amd intel; do
 	p=$(pmu_field pmi pmis) e=$(pmu_field pmi expected) r=$(pmu_field pmi rips_in_loop)
 	if [ $PMU_HW = 1 ]; then pmu_near "$p" "$e" 1; else [ -n "$p" ] && [ "$p" -ge $((${e:-0} / 2)) ] && [ "$p" -le $((${e:-0} + 1)) ]; fi
 	pmi_ok=$?
-	if [ $rc = 0 ] && [ $pmi_ok = 0 ] && [ -n "$r" ] && [ "${r%/*}" -gt 0 ] && [ $((${r#*/} - ${r%/*})) -le 1 ]; then
+	if [ "$rc" = 0 ] && [ "$pmi_ok" = 0 ] && [ -n "$r" ] && [ "${r%/*}" -gt 0 ] && [ $((${r#*/} - ${r%/*})) -le 1 ]; then
 		ok "vpmu-guest-pmi-$model"
 		echo "    $(grep '^pmutest pmi:' "$TMP/out")"
 	else bad "vpmu-guest-pmi-$model" "rc=$rc pmis=$p expected=$e rips_in_loop=$r"; fi
@@ -136,7 +137,7 @@ vmm "${PMU_BE[@]}" --vpmu=amd --vpmu-filter "$TMP/deny.filter" --cmdline "start=
 denied=$(pmu_field event count) denied_rc=$rc
 vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:event:$ev:0" --timeout 60
 allowed=$(pmu_field event count)
-if [ $denied_rc = 0 ] && [ $rc = 0 ] && [ "$denied" = 0 ] && [ "${allowed:-0}" -gt 0 ]; then ok vpmu-guest-filter-denied-event-reads-0
+if [ "$denied_rc" = 0 ] && [ "$rc" = 0 ] && [ "$denied" = 0 ] && [ "${allowed:-0}" -gt 0 ]; then ok vpmu-guest-filter-denied-event-reads-0
 else bad vpmu-guest-filter-denied-event-reads-0 "event $ev: denied count=$denied, allowed count=$allowed"; fi
 
 # Intel: an allow list without a `fixed` line denies the fixed counters.
@@ -152,7 +153,7 @@ if [ $PMU_HW = 1 ]; then
 	cpu=$(pmu_field portio instructions) cpu_rc=$rc
 	vmm --vpmu-mode=domain-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
 	dom=$(pmu_field portio instructions)
-	if [ $cpu_rc = 0 ] && [ $rc = 0 ] && [ -n "$cpu" ] && [ -n "$dom" ] && [ "$dom" -gt "$cpu" ]; then
+	if [ "$cpu_rc" = 0 ] && [ "$rc" = 0 ] && [ -n "$cpu" ] && [ -n "$dom" ] && [ "$dom" -gt "$cpu" ]; then
 		ok vpmu-guest-portio-domain-switch-counts-more
 		echo "    2000 port writes: cpu-switch $cpu instructions, domain-switch $dom"
 	else bad vpmu-guest-portio-domain-switch-counts-more "cpu-switch=$cpu domain-switch=$dom"; fi
@@ -162,13 +163,13 @@ fi
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cpus 2 --timeout 60 \
 		--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
-	if [ $rc = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && grep -q '^pmutest loop:' "$TMP/out" &&
+	if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && grep -q '^pmutest loop:' "$TMP/out" &&
 		! grep -q 'kernel panic' "$TMP/out"; then ok "vpmu-guest-fuzz-$model"
 	else bad "vpmu-guest-fuzz-$model" "rc=$rc"; fi
 done
 
 for n in 8 4; do
 	vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters $n --cmdline "pmutest start=/bin/pmutest:gp" --timeout 60
-	if [ $rc = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then ok "vpmu-guest-gp-intel-$n"
+	if [ "$rc" = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then ok "vpmu-guest-gp-intel-$n"
 	else bad "vpmu-guest-gp-intel-$n" "rc=$rc: $(grep -m3 'FAIL' "$TMP/out" | tr '\n' ' ')"; fi
 done
