@@ -47,7 +47,6 @@ struct madt_ioapic {
 #define FADT_MINOR_REVISION 131
 #define FADT_X_DSDT 140
 #define FADT_HYPERVISOR_ID 268
-#define FADT_HW_REDUCED_ACPI (1u << 20)
 #define IAPC_VGA_NOT_PRESENT (1u << 2)
 
 static uint8_t acpi_checksum(const void *p, size_t len)
@@ -104,8 +103,13 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 	memcpy(fadt + FADT_DSDT, &v32, 4);
 	v64 = dsdt_gpa;
 	memcpy(fadt + FADT_X_DSDT, &v64, 8);
-	/* Hardware-reduced: no PM timer, no SMI port, no fixed-feature registers to emulate. */
-	v32 = FADT_HW_REDUCED_ACPI;
+	/*
+	 * Not hardware-reduced: with that flag Linux drops the legacy PIC and
+	 * gives the UARTs no IRQ (it expects them in the DSDT), so a Linux
+	 * console could not work in interrupt mode. With no PM1 blocks and no
+	 * SMI port, Linux takes the machine as already in ACPI mode.
+	 */
+	v32 = 0;
 	memcpy(fadt + FADT_FLAGS, &v32, 4);
 	fadt[FADT_IAPC_BOOT_ARCH] = IAPC_VGA_NOT_PRESENT;
 	fadt[FADT_MINOR_REVISION] = 5;

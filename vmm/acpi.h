@@ -5,8 +5,8 @@
 #include "guest_mem.h"
 
 /*
- * Writes minimal ACPI tables at KVMPROF_ACPI_ADDR: RSDP, XSDT, a
- * hardware-reduced FADT, an empty DSDT and a MADT with one local APIC per
+ * Writes minimal ACPI tables at KVMPROF_ACPI_ADDR: RSDP, XSDT, a FADT
+ * without fixed hardware, an empty DSDT and a MADT with one local APIC per
  * vCPU and the I/O APIC. Linux kernels built without MP-table parsing (the
  * Debian cloud kernel) count CPUs only from the MADT. The RSDP sits in the
  * BIOS area that Linux scans, and its address is also passed explicitly

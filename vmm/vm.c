@@ -157,6 +157,36 @@ static void vm_exit_port(void *opaque, uint16_t offset, uint8_t *data, unsigned 
 	vm_request_stop(opaque, status > 255 ? 255 : (int)status);
 }
 
+/*
+ * The ways a PC guest asks for a reset: the keyboard controller's pulse
+ * (0xfe to port 0x64) and the reset control register 0xcf9 (bit 2). Linux
+ * tries them on reboot; kvmprof-vmm does not reboot guests but stops, as
+ * for KVM_SYSTEM_EVENT_RESET. Reads see no controller there.
+ */
+static void vm_reset(struct vm *vm)
+{
+	fprintf(stderr, "kvmprof-vmm: guest asked for a reset; kvmprof-vmm does not reboot guests\n");
+	vm_request_stop(vm, 0);
+}
+
+static void vm_i8042_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
+{
+	(void)offset;
+	if (!is_write)
+		memset(data, 0xff, size);
+	else if (data[0] == 0xfe)
+		vm_reset(opaque);
+}
+
+static void vm_cf9_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
+{
+	(void)offset;
+	if (!is_write)
+		memset(data, 0xff, size);
+	else if (data[0] & 0x04)
+		vm_reset(opaque);
+}
+
 static int vm_create_devices(struct vm *vm)
 {
 	const struct vm_config *cfg = vm->cfg;
@@ -186,6 +216,10 @@ static int vm_create_devices(struct vm *vm)
 		rc = ioport_register(&vm->io, 0x70, 2, rtc_io, &vm->rtc);
 	if (!rc)
 		rc = ioport_register(&vm->io, KVMPROF_EXIT_PORT, 4, vm_exit_port, vm);
+	if (!rc)
+		rc = ioport_register(&vm->io, 0x64, 1, vm_i8042_port, vm);
+	if (!rc)
+		rc = ioport_register(&vm->io, 0xcf9, 1, vm_cf9_port, vm);
 	return rc;
 }
 
