@@ -44,10 +44,19 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# Boots the bundled guest on two vCPUs: its demo workloads print their results.
+# Boots the bundled guest on two vCPUs: its demo workloads print their results
+# and what the virtual PMU counted for them. Hosts without hardware counters
+# get the clock backend, which counts cycles only.
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm
-	$(BUILD)/kvmprof-vmm --cpus 2
+	@if $(BUILD)/kvmprof-vmm --vpmu-backend=emulated --cmdline "quiet start=/bin/exit" >/dev/null 2>&1; then \
+		backend=auto; \
+	else \
+		echo "run: this host has no hardware performance counters; the vPMU counts cycles from time (--vpmu-backend=clock)"; \
+		backend=clock; \
+	fi; \
+	echo "run: $(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats"; \
+	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats
 
 clean:
 	rm -rf $(BUILD)

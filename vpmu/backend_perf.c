@@ -155,8 +155,8 @@ int vpmu_perf_probe(char reason[VPMU_ERR_MAX])
 
 	if (fd < 0) {
 		int err = errno;
-		snprintf(reason, VPMU_ERR_MAX, "the host cannot count hardware events (perf_event_open of "
-			 "instructions: %s)", strerror(err));
+		snprintf(reason, VPMU_ERR_MAX, "the host cannot count hardware events: it has no hardware PMU "
+			 "perf can use (perf_event_open of instructions failed: %s)", strerror(err));
 		return -err;
 	}
 	close(fd);
