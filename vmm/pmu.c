@@ -287,8 +287,10 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 	if (!emulating(vcpu->vm))
 		return;
 	now = now_ns();
+	vpmu_vcpu_prepare_entry(&p->v, now);
+	/* After the reprogramming: a counter enabled by this exit's WRMSR needs its timer now. */
 	pmu_arm_exit_timer(p, vpmu_vcpu_exit_deadline(&p->v, now));
-	vpmu_vcpu_before_run(&p->v, now);
+	vpmu_vcpu_enter(&p->v, now);
 }
 
 void vcpu_pmu_after_run(struct vcpu *vcpu)

@@ -217,6 +217,14 @@ void vpmu_vcpu_release(struct vpmu_vcpu *v);
 int vpmu_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val);
 int vpmu_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val);
 
+/*
+ * Before an entry: vpmu_vcpu_prepare_entry() applies pending event-select
+ * changes and delivers a pending PMI; vpmu_vcpu_enter() takes the baseline
+ * read (cpu-switch) and should come last, right before KVM_RUN, so that
+ * little VMM work falls after it. vpmu_vcpu_before_run() does both.
+ */
+void vpmu_vcpu_prepare_entry(struct vpmu_vcpu *v, uint64_t now_ns);
+void vpmu_vcpu_enter(struct vpmu_vcpu *v, uint64_t now_ns);
 void vpmu_vcpu_before_run(struct vpmu_vcpu *v, uint64_t now_ns);
 void vpmu_vcpu_after_run(struct vpmu_vcpu *v, uint64_t now_ns);
 

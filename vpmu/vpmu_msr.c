@@ -218,7 +218,7 @@ static void vpmu_reprogram(struct vpmu_vcpu *v)
 	}
 }
 
-void vpmu_vcpu_before_run(struct vpmu_vcpu *v, uint64_t now_ns)
+void vpmu_vcpu_prepare_entry(struct vpmu_vcpu *v, uint64_t now_ns)
 {
 	if (v->cfg->model == VPMU_MODEL_OFF)
 		return;
@@ -248,10 +248,21 @@ void vpmu_vcpu_before_run(struct vpmu_vcpu *v, uint64_t now_ns)
 			if (v->ctr[i].programmed && counter_wants_pmi(v, i))
 				arm_counter(v, i);
 	}
-	/* Last, so that as little VMM work as possible falls after the baseline. */
+}
+
+void vpmu_vcpu_enter(struct vpmu_vcpu *v, uint64_t now_ns)
+{
+	if (v->cfg->model == VPMU_MODEL_OFF)
+		return;
 	if (v->cfg->mode == VPMU_MODE_CPU_SWITCH)
 		vpmu_sync(v, false, now_ns);
 	v->entry_time = now_ns;
+}
+
+void vpmu_vcpu_before_run(struct vpmu_vcpu *v, uint64_t now_ns)
+{
+	vpmu_vcpu_prepare_entry(v, now_ns);
+	vpmu_vcpu_enter(v, now_ns);
 }
 
 void vpmu_vcpu_after_run(struct vpmu_vcpu *v, uint64_t now_ns)

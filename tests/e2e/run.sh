@@ -172,6 +172,7 @@ if [ -f tests/e2e/bundled-guest.sh ]; then
 	# shellcheck source=tests/e2e/bundled-guest.sh
 	. tests/e2e/bundled-guest.sh
 fi
+[ -f tests/e2e/vpmu-guest.sh ] && . tests/e2e/vpmu-guest.sh
 
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
