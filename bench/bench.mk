@@ -7,3 +7,14 @@ $(BUILD)/bench/boot-time: bench/boot_time.c
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/bench/boot-time guest
 	@bash bench/boot.sh
+
+$(BUILD)/bench/exit-cost.elf: bench/exit_cost.S
+	@mkdir -p $(@D)
+	$(CC) -nostdlib -static -no-pie -Wl,-n -Wl,-Ttext=0x100000 -Wl,--build-id=none \
+		-Wl,--no-warn-rwx-segments $< -o $@
+
+bench: bench-vpmu
+.PHONY: bench-vpmu
+bench-vpmu: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/bench/exit-cost.elf
+	@bash bench/vpmu.sh

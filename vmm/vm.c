@@ -248,7 +248,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 
 void vm_destroy(struct vm *vm)
 {
-	if (vm->cfg)
+	if (vm->ran)
 		vmm_pmu_print_stats(vm);
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
@@ -308,6 +308,7 @@ int vm_run(struct vm *vm)
 	sigaddset(&wait_set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &wait_set, &old);
 	vm->main_thread = pthread_self();
+	vm->ran = true;
 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		rc = pthread_create(&vm->vcpu[i].thread, NULL, vcpu_thread, &vm->vcpu[i]);

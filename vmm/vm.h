@@ -63,6 +63,7 @@ struct vm {
 	struct rtc rtc;
 	int console_fd, agent_fd;
 	pthread_t main_thread;
+	bool ran; /* vm_run was called: there are statistics to print */
 
 	/* Stopping: the first reason wins; later ones are ignored. */
 	pthread_mutex_t stop_lock;
