@@ -2,7 +2,9 @@
 # `make test`: unit tests (plain and ASan+UBSan builds), end-to-end tests of
 # the VMM and the bundled guest, and the nested Linux-guest tests. Every suite
 # prints "PASS name" / "FAIL name: why" lines; this script adds them up and
-# ends with "N passed, N failed". A run that executed no test fails.
+# ends with "N passed, N failed, N skipped"; a case that cannot run on this
+# host (no hardware counters, say) prints "SKIP name: why". A run that
+# executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes).
 set -u
 cd "$(dirname "$0")/.."
@@ -54,13 +56,19 @@ run_suites() {
 
 start=$(date +%s)
 run_suites 2>&1 | tee "$LOG"
-pass=$(grep -c '^PASS ' "$LOG")
-fail=$(grep -c '^FAIL ' "$LOG")
+pass=$(grep -a -c '^PASS ' "$LOG")
+fail=$(grep -a -c '^FAIL ' "$LOG")
+skipped=$(grep -a -c '^SKIP ' "$LOG")
 if [ "$fail" -gt 0 ]; then
 	echo
 	echo "Failed:"
-	grep '^FAIL ' "$LOG" | sed 's/^FAIL /  /'
+	grep -a '^FAIL ' "$LOG" | sed 's/^FAIL /  /'
+fi
+if [ "$skipped" -gt 0 ]; then
+	echo
+	echo "Skipped (cannot run on this host):"
+	grep -a '^SKIP ' "$LOG" | sed 's/^SKIP /  /'
 fi
 echo "(full log: $LOG, $(($(date +%s) - start)) s)"
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -13,11 +13,14 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0
 fail=0
+skipped=0
 # ASan's leak check wants ptrace-like privileges some sandboxes lack; errors still abort.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 ok() { pass=$((pass + 1)); echo "PASS $TAG$1"; }
+# A case that cannot run on this host says so, by name, with the reason.
+skip() { skipped=$((skipped + 1)); echo "SKIP $TAG$1: $2"; }
 bad() {
 	fail=$((fail + 1))
 	echo "FAIL $TAG$1: $2"
@@ -174,5 +177,5 @@ if [ -f tests/e2e/bundled-guest.sh ]; then
 fi
 [ -f tests/e2e/vpmu-guest.sh ] && . tests/e2e/vpmu-guest.sh
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail = 0 ]

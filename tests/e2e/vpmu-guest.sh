@@ -102,6 +102,11 @@ if [ $PMU_HW = 1 ]; then
 		ok vpmu-guest-loop-preempted-and-migrated
 		echo "    instructions $i (expected $ei), branches $b (expected $eb)"
 	else bad vpmu-guest-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
+else
+	for model in amd intel; do
+		for n in 10000000 1000; do skip "vpmu-guest-loop-$model-$n" "no hardware counters on this host"; done
+	done
+	skip vpmu-guest-loop-preempted-and-migrated "no hardware counters on this host"
 fi
 
 for model in amd intel; do
@@ -157,6 +162,10 @@ if [ $PMU_HW = 1 ]; then
 		ok vpmu-guest-portio-domain-switch-counts-more
 		echo "    2000 port writes: cpu-switch $cpu instructions, domain-switch $dom"
 	else bad vpmu-guest-portio-domain-switch-counts-more "cpu-switch=$cpu domain-switch=$dom"; fi
+else
+	# Run time cannot tell them apart: the VMM spends ~0.3 us of user time per
+	# port exit, within the noise of the emulated guest kernel around it.
+	skip vpmu-guest-portio-domain-switch-counts-more "no hardware counters on this host (needs instruction counts)"
 fi
 
 # --- hostile guest: garbage in every PMU MSR; #GP where the model says ----------
