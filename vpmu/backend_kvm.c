@@ -22,35 +22,7 @@
 #define PROBE_VALUE 0x1234ULL
 #define CPUID_MAX_ENTRIES 256
 
-static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char *err, const char *fmt, ...)
-{
-	va_list ap;
 
-	if (!err)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, VPMU_ERR_MAX, fmt, ap);
-	va_end(ap);
-}
-
-static enum vpmu_host_vendor host_vendor(void)
-{
-	unsigned int eax, ebx, ecx, edx;
-	char v[13];
-
-	if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx))
-		return VPMU_HOST_OTHER;
-	memcpy(v, &ebx, 4);
-	memcpy(v + 4, &edx, 4);
-	memcpy(v + 8, &ecx, 4);
-	v[12] = '\0';
-	if (!strcmp(v, "AuthenticAMD") || !strcmp(v, "HygonGenuine"))
-		return VPMU_HOST_AMD;
-	if (!strcmp(v, "GenuineIntel"))
-		return VPMU_HOST_INTEL;
-	return VPMU_HOST_OTHER;
-}
 
 /* The kvm module's enable_pmu parameter: "Y", "N", or "?" when it cannot be read. */
 static const char *enable_pmu_param(void)
@@ -94,7 +66,7 @@ static void describe_cpuid_pmu(const struct kvm_cpuid2 *c, enum vpmu_host_vendor
 
 int vpmu_kvm_probe(char reason[VPMU_ERR_MAX])
 {
-	enum vpmu_host_vendor host = host_vendor();
+	enum vpmu_host_vendor host = vpmu_host_vendor();
 	struct {
 		struct kvm_msrs m;
 		struct kvm_msr_entry e[1];
@@ -106,7 +78,7 @@ int vpmu_kvm_probe(char reason[VPMU_ERR_MAX])
 	char cpuid_desc[96], cap_desc[64];
 
 	if (host == VPMU_HOST_OTHER) {
-		set_err(reason, "host CPU is neither AMD nor Intel: no KVM vPMU to probe");
+		vpmu_set_err(reason, "host CPU is neither AMD nor Intel: no KVM vPMU to probe");
 		return -ENODEV;
 	}
 	msr = host == VPMU_HOST_AMD ? MSR_K7_PERFCTR0 : MSR_IA32_PMC0;
@@ -114,7 +86,7 @@ int vpmu_kvm_probe(char reason[VPMU_ERR_MAX])
 
 	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm < 0) {
-		set_err(reason, "cannot open /dev/kvm: %s", strerror(errno));
+		vpmu_set_err(reason, "cannot open /dev/kvm: %s", strerror(errno));
 		return -ENODEV;
 	}
 	/* 0 when kvm.enable_pmu is off (or before Linux 5.18): evidence, not yet the verdict. */
@@ -123,23 +95,23 @@ int vpmu_kvm_probe(char reason[VPMU_ERR_MAX])
 		 enable_pmu_param());
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	if (vm < 0) {
-		set_err(reason, "KVM_CREATE_VM: %s", strerror(errno));
+		vpmu_set_err(reason, "KVM_CREATE_VM: %s", strerror(errno));
 		goto out;
 	}
 	vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
 	if (vcpu < 0) {
-		set_err(reason, "KVM_CREATE_VCPU: %s", strerror(errno));
+		vpmu_set_err(reason, "KVM_CREATE_VCPU: %s", strerror(errno));
 		goto out;
 	}
 	cpuid = calloc(1, sizeof *cpuid + CPUID_MAX_ENTRIES * sizeof cpuid->entries[0]);
 	if (!cpuid) {
-		set_err(reason, "out of memory");
+		vpmu_set_err(reason, "out of memory");
 		r = -ENOMEM;
 		goto out;
 	}
 	cpuid->nent = CPUID_MAX_ENTRIES;
 	if (ioctl(kvm, KVM_GET_SUPPORTED_CPUID, cpuid) < 0) {
-		set_err(reason, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+		vpmu_set_err(reason, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
 		goto out;
 	}
 	describe_cpuid_pmu(cpuid, host, cpuid_desc, sizeof cpuid_desc);
@@ -147,12 +119,12 @@ int vpmu_kvm_probe(char reason[VPMU_ERR_MAX])
 		const struct kvm_cpuid_entry2 *e = cpuid_find(cpuid, 0xa);
 
 		if (!e || !(e->eax & 0xff) || !((e->eax >> 8) & 0xff)) {
-			set_err(reason, "KVM advertises no guest PMU (%s)", cpuid_desc);
+			vpmu_set_err(reason, "KVM advertises no guest PMU (%s)", cpuid_desc);
 			goto out;
 		}
 	}
 	if (ioctl(vcpu, KVM_SET_CPUID2, cpuid) < 0) {
-		set_err(reason, "KVM_SET_CPUID2: %s", strerror(errno));
+		vpmu_set_err(reason, "KVM_SET_CPUID2: %s", strerror(errno));
 		goto out;
 	}
 
@@ -165,19 +137,19 @@ int vpmu_kvm_probe(char reason[VPMU_ERR_MAX])
 	ms.e[0].data = 0;
 	nget = ioctl(vcpu, KVM_GET_MSRS, &ms);
 	if (nset != 1)
-		set_err(reason, "in-kernel vPMU not functional: KVM_SET_MSRS of MSR %#x (%s) = %#llx %s (%s; %s)",
+		vpmu_set_err(reason, "in-kernel vPMU not functional: KVM_SET_MSRS of MSR %#x (%s) = %#llx %s (%s; %s)",
 			msr, msr_name, PROBE_VALUE, nset < 0 ? strerror(errno) : "was refused", cap_desc,
 			cpuid_desc);
 	else if (nget != 1)
-		set_err(reason, "in-kernel vPMU not functional: KVM_GET_MSRS of MSR %#x (%s) %s (%s; %s)", msr,
+		vpmu_set_err(reason, "in-kernel vPMU not functional: KVM_GET_MSRS of MSR %#x (%s) %s (%s; %s)", msr,
 			msr_name, nget < 0 ? strerror(errno) : "was refused", cap_desc, cpuid_desc);
 	else if (ms.e[0].data != PROBE_VALUE)
-		set_err(reason,
+		vpmu_set_err(reason,
 			"in-kernel vPMU not functional: KVM_SET_MSRS accepted %#llx for MSR %#x (%s) "
 			"but KVM_GET_MSRS reads back 0x%llx, writes are dropped (%s; %s)",
 			PROBE_VALUE, msr, msr_name, (unsigned long long)ms.e[0].data, cap_desc, cpuid_desc);
 	else {
-		set_err(reason, "in-kernel vPMU works: MSR %#x (%s) reads back %#llx (%s; %s)", msr, msr_name,
+		vpmu_set_err(reason, "in-kernel vPMU works: MSR %#x (%s) reads back %#llx (%s; %s)", msr, msr_name,
 			PROBE_VALUE, cap_desc, cpuid_desc);
 		r = 0;
 	}
@@ -231,7 +203,7 @@ int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_f
 	int cap, r;
 
 	if (vm_fd < 0 || !cfg) {
-		set_err(err, "kvm vPMU: no VM");
+		vpmu_set_err(err, "kvm vPMU: no VM");
 		return -EINVAL;
 	}
 	if (!filter)
@@ -245,14 +217,14 @@ int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_f
 		if (cap <= 0 && !strcmp(enable_pmu_param(), "N"))
 			return 0; /* kvm.enable_pmu=N: no VM has an in-kernel vPMU */
 		if (cap <= 0 || !(cap & KVM_PMU_CAP_DISABLE)) {
-			set_err(err,
+			vpmu_set_err(err,
 				"kvm vPMU: KVM cannot disable its vPMU (no KVM_CAP_PMU_CAPABILITY "
 				"DISABLE: a kernel before 5.18?)");
 			return -EOPNOTSUPP;
 		}
 		if (ioctl(vm_fd, KVM_ENABLE_CAP, &ec) < 0) {
 			r = -errno;
-			set_err(err, "kvm vPMU: KVM_ENABLE_CAP(KVM_CAP_PMU_CAPABILITY, DISABLE): %s%s",
+			vpmu_set_err(err, "kvm vPMU: KVM_ENABLE_CAP(KVM_CAP_PMU_CAPABILITY, DISABLE): %s%s",
 				strerror(-r),
 				r == -EINVAL ? " (it must be set before any vCPU is created)" : "");
 			return r;
@@ -262,7 +234,7 @@ int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_f
 
 	if ((cfg->model == VPMU_MODEL_AMD) != (cfg->host == VPMU_HOST_AMD) ||
 	    (cfg->model == VPMU_MODEL_INTEL) != (cfg->host == VPMU_HOST_INTEL)) {
-		set_err(err,
+		vpmu_set_err(err,
 			"kvm vPMU: KVM's vPMU offers the host's own PMU: model '%s' needs a %s host",
 			model_name(cfg->model), cfg->model == VPMU_MODEL_AMD ? "AMD" : "Intel");
 		return -EINVAL;
@@ -272,18 +244,18 @@ int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_f
 
 	cap = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PMU_EVENT_FILTER);
 	if (cap <= 0) {
-		set_err(err, "kvm vPMU: KVM does not offer KVM_CAP_PMU_EVENT_FILTER");
+		vpmu_set_err(err, "kvm vPMU: KVM does not offer KVM_CAP_PMU_EVENT_FILTER");
 		return -EOPNOTSUPP;
 	}
 	r = vpmu_kvm_build_filter(filter, cfg->host, &k);
 	if (r) {
-		set_err(err, "kvm vPMU: %s", r == -ENOMEM ? "out of memory"
+		vpmu_set_err(err, "kvm vPMU: %s", r == -ENOMEM ? "out of memory"
 						     : "the event filter has event selects above 0xff, which only AMD has");
 		return r;
 	}
 	if (ioctl(vm_fd, KVM_SET_PMU_EVENT_FILTER, k) < 0) {
 		r = -errno;
-		set_err(err, "kvm vPMU: KVM_SET_PMU_EVENT_FILTER (%s, %u events, fixed %#x): %s",
+		vpmu_set_err(err, "kvm vPMU: KVM_SET_PMU_EVENT_FILTER (%s, %u events, fixed %#x): %s",
 			filter->action == VPMU_FILTER_ALLOW ? "allow" : "deny", filter->nevents,
 			filter->fixed_bitmap, strerror(-r));
 		free(k);

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -161,17 +160,4 @@ int vpmu_perf_probe(char reason[VPMU_ERR_MAX])
 	}
 	close(fd);
 	return 0;
-}
-
-enum vpmu_host_vendor vpmu_host_vendor(void)
-{
-	unsigned int eax, ebx, ecx, edx;
-
-	if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx))
-		return VPMU_HOST_OTHER;
-	if (ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163) /* AuthenticAMD */
-		return VPMU_HOST_AMD;
-	if (ebx == 0x756e6547 && edx == 0x49656e69 && ecx == 0x6c65746e) /* GenuineIntel */
-		return VPMU_HOST_INTEL;
-	return VPMU_HOST_OTHER;
 }

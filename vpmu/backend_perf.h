@@ -40,6 +40,4 @@ void vpmu_perf_backend_stats(struct vpmu_vcpu *v);
  */
 int vpmu_perf_probe(char reason[VPMU_ERR_MAX]);
 
-enum vpmu_host_vendor vpmu_host_vendor(void);
-
 #endif

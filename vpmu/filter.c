@@ -26,17 +26,6 @@
 #define FILTER_MAX_UMASK 0xffu
 #define QUOTE_MAX 60 /* characters of the offending line quoted in a message */
 
-static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, VPMU_ERR_MAX, fmt, ap);
-	va_end(ap);
-}
 
 /* One line being parsed: its number and text (without comment and line end), for messages. */
 struct line {
@@ -339,13 +328,13 @@ int vpmu_filter_parse(const char *text, size_t len, struct vpmu_filter *f, char 
 	int r = 0;
 
 	if (!f || (!text && len)) {
-		set_err(err, "no filter");
+		vpmu_set_err(err, "no filter");
 		return -EINVAL;
 	}
 	memset(&nf, 0, sizeof nf);
 	buf = malloc(len + 1);
 	if (!buf) {
-		set_err(err, "out of memory");
+		vpmu_set_err(err, "out of memory");
 		return -ENOMEM;
 	}
 	while (pos < len) {
@@ -398,7 +387,7 @@ int vpmu_filter_parse(const char *text, size_t len, struct vpmu_filter *f, char 
 	if (r)
 		return r;
 	if (!have_action) {
-		set_err(err, "no 'action allow' or 'action deny' line (one is required)");
+		vpmu_set_err(err, "no 'action allow' or 'action deny' line (one is required)");
 		return -EINVAL;
 	}
 	*f = nf;
@@ -416,29 +405,29 @@ int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		set_err(err, "%s: %s", path, strerror(-r));
+		vpmu_set_err(err, "%s: %s", path, strerror(-r));
 		return r;
 	}
 	if (fstat(fd, &st)) {
 		r = -errno;
-		set_err(err, "%s: %s", path, strerror(-r));
+		vpmu_set_err(err, "%s: %s", path, strerror(-r));
 		close(fd);
 		return r;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		set_err(err, "%s: not a regular file", path);
+		vpmu_set_err(err, "%s: not a regular file", path);
 		close(fd);
 		return -EINVAL;
 	}
 	if (st.st_size > FILTER_MAX_FILE) {
-		set_err(err, "%s: larger than %u bytes, not a filter file", path, FILTER_MAX_FILE);
+		vpmu_set_err(err, "%s: larger than %u bytes, not a filter file", path, FILTER_MAX_FILE);
 		close(fd);
 		return -EFBIG;
 	}
 	text = malloc((size_t)st.st_size + 1);
 	if (!text) {
 		close(fd);
-		set_err(err, "%s: out of memory", path);
+		vpmu_set_err(err, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	for (;;) {
@@ -448,7 +437,7 @@ int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_
 			continue;
 		if (n < 0) {
 			r = -errno;
-			set_err(err, "%s: %s", path, strerror(-r));
+			vpmu_set_err(err, "%s: %s", path, strerror(-r));
 			free(text);
 			close(fd);
 			return r;
@@ -457,7 +446,7 @@ int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_
 			break;
 		len += (size_t)n;
 		if (len > (size_t)st.st_size) {
-			set_err(err, "%s: file grew while being read", path);
+			vpmu_set_err(err, "%s: file grew while being read", path);
 			free(text);
 			close(fd);
 			return -EAGAIN;
@@ -467,7 +456,7 @@ int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_
 	r = vpmu_filter_parse(text, len, f, perr);
 	free(text);
 	if (r)
-		set_err(err, "%s: %s", path, perr);
+		vpmu_set_err(err, "%s: %s", path, perr);
 	return r;
 }
 

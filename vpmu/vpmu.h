@@ -100,6 +100,12 @@ struct vpmu_filter {
 
 #define VPMU_ERR_MAX 256
 
+/* Formats a message for the user into err (VPMU_ERR_MAX bytes); err may be NULL. */
+void vpmu_set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The host CPU's vendor, from CPUID leaf 0 (Hygon counts as AMD). */
+enum vpmu_host_vendor vpmu_host_vendor(void);
+
 /* Parses a filter file's text; on error, err names the line. */
 int vpmu_filter_parse(const char *text, size_t len, struct vpmu_filter *f, char err[VPMU_ERR_MAX]);
 int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_MAX]);

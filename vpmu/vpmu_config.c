@@ -1,9 +1,41 @@
 // SPDX-License-Identifier: MIT
 /* The guest-visible PMU models: counter counts, CPUID leaves, the MSR ranges each owns. */
+#include <cpuid.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "vpmu.h"
+
+void vpmu_set_err(char *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, VPMU_ERR_MAX, fmt, ap);
+	va_end(ap);
+}
+
+enum vpmu_host_vendor vpmu_host_vendor(void)
+{
+	unsigned int eax, ebx, ecx, edx;
+	char v[13];
+
+	if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx))
+		return VPMU_HOST_OTHER;
+	memcpy(v, &ebx, 4);
+	memcpy(v + 4, &edx, 4);
+	memcpy(v + 8, &ecx, 4);
+	v[12] = '\0';
+	if (!strcmp(v, "AuthenticAMD") || !strcmp(v, "HygonGenuine"))
+		return VPMU_HOST_AMD;
+	if (!strcmp(v, "GenuineIntel"))
+		return VPMU_HOST_INTEL;
+	return VPMU_HOST_OTHER;
+}
 
 int vpmu_config_init(struct vpmu_config *cfg, enum vpmu_model model, unsigned int requested_gp,
 		     enum vpmu_mode mode, enum vpmu_host_vendor host, char err[VPMU_ERR_MAX])
