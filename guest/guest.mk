@@ -14,9 +14,13 @@ GUEST_USER_CFLAGS   := $(GUEST_CFLAGS_COMMON) -O2 -g -fno-omit-frame-pointer -Ig
 GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,max-page-size=0x1000 \
 	-Wl,-z,noexecstack
 
+# guest/lib: code shared by kernel and user space, compiled once with each's flags.
+GUEST_LIB_SRCS    := guest/lib/format.c guest/lib/string.c
 GUEST_KERNEL_SRCS := $(wildcard guest/kernel/*.c guest/kernel/*.S)
-GUEST_KERNEL_OBJS := $(patsubst guest/kernel/%,$(GUEST_OUT)/kernel/%.o,$(GUEST_KERNEL_SRCS))
-GUEST_ULIB_OBJS   := $(GUEST_OUT)/user/lib/crt0.S.o $(GUEST_OUT)/user/lib/libc.c.o
+GUEST_KERNEL_OBJS := $(patsubst guest/kernel/%,$(GUEST_OUT)/kernel/%.o,$(GUEST_KERNEL_SRCS)) \
+	$(patsubst guest/lib/%,$(GUEST_OUT)/lib/kernel/%.o,$(GUEST_LIB_SRCS))
+GUEST_ULIB_OBJS   := $(GUEST_OUT)/user/lib/crt0.S.o $(GUEST_OUT)/user/lib/libc.c.o \
+	$(patsubst guest/lib/%,$(GUEST_OUT)/lib/user/%.o,$(GUEST_LIB_SRCS))
 GUEST_USER_ELFS   := $(addprefix $(GUEST_OUT)/user/,$(GUEST_PROGRAMS))
 GUEST_INITRD_FILES := $(shell find guest/initrd -type f 2>/dev/null)
 
@@ -27,12 +31,23 @@ $(GUEST_OUT)/kernel/%.o: guest/kernel/% guest/guest.mk
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_KERNEL_CFLAGS) -c $< -o $@
 
+$(GUEST_OUT)/lib/kernel/%.o: guest/lib/% guest/guest.mk
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_KERNEL_CFLAGS) -c $< -o $@
+
 $(GUEST_OUT)/kernel.elf: $(GUEST_KERNEL_OBJS) guest/kernel/kernel.ld
 	$(CC) $(GUEST_LDFLAGS) -Wl,-T,guest/kernel/kernel.ld -Wl,--no-warn-rwx-segments -o $@ $(GUEST_KERNEL_OBJS)
 
 $(GUEST_OUT)/user/%.o: guest/user/% guest/guest.mk
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_USER_CFLAGS) -c $< -o $@
+
+$(GUEST_OUT)/lib/user/%.o: guest/lib/% guest/guest.mk
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_USER_CFLAGS) -c $< -o $@
+
+# Kept: make would otherwise delete them as intermediates of the pattern rule below.
+.SECONDARY: $(GUEST_ULIB_OBJS)
 
 # Static, linked at 0x40000000 (the user region), symbols kept.
 $(GUEST_OUT)/user/%: $(GUEST_OUT)/user/%.c.o $(GUEST_ULIB_OBJS)
@@ -61,4 +76,5 @@ $(BUILD)/asan/tests/test_cpio: tests/unit/test_cpio.c guest/kernel/cpio.c guest/
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Iguest/kernel -o $@ tests/unit/test_cpio.c guest/kernel/cpio.c $(CMOCKA_LIBS)
 
--include $(GUEST_KERNEL_OBJS:.o=.d) $(GUEST_OUT)/user/*.d $(GUEST_OUT)/user/lib/*.d
+-include $(GUEST_KERNEL_OBJS:.o=.d) $(GUEST_OUT)/user/*.d $(GUEST_OUT)/user/lib/*.d \
+	$(GUEST_OUT)/lib/*/*.d

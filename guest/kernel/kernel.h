@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <guest/format.h>
+#include <guest/string.h>
 #include <guest/syscall.h>
 
 #include "layout.h"
@@ -111,22 +113,15 @@ extern int quiet;
 void trap_return(struct trapframe *tf) __attribute__((noreturn));
 void idle_halt(uint64_t stack_top) __attribute__((noreturn));
 
-/* lib.c */
+/* lib.c (strlen, strcmp, strncmp, memcmp: <guest/string.h>) */
 void *memcpy(void *dst, const void *src, size_t n);
 void *memset(void *dst, int c, size_t n);
 void *memmove(void *dst, const void *src, size_t n);
-int memcmp(const void *a, const void *b, size_t n);
-size_t strlen(const char *s);
-int strcmp(const char *a, const char *b);
-int strncmp(const char *a, const char *b, size_t n);
 void page_zero(void *page);
 int parse_uint(const char *s, size_t n, uint64_t *out);
 
-/* console.c */
+/* console.c (vsnprintf, snprintf: <guest/format.h>) */
 void console_write(const char *s, size_t n);
-int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-int ksnprintf(char *buf, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kinfo(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory and string helpers. Bulk work uses string instructions: under the
+ * Memory helpers of the kernel. Bulk work uses string instructions: under the
  * instruction-emulated ring 0 one `rep movsq` is ~100x cheaper than a loop.
+ * strlen, strcmp, strncmp and memcmp are shared with user space: guest/lib/string.c.
  */
 #include "kernel.h"
 
@@ -36,39 +37,6 @@ void page_zero(void *page)
 {
 	size_t n = PAGE_SIZE / 8;
 	__asm__ volatile("rep stosq" : "+D"(page), "+c"(n) : "a"(0UL) : "memory");
-}
-
-int memcmp(const void *a, const void *b, size_t n)
-{
-	const unsigned char *x = a, *y = b;
-	for (size_t i = 0; i < n; i++)
-		if (x[i] != y[i])
-			return x[i] - y[i];
-	return 0;
-}
-
-size_t strlen(const char *s)
-{
-	size_t n = 0;
-	while (s[n])
-		n++;
-	return n;
-}
-
-int strcmp(const char *a, const char *b)
-{
-	while (*a && *a == *b)
-		a++, b++;
-	return (unsigned char)*a - (unsigned char)*b;
-}
-
-int strncmp(const char *a, const char *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (a[i] != b[i] || !a[i])
-			return (unsigned char)a[i] - (unsigned char)b[i];
-	}
-	return 0;
 }
 
 /* Decimal, at most n characters, all of them digits. */

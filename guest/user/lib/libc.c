@@ -132,29 +132,6 @@ void pmu_print_insn_cycles(const char *name, long status, const uint64_t n[2])
 		printf("%s: PMU error %ld\n", name, status);
 }
 
-size_t strlen(const char *s)
-{
-	size_t n = 0;
-	while (s[n])
-		n++;
-	return n;
-}
-
-int strcmp(const char *a, const char *b)
-{
-	while (*a && *a == *b)
-		a++, b++;
-	return (unsigned char)*a - (unsigned char)*b;
-}
-
-int strncmp(const char *a, const char *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (a[i] != b[i] || !a[i])
-			return (unsigned char)a[i] - (unsigned char)b[i];
-	return 0;
-}
-
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	void *d = dst;
@@ -167,15 +144,6 @@ void *memset(void *dst, int c, size_t n)
 	void *d = dst;
 	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
 	return dst;
-}
-
-int memcmp(const void *a, const void *b, size_t n)
-{
-	const unsigned char *x = a, *y = b;
-	for (size_t i = 0; i < n; i++)
-		if (x[i] != y[i])
-			return x[i] - y[i];
-	return 0;
 }
 
 long atol_def(const char *s, long def)
@@ -203,134 +171,6 @@ long atol_def(const char *s, long def)
 	if (!digits)
 		return def;
 	return neg ? -v : v;
-}
-
-struct out {
-	char *buf;
-	size_t size, len;
-};
-
-static void put(struct out *o, char c)
-{
-	if (o->len + 1 < o->size)
-		o->buf[o->len] = c;
-	o->len++;
-}
-
-static void put_padded(struct out *o, const char *s, size_t n, int width, int left, char pad)
-{
-	if (!left)
-		for (int i = (int)n; i < width; i++)
-			put(o, pad);
-	for (size_t i = 0; i < n; i++)
-		put(o, s[i]);
-	if (left)
-		for (int i = (int)n; i < width; i++)
-			put(o, ' ');
-}
-
-int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
-{
-	struct out o = { buf, size, 0 };
-	for (; *fmt; fmt++) {
-		if (*fmt != '%') {
-			put(&o, *fmt);
-			continue;
-		}
-		fmt++;
-		int left = 0, width = 0, lng = 0;
-		char pad = ' ';
-		for (;; fmt++) {
-			if (*fmt == '-')
-				left = 1;
-			else if (*fmt == '0')
-				pad = '0';
-			else
-				break;
-		}
-		while (*fmt >= '0' && *fmt <= '9')
-			width = width * 10 + (*fmt++ - '0');
-		while (*fmt == 'l' || *fmt == 'z')
-			lng = 1, fmt++;
-		char tmp[24];
-		int n = 0;
-		unsigned long v;
-		int neg = 0;
-		const char *digits = "0123456789abcdef";
-		unsigned base = 10;
-		switch (*fmt) {
-		case 's': {
-			const char *s = va_arg(ap, const char *);
-			if (!s)
-				s = "(null)";
-			put_padded(&o, s, strlen(s), width, left, ' ');
-			continue;
-		}
-		case 'c':
-			tmp[0] = (char)va_arg(ap, int);
-			put_padded(&o, tmp, 1, width, left, ' ');
-			continue;
-		case '%':
-			put(&o, '%');
-			continue;
-		case 'd':
-		case 'i': {
-			long s = lng ? va_arg(ap, long) : va_arg(ap, int);
-			neg = s < 0;
-			v = neg ? -(unsigned long)s : (unsigned long)s;
-			break;
-		}
-		case 'u':
-			v = lng ? va_arg(ap, unsigned long) : va_arg(ap, unsigned);
-			break;
-		case 'X':
-			digits = "0123456789ABCDEF";
-			/* fall through */
-		case 'x':
-			v = lng ? va_arg(ap, unsigned long) : va_arg(ap, unsigned);
-			base = 16;
-			break;
-		case 'p':
-			v = (unsigned long)va_arg(ap, void *);
-			base = 16;
-			put(&o, '0');
-			put(&o, 'x');
-			break;
-		case '\0':
-			fmt--;
-			continue;
-		default:
-			put(&o, '%');
-			put(&o, *fmt);
-			continue;
-		}
-		do {
-			tmp[n++] = digits[v % base];
-			v /= base;
-		} while (v);
-		if (neg && pad == '0') {
-			put(&o, '-');
-			width--;
-		} else if (neg) {
-			tmp[n++] = '-';
-		}
-		char rev[24];
-		for (int i = 0; i < n; i++)
-			rev[i] = tmp[n - 1 - i];
-		put_padded(&o, rev, (size_t)n, width, left, pad);
-	}
-	if (size)
-		buf[o.len < size ? o.len : size - 1] = '\0';
-	return (int)o.len;
-}
-
-int snprintf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	return n;
 }
 
 int printf(const char *fmt, ...)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Tiny libc of the kvmprof bundled guest: system calls, strings, printf. */
+/* Tiny libc of the kvmprof bundled guest: system calls, strings, printf.
+ * The formatter and the string functions are shared with the kernel (guest/lib/). */
 #ifndef GUEST_LIBC_H
 #define GUEST_LIBC_H
 
@@ -7,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <guest/format.h>
+#include <guest/string.h>
 #include <guest/syscall.h>
 
 long syscall3(long nr, long a, long b, long c);
@@ -37,18 +40,13 @@ long pmu_stop_insn_cycles(long opened, uint64_t n[2]);
 /* Prints "NAME: instructions=N cycles=N", "NAME: no PMU" or "NAME: PMU error E". */
 void pmu_print_insn_cycles(const char *name, long status, const uint64_t n[2]);
 
-size_t strlen(const char *s);
-int strcmp(const char *a, const char *b);
-int strncmp(const char *a, const char *b, size_t n);
+/* strlen, strcmp, strncmp, memcmp: <guest/string.h> (guest/lib/string.c) */
 void *memcpy(void *dst, const void *src, size_t n);
 void *memset(void *dst, int c, size_t n);
-int memcmp(const void *a, const void *b, size_t n);
 /* Decimal or 0x-hex; returns def if s is NULL or not a number. */
 long atol_def(const char *s, long def);
 
-/* %d %i %u %x %X %s %c %p %%, l/ll/z, width, '0' and '-' flags. */
-int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-int snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* vsnprintf, snprintf: <guest/format.h> (guest/lib/format.c) */
 int printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int puts(const char *s);
 void print_str(const char *s);
