@@ -47,7 +47,7 @@ $(GUEST_OUT)/lib/user/%.o: guest/lib/% guest/guest.mk
 	$(CC) $(GUEST_USER_CFLAGS) -c $< -o $@
 
 # Kept: make would otherwise delete them as intermediates of the pattern rule below.
-.SECONDARY: $(GUEST_ULIB_OBJS)
+.SECONDARY: $(GUEST_ULIB_OBJS) $(GUEST_USER_ELFS:%=%.c.o)
 
 # Static, linked at 0x40000000 (the user region), symbols kept.
 $(GUEST_OUT)/user/%: $(GUEST_OUT)/user/%.c.o $(GUEST_ULIB_OBJS)
