@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "acpi.h"
+#include "checksum.h"
 #include "kvmprof/platform.h"
 
 struct acpi_header {
@@ -49,16 +50,6 @@ struct madt_ioapic {
 #define FADT_HYPERVISOR_ID 268
 #define IAPC_VGA_NOT_PRESENT (1u << 2)
 
-static uint8_t acpi_checksum(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint8_t sum = 0;
-
-	while (len--)
-		sum += *b++;
-	return (uint8_t)-sum;
-}
-
 static void acpi_header_init(struct acpi_header *h, const char *sig, uint32_t length, uint8_t revision)
 {
 	memcpy(h->signature, sig, 4);
@@ -95,7 +86,7 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 	/* DSDT: no AML. The UARTs and the RTC are legacy devices Linux finds on its own. */
 	h = (struct acpi_header *)(base + (dsdt_gpa - rsdp_gpa));
 	acpi_header_init(h, "DSDT", sizeof(*h), 2);
-	h->checksum = acpi_checksum(h, h->length);
+	h->checksum = checksum8(h, h->length);
 
 	fadt = base + (fadt_gpa - rsdp_gpa);
 	acpi_header_init((struct acpi_header *)fadt, "FACP", FADT_SIZE, 6);
@@ -114,7 +105,7 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 	fadt[FADT_IAPC_BOOT_ARCH] = IAPC_VGA_NOT_PRESENT;
 	fadt[FADT_MINOR_REVISION] = 5;
 	memcpy(fadt + FADT_HYPERVISOR_ID, "KVMPROF ", 8);
-	((struct acpi_header *)fadt)->checksum = acpi_checksum(fadt, FADT_SIZE);
+	((struct acpi_header *)fadt)->checksum = checksum8(fadt, FADT_SIZE);
 
 	madt = base + (madt_gpa - rsdp_gpa);
 	acpi_header_init((struct acpi_header *)madt, "APIC", madt_len, 5);
@@ -133,7 +124,7 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 					  (uint32_t)KVMPROF_IOAPIC_BASE, 0 };
 		memcpy(p, &io, sizeof(io));
 	}
-	((struct acpi_header *)madt)->checksum = acpi_checksum(madt, madt_len);
+	((struct acpi_header *)madt)->checksum = checksum8(madt, madt_len);
 
 	h = (struct acpi_header *)(base + (xsdt_gpa - rsdp_gpa));
 	acpi_header_init(h, "XSDT", sizeof(*h) + 2 * 8, 1);
@@ -141,7 +132,7 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 	memcpy((uint8_t *)(h + 1), &v64, 8);
 	v64 = madt_gpa;
 	memcpy((uint8_t *)(h + 1) + 8, &v64, 8);
-	h->checksum = acpi_checksum(h, h->length);
+	h->checksum = checksum8(h, h->length);
 
 	rsdp = (struct acpi_rsdp *)base;
 	memcpy(rsdp->signature, "RSD PTR ", 8);
@@ -149,7 +140,7 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 	rsdp->revision = 2;
 	rsdp->length = sizeof(*rsdp);
 	rsdp->xsdt_address = xsdt_gpa;
-	rsdp->checksum = acpi_checksum(rsdp, 20);
-	rsdp->extended_checksum = acpi_checksum(rsdp, sizeof(*rsdp));
+	rsdp->checksum = checksum8(rsdp, 20);
+	rsdp->extended_checksum = checksum8(rsdp, sizeof(*rsdp));
 	return 0;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "kvmprof/platform.h"
 #include "mptable.h"
 
@@ -57,15 +58,6 @@ enum { MP_INT, MP_NMI, MP_SMI, MP_EXTINT };
 #define CPU_BOOTPROCESSOR 2
 #define APIC_VERSION 0x14
 #define IOAPIC_VERSION 0x11
-
-static uint8_t mp_checksum(const uint8_t *p, size_t len)
-{
-	uint8_t sum = 0;
-
-	while (len--)
-		sum += *p++;
-	return (uint8_t)-sum;
-}
 
 int mptable_write(const struct guest_mem *mem, unsigned int ncpus)
 {
@@ -129,12 +121,12 @@ int mptable_write(const struct guest_mem *mem, unsigned int ncpus)
 	memcpy(mpc->productid, "KVMPROF-VMM ", 12);
 	mpc->oemcount = count;
 	mpc->lapic = (uint32_t)KVMPROF_LAPIC_BASE;
-	mpc->checksum = mp_checksum((uint8_t *)mpc, mpc->length);
+	mpc->checksum = checksum8((uint8_t *)mpc, mpc->length);
 
 	memcpy(mpf->signature, "_MP_", 4);
 	mpf->physptr = (uint32_t)(KVMPROF_MPTABLE_ADDR + sizeof(*mpf));
 	mpf->length = 1;
 	mpf->specification = 4;
-	mpf->checksum = mp_checksum((uint8_t *)mpf, sizeof(*mpf));
+	mpf->checksum = checksum8((uint8_t *)mpf, sizeof(*mpf));
 	return 0;
 }
