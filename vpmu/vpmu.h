@@ -149,6 +149,8 @@ struct vpmu_msr_range {
 };
 #define VPMU_MAX_MSR_RANGES 12
 unsigned int vpmu_msr_ranges(const struct vpmu_config *cfg, struct vpmu_msr_range *out);
+/* Whether an MSR lies in those ranges: the vPMU answers it. */
+bool vpmu_msr_owned(const struct vpmu_config *cfg, uint32_t msr);
 
 /* Translates a guest event select to a host event; -ENOENT if the host cannot count it. */
 int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64_t ctl,

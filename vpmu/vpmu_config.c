@@ -96,31 +96,42 @@ void vpmu_cpuid_adjust(const struct vpmu_config *cfg, struct vpmu_cpuid_leaf *le
 	}
 }
 
+/*
+ * Both vendors' registers are taken whatever the model, so that a guest
+ * probing the other vendor's MSRs gets what that CPU would give it (#GP or
+ * nothing), never KVM's half-working in-kernel vPMU.
+ */
+static const struct vpmu_msr_range pmu_msr_ranges[] = {
+	/* AMD */
+	{ MSR_K7_EVNTSEL0, 8 },
+	{ MSR_F15H_PERF_CTL0, 2 * VPMU_AMD_MAX_GP },
+	{ MSR_AMD64_PERF_CNTR_GLOBAL_STATUS, 4 },
+	/* Intel */
+	{ MSR_IA32_PMC0, VPMU_INTEL_MAX_GP },
+	{ MSR_IA32_PERFEVTSEL0, VPMU_INTEL_MAX_GP },
+	{ MSR_CORE_PERF_FIXED_CTR0, VPMU_MAX_FIXED },
+	{ MSR_IA32_PERF_CAPABILITIES, 1 },
+	{ MSR_CORE_PERF_FIXED_CTR_CTRL, 4 },
+	{ MSR_IA32_PMC0_FULL, VPMU_INTEL_MAX_GP },
+};
+#define PMU_MSR_RANGES (sizeof(pmu_msr_ranges) / sizeof(pmu_msr_ranges[0]))
+_Static_assert(PMU_MSR_RANGES <= VPMU_MAX_MSR_RANGES, "VPMU_MAX_MSR_RANGES too small");
+
 unsigned int vpmu_msr_ranges(const struct vpmu_config *cfg, struct vpmu_msr_range *out)
 {
-	static const struct vpmu_msr_range all[] = {
-		/* AMD */
-		{ MSR_K7_EVNTSEL0, 8 },
-		{ MSR_F15H_PERF_CTL0, 2 * VPMU_AMD_MAX_GP },
-		{ MSR_AMD64_PERF_CNTR_GLOBAL_STATUS, 4 },
-		/* Intel */
-		{ MSR_IA32_PMC0, VPMU_INTEL_MAX_GP },
-		{ MSR_IA32_PERFEVTSEL0, VPMU_INTEL_MAX_GP },
-		{ MSR_CORE_PERF_FIXED_CTR0, VPMU_MAX_FIXED },
-		{ MSR_IA32_PERF_CAPABILITIES, 1 },
-		{ MSR_CORE_PERF_FIXED_CTR_CTRL, 4 },
-		{ MSR_IA32_PMC0_FULL, VPMU_INTEL_MAX_GP },
-	};
-	unsigned int n = 0;
-
-	/*
-	 * Both vendors' registers are taken whatever the model, so that a guest
-	 * probing the other vendor's MSRs gets what that CPU would give it (#GP
-	 * or nothing), never KVM's half-working in-kernel vPMU.
-	 */
 	if (cfg->model == VPMU_MODEL_OFF)
 		return 0;
-	for (; n < sizeof(all) / sizeof(all[0]); n++)
-		out[n] = all[n];
-	return n;
+	for (unsigned int i = 0; i < PMU_MSR_RANGES; i++)
+		out[i] = pmu_msr_ranges[i];
+	return PMU_MSR_RANGES;
+}
+
+bool vpmu_msr_owned(const struct vpmu_config *cfg, uint32_t msr)
+{
+	if (cfg->model == VPMU_MODEL_OFF)
+		return false;
+	for (unsigned int i = 0; i < PMU_MSR_RANGES; i++)
+		if (msr >= pmu_msr_ranges[i].base && msr - pmu_msr_ranges[i].base < pmu_msr_ranges[i].count)
+			return true;
+	return false;
 }

@@ -493,22 +493,11 @@ static int intel_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val)
 	return VPMU_MSR_OK;
 }
 
-static bool msr_in_model_ranges(const struct vpmu_config *cfg, uint32_t msr)
-{
-	struct vpmu_msr_range r[VPMU_MAX_MSR_RANGES];
-	unsigned int n = vpmu_msr_ranges(cfg, r);
-
-	for (unsigned int i = 0; i < n; i++)
-		if (msr >= r[i].base && msr - r[i].base < r[i].count)
-			return true;
-	return false;
-}
-
 int vpmu_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val)
 {
 	int rc;
 
-	if (!msr_in_model_ranges(v->cfg, msr))
+	if (!vpmu_msr_owned(v->cfg, msr))
 		return VPMU_MSR_NOT_PMU;
 	v->stats.msr_reads++;
 	rc = is_amd(v) ? amd_msr_read(v, msr, val) : intel_msr_read(v, msr, val);
@@ -521,7 +510,7 @@ int vpmu_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val)
 {
 	int rc;
 
-	if (!msr_in_model_ranges(v->cfg, msr))
+	if (!vpmu_msr_owned(v->cfg, msr))
 		return VPMU_MSR_NOT_PMU;
 	v->stats.msr_writes++;
 	rc = is_amd(v) ? amd_msr_write(v, msr, val) : intel_msr_write(v, msr, val);
