@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kvmprof sample file: one format written by the Linux agent
+ * (`kvmprof-agent record`, `export`), the bundled guest's agent program and
+ * (later) the VMM's guest sampler, and read by both reports.
+ *
+ * It is a stream, so it can be written through a serial port as it is
+ * produced and read back from whatever arrived:
+ *
+ *   file header | record | record | ... | END record
+ *
+ * Every record starts with struct kp_rec_header; `size` covers header and
+ * payload and is a multiple of 8, `crc` is the CRC-32 (zlib's polynomial)
+ * of the header's first 8 bytes (type, size) followed by the payload with
+ * its padding, and `reserved` is 0, so a corrupted byte anywhere in a
+ * record is caught on read. A stream
+ * without its END record was cut short: readers report it as truncated
+ * instead of returning a partial profile as if it were whole.
+ *
+ * All integers little-endian; structures have natural alignment with
+ * explicit padding, so host and freestanding guest code share them. Strings
+ * are NUL-terminated inside their record; readers check that they are.
+ *
+ * Plain types only: this header is included by the freestanding guest.
+ */
+#ifndef KVMPROF_SAMPLE_FORMAT_H
+#define KVMPROF_SAMPLE_FORMAT_H
+
+#include <stdint.h>
+
+#define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
+#define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
+#define KP_FILE_VERSION_MINOR 0  /* new record types bump this; readers skip unknown types */
+
+struct kp_file_header {
+	char magic[8];
+	uint16_t version_major;
+	uint16_t version_minor;
+	uint32_t header_size; /* sizeof(struct kp_file_header); room to grow */
+	uint32_t source;      /* enum kp_source: who wrote it */
+	uint32_t reserved;
+};
+
+enum kp_source {
+	KP_SOURCE_LINUX_AGENT = 1,   /* kvmprof-agent on a Linux system (host or guest) */
+	KP_SOURCE_BUNDLED_GUEST = 2, /* the bundled guest's agent program */
+	KP_SOURCE_VMM = 3,           /* kvmprof-vmm's guest sampler */
+};
+
+struct kp_rec_header {
+	uint32_t type; /* enum kp_rec_type */
+	uint32_t size; /* header + payload + padding, multiple of 8 */
+	uint32_t crc;  /* CRC-32 of type, size, then payload and padding */
+	uint32_t reserved; /* 0 */
+};
+
+/* Records can never be larger than this; a reader refuses bigger sizes. */
+#define KP_REC_MAX_SIZE (1u << 20)
+
+enum kp_rec_type {
+	KP_REC_META = 1,   /* struct kp_rec_meta: one key=value string */
+	KP_REC_EVENT = 2,  /* struct kp_rec_event: what samples of event_id mean */
+	KP_REC_COMM = 3,   /* struct kp_rec_comm: a thread's name (also at exec) */
+	KP_REC_MMAP = 4,   /* struct kp_rec_mmap: an executable mapping */
+	KP_REC_FORK = 5,   /* struct kp_rec_task */
+	KP_REC_EXIT = 6,   /* struct kp_rec_task */
+	KP_REC_SAMPLE = 7, /* struct kp_rec_sample + callchain */
+	KP_REC_KSYMS = 8,  /* struct kp_rec_ksyms: a chunk of /proc/kallsyms text */
+	KP_REC_LOST = 9,   /* struct kp_rec_lost: samples the kernel dropped */
+	KP_REC_END = 10,   /* struct kp_rec_end: the last record of a whole stream */
+};
+
+/*
+ * Well-known META keys: "hostname", "release" (uname -r), "command"
+ * (what was recorded), "pmu" (what sampled: "hardware", or why not),
+ * "time" (start, seconds since the epoch).
+ */
+#define KP_META_MAX 4096
+struct kp_rec_meta {
+	char text[KP_META_MAX]; /* "key=value\0"; only up to the NUL is stored */
+};
+
+#define KP_EVENT_NAME_MAX 128
+#define KP_EVENT_FREQ 1u     /* `period` is a frequency in Hz */
+#define KP_EVENT_FALLBACK 2u /* a software clock stands in for the event asked for */
+struct kp_rec_event {
+	uint32_t id;   /* samples refer to this */
+	uint32_t type; /* perf_event_attr.type (PERF_TYPE_*), or 0xffffffff for the bundled guest's vPMU */
+	uint64_t config;
+	uint64_t period; /* events per sample, or Hz with KP_EVENT_FREQ */
+	uint32_t flags;
+	uint32_t reserved;
+	char name[KP_EVENT_NAME_MAX]; /* as the user wrote it, NUL-terminated */
+};
+
+#define KP_COMM_MAX 16
+#define KP_COMM_EXEC 1u /* the name changed because the thread exec'd */
+struct kp_rec_comm {
+	uint32_t pid, tid;
+	uint64_t time; /* ns, the same clock as samples */
+	uint32_t flags;
+	char comm[KP_COMM_MAX + 4]; /* NUL-terminated */
+};
+
+/*
+ * An MMAP record with pid KP_PID_KERNEL maps the kernel's image (its ELF
+ * file named by `filename`, e.g. "/kernel.elf" for the bundled guest):
+ * kernel-mode samples resolve through it when no KSYMS records came.
+ */
+#define KP_PID_KERNEL 0xffffffffu
+#define KP_BUILD_ID_MAX 20
+#define KP_PATH_MAX 4096
+struct kp_rec_mmap {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint64_t start, len, pgoff; /* pgoff in bytes, as perf's mmap record */
+	uint32_t prot, flags;
+	uint8_t build_id[KP_BUILD_ID_MAX];
+	uint8_t build_id_size; /* 0: unknown */
+	uint8_t pad[3];
+	char filename[]; /* NUL-terminated, at most KP_PATH_MAX with the NUL */
+};
+
+struct kp_rec_task {
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+#define KP_CPL_KERNEL 0
+#define KP_CPL_USER 3
+#define KP_CALLCHAIN_MAX 127
+struct kp_rec_sample {
+	uint32_t event_id;
+	uint32_t pid, tid, cpu;
+	uint64_t time;
+	uint64_t ip;
+	uint64_t period; /* events this sample stands for (weight) */
+	uint8_t cpl;     /* KP_CPL_KERNEL or KP_CPL_USER */
+	uint8_t pad;
+	uint16_t nr_callchain; /* <= KP_CALLCHAIN_MAX, caller frames after ip */
+	uint32_t reserved;
+	uint64_t callchain[]; /* return addresses, innermost first */
+};
+
+struct kp_rec_ksyms {
+	uint32_t seq; /* chunks are numbered from 0 and come in order */
+	uint32_t len; /* bytes of text, <= record payload */
+	char text[];  /* kallsyms lines; a chunk ends at a line end */
+};
+
+struct kp_rec_lost {
+	uint32_t event_id;
+	uint32_t reserved;
+	uint64_t lost;
+};
+
+struct kp_rec_end {
+	uint64_t samples; /* SAMPLE records written */
+	uint64_t lost;    /* samples lost, all events */
+	uint64_t records; /* records before END */
+	uint64_t duration_ns;
+};
+
+_Static_assert(sizeof(struct kp_file_header) == 24, "file header layout");
+_Static_assert(sizeof(struct kp_rec_header) == 16, "record header layout");
+_Static_assert(sizeof(struct kp_rec_event) == 160, "event record layout");
+_Static_assert(sizeof(struct kp_rec_comm) == 40, "comm record layout");
+_Static_assert(sizeof(struct kp_rec_mmap) == 72, "mmap record layout");
+_Static_assert(sizeof(struct kp_rec_sample) == 48, "sample record layout");
+
+#endif

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sample-file reader and writer. The reader is the gate between untrusted
+ * bytes (a file, or whatever a guest sent down a serial line) and the
+ * report code: everything it returns has been checked against the record
+ * that carries it, so the consumers only need to handle absurd values, not
+ * out-of-bounds ones.
+ */
+#include "sample_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define WRITER_BUF (256 * 1024)
+
+struct kp_writer {
+	int fd;
+	size_t used;
+	uint64_t records, samples, bytes;
+	unsigned ksyms_seq;
+	unsigned char buf[WRITER_BUF];
+};
+
+uint32_t kp_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	/* zlib takes uInt lengths; feed it in pieces so huge buffers stay correct. */
+	const unsigned char *p = buf;
+	uLong c = crc;
+
+	while (len) {
+		uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+		c = crc32(c, p, n);
+		p += n;
+		len -= n;
+	}
+	return (uint32_t)c;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int kp_writer_flush(struct kp_writer *w)
+{
+	int ret = write_all(w->fd, w->buf, w->used);
+
+	w->used = 0;
+	return ret;
+}
+
+int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)
+{
+	struct kp_writer *w = calloc(1, sizeof(*w));
+	struct kp_file_header h = {
+		.version_major = KP_FILE_VERSION_MAJOR,
+		.version_minor = KP_FILE_VERSION_MINOR,
+		.header_size = sizeof(h),
+		.source = source,
+	};
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	memcpy(h.magic, KP_FILE_MAGIC, sizeof(h.magic));
+	w->fd = fd;
+	ret = write_all(fd, &h, sizeof(h));
+	if (ret) {
+		free(w);
+		return ret;
+	}
+	w->bytes = sizeof(h);
+	*out = w;
+	return 0;
+}
+
+int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len)
+{
+	static const unsigned char zeros[8];
+	size_t padded = (len + 7) & ~(size_t)7;
+	struct kp_rec_header h;
+	uint32_t crc;
+	int ret;
+
+	if (len > KP_REC_MAX_SIZE - sizeof(h))
+		return -E2BIG;
+	h = (struct kp_rec_header){ .type = type, .size = (uint32_t)(sizeof(h) + padded) };
+	crc = kp_crc32(0, &h, 8); /* type and size */
+	crc = kp_crc32(crc, payload, len);
+	h.crc = kp_crc32(crc, zeros, padded - len);
+	if (w->used + h.size > sizeof(w->buf)) {
+		ret = kp_writer_flush(w);
+		if (ret)
+			return ret;
+	}
+	if (h.size > sizeof(w->buf)) {
+		/* Bigger than the buffer (a large KSYMS chunk): straight through. */
+		ret = write_all(w->fd, &h, sizeof(h));
+		if (!ret)
+			ret = write_all(w->fd, payload, len);
+		if (!ret)
+			ret = write_all(w->fd, zeros, padded - len);
+		if (ret)
+			return ret;
+	} else {
+		memcpy(w->buf + w->used, &h, sizeof(h));
+		memcpy(w->buf + w->used + sizeof(h), payload, len);
+		memset(w->buf + w->used + sizeof(h) + len, 0, padded - len);
+		w->used += h.size;
+	}
+	w->records++;
+	w->bytes += h.size;
+	if (type == KP_REC_SAMPLE)
+		w->samples++;
+	return 0;
+}
+
+int kp_writer_meta(struct kp_writer *w, const char *key, const char *value)
+{
+	char text[KP_META_MAX];
+	int n = snprintf(text, sizeof(text), "%s=%s", key, value);
+
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -E2BIG;
+	return kp_writer_add(w, KP_REC_META, text, (size_t)n + 1);
+}
+
+int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len)
+{
+	const size_t chunk_max = 64 * 1024;
+	unsigned char *rec = malloc(sizeof(struct kp_rec_ksyms) + chunk_max);
+	int ret = 0;
+
+	if (!rec)
+		return -ENOMEM;
+	while (len && !ret) {
+		size_t n = len < chunk_max ? len : chunk_max;
+		struct kp_rec_ksyms hdr;
+
+		/* Cut at a line end so every chunk parses on its own. */
+		if (n < len) {
+			const char *nl = memrchr(text, '\n', n);
+			if (nl)
+				n = (size_t)(nl - text) + 1;
+		}
+		hdr = (struct kp_rec_ksyms){ .seq = w->ksyms_seq++, .len = (uint32_t)n };
+		memcpy(rec, &hdr, sizeof(hdr));
+		memcpy(rec + sizeof(hdr), text, n);
+		ret = kp_writer_add(w, KP_REC_KSYMS, rec, sizeof(hdr) + n);
+		text += n;
+		len -= n;
+	}
+	free(rec);
+	return ret;
+}
+
+uint64_t kp_writer_samples(const struct kp_writer *w)
+{
+	return w->samples;
+}
+
+uint64_t kp_writer_bytes(const struct kp_writer *w)
+{
+	return w->bytes;
+}
+
+int kp_writer_close(struct kp_writer *w, uint64_t lost, uint64_t duration_ns)
+{
+	struct kp_rec_end end = {
+		.samples = w->samples,
+		.lost = lost,
+		.records = w->records,
+		.duration_ns = duration_ns,
+	};
+	int ret = kp_writer_add(w, KP_REC_END, &end, sizeof(end));
+
+	if (!ret)
+		ret = kp_writer_flush(w);
+	free(w);
+	return ret;
+}
+
+void kp_writer_abort(struct kp_writer *w)
+{
+	free(w);
+}
+
+/* ---- reader ------------------------------------------------------------ */
+
+struct kp_reader {
+	FILE *f;
+	bool own;
+	char *path;
+	uint64_t offset;
+	uint64_t records, samples;
+	uint32_t ksyms_seq;
+	bool ended;
+	struct kp_file_header header;
+	unsigned char *payload;
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (err && errlen)
+		vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Reads exactly len bytes: 1, 0 at a clean end of file before any byte, -1 on a short read or error. */
+static int read_exact(FILE *f, void *buf, size_t len)
+{
+	size_t n = fread(buf, 1, len, f);
+
+	if (n == len)
+		return 1;
+	return n == 0 && !ferror(f) ? 0 : -1;
+}
+
+int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t errlen)
+{
+	struct kp_reader *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->path = strdup(path);
+	r->payload = malloc(KP_REC_MAX_SIZE);
+	if (!r->path || !r->payload) {
+		kp_reader_close(r);
+		return -ENOMEM;
+	}
+	if (strcmp(path, "-") == 0) {
+		r->f = stdin;
+	} else {
+		r->f = fopen(path, "rb");
+		if (!r->f) {
+			int e = errno;
+			snprintf(err, errlen, "%s: %s", path, strerror(e));
+			kp_reader_close(r);
+			return -e;
+		}
+		r->own = true;
+	}
+	rc = read_exact(r->f, &r->header, sizeof(r->header));
+	if (rc <= 0) {
+		rc = fail(err, errlen, "%s: %s", path, rc == 0 ? "empty file, not a kvmprof sample file" :
+				"too short for a kvmprof sample file header");
+		goto out_fail;
+	}
+	if (memcmp(r->header.magic, KP_FILE_MAGIC, sizeof(r->header.magic)) != 0) {
+		rc = fail(err, errlen, "%s: not a kvmprof sample file (bad magic)", path);
+		goto out_fail;
+	}
+	if (r->header.version_major != KP_FILE_VERSION_MAJOR) {
+		rc = fail(err, errlen, "%s: sample file version %u.%u, this build reads version %u.x", path,
+			  r->header.version_major, r->header.version_minor, KP_FILE_VERSION_MAJOR);
+		goto out_fail;
+	}
+	if (r->header.header_size < sizeof(r->header) || r->header.header_size > 4096 ||
+	    r->header.header_size % 8) {
+		rc = fail(err, errlen, "%s: corrupt file header (header size %u)", path, r->header.header_size);
+		goto out_fail;
+	}
+	/* A newer minor version may have a longer header: skip what we don't know. */
+	for (uint32_t skip = r->header.header_size - (uint32_t)sizeof(r->header); skip; skip--) {
+		if (fgetc(r->f) == EOF) {
+			rc = fail(err, errlen, "%s: truncated file header", path);
+			goto out_fail;
+		}
+	}
+	r->offset = r->header.header_size;
+	*out = r;
+	return 0;
+out_fail:
+	kp_reader_close(r);
+	return rc;
+}
+
+const struct kp_file_header *kp_reader_header(const struct kp_reader *r)
+{
+	return &r->header;
+}
+
+/* A string field of `cap` bytes (or up to the payload end) must hold its NUL. */
+static bool has_nul(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL;
+}
+
+/* Checks one record's contents against its own size. NULL if fine, else what is wrong. */
+static const char *check_record(struct kp_reader *r, uint32_t type, const unsigned char *p, uint32_t len)
+{
+	switch (type) {
+	case KP_REC_META:
+		if (len == 0 || !has_nul((const char *)p, len) || !strchr((const char *)p, '='))
+			return "META record is not a NUL-terminated key=value";
+		return NULL;
+	case KP_REC_EVENT: {
+		const struct kp_rec_event *e = (const void *)p;
+		if (len < sizeof(*e))
+			return "EVENT record too short";
+		if (!has_nul(e->name, sizeof(e->name)))
+			return "EVENT name not terminated";
+		return NULL;
+	}
+	case KP_REC_COMM: {
+		const struct kp_rec_comm *c = (const void *)p;
+		if (len < sizeof(*c))
+			return "COMM record too short";
+		if (!has_nul(c->comm, sizeof(c->comm)))
+			return "COMM name not terminated";
+		return NULL;
+	}
+	case KP_REC_MMAP: {
+		const struct kp_rec_mmap *m = (const void *)p;
+		size_t cap = len - sizeof(*m);
+		if (len <= sizeof(*m))
+			return "MMAP record too short";
+		if (!has_nul(m->filename, cap < KP_PATH_MAX ? cap : KP_PATH_MAX))
+			return "MMAP file name not terminated";
+		if (m->build_id_size > KP_BUILD_ID_MAX)
+			return "MMAP build-id longer than 20 bytes";
+		return NULL;
+	}
+	case KP_REC_FORK:
+	case KP_REC_EXIT:
+		return len < sizeof(struct kp_rec_task) ? "FORK/EXIT record too short" : NULL;
+	case KP_REC_SAMPLE: {
+		const struct kp_rec_sample *s = (const void *)p;
+		if (len < sizeof(*s))
+			return "SAMPLE record too short";
+		if (s->nr_callchain > KP_CALLCHAIN_MAX)
+			return "SAMPLE callchain longer than the format allows";
+		if (len < sizeof(*s) + (size_t)s->nr_callchain * sizeof(uint64_t))
+			return "SAMPLE callchain runs past its record";
+		if (s->cpl != KP_CPL_KERNEL && s->cpl != KP_CPL_USER)
+			return "SAMPLE privilege level is neither kernel (0) nor user (3)";
+		r->samples++;
+		return NULL;
+	}
+	case KP_REC_KSYMS: {
+		const struct kp_rec_ksyms *k = (const void *)p;
+		if (len < sizeof(*k) || k->len > len - sizeof(*k))
+			return "KSYMS chunk runs past its record";
+		if (k->seq != r->ksyms_seq)
+			return "KSYMS chunks out of order";
+		r->ksyms_seq++;
+		return NULL;
+	}
+	case KP_REC_LOST:
+		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
+	case KP_REC_END: {
+		const struct kp_rec_end *e = (const void *)p;
+		if (len < sizeof(*e))
+			return "END record too short";
+		if (e->records != r->records || e->samples != r->samples)
+			return "END record's counts disagree with the records read (records lost in transit)";
+		return NULL;
+	}
+	}
+	return NULL;
+}
+
+int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen)
+{
+	for (;;) {
+		struct kp_rec_header h;
+		uint32_t len;
+		const char *bad;
+		int rc;
+
+		if (r->ended)
+			return 0;
+		rc = read_exact(r->f, &h, sizeof(h));
+		if (rc == 0)
+			return fail(err, errlen, "%s: truncated after %llu bytes (no END record: the recording "
+				    "was cut short)", r->path, (unsigned long long)r->offset);
+		if (rc < 0)
+			return fail(err, errlen, "%s: offset %llu: truncated record header", r->path,
+				    (unsigned long long)r->offset);
+		if (h.size < sizeof(h) || h.size > KP_REC_MAX_SIZE || h.size % 8)
+			return fail(err, errlen, "%s: offset %llu: corrupt record (size %u)", r->path,
+				    (unsigned long long)r->offset, h.size);
+		len = h.size - (uint32_t)sizeof(h);
+		if (read_exact(r->f, r->payload, len) != 1)
+			return fail(err, errlen, "%s: offset %llu: truncated record (%u bytes announced)",
+				    r->path, (unsigned long long)r->offset, h.size);
+		if (h.reserved != 0)
+			return fail(err, errlen, "%s: offset %llu: corrupt record header (reserved word set)",
+				    r->path, (unsigned long long)r->offset);
+		if (kp_crc32(kp_crc32(0, &h, 8), r->payload, len) != h.crc)
+			return fail(err, errlen, "%s: offset %llu: corrupt record (CRC mismatch, type %u)",
+				    r->path, (unsigned long long)r->offset, h.type);
+		bad = check_record(r, h.type, r->payload, len);
+		if (bad)
+			return fail(err, errlen, "%s: offset %llu: %s", r->path, (unsigned long long)r->offset, bad);
+		rec->type = h.type;
+		rec->payload_len = len;
+		rec->offset = r->offset;
+		rec->payload = r->payload;
+		r->offset += h.size;
+		if (h.type == KP_REC_END) {
+			r->ended = true;
+			return 0;
+		}
+		r->records++;
+		if (h.type < KP_REC_META || h.type > KP_REC_END)
+			continue; /* a newer minor version's record: skip it */
+		return 1;
+	}
+}
+
+void kp_reader_close(struct kp_reader *r)
+{
+	if (!r)
+		return;
+	if (r->own && r->f)
+		fclose(r->f);
+	free(r->path);
+	free(r->payload);
+	free(r);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading and writing kvmprof sample files (format: include/kvmprof/sample_format.h).
+ *
+ * The writer buffers records and writes them to a file descriptor, which
+ * may be a file, a pipe or a serial line. The reader checks everything it
+ * hands out: magic, version, record sizes, CRCs, string termination and
+ * every length field against its record, and that the stream ends with an
+ * END record. Errors carry a one-line message naming the file and offset.
+ */
+#ifndef KVMPROF_SAMPLE_FILE_H
+#define KVMPROF_SAMPLE_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvmprof/sample_format.h"
+
+struct kp_writer;
+
+/* Writes the file header at once. 0 or -errno. */
+int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source);
+/* Appends one record: payload of `len` bytes (padded to 8 here). */
+int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len);
+/* Conveniences over kp_writer_add. */
+int kp_writer_meta(struct kp_writer *w, const char *key, const char *value);
+int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len); /* chunks at line ends */
+int kp_writer_flush(struct kp_writer *w);
+/* Counts of what went through the writer, for END and progress lines. */
+uint64_t kp_writer_samples(const struct kp_writer *w);
+uint64_t kp_writer_bytes(const struct kp_writer *w);
+/* Writes END (with `lost` and `duration_ns`), flushes, frees; the fd stays open. */
+int kp_writer_close(struct kp_writer *w, uint64_t lost, uint64_t duration_ns);
+/* Frees without writing END (an aborted stream reads as truncated). */
+void kp_writer_abort(struct kp_writer *w);
+
+/* One record as the reader hands it out; `payload` is valid until the next call. */
+struct kp_record {
+	uint32_t type;
+	uint32_t payload_len; /* bytes after the record header, padding included */
+	uint64_t offset;      /* of the record header in the stream */
+	union {
+		const void *payload;
+		const struct kp_rec_meta *meta;
+		const struct kp_rec_event *event;
+		const struct kp_rec_comm *comm;
+		const struct kp_rec_mmap *mmap;
+		const struct kp_rec_task *task;
+		const struct kp_rec_sample *sample;
+		const struct kp_rec_ksyms *ksyms;
+		const struct kp_rec_lost *lost;
+		const struct kp_rec_end *end;
+	};
+};
+
+struct kp_reader;
+
+/*
+ * Opens a sample file ("-" is standard input). On error returns -errno or
+ * -EINVAL and writes "PATH: what is wrong" into err.
+ */
+int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t errlen);
+/*
+ * The next record: 1 and *rec filled; 0 and *rec holding the END record
+ * (whose counts were checked against what was read; every later call
+ * returns 0 again with *rec untouched); or a negative value with
+ * a one-line message in err ("PATH: offset N: ..."). Unknown record types
+ * of the same major version are skipped.
+ */
+int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
+const struct kp_file_header *kp_reader_header(const struct kp_reader *r);
+void kp_reader_close(struct kp_reader *r);
+
+/* CRC-32 as zlib computes it (host side uses zlib). */
+uint32_t kp_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif

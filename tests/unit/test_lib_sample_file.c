@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/* The sample-file reader and writer: round trips, and every kind of damage the reader must refuse. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "sample_file.h"
+
+static char path[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/kp-sample-XXXXXX");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+/* A small but complete stream: meta, event, comm, mmap, 3 samples (one with a callchain), ksyms, lost, end. */
+static void write_sample_file(void)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	struct kp_writer *w;
+	struct kp_rec_event ev = { .id = 7, .type = 1, .config = 0, .period = 1000 };
+	struct kp_rec_comm comm = { .pid = 42, .tid = 42, .time = 1 };
+	unsigned char mmap_buf[sizeof(struct kp_rec_mmap) + 16] = { 0 };
+	struct kp_rec_mmap *m = (void *)mmap_buf;
+	struct {
+		struct kp_rec_sample s;
+		uint64_t chain[2];
+	} sample = { .s = { .event_id = 7, .pid = 42, .tid = 42, .ip = 0x401000, .period = 1000, .cpl = KP_CPL_USER } };
+	struct kp_rec_lost lost = { .event_id = 7, .lost = 5 };
+	const char ksyms[] = "ffffffff81000000 T _stext\nffffffff81000100 t helper\n";
+
+	assert_true(fd >= 0);
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_LINUX_AGENT), 0);
+	assert_int_equal(kp_writer_meta(w, "hostname", "box"), 0);
+	strcpy(ev.name, "cycles");
+	assert_int_equal(kp_writer_add(w, KP_REC_EVENT, &ev, sizeof(ev)), 0);
+	strcpy(comm.comm, "split");
+	assert_int_equal(kp_writer_add(w, KP_REC_COMM, &comm, sizeof(comm)), 0);
+	m->pid = 42;
+	m->start = 0x400000;
+	m->len = 0x1000;
+	strcpy(m->filename, "/usr/bin/split");
+	assert_int_equal(kp_writer_add(w, KP_REC_MMAP, m, sizeof(*m) + strlen(m->filename) + 1), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(kp_writer_add(w, KP_REC_SAMPLE, &sample.s, sizeof(sample.s)), 0);
+	sample.s.nr_callchain = 2;
+	sample.chain[0] = 0x401234;
+	sample.chain[1] = 0x401567;
+	assert_int_equal(kp_writer_add(w, KP_REC_SAMPLE, &sample, sizeof(sample)), 0);
+	assert_int_equal(kp_writer_ksyms(w, ksyms, strlen(ksyms)), 0);
+	assert_int_equal(kp_writer_add(w, KP_REC_LOST, &lost, sizeof(lost)), 0);
+	assert_int_equal(kp_writer_samples(w), 3);
+	assert_int_equal(kp_writer_close(w, 5, 123456789), 0);
+	close(fd);
+}
+
+/* Reads the whole file; returns the reader's final status and fills err. */
+static int read_all(char *err, size_t errlen, unsigned *types_seen, struct kp_rec_end *end)
+{
+	struct kp_reader *r;
+	struct kp_record rec;
+	int rc = kp_reader_open(&r, path, err, errlen);
+
+	if (rc)
+		return rc;
+	while ((rc = kp_reader_next(r, &rec, err, errlen)) == 1)
+		if (types_seen)
+			*types_seen |= 1u << rec.type;
+	if (rc == 0 && end)
+		*end = *rec.end;
+	kp_reader_close(r);
+	return rc;
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	unsigned seen = 0;
+	struct kp_rec_end end;
+	struct kp_reader *r;
+	struct kp_record rec;
+
+	write_sample_file();
+	assert_int_equal(read_all(err, sizeof(err), &seen, &end), 0);
+	assert_int_equal(seen, (1u << KP_REC_META) | (1u << KP_REC_EVENT) | (1u << KP_REC_COMM) |
+				       (1u << KP_REC_MMAP) | (1u << KP_REC_SAMPLE) | (1u << KP_REC_KSYMS) |
+				       (1u << KP_REC_LOST));
+	assert_int_equal(end.samples, 3);
+	assert_int_equal(end.lost, 5);
+	assert_int_equal(end.records, 9);
+	assert_int_equal(end.duration_ns, 123456789);
+
+	/* The callchain and strings come back intact. */
+	assert_int_equal(kp_reader_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(kp_reader_header(r)->source, KP_SOURCE_LINUX_AGENT);
+	int n = 0;
+	while (kp_reader_next(r, &rec, err, sizeof(err)) == 1) {
+		if (rec.type == KP_REC_SAMPLE && ++n == 3) {
+			assert_int_equal(rec.sample->nr_callchain, 2);
+			assert_int_equal(rec.sample->callchain[1], 0x401567);
+		}
+		if (rec.type == KP_REC_MMAP)
+			assert_string_equal(rec.mmap->filename, "/usr/bin/split");
+		if (rec.type == KP_REC_META)
+			assert_string_equal(rec.meta->text, "hostname=box");
+		if (rec.type == KP_REC_KSYMS)
+			assert_memory_equal(rec.ksyms->text, "ffffffff81000000 T _stext\n", 26);
+	}
+	kp_reader_close(r);
+}
+
+static long file_size(void)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+static void patch(long off, const void *bytes, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, bytes, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void test_every_truncation_is_refused(void **state)
+{
+	(void)state;
+	char err[256];
+
+	write_sample_file();
+	long size = file_size();
+	/* Every possible cut: none may read as a whole profile. */
+	for (long cut = 0; cut < size; cut++) {
+		write_sample_file();
+		assert_int_equal(truncate(path, cut), 0);
+		err[0] = '\0';
+		assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+		assert_non_null(strstr(err, path));
+	}
+	write_sample_file();
+	assert_int_equal(truncate(path, size - 40), 0);
+	read_all(err, sizeof(err), NULL, NULL);
+	assert_non_null(strstr(err, "truncated"));
+}
+
+static void test_every_flipped_byte_is_refused(void **state)
+{
+	(void)state;
+	char err[256];
+
+	write_sample_file();
+	long size = file_size();
+	/* The minor version, source and reserved words of the file header are the only free bytes. */
+	for (long off = 0; off < size; off++) {
+		if ((off >= 10 && off < 12) || (off >= 16 && off < 24))
+			continue;
+		write_sample_file();
+		FILE *f = fopen(path, "r+b");
+		assert_non_null(f);
+		fseek(f, off, SEEK_SET);
+		int c = fgetc(f);
+		fseek(f, off, SEEK_SET);
+		fputc(c ^ 0x20, f);
+		fclose(f);
+		err[0] = '\0';
+		int rc = read_all(err, sizeof(err), NULL, NULL);
+		if (rc == 0)
+			fail_msg("flipping byte %ld went unnoticed", off);
+		assert_true(strlen(err) > 0);
+	}
+}
+
+static void test_wrong_version_and_magic(void **state)
+{
+	(void)state;
+	char err[256];
+	uint16_t v = 2;
+
+	write_sample_file();
+	patch(offsetof(struct kp_file_header, version_major), &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "version 2.0"));
+
+	write_sample_file();
+	patch(0, "PERFILE2", 8);
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "not a kvmprof sample file"));
+}
+
+/* A record whose CRC is right but whose contents lie about their own lengths. */
+static void write_single_record(uint32_t type, const void *payload, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	struct kp_writer *w;
+
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_VMM), 0);
+	assert_int_equal(kp_writer_add(w, type, payload, len), 0);
+	assert_int_equal(kp_writer_close(w, 0, 0), 0);
+	close(fd);
+}
+
+static void test_lying_records_are_refused(void **state)
+{
+	(void)state;
+	char err[256];
+	struct kp_rec_sample s = { .nr_callchain = 5, .cpl = KP_CPL_USER };
+	struct {
+		struct kp_rec_ksyms k;
+		char text[8];
+	} k = { .k = { .seq = 0, .len = 1000 }, .text = "abc\n" };
+	unsigned char mm[sizeof(struct kp_rec_mmap) + 8];
+	struct kp_rec_comm c;
+
+	write_single_record(KP_REC_SAMPLE, &s, sizeof(s));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "callchain runs past"));
+
+	s.nr_callchain = 0;
+	s.cpl = 1;
+	write_single_record(KP_REC_SAMPLE, &s, sizeof(s));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "privilege level"));
+
+	write_single_record(KP_REC_KSYMS, &k, sizeof(k));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "KSYMS chunk runs past"));
+
+	memset(mm, 'A', sizeof(mm));
+	((struct kp_rec_mmap *)mm)->build_id_size = 0;
+	write_single_record(KP_REC_MMAP, mm, sizeof(mm));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "not terminated"));
+
+	memset(&c, 'B', sizeof(c));
+	write_single_record(KP_REC_COMM, &c, sizeof(c));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "COMM name not terminated"));
+
+	write_single_record(KP_REC_META, "novalue", 8);
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "key=value"));
+}
+
+static void test_unknown_record_types_are_skipped(void **state)
+{
+	(void)state;
+	char err[256];
+	unsigned seen = 0;
+	uint64_t future[3] = { 1, 2, 3 };
+
+	write_single_record(99, future, sizeof(future));
+	assert_int_equal(read_all(err, sizeof(err), &seen, NULL), 0);
+	assert_int_equal(seen, 0);
+}
+
+static void test_oversized_record_is_refused_by_writer(void **state)
+{
+	(void)state;
+	struct kp_writer *w;
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	static char big[KP_REC_MAX_SIZE];
+
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_VMM), 0);
+	assert_int_equal(kp_writer_add(w, KP_REC_META, big, sizeof(big)), -E2BIG);
+	kp_writer_abort(w);
+	close(fd);
+}
+
+static void test_crc_matches_zlib(void **state)
+{
+	(void)state;
+	const char *s = "123456789";
+
+	/* The check value of CRC-32/ISO-HDLC, which the guest's own implementation must also give. */
+	assert_int_equal(kp_crc32(0, s, 9), 0xcbf43926);
+	assert_int_equal(kp_crc32(0, s, 9), crc32(0, (const Bytef *)s, 9));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_truncation_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_flipped_byte_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_version_and_magic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lying_records_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_record_types_are_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oversized_record_is_refused_by_writer, setup, teardown),
+		cmocka_unit_test(test_crc_matches_zlib),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
