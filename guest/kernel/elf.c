@@ -8,6 +8,7 @@
 #include "kernel.h"
 
 #define PT_LOAD 1
+#define PF_X 1
 #define MAX_PHDRS 64
 
 struct elf64_ehdr {
@@ -77,6 +78,11 @@ int elf_load(struct proc *p, const void *image, size_t size, uint64_t *entry)
 			return -1;
 		if (load_segment(p, img, &ph))
 			return -1;
+		if ((ph.p_flags & PF_X) && !p->text_end) { /* the first executable one */
+			p->text_start = ph.p_vaddr;
+			p->text_end = ph.p_vaddr + ph.p_memsz;
+			p->text_offset = ph.p_offset;
+		}
 		loaded++;
 	}
 	if (!loaded || !user_range_ok(p, eh.e_entry, 2))

@@ -16,7 +16,7 @@
 #define PAGE_SIZE 4096UL
 #define MAX_PROCS 32
 #define MAX_REGIONS 8
-#define PROC_NAME_MAX 32
+#define PROC_NAME_MAX PROC_PATH_MAX /* the path, as the process table gives it */
 #define PANIC_STATUS 255
 
 struct trapframe {
@@ -52,6 +52,9 @@ struct cpu {
 	struct proc *pmu_loaded;
 	volatile int pmu_busy;     /* pmu.c is touching the counters: NMIs defer */
 	volatile int pmu_deferred; /* an NMI arrived while busy */
+	uint64_t pmu_deferred_rip, pmu_deferred_cs; /* what it interrupted */
+	uint8_t pmu_all_on;        /* system-wide sampling's counter is armed here */
+	volatile unsigned int pmu_all_gen; /* pmu_all.c: the configuration this CPU applied */
 	uint64_t nmis;
 };
 
@@ -94,6 +97,7 @@ struct proc {
 	int nregions;
 	struct region regions[MAX_REGIONS];
 	char name[PROC_NAME_MAX];
+	uint64_t text_start, text_end, text_offset; /* elf.c: the executable segment */
 	struct pmu_proc pmu;
 };
 
@@ -106,7 +110,7 @@ extern uint64_t ap_boot_stack;
 extern const uint64_t isr_table[];
 extern char isr_spurious[];
 extern char tramp_start[], tramp_end[];
-extern char _kernel_start[], _kernel_end[];
+extern char _kernel_start[], _kernel_end[], _etext[];
 extern int quiet;
 
 /* assembly */
@@ -150,6 +154,7 @@ void boot_timer_start(void);
 void timers_start(void);
 uint64_t clock_ns(void);
 uint32_t lapic_id(void);
+void smp_kick_others(void);
 
 /* trap.c */
 void idt_init(void);
@@ -158,6 +163,8 @@ void trap(struct trapframe *tf);
 /* sched.c */
 int proc_alloc_pid(void);
 int proc_spawn(const char *path, int argc, char *const *argv);
+int proc_wait(int pid, int *status); /* 1 exited (status set), 0 running, -GUEST_ESRCH */
+int proc_list(struct proc_info *out, int max);
 void proc_record_failure(int pid, int status);
 void sched_tick(struct cpu *c, struct trapframe *tf);
 void sched_idle_tick(struct cpu *c, struct trapframe *tf);
@@ -168,6 +175,9 @@ void cpu_idle(void) __attribute__((noreturn));
 void cpu_idle_body(void) __attribute__((noreturn));
 int sched_nlive(void);
 void syscall_dispatch(struct cpu *c, struct trapframe *tf);
+void sys_spawn(struct cpu *c, struct trapframe *tf);
+void sys_waitpid(struct cpu *c, struct trapframe *tf);
+void sys_proc_list(struct cpu *c, struct trapframe *tf);
 
 /* pmu.c */
 extern int pmu_test_enabled;
@@ -191,6 +201,19 @@ void sys_pmu_samples(struct cpu *c, struct trapframe *tf);
 void sys_pmu_test_rdmsr(struct cpu *c, struct trapframe *tf);
 void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf);
 void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf);
+
+int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned int flags);
+void pmu_all_cpu_set(struct cpu *c, int on);
+
+/* pmu_all.c: system-wide sampling */
+void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl); /* NMI context */
+void pmu_all_poll(struct cpu *c); /* applies a new configuration on this CPU (IPI, tick) */
+void sys_pmu_all_start(struct cpu *c, struct trapframe *tf);
+void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf);
+void sys_pmu_all_read(struct cpu *c, struct trapframe *tf);
+
+/* agent.c: the agent channel (COM2) */
+long agent_write(const void *buf, size_t len);
 
 /* msr.S: RDMSR/WRMSR that return -GUEST_EIO instead of dying on #GP */
 int msr_read_safe(uint32_t msr, uint64_t *val);

@@ -19,6 +19,12 @@
  * that lands while this file is touching the counters (c->pmu_busy) is
  * deferred and handled when that code is done.
  *
+ * System-wide sampling (pmu_all.c) owns the last general-purpose counter
+ * of every CPU (all.hw) while it runs: per-process sessions never get that
+ * counter (on PMUs with PMU_SLOTS_ALL_MIN counters or more, so they keep
+ * PMU_SLOTS), and every write of the global enable register here keeps its
+ * bit (c->pmu_all_on). The NMI handler checks both sampling counters.
+ *
  * Every MSR access exits to the VMM and every ring-0 instruction is
  * emulated (~1.4 us): the paths here are kept short, and processes that do
  * not use the PMU pay one comparison per context switch.
@@ -61,6 +67,14 @@ static struct {
 	uint64_t mask, half;
 	uint64_t all_status; /* every status bit of the model */
 } pmu;
+
+/* System-wide sampling's counter, configured while no CPU has it armed. */
+static struct {
+	int hw;          /* general-purpose counter: pmu.gp - 1 */
+	uint64_t ctl;    /* event select with INT, without EN */
+	uint64_t period;
+	unsigned int flags; /* PMU_SAMPLE_KEEP_OVERSHOOT */
+} all;
 
 #define barrier() __asm__ volatile("" ::: "memory")
 
@@ -205,10 +219,16 @@ static void take_overflow(struct proc *p, uint64_t v, uint64_t user_rip)
 		s->remaining = m->period - v;
 }
 
-static void hw_disable(const struct proc *p)
+/* The global enable bits that stay on whichever process runs: system-wide sampling's. */
+static uint64_t all_bits(const struct cpu *c)
+{
+	return c->pmu_all_on ? hw_bit(all.hw) : 0;
+}
+
+static void hw_disable(struct cpu *c, const struct proc *p)
 {
 	if (pmu.has_global) {
-		wrmsr(intel() ? MSR_IA32_GLOBAL_CTRL : MSR_AMD_GLOBAL_CTL, 0);
+		wrmsr(intel() ? MSR_IA32_GLOBAL_CTRL : MSR_AMD_GLOBAL_CTL, all_bits(c));
 		return;
 	}
 	for (int i = 0; i < PMU_SLOTS; i++) {
@@ -222,7 +242,7 @@ static void hw_disable(const struct proc *p)
 static void hw_save(struct cpu *c, struct proc *p, uint64_t user_rip)
 {
 	int ovf = 0;
-	hw_disable(p);
+	hw_disable(c, p);
 	for (int i = 0; i < PMU_SLOTS; i++) {
 		struct pmu_slot *s = &p->pmu.slot[i];
 		if (!s->running)
@@ -245,7 +265,7 @@ static void hw_save(struct cpu *c, struct proc *p, uint64_t user_rip)
 /* Programs p's running counters on this CPU and enables them. */
 static void hw_load(struct cpu *c, struct proc *p)
 {
-	uint64_t global = 0, fixed_ctrl = 0;
+	uint64_t global = all_bits(c), fixed_ctrl = 0;
 	int fixed = 0, sampling = 0;
 	for (int i = 0; i < PMU_SLOTS; i++) {
 		struct pmu_slot *s = &p->pmu.slot[i];
@@ -274,16 +294,27 @@ static void hw_load(struct cpu *c, struct proc *p)
 	c->pmu_loaded = p;
 }
 
-/* The PMI proper: count and re-arm an overflow of the loaded sampling counter. */
-static void nmi_body(struct cpu *c, uint64_t user_rip)
+/*
+ * The PMI proper: count and re-arm an overflow of the loaded process's
+ * sampling counter and of system-wide sampling's; (rip, cs) were interrupted.
+ */
+static void nmi_body(struct cpu *c, uint64_t rip, uint64_t cs)
 {
 	struct proc *p = c->pmu_loaded;
 	if (p && p->pmu.slot[PMU_SAMPLE_SLOT].running) {
 		struct pmu_slot *s = &p->pmu.slot[PMU_SAMPLE_SLOT];
 		uint64_t v = rdmsr(msr_ctr(s->hw)) & pmu.mask;
 		if (v < pmu.half) {
-			take_overflow(p, v, user_rip);
+			take_overflow(p, v, (cs & 3) == 3 ? rip : 0);
 			write_period(s->hw, s->remaining);
+		}
+	}
+	if (c->pmu_all_on) {
+		uint64_t v = rdmsr(msr_ctr(all.hw)) & pmu.mask;
+		if (v < pmu.half) {
+			pmu_all_record(c, rip, (unsigned)(cs & 3));
+			write_period(all.hw, (all.flags & PMU_SAMPLE_KEEP_OVERSHOOT) && v < all.period ?
+						     all.period - v : all.period);
 		}
 	}
 	clear_status();
@@ -308,7 +339,7 @@ static void pmu_leave(struct cpu *c)
 		c->pmu_busy = 1;
 		c->pmu_deferred = 0;
 		barrier();
-		nmi_body(c, 0);
+		nmi_body(c, c->pmu_deferred_rip, c->pmu_deferred_cs);
 	}
 }
 
@@ -320,11 +351,13 @@ void pmu_nmi(struct cpu *c, struct trapframe *tf)
 		return;
 	}
 	if (c->pmu_busy) {
+		c->pmu_deferred_rip = tf->rip;
+		c->pmu_deferred_cs = tf->cs;
 		c->pmu_deferred = 1;
 		return;
 	}
 	pmu_enter(c);
-	nmi_body(c, (tf->cs & 3) == 3 ? tf->rip : 0);
+	nmi_body(c, tf->rip, tf->cs);
 	pmu_leave(c);
 }
 
@@ -367,7 +400,7 @@ void pmu_exit(struct cpu *c, struct proc *p)
 	if (c->pmu_loaded != p)
 		return;
 	pmu_enter(c);
-	hw_disable(p);
+	hw_disable(c, p);
 	c->pmu_loaded = NULL;
 	pmu_leave(c);
 }
@@ -443,7 +476,8 @@ static int event_ctl(const struct pmu_event *e, uint64_t *ctl, int *fixed)
 
 static int first_free_gp(uint64_t used)
 {
-	for (int i = 0; i < pmu.gp; i++)
+	int n = pmu.gp >= PMU_SLOTS_ALL_MIN ? pmu.gp - 1 : pmu.gp; /* the last is all.hw */
+	for (int i = 0; i < n; i++)
 		if (!(used & (1ULL << i)))
 			return i;
 	return -1;
@@ -674,4 +708,55 @@ void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf)
 	for (uint64_t i = tf->rdi; i; i--)
 		outb(0x80, 0);
 	RET(0);
+}
+
+/* ---- system-wide sampling's counter (the rest is in pmu_all.c) ---------- */
+
+int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned int flags)
+{
+	uint64_t ctl;
+	int fixed;
+	if (!pmu.model)
+		return -GUEST_ENODEV;
+	if (pmu.gp < PMU_SLOTS_ALL_MIN)
+		return -GUEST_EBUSY;
+	if (period < PMU_PERIOD_MIN || period > PMU_PERIOD_MAX || (flags & ~PMU_SAMPLE_KEEP_OVERSHOOT))
+		return -GUEST_EINVAL;
+	int r = event_ctl(ev, &ctl, &fixed);
+	if (r)
+		return r;
+	all.hw = pmu.gp - 1;
+	all.ctl = ctl | EVTSEL_INT;
+	all.period = period;
+	all.flags = flags;
+	return 0;
+}
+
+/*
+ * Arms (on) or stops system-wide sampling's counter on this CPU. The loaded
+ * process's counters are saved and loaded around it, so that the global
+ * enable register gets both; an overflow found at the stop is not recorded
+ * (its PMI is lost with the stop, as with perf's disable).
+ */
+void pmu_all_cpu_set(struct cpu *c, int on)
+{
+	if (!pmu.model || c->pmu_all_on == on)
+		return;
+	pmu_enter(c);
+	struct proc *p = c->pmu_loaded;
+	if (p)
+		hw_save(c, p, 0);
+	wrmsr(msr_ctl(all.hw), 0);
+	c->pmu_all_on = (uint8_t)on;
+	if (on) {
+		write_period(all.hw, all.period);
+		wrmsr(msr_ctl(all.hw), all.ctl | EVTSEL_EN);
+		if (intel()) /* the VMM masks LVTPC after each PMI */
+			lapic_write(LAPIC_LVTPC, LVT_DELIVERY_NMI);
+	}
+	if (p)
+		hw_load(c, p);
+	else if (pmu.has_global)
+		wrmsr(intel() ? MSR_IA32_GLOBAL_CTRL : MSR_AMD_GLOBAL_CTL, all_bits(c));
+	pmu_leave(c);
 }

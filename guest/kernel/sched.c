@@ -27,6 +27,76 @@ static int next_pid = 1;
  */
 static int first_status;
 static int first_status_pid;
+/*
+ * What the agent needs of processes that may have exited already: the
+ * last PROC_HISTORY pids, at hist[pid % PROC_HISTORY], under sched_lock.
+ */
+static struct proc_info hist[PROC_HISTORY];
+
+static void hist_start_locked(const struct proc *p, uint64_t now)
+{
+	struct proc_info *h = &hist[p->pid % PROC_HISTORY];
+	memset(h, 0, sizeof(*h));
+	h->pid = (unsigned int)p->pid;
+	h->state = PROC_RUNNING;
+	h->start_ns = now;
+	h->text_start = p->text_start;
+	h->text_end = p->text_end;
+	h->text_offset = p->text_offset;
+	memcpy(h->path, p->name, PROC_PATH_MAX); /* p->name: the path, NUL-terminated */
+	const char *base = p->name;
+	for (const char *s = p->name; *s; s++)
+		if (*s == '/')
+			base = s + 1;
+	size_t n = strlen(base);
+	memcpy(h->comm, base, n < PROC_COMM_MAX ? n : PROC_COMM_MAX - 1);
+}
+
+static void hist_exit_locked(int pid, int status, uint64_t now)
+{
+	struct proc_info *h = &hist[pid % PROC_HISTORY];
+	if (h->pid != (unsigned int)pid)
+		return;
+	h->state = PROC_EXITED;
+	h->status = status;
+	h->exit_ns = now ? now : 1;
+}
+
+int proc_wait(int pid, int *status)
+{
+	int r = -GUEST_ESRCH;
+	if (pid <= 0)
+		return r;
+	spin_lock(&sched_lock);
+	const struct proc_info *h = &hist[pid % PROC_HISTORY];
+	if (h->pid == (unsigned int)pid) {
+		r = h->state == PROC_EXITED;
+		*status = h->status;
+	}
+	spin_unlock(&sched_lock);
+	return r;
+}
+
+int proc_list(struct proc_info *out, int max)
+{
+	int n = 0;
+	if (max < 1)
+		return 0;
+	memset(out, 0, sizeof(*out)); /* entry 0: the kernel */
+	out->state = PROC_RUNNING;
+	out->text_start = (uint64_t)_kernel_start;
+	out->text_end = (uint64_t)_etext;
+	memcpy(out->comm, "kernel", 7);
+	memcpy(out->path, "/kernel.elf", 12);
+	n = 1;
+	spin_lock(&sched_lock);
+	int last = __atomic_load_n(&next_pid, __ATOMIC_RELAXED) - 1;
+	for (int pid = last >= PROC_HISTORY ? last - PROC_HISTORY + 1 : 1; pid <= last && n < max; pid++)
+		if (hist[pid % PROC_HISTORY].pid == (unsigned int)pid)
+			memcpy(&out[n++], &hist[pid % PROC_HISTORY], sizeof(*out));
+	spin_unlock(&sched_lock);
+	return n;
+}
 
 static void record_status_locked(int pid, int status)
 {
@@ -127,6 +197,7 @@ int proc_spawn(const char *path, int argc, char *const *argv)
 		kprintf("kvmprof guest: %s: out of memory\n", path);
 		goto fail;
 	}
+	p->text_start = p->text_end = p->text_offset = 0;
 	if (elf_load(p, image, size, &entry)) {
 		kprintf("kvmprof guest: %s: not a valid static x86-64 executable\n", path);
 		goto fail;
@@ -150,8 +221,10 @@ int proc_spawn(const char *path, int argc, char *const *argv)
 	p->tf.rdi = (uint64_t)argc;
 	p->tf.rsi = rsp + 8;
 
+	uint64_t now = clock_ns();
 	spin_lock(&sched_lock);
 	p->pid = pid;
+	hist_start_locked(p, now);
 	p->state = P_RUNNABLE;
 	nrunnable++;
 	nlive++;
@@ -298,7 +371,9 @@ void sched_exit(struct cpu *c, int status)
 	pmu_exit(c, p);
 	write_cr3((uint64_t)boot_pml4);
 	as_destroy(p);
+	uint64_t now = clock_ns();
 	spin_lock(&sched_lock);
+	hist_exit_locked(pid, status, now);
 	p->state = P_UNUSED;
 	p->pid = 0;
 	nlive--;

@@ -105,6 +105,12 @@ void timers_start(void)
 	timer_start_periodic();
 }
 
+/* The wake-up IPI to every other CPU (fixed, all excluding self). */
+void smp_kick_others(void)
+{
+	icr_send(0, 0xc4000 | WAKEUP_VECTOR);
+}
+
 /* Nanoseconds since the timers started, monotonic across CPUs. */
 uint64_t clock_ns(void)
 {

@@ -12,7 +12,7 @@ typedef void (*syscall_fn)(struct cpu *c, struct trapframe *tf);
 static void sys_write(struct cpu *c, struct trapframe *tf)
 {
 	uint64_t fd = tf->rdi, buf = tf->rsi, len = tf->rdx;
-	if (fd != 1 && fd != 2) {
+	if (fd != 1 && fd != 2 && fd != GUEST_FD_AGENT) {
 		tf->rax = (uint64_t)-GUEST_EBADF;
 		return;
 	}
@@ -22,7 +22,11 @@ static void sys_write(struct cpu *c, struct trapframe *tf)
 		tf->rax = (uint64_t)-GUEST_EFAULT;
 		return;
 	}
-	console_write((const char *)buf, len); /* mapped: c runs on its CR3 */
+	/* mapped: c runs on its CR3 */
+	if (fd == GUEST_FD_AGENT)
+		agent_write((const void *)buf, len);
+	else
+		console_write((const char *)buf, len);
 	tf->rax = len;
 }
 
@@ -79,6 +83,12 @@ static const syscall_fn syscalls[SYS_COUNT] = {
 	[SYS_pmu_test_rdmsr] = sys_pmu_test_rdmsr,
 	[SYS_pmu_test_wrmsr] = sys_pmu_test_wrmsr,
 	[SYS_pmu_test_portio] = sys_pmu_test_portio,
+	[SYS_spawn] = sys_spawn,
+	[SYS_waitpid] = sys_waitpid,
+	[SYS_proc_list] = sys_proc_list,
+	[SYS_pmu_all_start] = sys_pmu_all_start,
+	[SYS_pmu_all_stop] = sys_pmu_all_stop,
+	[SYS_pmu_all_read] = sys_pmu_all_read,
 };
 
 void syscall_dispatch(struct cpu *c, struct trapframe *tf)

@@ -73,6 +73,7 @@ void trap(struct trapframe *tf)
 	if (tf->vector == TIMER_VECTOR) {
 		c->ticks++;
 		lapic_eoi();
+		pmu_all_poll(c); /* in case the wake-up IPI was missed */
 		if (user) {
 			c->user_ticks++;
 			sched_tick(c, tf);
@@ -83,6 +84,7 @@ void trap(struct trapframe *tf)
 	}
 	if (tf->vector == WAKEUP_VECTOR) {
 		lapic_eoi();
+		pmu_all_poll(c); /* system-wide sampling started or stopped */
 		return;
 	}
 	if (tf->vector == 2) { /* PMIs arrive as NMIs */

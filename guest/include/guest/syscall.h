@@ -18,7 +18,7 @@
 #ifndef GUEST_SYSCALL_H
 #define GUEST_SYSCALL_H
 
-#define SYS_write 1  /* write(fd 1|2, buf, len) -> bytes written */
+#define SYS_write 1  /* write(fd 1|2 COM1, 3 agent channel COM2; buf, len) -> bytes written */
 #define SYS_exit 2   /* exit(status): never returns */
 #define SYS_getpid 3 /* getpid() -> pid (1, 2, ...) */
 #define SYS_yield 4  /* yield() -> 0 */
@@ -38,10 +38,25 @@
 #define SYS_pmu_test_rdmsr 16   /* (msr, uint64_t *val) -> 0 | -EIO if it raised #GP */
 #define SYS_pmu_test_wrmsr 17   /* (msr, val) -> 0 | -EIO if it raised #GP */
 #define SYS_pmu_test_portio 18  /* (n 0..1000000) -> 0: n `outb` to port 0x80 from the kernel */
-#define SYS_COUNT 19 /* one more than the highest number */
+/* Processes. */
+#define SYS_spawn 19     /* spawn(const char *path, const char *args or NULL) -> pid */
+#define SYS_waitpid 20   /* waitpid(pid, int *status or NULL, flags) -> pid | 0 (WAIT_NOHANG, running) */
+#define SYS_proc_list 21 /* proc_list(struct proc_info *, max) -> entries copied */
+/* System-wide sampling: every CPU, every process and the kernel ("PMU" below). */
+#define SYS_pmu_all_start 22 /* pmu_all_start(const struct pmu_event *, period, flags) -> 0 */
+#define SYS_pmu_all_stop 23  /* pmu_all_stop(struct pmu_all_stats * or NULL) -> PMIs */
+#define SYS_pmu_all_read 24  /* pmu_all_read(struct pmu_record *, max) -> n: drains the records */
+#define SYS_COUNT 25 /* one more than the highest number */
+
+/* write() file descriptors */
+#define GUEST_FD_AGENT 3 /* COM2, the agent channel (kvmprof-vmm --agent-channel) */
 
 /* Error numbers (returned negated), Linux values. */
+#define GUEST_ENOENT 2
+#define GUEST_ESRCH 3
 #define GUEST_EIO 5
+#define GUEST_E2BIG 7
+#define GUEST_ENOEXEC 8
 #define GUEST_EBADF 9
 #define GUEST_EFAULT 14
 #define GUEST_EBUSY 16
@@ -101,6 +116,73 @@ struct pmu_sample_stats {
 	unsigned long recorded;       /* RIPs recorded since the start */
 	unsigned long overshoot_sum;  /* events counted past the overflow, summed */
 	unsigned long overshoot_max;
+};
+
+/*
+ * System-wide sampling (pmu_all_*). One event is sampled on every CPU, in
+ * user and kernel mode (flags PMU_USR, PMU_OS) and in the idle loop,
+ * independently of the per-process counters: it uses the last
+ * general-purpose counter, which per-process sessions then never get (the
+ * PMU needs at least PMU_SLOTS_ALL_MIN of them, else -EBUSY). Each PMI
+ * appends a struct pmu_record to its CPU's ring of PMU_ALL_RING records
+ * (the NMI handler is the only writer of its CPU's ring); a full ring drops
+ * the record and counts it. pmu_all_read drains the rings of all CPUs (a
+ * process may drain while sampling runs, which is how a long run avoids
+ * drops). pmu_all_start resets rings and statistics; -EBUSY if system-wide
+ * sampling already runs. pmu_all_stop returns when every CPU has stopped
+ * its counter; the records stay until drained or the next start.
+ */
+#define PMU_ALL_RING 4096     /* records per CPU */
+#define PMU_SLOTS_ALL_MIN 6   /* general-purpose counters system-wide sampling needs */
+
+struct pmu_record {
+	unsigned long rip;  /* interrupted instruction: user or kernel address */
+	unsigned long time; /* ns, the clock() clock */
+	unsigned int pid;   /* current process, 0 when the CPU was idle */
+	unsigned short cpu;
+	unsigned char cpl;  /* 0 kernel, 3 user */
+	unsigned char reserved;
+};
+
+struct pmu_all_stats {
+	unsigned long pmis;    /* overflows handled, all CPUs */
+	unsigned long records; /* records written to the rings */
+	unsigned long drops;   /* records lost to a full ring */
+	unsigned long cpus;    /* CPUs that sampled */
+};
+
+/*
+ * Processes. spawn starts an initrd program (path, then `args` split at
+ * spaces into at most 14 arguments, each string within PROC_ARGS_MAX bytes
+ * in all): -ENOENT not in the initrd, -E2BIG too many or too long
+ * arguments, -ENOEXEC not a valid executable or no memory or process slot.
+ * waitpid(pid, status, 0) waits for pid to exit (any process may wait for
+ * any pid; exited processes are remembered, see proc_list); with
+ * WAIT_NOHANG it returns 0 at once if pid still runs. -ESRCH: no such pid
+ * (never started, or forgotten). proc_list copies the process table: entry
+ * 0 is the kernel (pid 0, path "/kernel.elf", its text), then the last
+ * PROC_HISTORY processes started, running or exited, in pid order.
+ */
+#define WAIT_NOHANG 1
+#define PROC_ARGS_MAX 256
+#define PROC_HISTORY 64
+#define PROC_PATH_MAX 64
+#define PROC_COMM_MAX 16
+
+/* struct proc_info.state */
+#define PROC_RUNNING 1
+#define PROC_EXITED 2
+
+struct proc_info {
+	unsigned int pid;
+	unsigned int state;
+	int status;            /* exit status once PROC_EXITED */
+	unsigned int reserved;
+	unsigned long start_ns, exit_ns; /* clock() times; exit_ns 0 while running */
+	unsigned long text_start, text_end; /* the executable PT_LOAD segment: [start, end) */
+	unsigned long text_offset;          /* its file offset (p_offset) */
+	char comm[PROC_COMM_MAX];           /* the path's last component */
+	char path[PROC_PATH_MAX];           /* as given to spawn (or start=) */
 };
 
 /* struct pmu_info.model */

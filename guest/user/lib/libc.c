@@ -101,6 +101,36 @@ long pmu_test_portio(unsigned long n)
 	return syscall3(SYS_pmu_test_portio, (long)n, 0, 0);
 }
 
+long pmu_all_start(const struct pmu_event *ev, uint64_t period, unsigned flags)
+{
+	return syscall3(SYS_pmu_all_start, (long)ev, (long)period, flags);
+}
+
+long pmu_all_stop(struct pmu_all_stats *st)
+{
+	return syscall3(SYS_pmu_all_stop, (long)st, 0, 0);
+}
+
+long pmu_all_read(struct pmu_record *rec, long max)
+{
+	return syscall3(SYS_pmu_all_read, (long)rec, max, 0);
+}
+
+long spawn(const char *path, const char *args)
+{
+	return syscall3(SYS_spawn, (long)path, (long)args, 0);
+}
+
+long waitpid(int pid, int *status, unsigned flags)
+{
+	return syscall3(SYS_waitpid, pid, (long)status, flags);
+}
+
+long proc_list(struct proc_info *buf, long max)
+{
+	return syscall3(SYS_proc_list, (long)buf, max, 0);
+}
+
 long pmu_count_insn_cycles(void)
 {
 	static const struct pmu_event ev[2] = {

@@ -33,6 +33,16 @@ long pmu_samples(uint64_t *rips, int max);
 long pmu_test_rdmsr(uint32_t msr, uint64_t *val);
 long pmu_test_wrmsr(uint32_t msr, uint64_t val);
 long pmu_test_portio(unsigned long n);
+/* System-wide sampling (every CPU, user and kernel): see syscall.h. */
+long pmu_all_start(const struct pmu_event *ev, uint64_t period, unsigned flags);
+long pmu_all_stop(struct pmu_all_stats *st);
+long pmu_all_read(struct pmu_record *rec, long max);
+
+/* Processes: args are split at spaces (NULL: none). */
+long spawn(const char *path, const char *args);
+long waitpid(int pid, int *status, unsigned flags);
+long proc_list(struct proc_info *buf, long max);
+
 /* Opens and starts user-mode instructions + cycles; 0, or -errno (-ENODEV: no PMU). */
 long pmu_count_insn_cycles(void);
 /* Stops them: counts in n[0], n[1]; returns 0 or -errno (also that of the opening). */
