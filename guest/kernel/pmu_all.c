@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * System-wide sampling: one event sampled on every CPU, whatever runs there
+ * (user processes, the kernel, the idle loop), for the in-guest agent.
+ *
+ * Each CPU has a ring of struct pmu_record written only by its own NMI
+ * handler (pmu.c calls pmu_all_record), so the producer needs no lock and
+ * never waits: a full ring drops the record and counts it. Readers drain
+ * all rings under all_lock; a reader only moves `tail`, the producer only
+ * `head`, so draining while sampling runs is safe.
+ *
+ * A CPU can only program its own counters: start and stop publish the
+ * wanted state with a new generation number, apply it on the calling CPU,
+ * interrupt the others (the wake-up IPI, whose handler and the timer tick
+ * call pmu_all_poll) and wait, bounded, until each has applied it. Start,
+ * stop and read take all_lock with a try: a second caller gets -EBUSY
+ * instead of spinning with interrupts off against a CPU that waits for it.
+ */
+#include "kernel.h"
+
+/* Bound on waiting for the other CPUs (~20 us per round in emulated ring 0). */
+#define SYNC_ROUNDS 50000
+
+struct all_ring {
+	volatile uint32_t head; /* records written since the start: this CPU's NMIs only */
+	volatile uint32_t tail; /* records drained: readers only, under all_lock */
+	uint64_t pmis, drops;   /* this CPU's NMIs only */
+	struct pmu_record rec[PMU_ALL_RING];
+} __attribute__((aligned(64)));
+
+static struct all_ring rings[MAX_CPUS];
+static volatile int all_lock;
+static volatile int all_want;          /* 1 sampling, 0 stopped */
+static volatile unsigned int all_gen;  /* bumped by every start and stop */
+static int all_cpus;                   /* CPUs that applied the last start */
+
+#define RET(v)                                 \
+	do {                                   \
+		tf->rax = (uint64_t)(long)(v); \
+		return;                        \
+	} while (0)
+
+void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
+{
+	struct all_ring *r = &rings[c->id];
+	uint32_t h = r->head;
+	r->pmis++;
+	if (h - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= PMU_ALL_RING) {
+		r->drops++;
+		return;
+	}
+	struct pmu_record *e = &r->rec[h % PMU_ALL_RING];
+	e->rip = rip;
+	e->time = clock_ns();
+	e->pid = c->cur ? (unsigned int)c->cur->pid : 0;
+	e->cpu = (unsigned short)c->id;
+	e->cpl = (unsigned char)cpl;
+	e->reserved = 0;
+	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
+}
+
+void pmu_all_poll(struct cpu *c)
+{
+	unsigned int g = __atomic_load_n(&all_gen, __ATOMIC_ACQUIRE);
+	if (c->pmu_all_gen == g)
+		return;
+	pmu_all_cpu_set(c, all_want);
+	__atomic_store_n(&c->pmu_all_gen, g, __ATOMIC_RELEASE);
+}
+
+/* Makes every CPU apply all_want; returns how many did within the bound. */
+static int sync_cpus(struct cpu *c)
+{
+	unsigned int g = all_gen + 1;
+	int n = ncpus_online(), done = 0;
+	__atomic_store_n(&all_gen, g, __ATOMIC_RELEASE);
+	pmu_all_poll(c);
+	if (n > 1)
+		smp_kick_others();
+	for (long round = 0; round < SYNC_ROUNDS; round++) {
+		done = 0;
+		for (int i = 0; i < n; i++)
+			done += __atomic_load_n(&cpu_get(i)->pmu_all_gen, __ATOMIC_ACQUIRE) == g;
+		if (done == n)
+			break;
+		cpu_relax();
+	}
+	return done;
+}
+
+void sys_pmu_all_start(struct cpu *c, struct trapframe *tf)
+{
+	struct pmu_event ev;
+	if (!user_range_ok(c->cur, tf->rdi, sizeof(ev)))
+		RET(-GUEST_EFAULT);
+	memcpy(&ev, (const void *)tf->rdi, sizeof(ev));
+	if (!spin_trylock_bounded(&all_lock, 1))
+		RET(-GUEST_EBUSY);
+	int r = all_want ? -GUEST_EBUSY : pmu_all_config(&ev, tf->rsi, (unsigned int)tf->rdx);
+	if (r == 0) {
+		/* Every CPU has stopped (the last stop waited for them): no producer runs. */
+		for (int i = 0; i < ncpus_online(); i++) {
+			rings[i].head = rings[i].tail = 0;
+			rings[i].pmis = rings[i].drops = 0;
+		}
+		all_want = 1;
+		r = all_cpus = sync_cpus(c);
+	}
+	spin_unlock(&all_lock);
+	RET(r);
+}
+
+void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf)
+{
+	struct pmu_all_stats st = { 0 };
+	if (tf->rdi && !user_range_ok(c->cur, tf->rdi, sizeof(st)))
+		RET(-GUEST_EFAULT);
+	if (!spin_trylock_bounded(&all_lock, 1))
+		RET(-GUEST_EBUSY);
+	if (!all_want) {
+		spin_unlock(&all_lock);
+		RET(-GUEST_EINVAL);
+	}
+	all_want = 0;
+	sync_cpus(c);
+	for (int i = 0; i < ncpus_online(); i++) {
+		st.pmis += rings[i].pmis;
+		st.records += rings[i].head;
+		st.drops += rings[i].drops;
+	}
+	st.cpus = (unsigned long)all_cpus;
+	spin_unlock(&all_lock);
+	if (tf->rdi)
+		memcpy((void *)tf->rdi, &st, sizeof(st));
+	RET((long)st.pmis);
+}
+
+void sys_pmu_all_read(struct cpu *c, struct trapframe *tf)
+{
+	uint64_t max = tf->rsi, n = 0;
+	if (max > (uint64_t)PMU_ALL_RING * MAX_CPUS)
+		max = (uint64_t)PMU_ALL_RING * MAX_CPUS;
+	if (!user_range_ok(c->cur, tf->rdi, max * sizeof(struct pmu_record)))
+		RET(-GUEST_EFAULT);
+	if (!spin_trylock_bounded(&all_lock, 1))
+		RET(-GUEST_EBUSY);
+	struct pmu_record *out = (struct pmu_record *)tf->rdi;
+	for (int i = 0; i < ncpus_online() && n < max; i++) {
+		struct all_ring *r = &rings[i];
+		uint32_t t = r->tail, h = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		while (t != h && n < max) { /* contiguous runs: memcpy is rep movs */
+			uint32_t run = h - t, to_end = PMU_ALL_RING - t % PMU_ALL_RING;
+			if (run > to_end)
+				run = to_end;
+			if (run > max - n)
+				run = (uint32_t)(max - n);
+			memcpy(out + n, &r->rec[t % PMU_ALL_RING], run * sizeof(*out));
+			n += run;
+			t += run;
+		}
+		__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+	}
+	spin_unlock(&all_lock);
+	RET((long)n);
+}
