@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model: sample-file records in, resolved samples out.
+ *
+ * Records are collected first (profile_add_record) and interpreted at
+ * profile_finish, so that a process table written after the samples (the
+ * bundled guest does that) or records from several per-CPU buffers that
+ * arrive out of order still resolve. Process state is replayed in (time,
+ * stream order): FORK copies the parent's maps, an exec COMM starts an
+ * empty address space, EXIT keeps the maps (samples of exited processes
+ * resolve), a pid seen again after EXIT starts afresh.
+ *
+ * Each distinct (image, address) is symbolized once into a location;
+ * locations belong to functions (a symbol of an image, or that image's
+ * "unknown"), functions to images. Renderers read the arrays below.
+ */
+#ifndef KVMPROF_PROFILE_H
+#define KVMPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvmprof/sample_format.h"
+#include "sample_file.h"
+
+#define PROFILE_NONE UINT32_MAX
+
+struct profile_options {
+	const char *root;          /* ELF files named by MMAP records are looked up as ROOT/filename */
+	const char *kallsyms_path; /* kernel symbols when the file carries no KSYMS records */
+	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+};
+
+struct profile_event {
+	uint32_t id, type;
+	uint64_t config, period;
+	uint32_t flags; /* KP_EVENT_FREQ, KP_EVENT_FALLBACK */
+	bool declared;  /* an EVENT record described it */
+	char name[KP_EVENT_NAME_MAX];
+	uint64_t samples;    /* SAMPLE records */
+	uint64_t weight;     /* sum of their periods */
+	uint64_t lost;       /* from LOST records */
+	uint64_t unresolved; /* samples whose own address has no symbol */
+};
+
+struct profile_image {
+	const char *name; /* as reports show it: basename, "[kernel.kallsyms]", "[unknown]" */
+	const char *path; /* as recorded; NULL for the pseudo images */
+	uint64_t start, limit, pgoff; /* the first mapping of it that was recorded */
+	uint8_t build_id[KP_BUILD_ID_MAX];
+	uint8_t build_id_size;
+	bool kernel;
+	bool has_symbols; /* its ELF file was opened and used */
+};
+
+struct profile_func {
+	uint32_t image;
+	const char *name; /* NULL: the image's unresolved addresses */
+	uint64_t addr;    /* symbol address in the image */
+};
+
+struct profile_loc {
+	uint64_t addr; /* the address looked up (runtime; return addresses minus 1) */
+	uint64_t rel;  /* the same address in the image's file */
+	uint32_t func;
+	uint32_t image;
+};
+
+struct profile_sample {
+	uint32_t event; /* index into events */
+	uint32_t pid, tid, cpu;
+	uint32_t comm;  /* index into comms */
+	uint8_t cpl;
+	uint64_t time, period;
+	uint32_t nr_frames; /* locations: frames[first_frame ...], innermost (the ip) first */
+	size_t first_frame;
+};
+
+struct profile_meta {
+	const char *key, *value;
+};
+
+struct profile {
+	struct profile_event *events;
+	size_t nr_events;
+	struct profile_image *images;
+	size_t nr_images;
+	struct profile_func *funcs;
+	size_t nr_funcs;
+	struct profile_loc *locs;
+	size_t nr_locs;
+	struct profile_sample *samples;
+	size_t nr_samples;
+	uint32_t *frames;
+	const char **comms;
+	size_t nr_comms;
+	struct profile_meta *meta;
+	size_t nr_meta;
+	uint64_t lost;       /* all events: the larger of the LOST records' sum and END's count */
+	uint64_t unresolved; /* samples whose own address has no symbol, all events */
+	uint64_t duration_ns;
+	bool has_end;
+	struct profile_state *state; /* private */
+};
+
+int profile_new(struct profile **out, const struct profile_options *opt);
+/* Takes what it needs from one record (nothing points into rec afterwards). 0 or -ENOMEM. */
+int profile_add_record(struct profile *p, const struct kp_record *rec);
+/* Replays process state and resolves every sample. Call once, after the last record. */
+int profile_finish(struct profile *p);
+void profile_free(struct profile *p);
+
+/*
+ * Reads a whole sample file into a finished profile. Reader errors come
+ * back as their one-line message in err (and a negative value).
+ */
+int profile_load(struct profile **out, const char *path, const struct profile_options *opt,
+		 char *err, size_t errlen);
+
+/* Whether a function is the image's "[unknown]". */
+static inline bool profile_func_known(const struct profile *p, uint32_t func)
+{
+	return p->funcs[func].name != NULL;
+}
+
+#endif

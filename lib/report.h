@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Renderers of a finished profile (profile.h): an opreport-style table with
+ * optional caller chains, folded stacks for flame graphs, and pprof's
+ * gzipped protobuf. Each returns 0 or -errno (-EIO when writing failed).
+ */
+#ifndef KVMPROF_REPORT_H
+#define KVMPROF_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "keymap.h"
+#include "profile.h"
+
+enum report_sort {
+	REPORT_SORT_IMAGE_SYMBOL,     /* one row per (image, symbol) */
+	REPORT_SORT_PID_IMAGE_SYMBOL, /* one row per (pid, command, image, symbol) */
+};
+
+struct report_options {
+	enum report_sort sort;
+	bool callgraph;         /* caller chains under the top rows */
+	unsigned callgraph_rows; /* how many rows get them; 0: 10 */
+	unsigned callgraph_chains; /* chains shown per row; 0: 5 */
+};
+
+int report_text(FILE *out, const struct profile *p, const struct report_options *opt);
+/*
+ * "comm;image`outer;...;image`inner count" lines, sorted, for the event at
+ * index `event` (report_folded_event picks the first one with samples).
+ */
+int report_folded(FILE *out, const struct profile *p, uint32_t event);
+uint32_t report_folded_event(const struct profile *p);
+/* The whole profile as gzipped pprof protobuf. */
+int report_pprof(FILE *out, const struct profile *p);
+
+/*
+ * A function as folded stacks print it, "image`symbol", with the
+ * characters that would break the line format (';', spaces, control
+ * characters: names come from a possibly hostile guest) replaced by '_'.
+ */
+void report_frame(char *buf, size_t len, const struct profile *p, uint32_t func);
+/* A function's symbol name, "[unknown]" for the image's unresolved addresses. */
+const char *report_func_name(const struct profile *p, uint32_t func);
+
+/*
+ * Counting distinct id sequences (stacks) under a group key: what the
+ * renderers aggregate samples by.
+ */
+struct report_stack {
+	uint32_t group;
+	uint32_t nr;  /* ids[first .. first + nr) */
+	size_t first;
+	uint64_t count, weight;
+};
+
+struct report_stacks {
+	struct report_stack *stacks;
+	size_t nr, cap;
+	uint32_t *ids;
+	size_t nr_ids, ids_cap;
+	struct keymap index;
+};
+
+int report_stacks_add(struct report_stacks *rs, uint32_t group, const uint32_t *ids, uint32_t nr,
+		      uint64_t weight);
+void report_stacks_free(struct report_stacks *rs);
+
+#endif

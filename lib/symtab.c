@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+#include "symtab.h"
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grow.h"
+
+/* A size-0 symbol that is also the last in its segment gets this much at most. */
+#define SYMTAB_UNSIZED_SPAN 0x1000
+
+struct symtab_load {
+	uint64_t vaddr, offset, filesz, memsz;
+	bool exec;
+};
+
+struct symtab {
+	struct symtab_sym *syms;
+	size_t nr, cap;
+	char *names;
+	size_t names_len, names_cap;
+	struct symtab_load *loads;
+	size_t nr_loads, loads_cap;
+	bool fixed; /* ET_EXEC: mapped at its link addresses */
+	uint8_t build_id[64];
+	size_t build_id_size;
+};
+
+/* What symtab_open keeps per symbol while reading: names by offset, the arena moves. */
+struct raw_sym {
+	uint64_t addr, size;
+	size_t name_off;
+	int rank; /* higher wins among symbols at one address */
+};
+
+static int read_headers(struct symtab *st, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	const void *id;
+	GElf_Ehdr eh;
+	size_t i, nphdr;
+	Elf *elf;
+	int rc = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || elf_getphdrnum(elf, &nphdr)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	st->fixed = eh.e_type == ET_EXEC;
+	for (i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (grow_array(&st->loads, &st->loads_cap, st->nr_loads + 1, sizeof(*st->loads))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		st->loads[st->nr_loads++] = (struct symtab_load){
+			.vaddr = ph.p_vaddr, .offset = ph.p_offset, .filesz = ph.p_filesz,
+			.memsz = ph.p_memsz, .exec = ph.p_flags & PF_X,
+		};
+	}
+	n = dwelf_elf_gnu_build_id(elf, &id);
+	if (n > 0 && (size_t)n <= sizeof(st->build_id)) {
+		memcpy(st->build_id, id, (size_t)n);
+		st->build_id_size = (size_t)n;
+	}
+out:
+	elf_end(elf);
+	close(fd);
+	return rc;
+}
+
+/* Whether a symbol names code: functions, and untyped labels in code (hand-written assembly). */
+static bool is_code(const GElf_Sym *sym, GElf_Word shndx, Elf *elf)
+{
+	int type = GELF_ST_TYPE(sym->st_info);
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+
+	if (shndx == SHN_UNDEF || shndx == (GElf_Word)-1 || shndx == SHN_ABS)
+		return false;
+	if (type == STT_FUNC || type == STT_GNU_IFUNC)
+		return true;
+	if (type != STT_NOTYPE || !elf)
+		return false;
+	scn = elf_getscn(elf, shndx);
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
+/* perf's preferences among aliases: functions, global over weak over local, fewer leading underscores. */
+static int rank_of(const GElf_Sym *sym, const char *name)
+{
+	int rank = 0;
+
+	if (GELF_ST_TYPE(sym->st_info) == STT_FUNC)
+		rank += 100;
+	if (GELF_ST_BIND(sym->st_info) == STB_GLOBAL)
+		rank += 20;
+	else if (GELF_ST_BIND(sym->st_info) == STB_WEAK)
+		rank += 10;
+	if (sym->st_size)
+		rank += 5;
+	if (name[0] != '_')
+		rank += 2;
+	else if (name[1] != '_')
+		rank += 1;
+	return rank;
+}
+
+static int cmp_raw(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	return x->name_off < y->name_off ? -1 : x->name_off > y->name_off;
+}
+
+static int add_name(struct symtab *st, const char *name, size_t *off)
+{
+	size_t len = strlen(name) + 1;
+
+	if (grow_array(&st->names, &st->names_cap, st->names_len + len, 1))
+		return -ENOMEM;
+	memcpy(st->names + st->names_len, name, len);
+	*off = st->names_len;
+	st->names_len += len;
+	return 0;
+}
+
+static int collect(Dwfl_Module *mod, struct symtab *st, struct raw_sym **raw, size_t *nr)
+{
+	size_t cap = 0;
+	int i, n = dwfl_module_getsymtab(mod);
+
+	for (i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, NULL);
+		size_t off;
+
+		if (!name || !*name || !is_code(&sym, shndx, elf))
+			continue;
+		if (grow_array(raw, &cap, *nr + 1, sizeof(**raw)) || add_name(st, name, &off))
+			return -ENOMEM;
+		(*raw)[(*nr)++] = (struct raw_sym){
+			.addr = sym.st_value, .size = sym.st_size, .name_off = off, .rank = rank_of(&sym, name),
+		};
+	}
+	return 0;
+}
+
+/* The end of the executable segment holding vaddr, to bound unsized symbols. */
+static uint64_t segment_end(const struct symtab *st, uint64_t vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < st->nr_loads; i++) {
+		const struct symtab_load *l = &st->loads[i];
+
+		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->memsz)
+			return l->vaddr + l->memsz;
+	}
+	return vaddr > UINT64_MAX - SYMTAB_UNSIZED_SPAN ? UINT64_MAX : vaddr + SYMTAB_UNSIZED_SPAN;
+}
+
+static int build_table(struct symtab *st, struct raw_sym *raw, size_t nr)
+{
+	size_t i;
+
+	qsort(raw, nr, sizeof(*raw), cmp_raw);
+	st->syms = calloc(nr ? nr : 1, sizeof(*st->syms));
+	if (!st->syms)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		/* The best-ranked alias sorts first; drop the rest. */
+		if (i && raw[i].addr == raw[i - 1].addr)
+			continue;
+		st->syms[st->nr++] = (struct symtab_sym){
+			.addr = raw[i].addr, .size = raw[i].size, .name = st->names + raw[i].name_off,
+		};
+	}
+	for (i = 0; i < st->nr; i++) {
+		struct symtab_sym *s = &st->syms[i];
+		uint64_t end;
+
+		if (s->size)
+			continue;
+		end = segment_end(st, s->addr);
+		if (i + 1 < st->nr && st->syms[i + 1].addr < end)
+			end = st->syms[i + 1].addr;
+		s->size = end - s->addr;
+	}
+	return 0;
+}
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+int symtab_open(struct symtab **out, const char *path, const uint8_t *build_id, size_t build_id_size)
+{
+	struct symtab *st = calloc(1, sizeof(*st));
+	struct raw_sym *raw = NULL;
+	Dwfl_Module *mod;
+	size_t nr = 0;
+	Dwfl *dwfl;
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	elf_version(EV_CURRENT);
+	rc = read_headers(st, path);
+	if (rc)
+		goto fail;
+	if (build_id_size && (build_id_size != st->build_id_size ||
+			      memcmp(build_id, st->build_id, build_id_size))) {
+		rc = -ESTALE;
+		goto fail;
+	}
+	dwfl = dwfl_begin(&offline_callbacks);
+	if (!dwfl) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	mod = dwfl_report_offline(dwfl, path, path, -1);
+	dwfl_report_end(dwfl, NULL, NULL);
+	/* A file libdwfl can't use has no symbols for us; the image still shows by name. */
+	rc = mod ? collect(mod, st, &raw, &nr) : 0;
+	dwfl_end(dwfl);
+	if (!rc)
+		rc = build_table(st, raw, nr);
+	free(raw);
+	if (rc)
+		goto fail;
+	*out = st;
+	return 0;
+fail:
+	symtab_close(st);
+	return rc;
+}
+
+const struct symtab_sym *symtab_lookup(const struct symtab *st, uint64_t vaddr)
+{
+	size_t lo = 0, hi = st->nr, i, steps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/*
+	 * The closest symbol at or below vaddr usually covers it; when it
+	 * doesn't, a larger one just before may (a function with a local
+	 * label inside it). Look back a little, not through the whole file.
+	 */
+	for (i = lo, steps = 0; i > 0 && steps < 4; i--, steps++) {
+		const struct symtab_sym *s = &st->syms[i - 1];
+
+		if (vaddr - s->addr < s->size)
+			return s;
+	}
+	return NULL;
+}
+
+uint64_t symtab_map_addr(const struct symtab *st, uint64_t ip, uint64_t map_start, uint64_t pgoff)
+{
+	uint64_t off = ip - map_start + pgoff;
+	size_t i;
+
+	if (st->fixed)
+		return ip;
+	for (i = 0; i < st->nr_loads; i++) {
+		const struct symtab_load *l = &st->loads[i];
+
+		if (off >= l->offset && off - l->offset < l->filesz)
+			return off - l->offset + l->vaddr;
+	}
+	return off;
+}
+
+size_t symtab_count(const struct symtab *st)
+{
+	return st->nr;
+}
+
+size_t symtab_build_id(const struct symtab *st, const uint8_t **id)
+{
+	*id = st->build_id;
+	return st->build_id_size;
+}
+
+void symtab_close(struct symtab *st)
+{
+	if (!st)
+		return;
+	free(st->syms);
+	free(st->names);
+	free(st->loads);
+	free(st);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Function symbols of one ELF file, for turning sampled addresses into
+ * names. Symbols come through libdwfl, which merges .symtab, .dynsym, the
+ * MiniDebugInfo in .gnu_debugdata and separate debug files found by
+ * build-id or debuglink; they are copied into one sorted array so a lookup
+ * is a binary search and the file can be closed.
+ */
+#ifndef KVMPROF_SYMTAB_H
+#define KVMPROF_SYMTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symtab_sym {
+	uint64_t addr; /* virtual address in the file (st_value) */
+	uint64_t size; /* 0 in the file: up to the next symbol or the segment end */
+	const char *name;
+};
+
+struct symtab;
+
+/*
+ * Opens `path` and reads its function symbols. If build_id_size is not 0,
+ * the file's GNU build-id must equal build_id. Returns 0, -ENOEXEC (not an
+ * ELF file), -ESTALE (build-id differs or the file has none), or another
+ * -errno from opening the file.
+ */
+int symtab_open(struct symtab **out, const char *path, const uint8_t *build_id, size_t build_id_size);
+/* The symbol covering vaddr, or NULL. */
+const struct symtab_sym *symtab_lookup(const struct symtab *st, uint64_t vaddr);
+/*
+ * The file virtual address of a runtime address in a mapping of this file
+ * that starts at map_start and maps file offset pgoff there. Fixed-address
+ * executables (ET_EXEC) are mapped where they were linked, so the address
+ * is the address; position-independent objects go through the file offset
+ * and the program headers.
+ */
+uint64_t symtab_map_addr(const struct symtab *st, uint64_t ip, uint64_t map_start, uint64_t pgoff);
+size_t symtab_count(const struct symtab *st);
+/* The file's build-id (0 bytes if it has none). */
+size_t symtab_build_id(const struct symtab *st, const uint8_t **id);
+void symtab_close(struct symtab *st);
+
+#endif
