@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kvmprof-agent: the in-guest sampling agent. Subcommands record, report
+ * and export; this file only parses the command line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "export.h"
+#include "record.h"
+#include "report.h"
+
+#define AGENT_VERSION "0.1"
+
+static const char usage_text[] =
+	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-g] [-o FILE]\n"
+	"                            [-a | -p PID | [--] CMD [ARGS...]]\n"
+	"       kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
+	"                            [--format text|folded|pprof]\n"
+	"       kvmprof-agent export [-o DEVICE] [--pid PID]...\n"
+	"       kvmprof-agent --help | --version\n";
+
+static const char help_text[] =
+	"\n"
+	"Samples a Linux system with perf_event_open, like perf record or OProfile,\n"
+	"and writes a kvmprof sample file (self-describing, versioned, checked on read).\n"
+	"\n"
+	"record options:\n"
+	"  -e, --event EVENT[:PERIOD]  event to sample (repeatable; default cycles). Names:\n"
+	"                  perf's generic names (cycles, instructions, branches, branch-misses,\n"
+	"                  cache-references, cache-misses, cpu-clock, task-clock, page-faults...),\n"
+	"                  with modifiers u/k (cycles:u); anything libpfm4 knows (perf::cycles,\n"
+	"                  INST_RETIRED:ANY_P:u, model-specific names); OProfile's\n"
+	"                  event:count[:unitmask[:kernel[:user]]] (count = sampling period,\n"
+	"                  kernel/user 0 or 1). A trailing :PERIOD samples every PERIOD events.\n"
+	"  -F, --freq HZ    samples per second for events without a period (default 1000;\n"
+	"                  perf's 4000 costs four times as much in a guest with an emulated PMU)\n"
+	"  -c, --count N    sample every N events instead of a frequency\n"
+	"  -g, --callgraph  record call chains (frame pointers)\n"
+	"  -o, --output FILE  sample file (default kvmprof.data; '-' is standard output)\n"
+	"  -a, --all-cpus   every process on every CPU, kernel included, until Ctrl-C\n"
+	"                  (or until CMD exits, when one is given)\n"
+	"  -p, --pid PID    the threads of a running process, until it exits or Ctrl-C\n"
+	"  -m, --mmap-pages N  ring buffer pages per CPU (power of two, default 128)\n"
+	"  -q, --quiet      no progress line (the summary still comes)\n"
+	"  CMD ARGS         run CMD profiled, with its children; exit with its status\n"
+	"Without a hardware PMU (most virtual machines), hardware events fall back to\n"
+	"cpu-clock at the -F rate, and the file says so.\n"
+	"\n"
+	"report options: see `kvmprof-agent report --help`.\n"
+	"\n"
+	"export options:\n"
+	"  -o, --output DEVICE  where to send the stream (default /dev/ttyS1, the\n"
+	"                  kvmprof-vmm agent channel; a terminal is set to raw 115200 8N1)\n"
+	"  -p, --pid PID    only these processes (repeatable; default all)\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kvmprof-agent: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage_text);
+	return 2;
+}
+
+/* A decimal number in [min, max], digits only: "-5", "1e3", "12abc" and "" are refused. */
+static int parse_num(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	return *out < min || *out > max ? -ERANGE : 0;
+}
+
+static int bad_number(char opt, const char *arg, const char *what)
+{
+	fprintf(stderr, "kvmprof-agent: -%c '%s': expected %s\n%s", opt, arg, what, usage_text);
+	return 2;
+}
+
+static int add_event(struct record_opts *o, const char *spec)
+{
+	char unknown[KP_EVENT_NAME_MAX], err[256], close_names[512];
+	int r;
+
+	if (o->nevents == RECORD_MAX_EVENTS) {
+		fprintf(stderr, "kvmprof-agent: at most %d events\n", RECORD_MAX_EVENTS);
+		return 2;
+	}
+	r = events_parse(spec, &o->events[o->nevents], unknown, sizeof(unknown), err, sizeof(err));
+	if (r == -ENOENT) {
+		fprintf(stderr, "kvmprof-agent: %s\n", err);
+		if (events_suggest(unknown, 5, close_names, sizeof(close_names)) > 0)
+			fprintf(stderr, "kvmprof-agent: did you mean: %s\n", close_names);
+		return 2;
+	}
+	if (r) {
+		fprintf(stderr, "kvmprof-agent: -e: %s\n", err);
+		return 2;
+	}
+	o->nevents++;
+	return 0;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },    { "freq", required_argument, NULL, 'F' },
+		{ "count", required_argument, NULL, 'c' },    { "callgraph", no_argument, NULL, 'g' },
+		{ "call-graph", no_argument, NULL, 'g' },     { "output", required_argument, NULL, 'o' },
+		{ "all-cpus", no_argument, NULL, 'a' },       { "pid", required_argument, NULL, 'p' },
+		{ "mmap-pages", required_argument, NULL, 'm' }, { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+	};
+	static struct record_opts o; /* large (events); static keeps it off the stack */
+	unsigned long long v;
+	int c, r;
+
+	memset(&o, 0, sizeof(o));
+	optind = 1;
+	opterr = 0;
+	/* '+': the command's own options are not ours. */
+	while ((c = getopt_long(argc, argv, "+:e:F:c:go:ap:m:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			r = add_event(&o, optarg);
+			if (r)
+				return r;
+			break;
+		case 'F':
+			if (parse_num(optarg, 1, 1000000, &v))
+				return bad_number('F', optarg, "a sampling frequency of 1 to 1000000 Hz");
+			o.freq = v;
+			break;
+		case 'c':
+			if (parse_num(optarg, 1, ULLONG_MAX, &v))
+				return bad_number('c', optarg, "a sampling period of at least 1 event");
+			o.period = v;
+			break;
+		case 'g':
+			o.callgraph = true;
+			break;
+		case 'o':
+			if (!*optarg)
+				return usage_error("-o needs a file name%s", "");
+			o.output = optarg;
+			break;
+		case 'a':
+			o.all = true;
+			break;
+		case 'p':
+			if (parse_num(optarg, 1, INT_MAX, &v))
+				return bad_number('p', optarg, "a process id");
+			o.pid = (pid_t)v;
+			break;
+		case 'm':
+			if (parse_num(optarg, 1, 1u << 16, &v) || (v & (v - 1)))
+				return bad_number('m', optarg, "a power of two between 1 and 65536");
+			o.mmap_pages = (unsigned)v;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			printf("%s%s", usage_text, help_text);
+			return 0;
+		case ':':
+			return usage_error("record: option %s needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("record: unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (o.freq && o.period)
+		return usage_error("record: -F and -c exclude each other%s", "");
+	if (optind < argc)
+		o.argv = argv + optind;
+	else if (optind > 1 && !strcmp(argv[optind - 1], "--"))
+		return usage_error("record: missing command after --%s", "");
+	if (o.pid && (o.all || o.argv))
+		return usage_error("record: -p excludes -a and a command%s", "");
+	if (!o.all && !o.pid && !o.argv)
+		return usage_error("record: nothing to profile: give -a, -p PID or -- CMD%s", "");
+	return record_run(&o);
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct export_opts o = { 0 };
+	unsigned long long v;
+	int c, r;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:p:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg)
+				return usage_error("-o needs a file name%s", "");
+			o.output = optarg;
+			break;
+		case 'p': {
+			pid_t *n;
+
+			if (parse_num(optarg, 1, INT_MAX, &v)) {
+				free(o.pids);
+				return bad_number('p', optarg, "a process id");
+			}
+			n = realloc(o.pids, (o.npids + 1) * sizeof(*n));
+			if (!n) {
+				free(o.pids);
+				fprintf(stderr, "kvmprof-agent: out of memory\n");
+				return 1;
+			}
+			o.pids = n;
+			o.pids[o.npids++] = (pid_t)v;
+			break;
+		}
+		case 'h':
+			printf("%s%s", usage_text, help_text);
+			free(o.pids);
+			return 0;
+		case ':':
+			free(o.pids);
+			return usage_error("export: option %s needs an argument", argv[optind - 1]);
+		default:
+			free(o.pids);
+			return usage_error("export: unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc) {
+		free(o.pids);
+		return usage_error("export: unexpected argument '%s'", argv[optind]);
+	}
+	r = export_run(&o);
+	free(o.pids);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		printf("%s%s", usage_text, help_text);
+		return 0;
+	}
+	if (!strcmp(sub, "--version") || !strcmp(sub, "-V")) {
+		printf("kvmprof-agent %s (sample format %d.%d)\n", AGENT_VERSION, KP_FILE_VERSION_MAJOR,
+		       KP_FILE_VERSION_MINOR);
+		return 0;
+	}
+	/* Each subcommand sees argv[0] = its name, as if it were its own program. */
+	if (!strcmp(sub, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(sub, "report"))
+		return agent_report_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "export"))
+		return cmd_export(argc - 1, argv + 1);
+	return usage_error("unknown subcommand '%s'", sub);
+}

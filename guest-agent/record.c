@@ -1,0 +1,964 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a recording is laid out:
+ *
+ *  - one perf event per (event, CPU, target); targets are "all processes"
+ *    (-a), the command's process with inherit (its children follow), or
+ *    each thread of -p PID with inherit;
+ *  - one ring buffer per CPU: the first event opened on a CPU owns it, the
+ *    others send their records there (PERF_EVENT_IOC_SET_OUTPUT), so a
+ *    system with N CPUs needs N rings whatever the number of events;
+ *  - only the first event carries the side-band records (mmap, comm, task),
+ *    so each happens once in the file;
+ *  - every event samples the same fields, so one parser handles all rings;
+ *    PERF_SAMPLE_IDENTIFIER tells which event a record belongs to.
+ *
+ * Per-task events with inherit must be per CPU: the kernel refuses to mmap
+ * an inherited event that follows a task on any CPU (cpu == -1).
+ */
+#include "record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "perf_ring.h"
+#include "procfs.h"
+#include "sample_file.h"
+
+#define MAX_CPUS 1024
+#define DEFAULT_PAGES 128 /* 512 KiB per CPU: ~10^4 samples of headroom at -F 1000 */
+#define POLL_MS 100
+
+#define SAMPLE_FIELDS                                                                               \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
+	 PERF_SAMPLE_PERIOD)
+/* sample_id_all trailer for these fields: pid/tid, time, cpu/res, identifier. */
+#define ID_TRAILER 32
+
+struct event_id {
+	uint64_t id;
+	uint32_t idx;
+};
+
+struct rec {
+	const struct record_opts *o;
+	struct events_event ev[RECORD_MAX_EVENTS];
+	uint32_t ev_flags[RECORD_MAX_EVENTS];
+	uint64_t ev_rate[RECORD_MAX_EVENTS]; /* period, or Hz with KP_EVENT_FREQ */
+	int nev;
+	int cpus[MAX_CPUS];
+	int ncpus;
+	pid_t *targets; /* -1: all processes */
+	size_t ntargets;
+	int *fds;
+	size_t nfds, capfds;
+	struct event_id *ids;
+	size_t nids;
+	struct perf_ring *rings; /* per CPU slot; fd -1 when nothing opened there */
+	struct kp_writer *w;
+	struct emit_ctx e;
+	int out_fd;
+	const char *out_name;
+	uint64_t lost;
+	bool exclude_kernel; /* not allowed to see the kernel */
+	char pmu[192];
+	pid_t child;
+	int exec_err_fd, go_fd;
+	int write_err;
+	uint64_t t_start;
+};
+
+static volatile sig_atomic_t stop_signal;
+static volatile pid_t forward_to;
+
+/*
+ * A Ctrl-C at the terminal reaches the command too (same process group),
+ * so it is not forwarded; a signal someone sent to the agent alone is.
+ */
+static void on_signal(int sig, siginfo_t *si, void *uctx)
+{
+	(void)uctx;
+	stop_signal = sig;
+	if (forward_to > 0 && si && si->si_code != SI_KERNEL)
+		kill(forward_to, sig);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: poll must return to see the flag */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+static bool no_pmu_errno(int e)
+{
+	return e == ENOENT || e == EOPNOTSUPP || e == ENODEV || e == ENXIO;
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	/* events x CPUs x threads descriptors add up quickly with -p. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_event_attr *a)
+{
+	const struct record_opts *o = R->o;
+
+	*a = R->ev[idx].attr;
+	a->size = sizeof(*a);
+	a->sample_type = SAMPLE_FIELDS | (o->callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
+	if (R->ev_flags[idx] & KP_EVENT_FREQ) {
+		a->freq = 1;
+		a->sample_freq = R->ev_rate[idx];
+	} else {
+		a->sample_period = R->ev_rate[idx];
+	}
+	a->disabled = 1;
+	a->inherit = R->targets[0] != -1;
+	a->enable_on_exec = R->child > 0 && R->targets[0] == R->child;
+	a->sample_id_all = 1;
+	if (R->exclude_kernel) {
+		a->exclude_kernel = 1;
+		a->exclude_hv = 1;
+	}
+	if (tracking) {
+		a->mmap = 1;
+		a->mmap2 = 1;
+		a->comm = 1;
+		a->comm_exec = 1;
+		a->task = 1;
+	}
+}
+
+static int add_fd(struct rec *R, int fd, int idx)
+{
+	uint64_t id;
+
+	if (R->nfds == R->capfds) {
+		size_t ncap = R->capfds ? R->capfds * 2 : 64;
+		int *f = realloc(R->fds, ncap * sizeof(*f));
+		struct event_id *ids;
+
+		if (!f)
+			return -ENOMEM;
+		R->fds = f;
+		ids = realloc(R->ids, ncap * sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		R->ids = ids;
+		R->capfds = ncap;
+	}
+	R->fds[R->nfds++] = fd;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
+		return -errno;
+	R->ids[R->nids].id = id;
+	R->ids[R->nids].idx = (uint32_t)idx;
+	R->nids++;
+	return 0;
+}
+
+static uint32_t event_of(const struct rec *R, uint64_t id)
+{
+	for (size_t i = 0; i < R->nids; i++)
+		if (R->ids[i].id == id)
+			return R->ids[i].idx;
+	return 0;
+}
+
+/* Sets the event up as the stand-in clock; the name stays what the user asked for. */
+static void fall_back(struct rec *R, int idx)
+{
+	char asked[KP_EVENT_NAME_MAX];
+
+	memcpy(asked, R->ev[idx].name, sizeof(asked));
+	events_cpu_clock(&R->ev[idx]);
+	memcpy(R->ev[idx].name, asked, sizeof(asked));
+	R->ev_flags[idx] = KP_EVENT_FREQ | KP_EVENT_FALLBACK;
+	R->ev_rate[idx] = R->o->freq ? R->o->freq : RECORD_DEFAULT_HZ;
+}
+
+static void drop_event(struct rec *R, int idx)
+{
+	for (int i = idx; i + 1 < R->nev; i++) {
+		R->ev[i] = R->ev[i + 1];
+		R->ev_flags[i] = R->ev_flags[i + 1];
+		R->ev_rate[i] = R->ev_rate[i + 1];
+	}
+	R->nev--;
+}
+
+static void explain_open_error(const struct rec *R, int idx, int e)
+{
+	const char *name = R->ev[idx].name;
+	char buf[32] = "";
+	FILE *f;
+
+	fprintf(stderr, "kvmprof-agent: perf_event_open %s: %s\n", name, strerror(e));
+	if (e == EINVAL && (R->ev_flags[idx] & KP_EVENT_FREQ) &&
+	    (f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re"))) {
+		if (fgets(buf, sizeof(buf), f) && R->ev_rate[idx] > strtoull(buf, NULL, 10))
+			fprintf(stderr, "kvmprof-agent: %" PRIu64 " Hz is above kernel.perf_event_max_sample_rate (%s)\n",
+				R->ev_rate[idx], strtok(buf, "\n"));
+		fclose(f);
+	} else if (e == EACCES || e == EPERM) {
+		fprintf(stderr, "kvmprof-agent: not allowed; see kernel.perf_event_paranoid, or run as root\n");
+	}
+}
+
+/*
+ * The first open of each event decides what this system can do: no PMU
+ * means the clock stands in (once), a kernel that hides itself means user
+ * space only. Returns 0, 1 when the event was dropped, or -errno.
+ */
+static int probe_event(struct rec *R, int idx, bool *fell_back)
+{
+	struct perf_event_attr a;
+	long fd;
+
+	for (;;) {
+		fill_attr(R, idx, false, &a);
+		fd = perf_event_open(&a, R->targets[0], R->cpus[0], -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0) {
+			close((int)fd);
+			return 0;
+		}
+		int e = errno;
+
+		if (events_is_hardware(&R->ev[idx].attr) && no_pmu_errno(e)) {
+			if (*fell_back) {
+				fprintf(stderr, "kvmprof-agent: no hardware PMU: not recording %s (cpu-clock already stands in)\n",
+					R->ev[idx].name);
+				drop_event(R, idx);
+				return 1;
+			}
+			uint64_t hz = R->o->freq ? R->o->freq : RECORD_DEFAULT_HZ;
+
+			fprintf(stderr,
+				"kvmprof-agent: no hardware PMU (perf_event_open %s: %s); sampling cpu-clock at %" PRIu64
+				" Hz instead\n",
+				R->ev[idx].name, strerror(e), hz);
+			snprintf(R->pmu, sizeof(R->pmu), "none (perf_event_open %s: %s); cpu-clock fallback",
+				 R->ev[idx].name, strerror(e));
+			fall_back(R, idx);
+			*fell_back = true;
+			continue;
+		}
+		if ((e == EACCES || e == EPERM) && !R->exclude_kernel && !a.exclude_kernel) {
+			fprintf(stderr, "kvmprof-agent: kernel samples not allowed here (perf_event_paranoid); "
+					"recording user space only\n");
+			R->exclude_kernel = true;
+			continue;
+		}
+		explain_open_error(R, idx, e);
+		return -e;
+	}
+}
+
+static int open_events(struct rec *R)
+{
+	bool fell_back = false;
+	int r;
+
+	for (int i = 0; i < R->nev; i++) {
+		r = probe_event(R, i, &fell_back);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			i--;
+	}
+	if (!R->nev)
+		return -ENOENT;
+	if (!R->pmu[0]) {
+		bool hw = false;
+
+		for (int i = 0; i < R->nev; i++)
+			hw |= events_is_hardware(&R->ev[i].attr);
+		snprintf(R->pmu, sizeof(R->pmu), "%s", hw ? "hardware" : "software events only");
+	}
+
+	R->rings = calloc((size_t)R->ncpus, sizeof(*R->rings));
+	if (!R->rings)
+		return -ENOMEM;
+	for (int c = 0; c < R->ncpus; c++)
+		R->rings[c].fd = -1;
+
+	for (int c = 0; c < R->ncpus; c++) {
+		for (int i = 0; i < R->nev; i++) {
+			for (size_t t = 0; t < R->ntargets; t++) {
+				struct perf_event_attr a;
+				long fd;
+
+				fill_attr(R, i, i == 0, &a);
+				fd = perf_event_open(&a, R->targets[t], R->cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
+				if (fd < 0) {
+					int e = errno;
+
+					/* A thread of -p PID that exited meanwhile. */
+					if (e == ESRCH && R->targets[t] != -1 && R->targets[t] != R->child)
+						continue;
+					/* A CPU that went offline since we listed them. */
+					if (e == ENODEV && R->ncpus > 1)
+						continue;
+					fprintf(stderr, "kvmprof-agent: perf_event_open %s on CPU %d: %s\n", R->ev[i].name,
+						R->cpus[c], strerror(e));
+					return -e;
+				}
+				r = add_fd(R, (int)fd, i);
+				if (r) {
+					close((int)fd);
+					fprintf(stderr, "kvmprof-agent: perf event id: %s\n", strerror(-r));
+					return r;
+				}
+				if (R->rings[c].fd < 0) {
+					unsigned pages = R->o->mmap_pages ? R->o->mmap_pages : DEFAULT_PAGES;
+
+					r = perf_ring_map(&R->rings[c], (int)fd, pages);
+					if (r) {
+						fprintf(stderr, "kvmprof-agent: mmap of the perf ring buffer (%u pages) on CPU %d: %s\n",
+							pages, R->cpus[c], strerror(-r));
+						return r;
+					}
+				} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, R->rings[c].fd)) {
+					r = -errno;
+					fprintf(stderr, "kvmprof-agent: PERF_EVENT_IOC_SET_OUTPUT on CPU %d: %s\n", R->cpus[c],
+						strerror(-r));
+					return r;
+				}
+			}
+		}
+	}
+	if (!R->nfds) {
+		fprintf(stderr, "kvmprof-agent: nothing to record (every thread exited)\n");
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* ---- perf records to kvmprof records ---- */
+
+static uint64_t rd64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t rd32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int conv_sample(struct rec *R, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t body = h->size - sizeof(*h);
+	struct {
+		struct kp_rec_sample s;
+		uint64_t cc[KP_CALLCHAIN_MAX];
+	} u;
+	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	if (body < 48)
+		return 0;
+	memset(&u.s, 0, sizeof(u.s));
+	u.s.event_id = event_of(R, rd64(p));
+	u.s.ip = rd64(p + 8);
+	u.s.pid = rd32(p + 16);
+	u.s.tid = rd32(p + 20);
+	u.s.time = rd64(p + 24);
+	u.s.cpu = rd32(p + 32);
+	u.s.period = rd64(p + 40);
+	u.s.cpl = mode == PERF_RECORD_MISC_USER || mode == PERF_RECORD_MISC_GUEST_USER ? KP_CPL_USER
+										      : KP_CPL_KERNEL;
+	if (R->o->callgraph && body >= 56) {
+		uint64_t nr = rd64(p + 48);
+		bool skipped_ip = false;
+
+		if (nr > (body - 56) / 8)
+			nr = (body - 56) / 8;
+		for (uint64_t i = 0; i < nr && u.s.nr_callchain < KP_CALLCHAIN_MAX; i++) {
+			uint64_t a = rd64(p + 56 + i * 8);
+
+			/* PERF_CONTEXT_KERNEL / _USER markers say where the chain crosses modes. */
+			if (a >= (uint64_t)PERF_CONTEXT_MAX)
+				continue;
+			/* The chain starts with the sampled ip itself; the record has it already. */
+			if (!skipped_ip) {
+				skipped_ip = true;
+				if (a == u.s.ip)
+					continue;
+			}
+			u.cc[u.s.nr_callchain++] = a;
+		}
+	}
+	return kp_writer_add(R->w, KP_REC_SAMPLE, &u, sizeof(u.s) + u.s.nr_callchain * sizeof(uint64_t));
+}
+
+/* Time from the sample_id_all trailer of a non-sample record. */
+static uint64_t trailer_time(const struct perf_event_header *h)
+{
+	if (h->size < sizeof(*h) + ID_TRAILER)
+		return 0;
+	return rd64((const unsigned char *)h + h->size - ID_TRAILER + 8);
+}
+
+static int conv_mmap2(struct rec *R, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t fixed = 8 + 24 + 24 + 8; /* pid/tid, addr/len/pgoff, dev/ino or build-id, prot/flags */
+	size_t body = h->size - sizeof(*h);
+	char name[KP_PATH_MAX];
+	size_t maxlen;
+	uint32_t pid = rd32(p);
+
+	if (body < fixed + ID_TRAILER)
+		return 0;
+	/* Kernel and module maps (pid -1): kernel samples resolve through KSYMS. */
+	if (pid == UINT32_MAX)
+		return 0;
+	maxlen = body - fixed - ID_TRAILER;
+	if (maxlen >= sizeof(name))
+		maxlen = sizeof(name) - 1;
+	memcpy(name, p + fixed, maxlen);
+	name[maxlen] = 0;
+	return emit_mmap(&R->e, pid, rd32(p + 4), trailer_time(h), rd64(p + 8), rd64(p + 16), rd64(p + 24),
+			 rd32(p + 56), rd32(p + 60), name);
+}
+
+static int conv_comm(struct rec *R, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t body = h->size - sizeof(*h);
+	char comm[KP_COMM_MAX + 1];
+	size_t n;
+
+	if (body < 8 + ID_TRAILER)
+		return 0;
+	n = body - 8 - ID_TRAILER;
+	if (n > KP_COMM_MAX)
+		n = KP_COMM_MAX;
+	memcpy(comm, p + 8, n);
+	comm[n] = 0;
+	return emit_comm(&R->e, rd32(p), rd32(p + 4), trailer_time(h), comm,
+			 h->misc & PERF_RECORD_MISC_COMM_EXEC);
+}
+
+static int conv_task(struct rec *R, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+
+	if (h->size < sizeof(*h) + 24)
+		return 0;
+	return emit_task(&R->e, h->type == PERF_RECORD_FORK ? KP_REC_FORK : KP_REC_EXIT, rd32(p), rd32(p + 4),
+			 rd32(p + 8), rd32(p + 12), rd64(p + 16));
+}
+
+static int conv_lost(struct rec *R, uint64_t id, uint64_t lost)
+{
+	struct kp_rec_lost l = { .event_id = event_of(R, id), .lost = lost };
+
+	R->lost += lost;
+	return kp_writer_add(R->w, KP_REC_LOST, &l, sizeof(l));
+}
+
+static int on_record(const struct perf_event_header *h, void *ctx)
+{
+	struct rec *R = ctx;
+	const unsigned char *p = (const unsigned char *)(h + 1);
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		return conv_sample(R, h);
+	case PERF_RECORD_MMAP2:
+		return conv_mmap2(R, h);
+	case PERF_RECORD_COMM:
+		return conv_comm(R, h);
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		return conv_task(R, h);
+	case PERF_RECORD_LOST:
+		if (h->size >= sizeof(*h) + 16)
+			return conv_lost(R, rd64(p), rd64(p + 8));
+		return 0;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (h->size >= sizeof(*h) + 8 + ID_TRAILER)
+			return conv_lost(R, rd64((const unsigned char *)h + h->size - 8), rd64(p));
+		return 0;
+	default:
+		return 0; /* throttling and the like: nothing a report needs */
+	}
+}
+
+static int drain(struct rec *R)
+{
+	for (int c = 0; c < R->ncpus; c++) {
+		int r;
+
+		if (R->rings[c].fd < 0)
+			continue;
+		r = perf_ring_read(&R->rings[c], on_record, R);
+		if (r == -EIO) {
+			fprintf(stderr, "kvmprof-agent: malformed record in the ring of CPU %d; skipped its contents\n",
+				R->cpus[c]);
+			continue;
+		}
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- targets ---- */
+
+static int start_child(struct rec *R)
+{
+	int go[2], err[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		fprintf(stderr, "kvmprof-agent: pipe: %s\n", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		fprintf(stderr, "kvmprof-agent: fork: %s\n", strerror(e));
+		return -e;
+	}
+	if (!pid) {
+		char c;
+		int e;
+
+		/* Wait until the events are on us, so the command runs profiled from its first instruction. */
+		close(go[1]);
+		close(err[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(R->o->argv[0], R->o->argv);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	R->child = pid;
+	R->go_fd = go[1];
+	R->exec_err_fd = err[0];
+	return 0;
+}
+
+/* Lets the child exec; its exec error, if any, comes back through the close-on-exec pipe. */
+static int release_child(struct rec *R)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(R->go_fd, "g", 1) != 1) {
+		fprintf(stderr, "kvmprof-agent: starting %s: %s\n", R->o->argv[0], strerror(errno));
+		return -EIO;
+	}
+	close(R->go_fd);
+	R->go_fd = -1;
+	do
+		n = read(R->exec_err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(R->exec_err_fd);
+	R->exec_err_fd = -1;
+	if (n == sizeof(e)) {
+		fprintf(stderr, "kvmprof-agent: cannot run %s: %s\n", R->o->argv[0], strerror(e));
+		waitpid(R->child, NULL, 0);
+		R->child = 0;
+		return -e;
+	}
+	return 0;
+}
+
+static int set_targets(struct rec *R)
+{
+	const struct record_opts *o = R->o;
+
+	if (o->all || !o->pid) {
+		R->targets = malloc(sizeof(*R->targets));
+		if (!R->targets)
+			return -ENOMEM;
+		R->targets[0] = o->all ? -1 : R->child;
+		R->ntargets = 1;
+		return 0;
+	}
+	char dir[64];
+	int r;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)o->pid);
+	r = procfs_list_ids(dir, &R->targets, &R->ntargets);
+	if (r == -ESRCH || (!r && !R->ntargets)) {
+		fprintf(stderr, "kvmprof-agent: no process %d\n", (int)o->pid);
+		return -ESRCH;
+	}
+	if (r)
+		fprintf(stderr, "kvmprof-agent: %s: %s\n", dir, strerror(-r));
+	return r;
+}
+
+/* ---- the file's preamble ---- */
+
+static int write_preamble(struct rec *R)
+{
+	const struct record_opts *o = R->o;
+	char cmd[1024];
+	size_t n = 0;
+	int r;
+
+	if (o->argv)
+		for (char **a = o->argv; *a && n < sizeof(cmd); a++)
+			n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", n ? " " : "", *a);
+	if (o->all)
+		snprintf(cmd + n, sizeof(cmd) - n, "%ssystem-wide", n ? " (" : "");
+	if (o->all && n && strlen(cmd) < sizeof(cmd) - 1)
+		strcat(cmd, ")");
+	if (o->pid)
+		snprintf(cmd, sizeof(cmd), "pid %d", (int)o->pid);
+
+	r = emit_meta_system(&R->e);
+	if (!r)
+		r = kp_writer_meta(R->w, "command", cmd);
+	if (!r)
+		r = kp_writer_meta(R->w, "pmu", R->pmu);
+	for (int i = 0; i < R->nev && !r; i++) {
+		struct kp_rec_event ev;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.id = (uint32_t)i;
+		ev.type = R->ev[i].attr.type;
+		ev.config = R->ev[i].attr.config;
+		ev.period = R->ev_rate[i];
+		ev.flags = R->ev_flags[i];
+		memcpy(ev.name, R->ev[i].name, sizeof(ev.name));
+		r = kp_writer_add(R->w, KP_REC_EVENT, &ev, sizeof(ev));
+	}
+	if (!r) {
+		bool hidden;
+		uint64_t nsyms;
+
+		r = emit_kallsyms(&R->e, &hidden, &nsyms);
+		if (r == -ENOENT || r == -EACCES) {
+			fprintf(stderr, "kvmprof-agent: /proc/kallsyms: %s; kernel samples will not resolve\n",
+				strerror(-r));
+			r = 0;
+		} else if (!r && hidden) {
+			fprintf(stderr, "kvmprof-agent: /proc/kallsyms shows only zero addresses (kernel.kptr_restrict); "
+					"kernel samples will not resolve\n");
+		}
+	}
+	return r;
+}
+
+/* Processes that run already: -a sees them all, -p its one. A command is born under our eyes. */
+static int synthesize(struct rec *R)
+{
+	if (R->o->all)
+		return emit_all_processes(&R->e, 0);
+	if (R->o->pid) {
+		int r = emit_process(&R->e, R->o->pid, 0);
+
+		return r == -ESRCH ? 0 : r;
+	}
+	return 0;
+}
+
+/* ---- the loop ---- */
+
+static void progress(struct rec *R, bool final)
+{
+	static bool shown;
+	double mb = (double)kp_writer_bytes(R->w) / 1e6;
+
+	if (final) {
+		if (shown)
+			fprintf(stderr, "\r%60s\r", "");
+		return;
+	}
+	fprintf(stderr, "\rkvmprof-agent: recording: %" PRIu64 " samples, %" PRIu64 " lost, %.1f MB ",
+		kp_writer_samples(R->w), R->lost, mb);
+	shown = true;
+}
+
+static int pidfd_for(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int record_loop(struct rec *R, int *child_status)
+{
+	struct pollfd *pfd = calloc((size_t)R->ncpus + 1, sizeof(*pfd));
+	bool tty = !R->o->quiet && isatty(2);
+	uint64_t last_progress = emit_now_ns();
+	int npfd = 0, pidfd = -1, r = 0;
+
+	if (!pfd)
+		return -ENOMEM;
+	for (int c = 0; c < R->ncpus; c++) {
+		if (R->rings[c].fd >= 0) {
+			pfd[npfd].fd = R->rings[c].fd;
+			pfd[npfd++].events = POLLIN;
+		}
+	}
+	if (R->o->pid && !R->o->all) {
+		pidfd = pidfd_for(R->o->pid);
+		if (pidfd >= 0) {
+			pfd[npfd].fd = pidfd;
+			pfd[npfd++].events = POLLIN;
+		}
+	}
+	for (;;) {
+		int n = poll(pfd, (nfds_t)npfd, POLL_MS);
+
+		if (n < 0 && errno != EINTR) {
+			r = -errno;
+			fprintf(stderr, "kvmprof-agent: poll: %s\n", strerror(errno));
+			break;
+		}
+		/* An event whose tasks all exited reports POLLHUP for good: stop polling it, keep draining. */
+		for (int i = 0; i < npfd; i++)
+			if (pfd[i].fd != pidfd && (pfd[i].revents & (POLLHUP | POLLERR)))
+				pfd[i].fd = -pfd[i].fd - 1;
+		r = drain(R);
+		if (r)
+			break;
+		if (tty && emit_now_ns() - last_progress >= 1000000000ull) {
+			progress(R, false);
+			last_progress = emit_now_ns();
+		}
+		if (R->child > 0) {
+			pid_t w = waitpid(R->child, child_status, WNOHANG);
+
+			if (w == R->child) {
+				R->child = 0;
+				forward_to = 0;
+				break;
+			}
+			continue; /* with a command, signals end the command, and the command ends the recording */
+		}
+		if (stop_signal)
+			break;
+		if (R->o->pid && !R->o->all) {
+			if (pidfd >= 0 ? n > 0 && (pfd[npfd - 1].revents & POLLIN) : kill(R->o->pid, 0) && errno == ESRCH)
+				break;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	free(pfd);
+	if (tty)
+		progress(R, true);
+	return r;
+}
+
+static void cleanup(struct rec *R)
+{
+	if (R->rings)
+		for (int c = 0; c < R->ncpus; c++)
+			if (R->rings[c].fd >= 0)
+				perf_ring_unmap(&R->rings[c]);
+	for (size_t i = 0; i < R->nfds; i++)
+		close(R->fds[i]);
+	free(R->rings);
+	free(R->fds);
+	free(R->ids);
+	free(R->targets);
+	emit_fini(&R->e);
+	if (R->go_fd >= 0)
+		close(R->go_fd);
+	if (R->exec_err_fd >= 0)
+		close(R->exec_err_fd);
+}
+
+static int open_output(struct rec *R)
+{
+	const char *out = R->o->output ? R->o->output : RECORD_DEFAULT_OUTPUT;
+
+	if (!strcmp(out, "-")) {
+		R->out_fd = 1;
+		R->out_name = "standard output";
+		return 0;
+	}
+	/* 0644 like perf.data's readers expect; the file holds no more than /proc shows this user. */
+	R->out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	R->out_name = out;
+	if (R->out_fd < 0) {
+		fprintf(stderr, "kvmprof-agent: cannot create %s: %s\n", out, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+int record_run(const struct record_opts *o)
+{
+	struct rec R;
+	int r, status = 0, ncpus;
+	bool ok = false;
+
+	memset(&R, 0, sizeof(R));
+	R.o = o;
+	R.out_fd = -1;
+	R.go_fd = R.exec_err_fd = -1;
+	stop_signal = 0;
+	forward_to = 0;
+	if (o->nevents) {
+		R.nev = o->nevents;
+		memcpy(R.ev, o->events, sizeof(R.ev[0]) * (size_t)o->nevents);
+	} else {
+		char unk[8], err[64];
+
+		events_parse("cycles", &R.ev[0], unk, sizeof(unk), err, sizeof(err));
+		R.nev = 1;
+	}
+	for (int i = 0; i < R.nev; i++) {
+		/* NAME:PERIOD wins, then -c, then -F (default 1000 Hz). */
+		uint64_t p = R.ev[i].period ? R.ev[i].period : o->period;
+
+		R.ev_flags[i] = p ? 0 : KP_EVENT_FREQ;
+		R.ev_rate[i] = p ? p : (o->freq ? o->freq : RECORD_DEFAULT_HZ);
+	}
+	ncpus = procfs_online_cpus(R.cpus, MAX_CPUS);
+	if (ncpus < 0) {
+		fprintf(stderr, "kvmprof-agent: /sys/devices/system/cpu/online: %s\n", strerror(-ncpus));
+		return 1;
+	}
+	R.ncpus = ncpus;
+	raise_fd_limit();
+
+	/* The output is created only once the events opened, so a failed start leaves an old file alone. */
+	if (o->argv && start_child(&R))
+		goto out;
+	if (set_targets(&R))
+		goto out;
+	if (open_events(&R))
+		goto out;
+	if (open_output(&R))
+		goto out;
+	r = kp_writer_open(&R.w, R.out_fd, KP_SOURCE_LINUX_AGENT);
+	if (r) {
+		fprintf(stderr, "kvmprof-agent: writing %s: %s\n", R.out_name, strerror(-r));
+		goto out;
+	}
+	emit_init(&R.e, R.w);
+	r = write_preamble(&R);
+	if (r)
+		goto write_error;
+	install_signals();
+	R.t_start = emit_now_ns();
+	/* A command's events come on at its exec (enable_on_exec); the others now. */
+	if (!(R.child > 0 && R.targets[0] == R.child))
+		for (size_t i = 0; i < R.nfds; i++)
+			ioctl(R.fds[i], PERF_EVENT_IOC_ENABLE, 0);
+	r = synthesize(&R);
+	if (r)
+		goto write_error;
+	if (R.child > 0) {
+		forward_to = R.child;
+		if (release_child(&R)) {
+			/* Nothing was recorded: leave no half file behind. */
+			if (R.out_fd != 1)
+				unlink(R.out_name);
+			goto out_abort;
+		}
+	}
+	r = record_loop(&R, &status);
+	for (size_t i = 0; i < R.nfds; i++)
+		ioctl(R.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	if (!r)
+		r = drain(&R);
+	if (r)
+		goto write_error;
+	uint64_t duration = emit_now_ns() - R.t_start, samples = kp_writer_samples(R.w);
+	uint64_t bytes = kp_writer_bytes(R.w);
+	struct stat st;
+
+	r = kp_writer_close(R.w, R.lost, duration);
+	R.w = NULL;
+	if (r)
+		goto write_error;
+	if (!fstat(R.out_fd, &st) && S_ISREG(st.st_mode))
+		bytes = (uint64_t)st.st_size;
+	if (R.out_fd != 1 && close(R.out_fd)) {
+		r = -errno;
+		R.out_fd = -1;
+		goto write_error;
+	}
+	R.out_fd = -1;
+	fprintf(stderr, "kvmprof-agent: %" PRIu64 " samples (%" PRIu64 " lost) in %.1f s, written to %s (%.2f MB)\n",
+		samples, R.lost, (double)duration / 1e9, R.out_name, (double)bytes / 1e6);
+	ok = true;
+	goto out;
+
+write_error:
+	fprintf(stderr, "kvmprof-agent: writing %s: %s\n", R.out_name, strerror(-r));
+out_abort:
+	if (R.w)
+		kp_writer_abort(R.w);
+	R.w = NULL;
+out:
+	/* A command we started and no longer follow must not outlive a failed recording. */
+	if (R.child > 0) {
+		kill(R.child, SIGTERM);
+		waitpid(R.child, &status, 0);
+		ok = false;
+	}
+	if (R.out_fd > 1)
+		close(R.out_fd);
+	cleanup(&R);
+	if (!ok)
+		return 1;
+	return o->argv ? exit_code(status) : 0;
+}
