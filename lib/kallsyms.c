@@ -197,7 +197,8 @@ const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t a
 	/* Of aliases at one address, report the first (sorted by name). */
 	while (lo && ks->syms[lo - 1].addr == ks->syms[lo].addr)
 		lo--;
-	return addr < ks->syms[lo].end ? &ks->syms[lo] : NULL;
+	/* An end saturated at the top of the address space includes the last byte. */
+	return addr < ks->syms[lo].end || ks->syms[lo].end == UINT64_MAX ? &ks->syms[lo] : NULL;
 }
 
 size_t kallsyms_count(const struct kallsyms *ks)

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/kallsyms: parsing /proc/kallsyms text, malformed lines, lookups. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kallsyms.h"
+
+static const char text[] =
+	"ffffffff81000000 T _text\n"
+	"ffffffff81000000 T startup_64\n"
+	"ffffffff81001000 t do_one_thing\n"
+	"ffffffff81002000 D some_data\n"           /* not text: skipped */
+	"ffffffff81003000 W weak_func\n"
+	"garbage line without address\n"          /* malformed */
+	"ffffffff81004000 T\n"                    /* no name: malformed */
+	"ffffffff81004000 TT name\n"              /* two-letter type: malformed */
+	"zzzz T name\n"                           /* not hex: malformed */
+	"ffffffff81005000 T after_bad\n"
+	"\n"
+	"ffffffffc0a00000 t ext4_fill_super\t[ext4]\n"
+	"ffffffffc0a00100 t ext4_broken\t[ext4\n"  /* unclosed module: malformed */
+	"ffffffffc0a00200 T ext4_last [ext4]";     /* no final newline */
+
+static void test_parse_and_lookup(void **state)
+{
+	const struct kallsyms_sym *s;
+	struct kallsyms *ks;
+
+	(void)state;
+	assert_int_equal(kallsyms_parse(&ks, text, strlen(text)), 0);
+	assert_int_equal(kallsyms_count(ks), 7);
+	assert_int_equal(kallsyms_malformed(ks), 5);
+	assert_false(kallsyms_hidden(ks));
+
+	/* Aliases: one name per address, deterministically the first by name. */
+	s = kallsyms_lookup(ks, 0xffffffff81000010);
+	assert_non_null(s);
+	assert_string_equal(s->name, "_text");
+	assert_null(s->module);
+	assert_int_equal(s->end, 0xffffffff81001000);
+	s = kallsyms_lookup(ks, 0xffffffff81001fff);
+	assert_string_equal(s->name, "do_one_thing");
+	/* The data symbol is gone: do_one_thing runs up to weak_func. */
+	s = kallsyms_lookup(ks, 0xffffffff81002800);
+	assert_string_equal(s->name, "do_one_thing");
+	s = kallsyms_lookup(ks, 0xffffffff81003000);
+	assert_string_equal(s->name, "weak_func");
+	s = kallsyms_lookup(ks, 0xffffffff81005001);
+	assert_string_equal(s->name, "after_bad");
+	s = kallsyms_lookup(ks, 0xffffffffc0a00050);
+	assert_string_equal(s->name, "ext4_fill_super");
+	assert_string_equal(s->module, "ext4");
+	s = kallsyms_lookup(ks, 0xffffffffc0a00210);
+	assert_string_equal(s->name, "ext4_last");
+	assert_string_equal(s->module, "ext4");
+	/* Below the first symbol and far past the last: nothing. */
+	assert_null(kallsyms_lookup(ks, 0xffffffff80ffffff));
+	assert_null(kallsyms_lookup(ks, 0));
+	assert_null(kallsyms_lookup(ks, 0xffffffffc0b00000));
+	kallsyms_free(ks);
+}
+
+static void test_hidden_and_empty(void **state)
+{
+	static const char hidden[] = "0000000000000000 T _text\n0000000000000000 t foo\n";
+	static const char junk[] = "binary \xff\xfe\n\0zz\n\n";
+	struct kallsyms *ks;
+
+	(void)state;
+	assert_int_equal(kallsyms_parse(&ks, hidden, strlen(hidden)), 0);
+	assert_true(kallsyms_hidden(ks));
+	assert_null(kallsyms_lookup(ks, 0));
+	assert_null(kallsyms_lookup(ks, 5));
+	kallsyms_free(ks);
+	assert_int_equal(kallsyms_parse(&ks, "", 0), 0);
+	assert_int_equal(kallsyms_count(ks), 0);
+	assert_null(kallsyms_lookup(ks, 0x1000));
+	kallsyms_free(ks);
+	assert_int_equal(kallsyms_parse(&ks, junk, sizeof(junk) - 1), 0);
+	assert_int_equal(kallsyms_count(ks), 0);
+	/* The line after the NUL reads as empty: cut at the NUL. */
+	assert_int_equal(kallsyms_malformed(ks), 1);
+	kallsyms_free(ks);
+}
+
+static void test_top_of_address_space(void **state)
+{
+	static const char top[] = "ffffffffffffff00 T at_the_top\n";
+	struct kallsyms *ks;
+
+	(void)state;
+	assert_int_equal(kallsyms_parse(&ks, top, strlen(top)), 0);
+	assert_string_equal(kallsyms_lookup(ks, UINT64_MAX)->name, "at_the_top");
+	kallsyms_free(ks);
+}
+
+static void test_load(void **state)
+{
+	char path[] = "/tmp/kvmprof-kallsyms-XXXXXX";
+	struct kallsyms *ks;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	assert_int_equal(kallsyms_load(&ks, path), 0);
+	assert_int_equal(kallsyms_count(ks), 7);
+	kallsyms_free(ks);
+	unlink(path);
+	assert_int_equal(kallsyms_load(&ks, path), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_and_lookup),
+		cmocka_unit_test(test_hidden_and_empty),
+		cmocka_unit_test(test_top_of_address_space),
+		cmocka_unit_test(test_load),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
