@@ -2,7 +2,7 @@
 # Included by the root Makefile (BUILD, CC, HOST_CFLAGS, CMOCKA_LIBS, SAN_FLAGS).
 
 GUEST_OUT      := $(BUILD)/guest
-GUEST_PROGRAMS := matmul hash exit hello fault pmutest vpmubench
+GUEST_PROGRAMS := matmul hash exit hello fault pmutest vpmubench agent
 
 # Ring 0 is emulated instruction by instruction on the target host: no SSE,
 # no red zone, no CET/endbr, nothing clever.
@@ -15,7 +15,7 @@ GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,max-page-s
 	-Wl,-z,noexecstack
 
 # guest/lib: code shared by kernel and user space, compiled once with each's flags.
-GUEST_LIB_SRCS    := guest/lib/format.c guest/lib/string.c
+GUEST_LIB_SRCS    := guest/lib/format.c guest/lib/string.c guest/lib/crc32.c
 GUEST_KERNEL_SRCS := $(wildcard guest/kernel/*.c guest/kernel/*.S)
 GUEST_KERNEL_OBJS := $(patsubst guest/kernel/%,$(GUEST_OUT)/kernel/%.o,$(GUEST_KERNEL_SRCS)) \
 	$(patsubst guest/lib/%,$(GUEST_OUT)/lib/kernel/%.o,$(GUEST_LIB_SRCS))
@@ -54,6 +54,8 @@ $(GUEST_OUT)/user/%: $(GUEST_OUT)/user/%.c.o $(GUEST_ULIB_OBJS)
 	$(CC) $(GUEST_LDFLAGS) -Wl,-Ttext-segment=0x40000000 -o $@ $(GUEST_ULIB_OBJS) $<
 
 # Deterministic archive: sorted names, no directories, fixed owner and times.
+# $(GUEST_OUT)/bin points into the initrd tree, so that a sample file's guest
+# paths resolve under --guest-root $(GUEST_OUT): /bin/matmul, /kernel.elf.
 $(GUEST_OUT)/initrd.cpio: $(GUEST_USER_ELFS) $(GUEST_INITRD_FILES)
 	rm -rf $(GUEST_OUT)/initrd $@.tmp
 	mkdir -p $(GUEST_OUT)/initrd/bin
@@ -62,6 +64,7 @@ $(GUEST_OUT)/initrd.cpio: $(GUEST_USER_ELFS) $(GUEST_INITRD_FILES)
 	find $(GUEST_OUT)/initrd -type f -exec touch -d @0 {} +
 	cd $(GUEST_OUT)/initrd && find . -type f | sed 's|^\./||' | LC_ALL=C sort | \
 		cpio -o -H newc --quiet --reproducible --owner=0:0 > ../initrd.cpio.tmp
+	ln -sfn initrd/bin $(GUEST_OUT)/bin
 	mv $@.tmp $@
 
 # cpio parser unit tests (host build, and an ASan + UBSan build).

@@ -204,9 +204,11 @@ void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf);
 
 int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned int flags);
 void pmu_all_cpu_set(struct cpu *c, int on);
+void pmu_all_watchdog(struct cpu *c, struct trapframe *tf); /* timer tick */
 
 /* pmu_all.c: system-wide sampling */
 void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl); /* NMI context */
+void pmu_all_late(struct cpu *c);   /* an overflow the tick found without its PMI */
 void pmu_all_poll(struct cpu *c); /* applies a new configuration on this CPU (IPI, tick) */
 void sys_pmu_all_start(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf);

@@ -760,3 +760,22 @@ void pmu_all_cpu_set(struct cpu *c, int on)
 		wrmsr(intel() ? MSR_IA32_GLOBAL_CTRL : MSR_AMD_GLOBAL_CTL, all_bits(c));
 	pmu_leave(c);
 }
+
+/*
+ * At each tick while system-wide sampling runs: a counter that wrapped
+ * without its PMI being handled would never overflow again (it counts up
+ * from 0 for 2^47 events), so take the overflow here. Seen with the Intel
+ * model, whose LVTPC the VMM masks after each PMI: an overflow that comes
+ * while it is still masked is dropped. Costs one RDMSR per tick.
+ */
+void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
+{
+	if (!c->pmu_all_on || c->pmu_busy)
+		return;
+	pmu_enter(c);
+	if ((rdmsr(msr_ctr(all.hw)) & pmu.mask) < pmu.half) {
+		pmu_all_late(c);
+		nmi_body(c, tf->rip, tf->cs); /* records, re-arms, clears status, unmasks */
+	}
+	pmu_leave(c);
+}

@@ -25,6 +25,7 @@ struct all_ring {
 	volatile uint32_t head; /* records written since the start: this CPU's NMIs only */
 	volatile uint32_t tail; /* records drained: readers only, under all_lock */
 	uint64_t pmis, drops;   /* this CPU's NMIs only */
+	uint64_t late;          /* overflows the tick took for a lost PMI */
 	struct pmu_record rec[PMU_ALL_RING];
 } __attribute__((aligned(64)));
 
@@ -57,6 +58,11 @@ void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
 	e->cpl = (unsigned char)cpl;
 	e->reserved = 0;
 	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
+}
+
+void pmu_all_late(struct cpu *c)
+{
+	rings[c->id].late++;
 }
 
 void pmu_all_poll(struct cpu *c)
@@ -101,7 +107,7 @@ void sys_pmu_all_start(struct cpu *c, struct trapframe *tf)
 		/* Every CPU has stopped (the last stop waited for them): no producer runs. */
 		for (int i = 0; i < ncpus_online(); i++) {
 			rings[i].head = rings[i].tail = 0;
-			rings[i].pmis = rings[i].drops = 0;
+			rings[i].pmis = rings[i].drops = rings[i].late = 0;
 		}
 		all_want = 1;
 		r = all_cpus = sync_cpus(c);
@@ -127,6 +133,7 @@ void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf)
 		st.pmis += rings[i].pmis;
 		st.records += rings[i].head;
 		st.drops += rings[i].drops;
+		st.late += rings[i].late;
 	}
 	st.cpus = (unsigned long)all_cpus;
 	spin_unlock(&all_lock);

@@ -149,6 +149,7 @@ struct pmu_all_stats {
 	unsigned long records; /* records written to the rings */
 	unsigned long drops;   /* records lost to a full ring */
 	unsigned long cpus;    /* CPUs that sampled */
+	unsigned long late;    /* of the PMIs: overflows whose PMI never came, taken at a tick */
 };
 
 /*
