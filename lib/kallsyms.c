@@ -124,7 +124,8 @@ int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 		}
 		ks->syms[ks->nr++] = (struct kallsyms_sym){ .addr = addr, .name = name, .module = module };
 	}
-	qsort(ks->syms, ks->nr, sizeof(*ks->syms), cmp_addr);
+	if (ks->nr > 1)
+		qsort(ks->syms, ks->nr, sizeof(*ks->syms), cmp_addr);
 	for (i = 0; i < ks->nr; i++) {
 		uint64_t a = ks->syms[i].addr;
 		size_t j = i + 1;

@@ -180,7 +180,8 @@ static uint32_t image_id(struct profile *p, const char *path, const char *name, 
 		return PROFILE_NONE;
 	im = &p->images[p->nr_images];
 	*im = (struct profile_image){ .kernel = kernel, .build_id_size = bid_size };
-	memcpy(im->build_id, bid, bid_size);
+	if (bid_size)
+		memcpy(im->build_id, bid, bid_size);
 	im->path = path ? intern(p, path) : NULL;
 	im->name = intern(p, path ? base_name(path) : name);
 	if ((path && !im->path) || !im->name)
@@ -718,7 +719,7 @@ static uint32_t resolve_kernel(struct profile *p, uint64_t addr)
 	return PROFILE_NONE;
 }
 
-/* A user address: the sample's address space, else any other the pid had (maps recorded late). */
+/* A user address: the sample's address space, else a later one of the pid (maps recorded late). */
 static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint64_t addr)
 {
 	struct profile_state *ps = p->state;
@@ -729,10 +730,14 @@ static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint6
 	if (mm != PROFILE_NONE && (m = find_map(&ps->mms[mm], addr)))
 		return resolve_in_map(p, m, addr);
 	v = keymap_get(&ps->mm_by_pid, pid, 0);
-	/* Bounded walk: a pid reused many times shouldn't make every miss slow. */
-	for (i = v >= 0 ? (uint32_t)v : PROFILE_NONE, steps = 0; i != PROFILE_NONE && steps < 16;
-	     i = ps->mms[i].prev, steps++)
-		if (i != mm && (m = find_map(&ps->mms[i], addr)))
+	/*
+	 * Only address spaces that began after the sample's: those hold maps
+	 * recorded late, while earlier ones were replaced (exec) before the
+	 * sample. Bounded: a pid reused many times mustn't make misses slow.
+	 */
+	for (i = v >= 0 ? (uint32_t)v : PROFILE_NONE, steps = 0;
+	     i != PROFILE_NONE && (mm == PROFILE_NONE || i > mm) && steps < 16; i = ps->mms[i].prev, steps++)
+		if ((m = find_map(&ps->mms[i], addr)))
 			return resolve_in_map(p, m, addr);
 	return PROFILE_NONE;
 }
@@ -862,7 +867,8 @@ int profile_finish(struct profile *p)
 		p->samples[i].event = ev;
 	}
 
-	qsort(ps->ops, ps->nr_ops, sizeof(*ps->ops), cmp_op);
+	if (ps->nr_ops > 1)
+		qsort(ps->ops, ps->nr_ops, sizeof(*ps->ops), cmp_op);
 	order = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*order));
 	sample_mm = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*sample_mm));
 	p->frames = malloc((ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
@@ -906,6 +912,12 @@ int profile_finish(struct profile *p)
 		/* Names recorded after the samples (a process table at the end) still count. */
 		if (s->comm == PROFILE_NONE && mm != PROFILE_NONE)
 			s->comm = ps->mms[mm].comm;
+		if (s->comm == PROFILE_NONE) {
+			int64_t last = keymap_get(&ps->mm_by_pid, s->pid, 0);
+
+			if (last >= 0 && (mm == PROFILE_NONE || last > mm))
+				s->comm = ps->mms[last].comm;
+		}
 		if (s->comm == PROFILE_NONE) {
 			char name[32];
 

@@ -97,7 +97,8 @@ int report_folded(FILE *out, const struct profile *p, uint32_t event)
 			rc = -ENOMEM;
 	}
 	if (!rc) {
-		qsort(lines, nr, sizeof(*lines), cmp_lines);
+		if (nr > 1)
+			qsort(lines, nr, sizeof(*lines), cmp_lines);
 		for (i = 0; i < nr; i++)
 			fprintf(out, "%s %" PRIu64 "\n", lines[i].text, lines[i].count);
 		if (fflush(out) || ferror(out))

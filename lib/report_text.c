@@ -186,7 +186,8 @@ static int print_callgraph(FILE *out, const struct profile *p, struct table *t, 
 	}
 	if (rc)
 		goto out;
-	qsort(rs.stacks, rs.nr, sizeof(*rs.stacks), cmp_stacks);
+	if (rs.nr > 1)
+		qsort(rs.stacks, rs.nr, sizeof(*rs.stacks), cmp_stacks);
 	for (i = 0, j = 0; i < nrows; i++) {
 		uint64_t shown = 0, other = 0;
 		unsigned k = 0;
@@ -270,7 +271,8 @@ int report_text(FILE *out, const struct profile *p, const struct report_options 
 	rc = count_rows(&t, p);
 	if (rc)
 		goto out;
-	qsort_r(t.rows, t.nr, sizeof(*t.rows), cmp_rows, (void *)p);
+	if (t.nr > 1)
+		qsort_r(t.rows, t.nr, sizeof(*t.rows), cmp_rows, (void *)p);
 	/* Sorting moved the rows: index them again for the call-chain pass. */
 	keymap_free(&t.index);
 	for (i = 0; i < t.nr && !rc; i++) {

@@ -187,7 +187,8 @@ static int build_table(struct symtab *st, struct raw_sym *raw, size_t nr)
 {
 	size_t i;
 
-	qsort(raw, nr, sizeof(*raw), cmp_raw);
+	if (nr > 1)
+		qsort(raw, nr, sizeof(*raw), cmp_raw);
 	st->syms = calloc(nr ? nr : 1, sizeof(*st->syms));
 	if (!st->syms)
 		return -ENOMEM;
