@@ -176,6 +176,7 @@ if [ -f tests/e2e/bundled-guest.sh ]; then
 	. tests/e2e/bundled-guest.sh
 fi
 [ -f tests/e2e/vpmu-guest.sh ] && . tests/e2e/vpmu-guest.sh
+[ -f tests/e2e/guest-agent.sh ] && . tests/e2e/guest-agent.sh
 
 echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail = 0 ]
