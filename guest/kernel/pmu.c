@@ -301,6 +301,14 @@ static void hw_load(struct cpu *c, struct proc *p)
 static void nmi_body(struct cpu *c, uint64_t rip, uint64_t cs)
 {
 	struct proc *p = c->pmu_loaded;
+	/*
+	 * Unmask first (the VMM masks LVTPC after each PMI, as hardware does):
+	 * an overflow after the re-arm below but before a late unmask was
+	 * dropped, and the counter never overflowed again. Unmasked now, its
+	 * PMI waits until this NMI's IRET.
+	 */
+	if (intel())
+		lapic_write(LAPIC_LVTPC, LVT_DELIVERY_NMI);
 	if (p && p->pmu.slot[PMU_SAMPLE_SLOT].running) {
 		struct pmu_slot *s = &p->pmu.slot[PMU_SAMPLE_SLOT];
 		uint64_t v = rdmsr(msr_ctr(s->hw)) & pmu.mask;
@@ -318,8 +326,6 @@ static void nmi_body(struct cpu *c, uint64_t rip, uint64_t cs)
 		}
 	}
 	clear_status();
-	if (intel())
-		lapic_write(LAPIC_LVTPC, LVT_DELIVERY_NMI);
 }
 
 static void pmu_enter(struct cpu *c)
@@ -764,9 +770,9 @@ void pmu_all_cpu_set(struct cpu *c, int on)
 /*
  * At each tick while system-wide sampling runs: a counter that wrapped
  * without its PMI being handled would never overflow again (it counts up
- * from 0 for 2^47 events), so take the overflow here. Seen with the Intel
- * model, whose LVTPC the VMM masks after each PMI: an overflow that comes
- * while it is still masked is dropped. Costs one RDMSR per tick.
+ * from 0 for 2^47 events), so take the overflow here: a safety net for a
+ * lost PMI (the Intel model drops one that comes while LVTPC is masked;
+ * see nmi_body). Costs one RDMSR per tick.
  */
 void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
 {
@@ -774,7 +780,13 @@ void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
 		return;
 	pmu_enter(c);
 	if ((rdmsr(msr_ctr(all.hw)) & pmu.mask) < pmu.half) {
-		pmu_all_late(c);
+		/*
+		 * The RDMSR exit may itself have found the overflow, and its PMI
+		 * arrived (deferred) right after: not late. Taken here either
+		 * way; the deferred NMI then finds the counter re-armed.
+		 */
+		if (!c->pmu_deferred)
+			pmu_all_late(c);
 		nmi_body(c, tf->rip, tf->cs); /* records, re-arms, clears status, unmasks */
 	}
 	pmu_leave(c);

@@ -6,6 +6,8 @@
  *   ud       an invalid opcode other than ud2    -> killed, status 132
  *   div      divide by zero                      -> killed, status 136
  *   gp       privileged instruction (cli)        -> killed, status 139
+ *   com2 [N] N KiB (256) of pseudo-random bytes to the agent channel (COM2):
+ *            the VMM must take them as data and carry on; exits 0
  *   badptr   system calls with bad pointers, numbers, pids and flags (the
  *            agent's too); exits 0 if all were refused with the right error
  */
@@ -37,6 +39,22 @@ int main(int argc, char **argv)
 		printf("%lu\n", q);
 	} else if (!strcmp(k, "gp")) {
 		__asm__ volatile("cli");
+	} else if (!strcmp(k, "com2")) {
+		static unsigned char junk[4096];
+		long kib = atol_def(argc > 2 ? argv[2] : NULL, 256);
+		uint32_t x = 0x2f8;
+		for (long i = 0; i < kib / 4; i++) {
+			for (size_t j = 0; j < sizeof(junk); j++) {
+				x = x * 1103515245u + 12345u;
+				junk[j] = (unsigned char)(x >> 23);
+			}
+			if (write(GUEST_FD_AGENT, junk, sizeof(junk)) != (long)sizeof(junk)) {
+				printf("fault: com2 write failed\n");
+				return 1;
+			}
+		}
+		printf("fault: com2 wrote %ld KiB\n", kib / 4 * 4);
+		return 0;
 	} else if (!strcmp(k, "badptr")) {
 		long r1 = write(1, (void *)0x100000, 16);        /* kernel memory */
 		long r2 = write(1, (void *)0, 16);               /* unmapped */
@@ -79,7 +97,7 @@ int main(int argc, char **argv)
 		printf("%s)\n", line);
 		return ok ? 0 : 1;
 	} else {
-		printf("usage: fault segv|kernel|ud|div|gp|badptr\n");
+		printf("usage: fault segv|kernel|ud|div|gp|com2 [KiB]|badptr\n");
 		return 2;
 	}
 	printf("fault: %s did not fault\n", k);

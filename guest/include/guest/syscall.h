@@ -43,7 +43,7 @@
 #define SYS_waitpid 20   /* waitpid(pid, int *status or NULL, flags) -> pid | 0 (WAIT_NOHANG, running) */
 #define SYS_proc_list 21 /* proc_list(struct proc_info *, max) -> entries copied */
 /* System-wide sampling: every CPU, every process and the kernel ("PMU" below). */
-#define SYS_pmu_all_start 22 /* pmu_all_start(const struct pmu_event *, period, flags) -> 0 */
+#define SYS_pmu_all_start 22 /* pmu_all_start(const struct pmu_event *, period, flags) -> CPUs sampling */
 #define SYS_pmu_all_stop 23  /* pmu_all_stop(struct pmu_all_stats * or NULL) -> PMIs */
 #define SYS_pmu_all_read 24  /* pmu_all_read(struct pmu_record *, max) -> n: drains the records */
 #define SYS_COUNT 25 /* one more than the highest number */
