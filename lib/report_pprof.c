@@ -121,7 +121,7 @@ static int add_types(struct builder *b)
 		b->prof.period_type = &b->period_type;
 		b->prof.period = (int64_t)e->period;
 		/* The first event with samples is what pprof shows unless told otherwise. */
-		b->prof.default_sample_type = b->types[2 * report_folded_event(p)].type;
+		b->prof.default_sample_type = b->types[(size_t)2 * report_folded_event(p)].type;
 	}
 	return 0;
 }
