@@ -14,7 +14,9 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 # Debian packages the build, the tests and the benchmarks need.
 DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
-                qemu-system-x86 xz-utils zstd binutils libpfm4-dev
+                qemu-system-x86 xz-utils zstd binutils libpfm4-dev \
+                libelf-dev libdw-dev zlib1g-dev liblzma-dev libbz2-dev \
+                libprotobuf-c-dev protobuf-c-compiler
 
 # Everything `make test` runs; fragments below append to these.
 UNIT_TESTS :=
@@ -23,14 +25,16 @@ ASAN_UNIT_TESTS :=
 .PHONY: all deps run test bench clean
 all:
 
+include lib/lib.mk
 include vpmu/vpmu.mk
 include vmm/vmm.mk
 include guest/guest.mk
+include guest-agent/agent.mk
 include tests/tests.mk
 include tests/nested/nested.mk
 -include bench/bench.mk
 
-all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest
+all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest $(BUILD)/kvmprof-agent
 
 # Installs only what is missing, so it is quick on a machine that has it all.
 deps:

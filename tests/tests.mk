@@ -17,6 +17,33 @@ $(VPMU_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -o $@ $^ $(CMOCKA_LIBS) $(VPMU_LIBS)
 
+# libkvmprof tests: every tests/unit/test_lib_*.c, linked with the library.
+LIB_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_lib_*.c)))
+UNIT_TESTS += $(LIB_TEST_NAMES:%=$(BUILD)/tests/%)
+ASAN_UNIT_TESTS += $(LIB_TEST_NAMES:%=$(BUILD)/asan/tests/%)
+
+$(LIB_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+
+$(LIB_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(LIB_ASAN_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+
+# Agent tests: every tests/unit/test_agent_*.c, linked with the agent's
+# objects except its main() and with the library.
+AGENT_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_agent_*.c)))
+UNIT_TESTS += $(AGENT_TEST_NAMES:%=$(BUILD)/tests/%)
+ASAN_UNIT_TESTS += $(AGENT_TEST_NAMES:%=$(BUILD)/asan/tests/%)
+
+$(AGENT_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(filter-out %/main.o,$(AGENT_OBJS)) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+
+$(AGENT_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(filter-out %/main.o,$(AGENT_ASAN_OBJS)) $(LIB_ASAN_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+
 VMM_PURE_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/%.o)
 VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)
 
@@ -47,12 +74,12 @@ $(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
 test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
 	@bash tests/run-unit.sh $(UNIT_TESTS) $(ASAN_UNIT_TESTS)
 
-test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) guest
+test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) guest $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent
 	@bash tests/e2e/run.sh
 
 test: deps
 	@$(MAKE) --no-print-directory test-all
 
 .PHONY: test-all
-test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(FIXTURES)
+test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent $(FIXTURES)
 	@bash tests/run-all.sh

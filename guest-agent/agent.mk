@@ -1,0 +1,28 @@
+# kvmprof-agent: the in-guest sampling agent for Linux (record, report,
+# export). Static, so it can be dropped into any guest's initramfs; an
+# ASan + UBSan build (dynamic) runs in the tests.
+
+AGENT_SRCS := $(wildcard guest-agent/*.c)
+AGENT_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
+AGENT_ASAN_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/asan/%.o)
+
+$(BUILD)/guest-agent/%.o: guest-agent/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Iguest-agent -c $< -o $@
+
+$(BUILD)/asan/guest-agent/%.o: guest-agent/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -Iguest-agent -c $< -o $@
+
+$(AGENT_OBJS) $(AGENT_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
+
+# The link warns that libdw's debuginfod client calls dlopen: in the static
+# agent that dlopen simply fails, so debuginfod is never used; symbols come
+# from the files on disk (or under --guest-root) only.
+$(BUILD)/kvmprof-agent: $(AGENT_OBJS) $(LIB_A)
+	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(LIB_LIBS) -lpthread
+
+$(BUILD)/asan/kvmprof-agent: $(AGENT_ASAN_OBJS) $(LIB_ASAN_A)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+
+-include $(AGENT_OBJS:.o=.d) $(AGENT_ASAN_OBJS:.o=.d)

@@ -1,0 +1,42 @@
+# libkvmprof: code both profilers share: the sample-file reader and writer,
+# the symbolizer (libelf/libdw, kallsyms), the profile model and the report
+# renderers (text, folded stacks, pprof). Built plain and with ASan + UBSan.
+
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb-c.o
+LIB_ASAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/asan/gen/profile.pb-c.o
+LIB_A := $(BUILD)/lib/libkvmprof.a
+LIB_ASAN_A := $(BUILD)/asan/lib/libkvmprof.a
+# Order matters for static links: libdw before libelf before the compressors.
+LIB_LIBS := -lpfm -ldw -lelf -lprotobuf-c -lz -llzma -lbz2
+LIB_CFLAGS := -Ilib -I$(BUILD)/gen
+
+# pprof's profile.proto (lib/profile.proto, written from the published schema) through protoc-c.
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: lib/profile.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --proto_path=lib --c_out=$(BUILD)/gen lib/profile.proto
+
+$(BUILD)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
+	$(CC) $(filter-out -Werror,$(HOST_CFLAGS)) -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/asan/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -Werror,$(HOST_CFLAGS)) $(SAN_FLAGS) -I$(BUILD)/gen -c $< -o $@
+
+$(LIB_OBJS) $(LIB_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
+
+$(BUILD)/lib/%.o: lib/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/lib/%.o: lib/%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_ASAN_A): $(LIB_ASAN_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+-include $(LIB_OBJS:.o=.d) $(LIB_ASAN_OBJS:.o=.d)
