@@ -48,19 +48,33 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# Boots the bundled guest on two vCPUs: its demo workloads print their results
-# and what the virtual PMU counted for them. Hosts without hardware counters
-# get the clock backend, which counts cycles only.
+# Boots the bundled guest on two vCPUs with the virtual PMU: its agent
+# (/bin/agent) samples the whole guest while the demo workloads run, the
+# demos print their results and what the vPMU counted for them, and the
+# sample file comes out through the agent channel (COM2) into
+# $(BUILD)/run/agent.data; then the guest-wide report, read on the host
+# against the guest's own ELF files. Hosts without hardware counters get the
+# clock backend, which counts cycles from run time.
+RUN_DIR := $(BUILD)/run
 run: deps
-	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent guest
+	@mkdir -p $(RUN_DIR)
 	@if $(BUILD)/kvmprof-vmm --vpmu-backend=emulated --cmdline "quiet start=/bin/exit" >/dev/null 2>&1; then \
 		backend=auto; \
 	else \
 		echo "run: this host has no hardware performance counters; the vPMU counts cycles from time (--vpmu-backend=clock)"; \
 		backend=clock; \
 	fi; \
-	echo "run: $(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats"; \
-	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats
+	set -x; \
+	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats \
+		--kernel $(GUEST_KERNEL) --initrd $(GUEST_INITRD) \
+		--agent-channel $(RUN_DIR)/agent.data --cmdline "start=/bin/agent"
+	@echo
+	@echo "== guest-wide profile, sampled inside the guest through its virtual PMU (top 25 rows)"
+	@$(BUILD)/kvmprof-agent report -i $(RUN_DIR)/agent.data --guest-root $(BUILD)/guest \
+		--sort pid,image,symbol -o $(RUN_DIR)/guest-wide.txt
+	@head -n 27 $(RUN_DIR)/guest-wide.txt
+	@echo "(whole report: $(RUN_DIR)/guest-wide.txt)"
 
 clean:
 	rm -rf $(BUILD)
