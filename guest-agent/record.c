@@ -73,6 +73,8 @@ struct rec {
 	struct emit_ctx e;
 	int out_fd;
 	const char *out_name;
+	bool out_created, out_begun;
+	bool recording; /* past the start: a failure now leaves a readable, truncated file */
 	uint64_t lost;
 	bool exclude_kernel; /* not allowed to see the kernel */
 	char pmu[192];
@@ -814,22 +816,46 @@ static void cleanup(struct rec *R)
 		close(R->exec_err_fd);
 }
 
+/*
+ * The output is opened first, so a bad path fails before anything starts,
+ * but truncated only when the recording really begins: a start that fails
+ * (no such command, no permission) leaves an earlier file alone, and a file
+ * it created is removed again.
+ */
 static int open_output(struct rec *R)
 {
 	const char *out = R->o->output ? R->o->output : RECORD_DEFAULT_OUTPUT;
 
+	R->out_name = out;
 	if (!strcmp(out, "-")) {
 		R->out_fd = 1;
 		R->out_name = "standard output";
 		return 0;
 	}
-	/* 0644 like perf.data's readers expect; the file holds no more than /proc shows this user. */
-	R->out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	R->out_name = out;
+	R->out_fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (R->out_fd >= 0) {
+		R->out_created = true;
+		return 0;
+	}
+	if (errno == EEXIST)
+		R->out_fd = open(out, O_WRONLY | O_CLOEXEC);
 	if (R->out_fd < 0) {
 		fprintf(stderr, "kvmprof-agent: cannot create %s: %s\n", out, strerror(errno));
 		return -errno;
 	}
+	return 0;
+}
+
+static int begin_output(struct rec *R)
+{
+	struct stat st;
+
+	if (R->out_fd != 1 && !R->out_created && !fstat(R->out_fd, &st) && S_ISREG(st.st_mode) &&
+	    ftruncate(R->out_fd, 0)) {
+		fprintf(stderr, "kvmprof-agent: truncating %s: %s\n", R->out_name, strerror(errno));
+		return -errno;
+	}
+	R->out_begun = true;
 	return 0;
 }
 
@@ -878,14 +904,15 @@ int record_run(const struct record_opts *o)
 	R.ncpus = ncpus;
 	raise_fd_limit();
 
-	/* The output is created only once the events opened, so a failed start leaves an old file alone. */
+	if (open_output(&R))
+		goto out;
 	if (o->argv && start_child(&R))
 		goto out;
 	if (set_targets(&R))
 		goto out;
 	if (open_events(&R))
 		goto out;
-	if (open_output(&R))
+	if (begin_output(&R))
 		goto out;
 	r = kp_writer_open(&R.w, R.out_fd, KP_SOURCE_LINUX_AGENT);
 	if (r) {
@@ -909,11 +936,11 @@ int record_run(const struct record_opts *o)
 		forward_to = R.child;
 		if (release_child(&R)) {
 			/* Nothing was recorded: leave no half file behind. */
-			if (R.out_fd != 1)
-				unlink(R.out_name);
+			R.out_created = true;
 			goto out_abort;
 		}
 	}
+	R.recording = true;
 	r = record_loop(&R, &status);
 	for (size_t i = 0; i < R.nfds; i++)
 		ioctl(R.fds[i], PERF_EVENT_IOC_DISABLE, 0);
@@ -957,6 +984,8 @@ out:
 	}
 	if (R.out_fd > 1)
 		close(R.out_fd);
+	if (!ok && R.out_created && !R.recording)
+		unlink(R.out_name);
 	cleanup(&R);
 	if (!ok)
 		return 1;

@@ -1,0 +1,14 @@
+# Fixture programs for tests/agent/run.sh (the kvmprof-agent tests on this
+# host): -O1 with frame pointers so call chains walk (the hot functions are
+# not leaves: gcc gives leaves no frame), noinline functions so the symbols
+# the tests look for exist.
+
+AGENT_FIXTURES := $(BUILD)/agent-fixtures/split $(BUILD)/agent-fixtures/forker \
+                  $(BUILD)/agent-fixtures/agent-child
+
+$(BUILD)/agent-fixtures/%: tests/agent/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer $(CSTD) $(WARN) -D_GNU_SOURCE -o $@ $<
+
+.PHONY: agent-fixtures
+agent-fixtures: $(AGENT_FIXTURES)

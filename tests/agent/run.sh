@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# kvmprof-agent on this host: record a known workload and read the report
+# back, bad files and bad options, the no-PMU fallback, Ctrl-C.
+# Prints "PASS name" / "FAIL name: why" / "SKIP name: why".
+#   AGENT=path  the binary under test (default $BUILD/kvmprof-agent)
+#   TAG=prefix  prepended to every test name (e.g. "asan:")
+# Outcomes only, no timing thresholds: waits are for events (a file
+# growing, a process exiting), with generous caps against hangs.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+AGENT=${AGENT:-$BUILD/kvmprof-agent}
+TAG=${TAG:-}
+FIX=$BUILD/agent-fixtures
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvmprof-agent-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+pass() { echo "PASS $TAG$1"; }
+fail() {
+	echo "FAIL $TAG$1: $2"
+	[ -n "${3:-}" ] && [ -s "$3" ] && tail -n 8 "$3" | sed 's/^/    /'
+}
+skip() { echo "SKIP $TAG$1: $2"; }
+
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child"; do
+	if [ ! -x "$f" ]; then
+		fail agent-build "$f missing (make $AGENT agent-fixtures)"
+		exit 0
+	fi
+done
+
+# A sanitizer report anywhere in a log is a failure even when the exit status looks right.
+sanitizer_clean() { ! grep -q -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$1"; }
+
+# The percentage of the report row whose image and symbol columns match.
+pct_of() { # report-file image symbol
+	awk -v img="$2" -v sym="$3" '$3 == img && $4 == sym { sub("%", "", $2); print $2; exit }' "$1"
+}
+
+# |a - b| <= tol, in awk's floating point.
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+# ---- the 75/25 split, through record and report
+"$AGENT" record -q -F 2000 -o "$T/split.data" -- "$FIX/split" 200000 >"$T/split.out" 2>"$T/split.err"
+rc=$?
+"$AGENT" report -i "$T/split.data" >"$T/split.rep" 2>>"$T/split.err"
+rrc=$?
+a=$(pct_of "$T/split.rep" split split_three_quarters)
+b=$(pct_of "$T/split.rep" split split_one_quarter)
+if [ $rc -ne 0 ] || [ $rrc -ne 0 ]; then
+	fail split-75-25 "record exited $rc, report $rrc" "$T/split.err"
+elif [ -z "$a" ] || [ -z "$b" ]; then
+	fail split-75-25 "report has no rows for split_three_quarters/split_one_quarter" "$T/split.rep"
+elif within "$a" 75 5 && within "$b" 25 5 && sanitizer_clean "$T/split.err"; then
+	pass "split-75-25 ($a% / $b%)"
+else
+	fail split-75-25 "split_three_quarters $a%, split_one_quarter $b% (want 75/25 +-5)" "$T/split.rep"
+fi
+
+if grep -q '^kvmprof-agent: [0-9]* samples ([0-9]* lost) in [0-9.]* s, written to .*split.data ([0-9.]* MB)$' "$T/split.err"; then
+	pass record-summary
+else
+	fail record-summary "no summary line on stderr" "$T/split.err"
+fi
+
+# ---- the no-PMU fallback (or hardware sampling where there is a PMU)
+if ls /sys/bus/event_source/devices/ 2>/dev/null | grep -q -E '^(cpu|cpu_core|cpu_atom)$'; then
+	if grep -q 'no hardware PMU' "$T/split.err" || grep -q 'fallback' "$T/split.rep"; then
+		fail hardware-sampling "this host has a PMU, yet the agent fell back" "$T/split.err"
+	else
+		pass hardware-sampling
+	fi
+else
+	if grep -q '^kvmprof-agent: no hardware PMU (perf_event_open cycles: .*); sampling cpu-clock at 2000 Hz instead$' "$T/split.err" &&
+		head -n 1 "$T/split.rep" | grep -q 'cpu-clock fallback'; then
+		pass no-pmu-fallback
+	else
+		fail no-pmu-fallback "no fallback message, or the report does not say cpu-clock fallback" "$T/split.err"
+	fi
+fi
+
+# ---- the command's exit status comes back, like perf record's
+"$AGENT" record -q -o "$T/exit.data" -- sh -c 'exit 3' >/dev/null 2>"$T/exit.err"
+rc=$?
+if [ $rc -eq 3 ] && sanitizer_clean "$T/exit.err"; then
+	pass command-exit-status
+else
+	fail command-exit-status "exited $rc, want the command's 3" "$T/exit.err"
+fi
+
+# ---- a short-lived child's samples resolve to its own symbols
+"$AGENT" record -q -o "$T/fork.data" -- "$FIX/forker" >/dev/null 2>"$T/fork.err"
+rc=$?
+"$AGENT" report -i "$T/fork.data" --sort pid,image,symbol >"$T/fork.rep" 2>>"$T/fork.err"
+rrc=$?
+child=$(awk '$4 == "agent-child" && $5 == "agent-child" && $6 == "kvmprof_child_hotspot" { print $1; exit }' "$T/fork.rep")
+if [ $rc -ne 0 ] || [ $rrc -ne 0 ]; then
+	fail short-lived-child "record exited $rc, report $rrc" "$T/fork.err"
+elif [ -n "$child" ] && [ "$child" -ge 20 ] && sanitizer_clean "$T/fork.err"; then
+	pass "short-lived-child ($child samples in kvmprof_child_hotspot)"
+else
+	fail short-lived-child "no row 'agent-child agent-child kvmprof_child_hotspot' with 20+ samples" "$T/fork.rep"
+fi
+
+# ---- call chains: the hot functions' caller is main
+"$AGENT" record -q -g -o "$T/cg.data" -- "$FIX/split" 50000 >/dev/null 2>"$T/cg.err"
+rc=$?
+"$AGENT" report -i "$T/cg.data" --format folded >"$T/cg.rep" 2>>"$T/cg.err"
+if [ $rc -eq 0 ] && grep -q 'split`main;split`split_three_quarters ' "$T/cg.rep"; then
+	pass callgraph
+else
+	fail callgraph "record exited $rc; no 'split\`main;split\`split_three_quarters' stack" "$T/cg.rep"
+fi
+
+# ---- damaged files are refused with one clear line
+small=$T/small.data
+cp "$T/split.data" "$small"
+size=$(stat -c %s "$small")
+# The first SAMPLE record (type 7): walk the record headers after the 24-byte file header.
+off=24
+first_sample=
+while [ "$off" -lt "$size" ]; do
+	read -r type rsize < <(od -A n -t u4 -j "$off" -N 8 "$small")
+	[ -z "${rsize:-}" ] || [ "$rsize" -lt 16 ] && break
+	if [ "$type" = 7 ]; then
+		first_sample=$off
+		break
+	fi
+	off=$((off + rsize))
+done
+
+damaged() { # name file expect-regex
+	local name=$1 file=$2 want=$3 rc lines
+	"$AGENT" report -i "$file" >"$T/$name.out" 2>"$T/$name.err"
+	rc=$?
+	lines=$(grep -c . "$T/$name.err")
+	if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" -eq 1 ] && grep -q -E "$want" "$T/$name.err" &&
+		sanitizer_clean "$T/$name.err"; then
+		pass "$name ($(cat "$T/$name.err"))"
+	else
+		fail "$name" "report exited $rc with $lines stderr lines, want one line matching '$want'" "$T/$name.err"
+	fi
+}
+
+if [ -z "$first_sample" ]; then
+	fail corrupted-file "no SAMPLE record found in $small"
+else
+	cp "$small" "$T/corrupt.data"
+	pos=$((first_sample + 16 + 9)) # a byte of the sampled ip
+	byte=$(od -A n -t u1 -j "$pos" -N 1 "$T/corrupt.data" | tr -d ' ')
+	printf "$(printf '\\%03o' $((byte ^ 0x5a)))" | dd of="$T/corrupt.data" bs=1 seek="$pos" conv=notrunc status=none
+	damaged corrupted-file "$T/corrupt.data" 'corrupt.data: offset [0-9]+: .*(CRC|corrupt)'
+fi
+
+head -c $((size * 6 / 10)) "$small" >"$T/truncated.data"
+damaged truncated-file "$T/truncated.data" 'truncated'
+
+cp "$small" "$T/version.data"
+printf '\002\000' | dd of="$T/version.data" bs=1 seek=8 conv=notrunc status=none
+damaged wrong-version "$T/version.data" 'version 2\.0'
+
+# ---- unknown event names list close matches
+"$AGENT" record -e cycels -a >/dev/null 2>"$T/unk.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown event 'cycels'" "$T/unk.err" && grep -q 'did you mean: .*\bcycles\b' "$T/unk.err"; then
+	pass "unknown-event-suggestions ($(tail -n 1 "$T/unk.err"))"
+else
+	fail unknown-event-suggestions "exited $rc" "$T/unk.err"
+fi
+
+"$AGENT" record -e instrucions -a >/dev/null 2>"$T/unk2.err"
+if grep -q 'did you mean: .*instructions' "$T/unk2.err"; then
+	pass unknown-event-suggestions-2
+else
+	fail unknown-event-suggestions-2 "no 'instructions' suggestion" "$T/unk2.err"
+fi
+
+# ---- OProfile and perf spellings record
+for spec in 'CPU_CLK_UNHALTED:100000:0:1:1' 'cpu-clock:250000' 'perf::cpu-clock' 'task-clock:u' 'instructions:50000:0:0:1'; do
+	name=event-syntax-$(echo "$spec" | tr ':' '_')
+	"$AGENT" record -q -e "$spec" -o "$T/ev.data" -- "$FIX/split" 2000 >/dev/null 2>"$T/ev.err"
+	rc=$?
+	if [ $rc -eq 0 ] && "$AGENT" report -i "$T/ev.data" >"$T/ev.rep" 2>>"$T/ev.err" && sanitizer_clean "$T/ev.err"; then
+		pass "$name"
+	else
+		fail "$name" "record exited $rc or its file did not read back" "$T/ev.err"
+	fi
+done
+
+# ---- bad options: a one-line message, exit 2 (usage) or 1 (runtime), never a crash
+badopt() { # name want-rc args...
+	local name=$1 want=$2 rc
+	shift 2
+	"$AGENT" "$@" >"$T/bad.out" 2>"$T/bad.err" </dev/null
+	rc=$?
+	if [ $rc -eq "$want" ] && head -n 1 "$T/bad.err" | grep -q '^kvmprof-agent: ' && sanitizer_clean "$T/bad.err"; then
+		pass "bad-option-$name ($(head -n 1 "$T/bad.err"))"
+	else
+		fail "bad-option-$name" "exited $rc, want $want and a 'kvmprof-agent: ' message" "$T/bad.err"
+	fi
+}
+badopt empty-event 2 record -e '' -a
+badopt freq-zero 2 record -F 0 -a
+badopt freq-abc 2 record -F abc -a
+badopt count-negative 2 record -c -5 -a
+badopt freq-and-count 2 record -F 100 -c 100 -a
+badopt missing-command 2 record --
+badopt no-target 2 record
+badopt unknown-subcommand 2 frobnicate
+badopt unknown-option 2 record --frob -a
+badopt bad-modifier 2 record -e cycles:z -a
+badopt oprofile-kernel-field 2 record -e cycles:1000:0:2:1 -a
+badopt unwritable-output 1 record -o /nonexistent-dir/x.data -- true
+badopt no-such-pid 1 record -p 2147483646
+badopt no-such-command 1 record -o "$T/nocmd.data" -- /nonexistent-program
+badopt export-no-such-pid 1 export -o "$T/exp.data" --pid 2147483646
+badopt export-unwritable 1 export -o /nonexistent-dir/x
+if [ -e "$T/nocmd.data" ]; then
+	fail no-half-file "a command that could not run left $T/nocmd.data"
+else
+	pass no-half-file
+fi
+
+# ---- --help and --version
+if "$AGENT" --help | grep -q 'record \[-e EVENT' && "$AGENT" --version | grep -q '^kvmprof-agent '; then
+	pass help-version
+else
+	fail help-version "--help or --version output unexpected"
+fi
+
+# ---- -p: attach to a running process until it exits
+"$FIX/split" 400000 >/dev/null &
+victim=$!
+"$AGENT" record -q -p "$victim" -o "$T/pid.data" >/dev/null 2>"$T/pid.err"
+rc=$?
+wait "$victim" 2>/dev/null
+"$AGENT" report -i "$T/pid.data" >"$T/pid.rep" 2>>"$T/pid.err"
+rrc=$?
+if [ $rc -eq 0 ] && [ $rrc -eq 0 ] && [ -n "$(pct_of "$T/pid.rep" split split_three_quarters)" ]; then
+	pass "attach-pid (split_three_quarters $(pct_of "$T/pid.rep" split split_three_quarters)%)"
+else
+	fail attach-pid "record exited $rc, report $rrc, or no split_three_quarters row" "$T/pid.err"
+fi
+
+# ---- Ctrl-C: SIGINT ends a system-wide recording cleanly, the file reads back whole
+wait_for_samples() { # file err-log: until the recording wrote past its preamble (cap 60 s)
+	local i
+	for i in $(seq 600); do
+		# The preamble holds kallsyms; samples follow once the loop runs. The
+		# progress line is off (not a terminal), so watch the file grow twice.
+		if [ -s "$1" ]; then
+			local s1 s2
+			s1=$(stat -c %s "$1")
+			sleep 0.5
+			s2=$(stat -c %s "$1")
+			[ "$s2" -gt "$s1" ] && return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+"$FIX/split" 2000000 >/dev/null &
+busy=$!
+"$AGENT" record -a -o "$T/all.data" >/dev/null 2>"$T/all.err" &
+rec=$!
+if wait_for_samples "$T/all.data"; then
+	kill -INT "$rec"
+	wait "$rec"
+	rc=$?
+	"$AGENT" report -i "$T/all.data" >"$T/all.rep" 2>>"$T/all.err"
+	rrc=$?
+	if [ $rc -eq 0 ] && [ $rrc -eq 0 ] && grep -q 'samples ([0-9]* lost) in' "$T/all.err" && sanitizer_clean "$T/all.err"; then
+		pass "sigint-system-wide ($(grep -o '[0-9]* samples ([0-9]* lost)' "$T/all.err"))"
+	else
+		fail sigint-system-wide "record exited $rc, report of the file exited $rrc" "$T/all.err"
+	fi
+	if [ -n "$(pct_of "$T/all.rep" split split_three_quarters)" ]; then
+		pass system-wide-sees-other-processes
+	else
+		fail system-wide-sees-other-processes "no split_three_quarters row in the -a report" "$T/all.rep"
+	fi
+else
+	kill -KILL "$rec" 2>/dev/null
+	fail sigint-system-wide "the recording never wrote samples" "$T/all.err"
+fi
+kill "$busy" 2>/dev/null
+wait "$busy" 2>/dev/null
+
+# ---- SIGTERM to the agent alone reaches the command, and the file is whole
+"$AGENT" record -q -o "$T/term.data" -- sleep 600 >/dev/null 2>"$T/term.err" &
+rec=$!
+if wait_for_samples "$T/term.data" || [ -s "$T/term.data" ]; then
+	kill -TERM "$rec"
+	wait "$rec"
+	rc=$?
+	if [ $rc -eq 143 ] && "$AGENT" report -i "$T/term.data" >/dev/null 2>>"$T/term.err"; then
+		pass sigterm-forwarded-to-command
+	else
+		fail sigterm-forwarded-to-command "exited $rc (want 143: the command died of SIGTERM), or the file did not read back" "$T/term.err"
+	fi
+else
+	kill -KILL "$rec" 2>/dev/null
+	fail sigterm-forwarded-to-command "the recording never started" "$T/term.err"
+fi
+
+# ---- export: kallsyms and the maps of a given process, as a complete stream
+sleep 600 &
+sl=$!
+"$AGENT" export -o "$T/export.data" --pid "$sl" --pid $$ >/dev/null 2>"$T/export.err"
+rc=$?
+"$AGENT" report -i "$T/export.data" >/dev/null 2>>"$T/export.err"
+rrc=$?
+exe=$(readlink "/proc/$sl/exe")
+kill "$sl" 2>/dev/null
+wait "$sl" 2>/dev/null
+if [ $rc -eq 0 ] && [ $rrc -eq 0 ] && grep -a -q -F "$exe" "$T/export.data" &&
+	grep -q '^kvmprof-agent: exported [0-9]* kernel symbols, 2 processes' "$T/export.err" && sanitizer_clean "$T/export.err"; then
+	if [ "$(cat /proc/sys/kernel/kptr_restrict)" = 0 ] && ! grep -a -q ' _stext$' "$T/export.data"; then
+		fail export "no kallsyms in the stream" "$T/export.err"
+	else
+		pass "export ($(cat "$T/export.err"))"
+	fi
+else
+	fail export "export exited $rc, report $rrc, or $exe missing from the stream" "$T/export.err"
+fi
+exit 0
