@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "convert.h"
 #include "emit.h"
 #include "perf_ring.h"
 #include "procfs.h"
@@ -42,17 +43,6 @@
 #define MAX_CPUS 1024
 #define DEFAULT_PAGES 128 /* 512 KiB per CPU: ~10^4 samples of headroom at -F 1000 */
 #define POLL_MS 100
-
-#define SAMPLE_FIELDS                                                                               \
-	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
-	 PERF_SAMPLE_PERIOD)
-/* sample_id_all trailer for these fields: pid/tid, time, cpu/res, identifier. */
-#define ID_TRAILER 32
-
-struct event_id {
-	uint64_t id;
-	uint32_t idx;
-};
 
 struct rec {
 	const struct record_opts *o;
@@ -66,8 +56,9 @@ struct rec {
 	size_t ntargets;
 	int *fds;
 	size_t nfds, capfds;
-	struct event_id *ids;
+	struct convert_id *ids;
 	size_t nids;
+	struct convert_ctx conv;
 	struct perf_ring *rings; /* per CPU slot; fd -1 when nothing opened there */
 	struct kp_writer *w;
 	struct emit_ctx e;
@@ -75,7 +66,6 @@ struct rec {
 	const char *out_name;
 	bool out_created, out_begun;
 	bool recording; /* past the start: a failure now leaves a readable, truncated file */
-	uint64_t lost;
 	bool exclude_kernel; /* not allowed to see the kernel */
 	char pmu[192];
 	pid_t child;
@@ -138,7 +128,7 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 
 	*a = R->ev[idx].attr;
 	a->size = sizeof(*a);
-	a->sample_type = SAMPLE_FIELDS | (o->callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_type = CONVERT_SAMPLE_TYPE | (o->callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
 	if (R->ev_flags[idx] & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate[idx];
@@ -169,7 +159,7 @@ static int add_fd(struct rec *R, int fd, int idx)
 	if (R->nfds == R->capfds) {
 		size_t ncap = R->capfds ? R->capfds * 2 : 64;
 		int *f = realloc(R->fds, ncap * sizeof(*f));
-		struct event_id *ids;
+		struct convert_id *ids;
 
 		if (!f)
 			return -ENOMEM;
@@ -184,16 +174,8 @@ static int add_fd(struct rec *R, int fd, int idx)
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
 		return -errno;
 	R->ids[R->nids].id = id;
-	R->ids[R->nids].idx = (uint32_t)idx;
+	R->ids[R->nids].event = (uint32_t)idx;
 	R->nids++;
-	return 0;
-}
-
-static uint32_t event_of(const struct rec *R, uint64_t id)
-{
-	for (size_t i = 0; i < R->nids; i++)
-		if (R->ids[i].id == id)
-			return R->ids[i].idx;
 	return 0;
 }
 
@@ -366,163 +348,9 @@ static int open_events(struct rec *R)
 	return 0;
 }
 
-/* ---- perf records to kvmprof records ---- */
-
-static uint64_t rd64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static int conv_sample(struct rec *R, const struct perf_event_header *h)
-{
-	const unsigned char *p = (const unsigned char *)(h + 1);
-	size_t body = h->size - sizeof(*h);
-	struct {
-		struct kp_rec_sample s;
-		uint64_t cc[KP_CALLCHAIN_MAX];
-	} u;
-	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
-
-	if (body < 48)
-		return 0;
-	memset(&u.s, 0, sizeof(u.s));
-	u.s.event_id = event_of(R, rd64(p));
-	u.s.ip = rd64(p + 8);
-	u.s.pid = rd32(p + 16);
-	u.s.tid = rd32(p + 20);
-	u.s.time = rd64(p + 24);
-	u.s.cpu = rd32(p + 32);
-	u.s.period = rd64(p + 40);
-	u.s.cpl = mode == PERF_RECORD_MISC_USER || mode == PERF_RECORD_MISC_GUEST_USER ? KP_CPL_USER
-										      : KP_CPL_KERNEL;
-	if (R->o->callgraph && body >= 56) {
-		uint64_t nr = rd64(p + 48);
-		bool skipped_ip = false;
-
-		if (nr > (body - 56) / 8)
-			nr = (body - 56) / 8;
-		for (uint64_t i = 0; i < nr && u.s.nr_callchain < KP_CALLCHAIN_MAX; i++) {
-			uint64_t a = rd64(p + 56 + i * 8);
-
-			/* PERF_CONTEXT_KERNEL / _USER markers say where the chain crosses modes. */
-			if (a >= (uint64_t)PERF_CONTEXT_MAX)
-				continue;
-			/* The chain starts with the sampled ip itself; the record has it already. */
-			if (!skipped_ip) {
-				skipped_ip = true;
-				if (a == u.s.ip)
-					continue;
-			}
-			u.cc[u.s.nr_callchain++] = a;
-		}
-	}
-	return kp_writer_add(R->w, KP_REC_SAMPLE, &u, sizeof(u.s) + u.s.nr_callchain * sizeof(uint64_t));
-}
-
-/* Time from the sample_id_all trailer of a non-sample record. */
-static uint64_t trailer_time(const struct perf_event_header *h)
-{
-	if (h->size < sizeof(*h) + ID_TRAILER)
-		return 0;
-	return rd64((const unsigned char *)h + h->size - ID_TRAILER + 8);
-}
-
-static int conv_mmap2(struct rec *R, const struct perf_event_header *h)
-{
-	const unsigned char *p = (const unsigned char *)(h + 1);
-	size_t fixed = 8 + 24 + 24 + 8; /* pid/tid, addr/len/pgoff, dev/ino or build-id, prot/flags */
-	size_t body = h->size - sizeof(*h);
-	char name[KP_PATH_MAX];
-	size_t maxlen;
-	uint32_t pid = rd32(p);
-
-	if (body < fixed + ID_TRAILER)
-		return 0;
-	/* Kernel and module maps (pid -1): kernel samples resolve through KSYMS. */
-	if (pid == UINT32_MAX)
-		return 0;
-	maxlen = body - fixed - ID_TRAILER;
-	if (maxlen >= sizeof(name))
-		maxlen = sizeof(name) - 1;
-	memcpy(name, p + fixed, maxlen);
-	name[maxlen] = 0;
-	return emit_mmap(&R->e, pid, rd32(p + 4), trailer_time(h), rd64(p + 8), rd64(p + 16), rd64(p + 24),
-			 rd32(p + 56), rd32(p + 60), name);
-}
-
-static int conv_comm(struct rec *R, const struct perf_event_header *h)
-{
-	const unsigned char *p = (const unsigned char *)(h + 1);
-	size_t body = h->size - sizeof(*h);
-	char comm[KP_COMM_MAX + 1];
-	size_t n;
-
-	if (body < 8 + ID_TRAILER)
-		return 0;
-	n = body - 8 - ID_TRAILER;
-	if (n > KP_COMM_MAX)
-		n = KP_COMM_MAX;
-	memcpy(comm, p + 8, n);
-	comm[n] = 0;
-	return emit_comm(&R->e, rd32(p), rd32(p + 4), trailer_time(h), comm,
-			 h->misc & PERF_RECORD_MISC_COMM_EXEC);
-}
-
-static int conv_task(struct rec *R, const struct perf_event_header *h)
-{
-	const unsigned char *p = (const unsigned char *)(h + 1);
-
-	if (h->size < sizeof(*h) + 24)
-		return 0;
-	return emit_task(&R->e, h->type == PERF_RECORD_FORK ? KP_REC_FORK : KP_REC_EXIT, rd32(p), rd32(p + 4),
-			 rd32(p + 8), rd32(p + 12), rd64(p + 16));
-}
-
-static int conv_lost(struct rec *R, uint64_t id, uint64_t lost)
-{
-	struct kp_rec_lost l = { .event_id = event_of(R, id), .lost = lost };
-
-	R->lost += lost;
-	return kp_writer_add(R->w, KP_REC_LOST, &l, sizeof(l));
-}
-
 static int on_record(const struct perf_event_header *h, void *ctx)
 {
-	struct rec *R = ctx;
-	const unsigned char *p = (const unsigned char *)(h + 1);
-
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE:
-		return conv_sample(R, h);
-	case PERF_RECORD_MMAP2:
-		return conv_mmap2(R, h);
-	case PERF_RECORD_COMM:
-		return conv_comm(R, h);
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT:
-		return conv_task(R, h);
-	case PERF_RECORD_LOST:
-		if (h->size >= sizeof(*h) + 16)
-			return conv_lost(R, rd64(p), rd64(p + 8));
-		return 0;
-	case PERF_RECORD_LOST_SAMPLES:
-		if (h->size >= sizeof(*h) + 8 + ID_TRAILER)
-			return conv_lost(R, rd64((const unsigned char *)h + h->size - 8), rd64(p));
-		return 0;
-	default:
-		return 0; /* throttling and the like: nothing a report needs */
-	}
+	return convert_record(ctx, h);
 }
 
 static int drain(struct rec *R)
@@ -532,7 +360,7 @@ static int drain(struct rec *R)
 
 		if (R->rings[c].fd < 0)
 			continue;
-		r = perf_ring_read(&R->rings[c], on_record, R);
+		r = perf_ring_read(&R->rings[c], on_record, &R->conv);
 		if (r == -EIO) {
 			fprintf(stderr, "kvmprof-agent: malformed record in the ring of CPU %d; skipped its contents\n",
 				R->cpus[c]);
@@ -716,7 +544,7 @@ static void progress(struct rec *R, bool final)
 		return;
 	}
 	fprintf(stderr, "\rkvmprof-agent: recording: %" PRIu64 " samples, %" PRIu64 " lost, %.1f MB ",
-		kp_writer_samples(R->w), R->lost, mb);
+		kp_writer_samples(R->w), R->conv.lost, mb);
 	shown = true;
 }
 
@@ -920,6 +748,10 @@ int record_run(const struct record_opts *o)
 		goto out;
 	}
 	emit_init(&R.e, R.w);
+	R.conv.e = &R.e;
+	R.conv.ids = R.ids;
+	R.conv.nids = R.nids;
+	R.conv.callchain = o->callgraph;
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;
@@ -952,7 +784,7 @@ int record_run(const struct record_opts *o)
 	uint64_t bytes = kp_writer_bytes(R.w);
 	struct stat st;
 
-	r = kp_writer_close(R.w, R.lost, duration);
+	r = kp_writer_close(R.w, R.conv.lost, duration);
 	R.w = NULL;
 	if (r)
 		goto write_error;
@@ -965,7 +797,7 @@ int record_run(const struct record_opts *o)
 	}
 	R.out_fd = -1;
 	fprintf(stderr, "kvmprof-agent: %" PRIu64 " samples (%" PRIu64 " lost) in %.1f s, written to %s (%.2f MB)\n",
-		samples, R.lost, (double)duration / 1e9, R.out_name, (double)bytes / 1e6);
+		samples, R.conv.lost, (double)duration / 1e9, R.out_name, (double)bytes / 1e6);
 	ok = true;
 	goto out;
 

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+#include "convert.h"
+
+#include <string.h>
+
+#include "kvmprof/sample_format.h"
+
+static uint32_t event_of(const struct convert_ctx *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->nids; i++)
+		if (c->ids[i].id == id)
+			return c->ids[i].event;
+	return 0;
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t rd32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t body = h->size - sizeof(*h);
+	struct {
+		struct kp_rec_sample s;
+		uint64_t cc[KP_CALLCHAIN_MAX];
+	} u;
+	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	if (body < 48)
+		return 0;
+	memset(&u.s, 0, sizeof(u.s));
+	u.s.event_id = event_of(c, rd64(p));
+	u.s.ip = rd64(p + 8);
+	u.s.pid = rd32(p + 16);
+	u.s.tid = rd32(p + 20);
+	u.s.time = rd64(p + 24);
+	u.s.cpu = rd32(p + 32);
+	u.s.period = rd64(p + 40);
+	u.s.cpl = mode == PERF_RECORD_MISC_USER || mode == PERF_RECORD_MISC_GUEST_USER ? KP_CPL_USER
+										      : KP_CPL_KERNEL;
+	if (c->callchain && body >= 56) {
+		uint64_t nr = rd64(p + 48);
+		bool skipped_ip = false;
+
+		if (nr > (body - 56) / 8)
+			nr = (body - 56) / 8;
+		for (uint64_t i = 0; i < nr && u.s.nr_callchain < KP_CALLCHAIN_MAX; i++) {
+			uint64_t a = rd64(p + 56 + i * 8);
+
+			/* PERF_CONTEXT_KERNEL / _USER markers say where the chain crosses modes. */
+			if (a >= (uint64_t)PERF_CONTEXT_MAX)
+				continue;
+			/* The chain starts with the sampled ip itself; the record has it already. */
+			if (!skipped_ip) {
+				skipped_ip = true;
+				if (a == u.s.ip)
+					continue;
+			}
+			u.cc[u.s.nr_callchain++] = a;
+		}
+	}
+	return kp_writer_add(c->e->w, KP_REC_SAMPLE, &u, sizeof(u.s) + u.s.nr_callchain * sizeof(uint64_t));
+}
+
+/* Time from the sample_id_all trailer of a non-sample record. */
+static uint64_t trailer_time(const struct perf_event_header *h)
+{
+	if (h->size < sizeof(*h) + CONVERT_ID_TRAILER)
+		return 0;
+	return rd64((const unsigned char *)h + h->size - CONVERT_ID_TRAILER + 8);
+}
+
+static int conv_mmap2(struct convert_ctx *c, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t fixed = 8 + 24 + 24 + 8; /* pid/tid, addr/len/pgoff, dev/ino or build-id, prot/flags */
+	size_t body = h->size - sizeof(*h);
+	char name[KP_PATH_MAX];
+	size_t maxlen;
+	uint32_t pid = rd32(p);
+
+	if (body < fixed + CONVERT_ID_TRAILER)
+		return 0;
+	/* Kernel and module maps (pid -1): kernel samples resolve through KSYMS. */
+	if (pid == UINT32_MAX)
+		return 0;
+	maxlen = body - fixed - CONVERT_ID_TRAILER;
+	if (maxlen >= sizeof(name))
+		maxlen = sizeof(name) - 1;
+	memcpy(name, p + fixed, maxlen);
+	name[maxlen] = 0;
+	return emit_mmap(c->e, pid, rd32(p + 4), trailer_time(h), rd64(p + 8), rd64(p + 16), rd64(p + 24),
+			 rd32(p + 56), rd32(p + 60), name);
+}
+
+static int conv_comm(struct convert_ctx *c, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	size_t body = h->size - sizeof(*h);
+	char comm[KP_COMM_MAX + 1];
+	size_t n;
+
+	if (body < 8 + CONVERT_ID_TRAILER)
+		return 0;
+	n = body - 8 - CONVERT_ID_TRAILER;
+	if (n > KP_COMM_MAX)
+		n = KP_COMM_MAX;
+	memcpy(comm, p + 8, n);
+	comm[n] = 0;
+	return emit_comm(c->e, rd32(p), rd32(p + 4), trailer_time(h), comm,
+			 h->misc & PERF_RECORD_MISC_COMM_EXEC);
+}
+
+static int conv_task(struct convert_ctx *c, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+
+	if (h->size < sizeof(*h) + 24)
+		return 0;
+	return emit_task(c->e, h->type == PERF_RECORD_FORK ? KP_REC_FORK : KP_REC_EXIT, rd32(p), rd32(p + 4),
+			 rd32(p + 8), rd32(p + 12), rd64(p + 16));
+}
+
+static int conv_lost(struct convert_ctx *c, uint64_t id, uint64_t lost)
+{
+	struct kp_rec_lost l = { .event_id = event_of(c, id), .lost = lost };
+
+	c->lost += lost;
+	return kp_writer_add(c->e->w, KP_REC_LOST, &l, sizeof(l));
+}
+
+int convert_record(struct convert_ctx *c, const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		return conv_sample(c, h);
+	case PERF_RECORD_MMAP2:
+		return conv_mmap2(c, h);
+	case PERF_RECORD_COMM:
+		return conv_comm(c, h);
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		return conv_task(c, h);
+	case PERF_RECORD_LOST:
+		if (h->size >= sizeof(*h) + 16)
+			return conv_lost(c, rd64(p), rd64(p + 8));
+		return 0;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (h->size >= sizeof(*h) + 8 + CONVERT_ID_TRAILER)
+			return conv_lost(c, rd64((const unsigned char *)h + h->size - 8), rd64(p));
+		return 0;
+	default:
+		return 0; /* throttling and the like: nothing a report needs */
+	}
+}
