@@ -247,7 +247,7 @@ int emit_all_processes(struct emit_ctx *e, uint64_t time)
 	return r;
 }
 
-int emit_kallsyms(struct emit_ctx *e, bool *hidden, uint64_t *nsyms)
+int emit_kallsyms(struct emit_ctx *e, bool *hidden, uint64_t *nsyms, bool text_only)
 {
 	char *text;
 	size_t len;
@@ -256,6 +256,8 @@ int emit_kallsyms(struct emit_ctx *e, bool *hidden, uint64_t *nsyms)
 	*nsyms = 0;
 	if (r)
 		return r;
+	if (text_only)
+		len = procfs_kallsyms_keep_text(text, len);
 	for (size_t i = 0; i < len; i++)
 		*nsyms += text[i] == '\n';
 	if (!*hidden)

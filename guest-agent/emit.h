@@ -44,7 +44,7 @@ int emit_all_processes(struct emit_ctx *e, uint64_t time);
  * KSYMS records from /proc/kallsyms; *hidden tells that the addresses
  * were all zero (then nothing is written), *nsyms counts lines.
  */
-int emit_kallsyms(struct emit_ctx *e, bool *hidden, uint64_t *nsyms);
+int emit_kallsyms(struct emit_ctx *e, bool *hidden, uint64_t *nsyms, bool text_only);
 
 /* META hostname, release and time. */
 int emit_meta_system(struct emit_ctx *e);

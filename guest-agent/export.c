@@ -49,7 +49,7 @@ static int write_stream(struct emit_ctx *e, const struct export_opts *o, uint64_
 	if (!r)
 		r = kp_writer_meta(e->w, "command", "export");
 	if (!r) {
-		r = emit_kallsyms(e, &hidden, nsyms);
+		r = emit_kallsyms(e, &hidden, nsyms, !o->all_symbols);
 		if (r == -ENOENT || r == -EACCES) {
 			fprintf(stderr, "kvmprof-agent: /proc/kallsyms: %s; exporting process maps only\n", strerror(-r));
 			r = 0;

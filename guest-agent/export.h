@@ -8,6 +8,7 @@
 #define AGENT_EXPORT_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #define EXPORT_DEFAULT_DEVICE "/dev/ttyS1"
@@ -16,6 +17,7 @@ struct export_opts {
 	const char *output; /* NULL: EXPORT_DEFAULT_DEVICE */
 	pid_t *pids;        /* NULL: every process in /proc */
 	size_t npids;
+	bool all_symbols; /* false: text symbols of kallsyms only */
 };
 
 /* Prints its messages and the summary; returns the CLI's exit status (0 or 1). */

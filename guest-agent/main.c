@@ -22,7 +22,7 @@ static const char usage_text[] =
 	"                            [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
 	"                            [--format text|folded|pprof]\n"
-	"       kvmprof-agent export [-o DEVICE] [--pid PID]...\n"
+	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
 	"       kvmprof-agent --help | --version\n";
 
 static const char help_text[] =
@@ -57,7 +57,9 @@ static const char help_text[] =
 	"export options:\n"
 	"  -o, --output DEVICE  where to send the stream (default /dev/ttyS1, the\n"
 	"                  kvmprof-vmm agent channel; a terminal is set to raw 115200 8N1)\n"
-	"  -p, --pid PID    only these processes (repeatable; default all)\n";
+	"  -p, --pid PID    only these processes (repeatable; default all)\n"
+	"  --all-symbols    all of /proc/kallsyms; by default only text symbols go\n"
+	"                  (program counters land only in code; half the bytes)\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -197,6 +199,7 @@ static int cmd_export(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
+		{ "all-symbols", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -212,6 +215,9 @@ static int cmd_export(int argc, char **argv)
 			if (!*optarg)
 				return usage_error("-o needs a file name%s", "");
 			o.output = optarg;
+			break;
+		case 'A':
+			o.all_symbols = true;
 			break;
 		case 'p': {
 			pid_t *n;

@@ -271,3 +271,28 @@ int procfs_read_kallsyms(char **text, size_t *len, bool *no_addresses)
 	*no_addresses = procfs_kallsyms_hidden(buf, n);
 	return 0;
 }
+
+/*
+ * Keeps the lines of kallsyms text whose symbol type is text (T, t) or weak
+ * (W, w, mostly weak functions), in place. Program counters only ever land
+ * in code, so this is all a report needs, and it halves what crosses the
+ * agent channel.
+ */
+size_t procfs_kallsyms_keep_text(char *text, size_t len)
+{
+	size_t out = 0, i = 0;
+
+	while (i < len) {
+		char *nl = memchr(text + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - text) + 1 : len;
+		const char *sp = memchr(text + i, ' ', end - i);
+		char type = sp && sp + 1 < text + end ? sp[1] : 0;
+
+		if (type == 'T' || type == 't' || type == 'W' || type == 'w') {
+			memmove(text + out, text + i, end - i);
+			out += end - i;
+		}
+		i = end;
+	}
+	return out;
+}

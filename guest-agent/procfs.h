@@ -48,6 +48,9 @@ int procfs_online_cpus(int *cpus, int max);
  */
 int procfs_read_kallsyms(char **text, size_t *len, bool *no_addresses);
 
+/* Keeps only text (T, t) and weak (W, w) symbol lines, in place; returns the new length. */
+size_t procfs_kallsyms_keep_text(char *text, size_t len);
+
 /* True when every symbol line of a kallsyms text has address 0. */
 bool procfs_kallsyms_hidden(const char *text, size_t len);
 

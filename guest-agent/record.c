@@ -505,7 +505,7 @@ static int write_preamble(struct rec *R)
 		bool hidden;
 		uint64_t nsyms;
 
-		r = emit_kallsyms(&R->e, &hidden, &nsyms);
+		r = emit_kallsyms(&R->e, &hidden, &nsyms, false);
 		if (r == -ENOENT || r == -EACCES) {
 			fprintf(stderr, "kvmprof-agent: /proc/kallsyms: %s; kernel samples will not resolve\n",
 				strerror(-r));

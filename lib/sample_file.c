@@ -145,15 +145,16 @@ int kp_writer_meta(struct kp_writer *w, const char *key, const char *value)
 
 int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len)
 {
-	const size_t chunk_max = 64 * 1024;
-	unsigned char *rec = malloc(sizeof(struct kp_rec_ksyms) + chunk_max);
+	uLongf bound = compressBound(KP_KSYMS_CHUNK_MAX);
+	unsigned char *rec = malloc(sizeof(struct kp_rec_ksyms_z) + bound);
 	int ret = 0;
 
 	if (!rec)
 		return -ENOMEM;
 	while (len && !ret) {
-		size_t n = len < chunk_max ? len : chunk_max;
-		struct kp_rec_ksyms hdr;
+		size_t n = len < KP_KSYMS_CHUNK_MAX ? len : KP_KSYMS_CHUNK_MAX;
+		struct kp_rec_ksyms_z hdr;
+		uLongf zlen = bound;
 
 		/* Cut at a line end so every chunk parses on its own. */
 		if (n < len) {
@@ -161,10 +162,13 @@ int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len)
 			if (nl)
 				n = (size_t)(nl - text) + 1;
 		}
-		hdr = (struct kp_rec_ksyms){ .seq = w->ksyms_seq++, .len = (uint32_t)n };
+		if (compress2(rec + sizeof(hdr), &zlen, (const Bytef *)text, (uLong)n, 6) != Z_OK) {
+			ret = -ENOMEM;
+			break;
+		}
+		hdr = (struct kp_rec_ksyms_z){ .seq = w->ksyms_seq++, .len = (uint32_t)zlen, .raw_len = (uint32_t)n };
 		memcpy(rec, &hdr, sizeof(hdr));
-		memcpy(rec + sizeof(hdr), text, n);
-		ret = kp_writer_add(w, KP_REC_KSYMS, rec, sizeof(hdr) + n);
+		ret = kp_writer_add(w, KP_REC_KSYMS_Z, rec, sizeof(hdr) + zlen);
 		text += n;
 		len -= n;
 	}
@@ -215,6 +219,7 @@ struct kp_reader {
 	bool ended;
 	struct kp_file_header header;
 	unsigned char *payload;
+	unsigned char *inflated; /* a KSYMS_Z chunk, handed out as KSYMS */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -248,7 +253,8 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
 		return -ENOMEM;
 	r->path = strdup(path);
 	r->payload = malloc(KP_REC_MAX_SIZE);
-	if (!r->path || !r->payload) {
+	r->inflated = malloc(sizeof(struct kp_rec_ksyms) + KP_KSYMS_CHUNK_MAX);
+	if (!r->path || !r->payload || !r->inflated) {
 		kp_reader_close(r);
 		return -ENOMEM;
 	}
@@ -370,6 +376,24 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 		r->ksyms_seq++;
 		return NULL;
 	}
+	case KP_REC_KSYMS_Z: {
+		const struct kp_rec_ksyms_z *k = (const void *)p;
+		struct kp_rec_ksyms out;
+		uLongf raw;
+		if (len < sizeof(*k) || k->len > len - sizeof(*k))
+			return "KSYMS_Z chunk runs past its record";
+		if (k->raw_len > KP_KSYMS_CHUNK_MAX)
+			return "KSYMS_Z chunk inflates beyond the format's chunk size";
+		if (k->seq != r->ksyms_seq)
+			return "KSYMS chunks out of order";
+		raw = k->raw_len;
+		if (uncompress(r->inflated + sizeof(out), &raw, k->data, k->len) != Z_OK || raw != k->raw_len)
+			return "KSYMS_Z chunk does not inflate to its stated size";
+		out = (struct kp_rec_ksyms){ .seq = k->seq, .len = k->raw_len };
+		memcpy(r->inflated, &out, sizeof(out));
+		r->ksyms_seq++;
+		return NULL;
+	}
 	case KP_REC_LOST:
 		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
 	case KP_REC_END: {
@@ -421,13 +445,18 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 		rec->payload_len = len;
 		rec->offset = r->offset;
 		rec->payload = r->payload;
+		if (h.type == KP_REC_KSYMS_Z) {
+			rec->type = KP_REC_KSYMS;
+			rec->payload = r->inflated;
+			rec->payload_len = (uint32_t)sizeof(struct kp_rec_ksyms) + rec->ksyms->len;
+		}
 		r->offset += h.size;
 		if (h.type == KP_REC_END) {
 			r->ended = true;
 			return 0;
 		}
 		r->records++;
-		if (h.type < KP_REC_META || h.type > KP_REC_END)
+		if (h.type < KP_REC_META || h.type > KP_REC_KSYMS_Z)
 			continue; /* a newer minor version's record: skip it */
 		return 1;
 	}
@@ -441,5 +470,6 @@ void kp_reader_close(struct kp_reader *r)
 		fclose(r->f);
 	free(r->path);
 	free(r->payload);
+	free(r->inflated);
 	free(r);
 }

@@ -25,7 +25,8 @@ int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source);
 int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len);
 /* Conveniences over kp_writer_add. */
 int kp_writer_meta(struct kp_writer *w, const char *key, const char *value);
-int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len); /* chunks at line ends */
+/* kallsyms text, in zlib-compressed KSYMS_Z chunks cut at line ends (readers see KSYMS). */
+int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len);
 int kp_writer_flush(struct kp_writer *w);
 /* Counts of what went through the writer, for END and progress lines. */
 uint64_t kp_writer_samples(const struct kp_writer *w);
@@ -66,7 +67,8 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
  * (whose counts were checked against what was read; every later call
  * returns 0 again with *rec untouched); or a negative value with
  * a one-line message in err ("PATH: offset N: ..."). Unknown record types
- * of the same major version are skipped.
+ * of the same major version are skipped; KSYMS_Z chunks come out inflated,
+ * as KSYMS records.
  */
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
 const struct kp_file_header *kp_reader_header(const struct kp_reader *r);

@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 0  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 1  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -68,6 +68,7 @@ enum kp_rec_type {
 	KP_REC_KSYMS = 8,  /* struct kp_rec_ksyms: a chunk of /proc/kallsyms text */
 	KP_REC_LOST = 9,   /* struct kp_rec_lost: samples the kernel dropped */
 	KP_REC_END = 10,   /* struct kp_rec_end: the last record of a whole stream */
+	KP_REC_KSYMS_Z = 11, /* struct kp_rec_ksyms_z: a zlib-compressed KSYMS chunk (since 1.1) */
 };
 
 /*
@@ -146,6 +147,21 @@ struct kp_rec_ksyms {
 	uint32_t seq; /* chunks are numbered from 0 and come in order */
 	uint32_t len; /* bytes of text, <= record payload */
 	char text[];  /* kallsyms lines; a chunk ends at a line end */
+};
+
+/*
+ * The same text, compressed with zlib (RFC 1950). kallsyms is megabytes of
+ * text and the agent channel is a UART (one VM exit per byte): compressed,
+ * it crosses about five times faster. KSYMS and KSYMS_Z chunks share one
+ * sequence. Readers hand it out decompressed, as a KSYMS record.
+ */
+#define KP_KSYMS_CHUNK_MAX (256u * 1024) /* raw bytes per chunk */
+struct kp_rec_ksyms_z {
+	uint32_t seq;
+	uint32_t len;     /* compressed bytes, <= record payload */
+	uint32_t raw_len; /* text bytes once inflated, <= KP_KSYMS_CHUNK_MAX */
+	uint32_t reserved;
+	unsigned char data[];
 };
 
 struct kp_rec_lost {

@@ -177,11 +177,32 @@ static void test_build_id(void **state)
 	assert_true(emit_read_build_id("/proc/self/maps", id) <= 0);
 }
 
+/* export keeps only code symbols: what a program counter can land on. */
+static void test_kallsyms_keep_text(void **state)
+{
+	(void)state;
+	char text[] = "ffffffff81000000 T _stext\n"
+		      "ffffffff82000000 D jiffies\n"
+		      "ffffffff81000100 t helper\t[mod]\n"
+		      "ffffffff83000000 b bss_thing\n"
+		      "ffffffff81000200 W weak_fn\n"
+		      "garbage-line\n"
+		      "ffffffff81000300 w weak2";
+	size_t n = procfs_kallsyms_keep_text(text, strlen(text));
+
+	assert_int_equal(n, strlen("ffffffff81000000 T _stext\nffffffff81000100 t helper\t[mod]\n"
+				   "ffffffff81000200 W weak_fn\nffffffff81000300 w weak2"));
+	assert_memory_equal(text, "ffffffff81000000 T _stext\nffffffff81000100 t helper\t[mod]\n"
+			    "ffffffff81000200 W weak_fn\nffffffff81000300 w weak2", n);
+	assert_int_equal(procfs_kallsyms_keep_text(text, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_maps_lines),      cmocka_unit_test(test_long_path),
 		cmocka_unit_test(test_cpu_list),        cmocka_unit_test(test_kallsyms_hidden),
+		cmocka_unit_test(test_kallsyms_keep_text),
 		cmocka_unit_test(test_this_process),    cmocka_unit_test(test_build_id),
 	};
 

@@ -205,7 +205,7 @@ static void test_wrong_version_and_magic(void **state)
 	write_sample_file();
 	patch(offsetof(struct kp_file_header, version_major), &v, sizeof(v));
 	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
-	assert_non_null(strstr(err, "version 2.0"));
+	assert_non_null(strstr(err, "version 2.1, this build reads version 1.x"));
 
 	write_sample_file();
 	patch(0, "PERFILE2", 8);
@@ -267,6 +267,77 @@ static void test_lying_records_are_refused(void **state)
 	assert_non_null(strstr(err, "key=value"));
 }
 
+/* A megabyte of kallsyms crosses several compressed chunks and comes back byte for byte. */
+static void test_large_kallsyms_round_trip(void **state)
+{
+	(void)state;
+	size_t cap = 1u << 20, len = 0;
+	char *text = malloc(cap), *back = malloc(cap), err[256];
+	size_t got = 0;
+	int fd = open(path, O_WRONLY | O_TRUNC), rc, chunks = 0;
+	struct kp_writer *w;
+	struct kp_reader *r;
+	struct kp_record rec;
+
+	assert_non_null(text);
+	assert_non_null(back);
+	for (unsigned i = 0; len + 64 < cap; i++)
+		len += (size_t)sprintf(text + len, "ffffffff%08x T function_%u\n", i * 16, i);
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_LINUX_AGENT), 0);
+	assert_int_equal(kp_writer_ksyms(w, text, len), 0);
+	assert_int_equal(kp_writer_close(w, 0, 0), 0);
+	close(fd);
+	/* Compressed: far smaller than the text. */
+	assert_true(file_size() < (long)len / 3);
+	assert_int_equal(kp_reader_open(&r, path, err, sizeof(err)), 0);
+	while ((rc = kp_reader_next(r, &rec, err, sizeof(err))) == 1) {
+		assert_int_equal(rec.type, KP_REC_KSYMS);
+		assert_int_equal(rec.ksyms->seq, chunks++);
+		assert_true(got + rec.ksyms->len <= len);
+		memcpy(back + got, rec.ksyms->text, rec.ksyms->len);
+		got += rec.ksyms->len;
+		assert_int_equal(back[got - 1], '\n');
+	}
+	assert_int_equal(rc, 0);
+	kp_reader_close(r);
+	assert_true(chunks >= 4);
+	assert_int_equal(got, len);
+	assert_memory_equal(back, text, len);
+	free(text);
+	free(back);
+}
+
+/* A compressed chunk whose stated size is a lie, or which is not zlib at all. */
+static void test_lying_compressed_kallsyms_are_refused(void **state)
+{
+	(void)state;
+	char err[256];
+	const char *line = "ffffffff81000000 T _stext\n";
+	struct {
+		struct kp_rec_ksyms_z k;
+		unsigned char data[128];
+	} z = { 0 };
+	uLongf zlen = sizeof(z.data);
+
+	assert_int_equal(compress2(z.data, &zlen, (const Bytef *)line, strlen(line), 6), Z_OK);
+	z.k.len = (uint32_t)zlen;
+	z.k.raw_len = (uint32_t)strlen(line) + 1;
+	write_single_record(KP_REC_KSYMS_Z, &z, sizeof(z));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "does not inflate to its stated size"));
+
+	z.k.raw_len = KP_KSYMS_CHUNK_MAX + 1;
+	write_single_record(KP_REC_KSYMS_Z, &z, sizeof(z));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "beyond the format's chunk size"));
+
+	memset(z.data, 0x55, sizeof(z.data));
+	z.k.raw_len = 10;
+	write_single_record(KP_REC_KSYMS_Z, &z, sizeof(z));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "does not inflate"));
+}
+
 static void test_unknown_record_types_are_skipped(void **state)
 {
 	(void)state;
@@ -310,6 +381,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_flipped_byte_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_version_and_magic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lying_records_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_large_kallsyms_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lying_compressed_kallsyms_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_record_types_are_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_record_is_refused_by_writer, setup, teardown),
 		cmocka_unit_test(test_crc_matches_zlib),
