@@ -24,7 +24,7 @@
 #   ("bzimage pvh agent"; agent is skipped if AGENT is missing), AGENT
 #   ($BUILD/kvmprof-agent, static), HOTLOOP_MS (CPU time of the agent
 #   case's workload, 1500), EXPORT_TIMEOUT (seconds `kvmprof-agent export`
-#   may take in L2, 60; the agent case's VMM run gets L2_TIMEOUT plus
+#   may take in L2, 180, a hang guard: it takes ~50 s; the agent case's VMM run gets L2_TIMEOUT plus
 #   this, and QEMU_TIMEOUT defaults to 170 plus it), L2_FLAVOUR (cloud-amd64, or amd64: Debian's generic
 #   kernel as L2, which finds CPUs through an MP table; the cloud kernel has
 #   CONFIG_X86_MPPARSE unset and needs an ACPI MADT to see more than 1 CPU).
@@ -43,7 +43,7 @@ L1_APPEND=${L1_APPEND:-}
 CASES=${CASES:-bzimage pvh agent}
 AGENT=${AGENT:-$BUILD/kvmprof-agent}
 HOTLOOP_MS=${HOTLOOP_MS:-1500}
-EXPORT_TIMEOUT=${EXPORT_TIMEOUT:-60}
+EXPORT_TIMEOUT=${EXPORT_TIMEOUT:-180}
 L2_FLAVOUR=${L2_FLAVOUR:-cloud-amd64}
 L1_ONLY=0
 VERBOSE=${V:-0}
@@ -411,7 +411,7 @@ check_agent() { # section-log end-line
 	why=
 	if [ -z "$expl" ]; then why=${vmm:-no KVMPROF-L2-AGENT-EXPORT-END marker}
 	elif echo "$expl" | grep -q -E ' rc=(124|143) '; then
-		why="kvmprof-agent export did not finish within $(echo "$expl" | sed -n 's/.* limit=\([0-9]*\).*/\1/p')s (EXPORT_TIMEOUT): ttyS1 sent ${rate:-?} of a ~3.6 MB export (tests/nested/README.md, \"The agent case\")"
+		why="kvmprof-agent export did not finish within $(echo "$expl" | sed -n 's/.* limit=\([0-9]*\).*/\1/p')s (EXPORT_TIMEOUT): ttyS1 sent ${rate:-?} of a ~420 KB export (tests/nested/README.md, \"The agent case\")"
 	elif ! echo "$expl" | grep -q ' rc=0 '; then why="kvmprof-agent export failed ($expl)"
 	elif [ -z "$copyl" ]; then why="L1 never copied the agent channel out (no KVMPROF-L1-AGENT-COPY line)"
 	elif ! echo "$copyl" | grep -q 'COPY ok'; then why="L1 could not copy the agent channel to its ttyS1: $copyl"
