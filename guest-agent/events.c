@@ -199,7 +199,6 @@ static int resolve(const char *name, char **mods, int nmods, const char *umask, 
 {
 	const struct generic_event *g = find_generic(name);
 	const char *alias;
-	char pfmstr[2 * KP_EVENT_NAME_MAX];
 
 	if (g) {
 		if (umask) {
@@ -209,6 +208,8 @@ static int resolve(const char *name, char **mods, int nmods, const char *umask, 
 		return resolve_generic(g, ev, mods, nmods, name, err, errlen);
 	}
 	if (pfm_ready() && pfm_find_event(name) >= 0) {
+		char pfmstr[2 * KP_EVENT_NAME_MAX];
+
 		if (join_pfm(pfmstr, sizeof(pfmstr), name, mods, nmods, umask)) {
 			snprintf(err, errlen, "event name too long");
 			return -EINVAL;
@@ -248,14 +249,14 @@ static int apply_oprofile(struct events_event *ev, const char *umask_num, const 
 		}
 	}
 	if (kernel) {
-		if (strcmp(kernel, "0") && strcmp(kernel, "1")) {
+		if (strcmp(kernel, "0") != 0 && strcmp(kernel, "1") != 0) {
 			snprintf(err, errlen, "%s: kernel field must be 0 or 1, not '%s'", name, kernel);
 			return -EINVAL;
 		}
 		ev->attr.exclude_kernel = kernel[0] == '0';
 	}
 	if (user) {
-		if (strcmp(user, "0") && strcmp(user, "1")) {
+		if (strcmp(user, "0") != 0 && strcmp(user, "1") != 0) {
 			snprintf(err, errlen, "%s: user field must be 0 or 1, not '%s'", name, user);
 			return -EINVAL;
 		}
@@ -286,7 +287,7 @@ int events_parse(const char *spec, struct events_event *ev, char *unknown, size_
 		snprintf(err, errlen, "event '%.32s...' is too long", spec);
 		return -EINVAL;
 	}
-	strcpy(buf, spec);
+	memcpy(buf, spec, strlen(spec) + 1);
 	/* libpfm4's "pmu::event" keeps its double colon inside the name. */
 	pmu_sep = strstr(buf, "::");
 	rest = pmu_sep ? pmu_sep + 2 : buf;

@@ -70,7 +70,6 @@ struct rec {
 	char pmu[192];
 	pid_t child;
 	int exec_err_fd, go_fd;
-	int write_err;
 	uint64_t t_start;
 };
 
@@ -467,23 +466,30 @@ static int set_targets(struct rec *R)
 
 /* ---- the file's preamble ---- */
 
+/* What META "command" says was profiled. */
+static void describe_target(const struct record_opts *o, char *cmd, size_t len)
+{
+	size_t n = 0;
+
+	cmd[0] = 0;
+	if (o->pid) {
+		snprintf(cmd, len, "pid %d", (int)o->pid);
+		return;
+	}
+	for (char **a = o->argv; a && *a && n < len; a++)
+		n += (size_t)snprintf(cmd + n, len - n, "%s%s", n ? " " : "", *a);
+	if (n >= len)
+		n = len - 1; /* a long command line is cut, not overrun */
+	if (o->all)
+		snprintf(cmd + n, len - n, "%s", n ? " (system-wide)" : "system-wide");
+}
+
 static int write_preamble(struct rec *R)
 {
-	const struct record_opts *o = R->o;
 	char cmd[1024];
-	size_t n = 0;
 	int r;
 
-	if (o->argv)
-		for (char **a = o->argv; *a && n < sizeof(cmd); a++)
-			n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", n ? " " : "", *a);
-	if (o->all)
-		snprintf(cmd + n, sizeof(cmd) - n, "%ssystem-wide", n ? " (" : "");
-	if (o->all && n && strlen(cmd) < sizeof(cmd) - 1)
-		strcat(cmd, ")");
-	if (o->pid)
-		snprintf(cmd, sizeof(cmd), "pid %d", (int)o->pid);
-
+	describe_target(R->o, cmd, sizeof(cmd));
 	r = emit_meta_system(&R->e);
 	if (!r)
 		r = kp_writer_meta(R->w, "command", cmd);

@@ -157,7 +157,7 @@ damaged truncated-file "$T/truncated.data" 'truncated'
 
 cp "$small" "$T/version.data"
 printf '\002\000' | dd of="$T/version.data" bs=1 seek=8 conv=notrunc status=none
-damaged wrong-version "$T/version.data" 'version 2\.0'
+damaged wrong-version "$T/version.data" 'version 2\.[0-9]+, this build reads version 1'
 
 # ---- unknown event names list close matches
 "$AGENT" record -e cycels -a >/dev/null 2>"$T/unk.err"
@@ -316,8 +316,10 @@ kill "$sl" 2>/dev/null
 wait "$sl" 2>/dev/null
 if [ $rc -eq 0 ] && [ $rrc -eq 0 ] && grep -a -q -F "$exe" "$T/export.data" &&
 	grep -q '^kvmprof-agent: exported [0-9]* kernel symbols, 2 processes' "$T/export.err" && sanitizer_clean "$T/export.err"; then
-	if [ "$(cat /proc/sys/kernel/kptr_restrict)" = 0 ] && ! grep -a -q ' _stext$' "$T/export.data"; then
-		fail export "no kallsyms in the stream" "$T/export.err"
+	# kallsyms travel compressed; the summary counts the symbol lines sent.
+	nsyms=$(sed -n 's/^kvmprof-agent: exported \([0-9]*\) kernel symbols.*/\1/p' "$T/export.err")
+	if [ "$(cat /proc/sys/kernel/kptr_restrict)" = 0 ] && [ "${nsyms:-0}" -lt 1000 ]; then
+		fail export "only ${nsyms:-0} kernel symbols exported" "$T/export.err"
 	else
 		pass "export ($(cat "$T/export.err"))"
 	fi
