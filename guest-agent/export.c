@@ -54,7 +54,8 @@ static int write_stream(struct emit_ctx *e, const struct export_opts *o, uint64_
 			fprintf(stderr, "kvmprof-agent: /proc/kallsyms: %s; exporting process maps only\n", strerror(-r));
 			r = 0;
 		} else if (!r && hidden) {
-			fprintf(stderr, "kvmprof-agent: /proc/kallsyms shows only zero addresses (kernel.kptr_restrict); "
+			fprintf(stderr, "kvmprof-agent: /proc/kallsyms shows only zero addresses (kernel.kptr_restrict or "
+					"perf_event_paranoid hide them from this user); "
 					"exporting process maps only\n");
 			*nsyms = 0;
 		}

@@ -206,7 +206,8 @@ static void explain_open_error(const struct rec *R, int idx, int e)
 	char buf[32] = "";
 	FILE *f;
 
-	fprintf(stderr, "kvmprof-agent: perf_event_open %s: %s\n", name, strerror(e));
+	fprintf(stderr, "kvmprof-agent: perf_event_open %s%s: %s\n", name,
+		(R->ev_flags[idx] & KP_EVENT_FALLBACK) ? " (cpu-clock fallback)" : "", strerror(e));
 	if (e == EINVAL && (R->ev_flags[idx] & KP_EVENT_FREQ) &&
 	    (f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re"))) {
 		if (fgets(buf, sizeof(buf), f) && R->ev_rate[idx] > strtoull(buf, NULL, 10))
@@ -517,8 +518,8 @@ static int write_preamble(struct rec *R)
 				strerror(-r));
 			r = 0;
 		} else if (!r && hidden) {
-			fprintf(stderr, "kvmprof-agent: /proc/kallsyms shows only zero addresses (kernel.kptr_restrict); "
-					"kernel samples will not resolve\n");
+			fprintf(stderr, "kvmprof-agent: /proc/kallsyms shows only zero addresses (kernel.kptr_restrict or "
+					"perf_event_paranoid hide them from this user); kernel samples will not resolve\n");
 		}
 	}
 	return r;
@@ -546,7 +547,7 @@ static void progress(struct rec *R, bool final)
 
 	if (final) {
 		if (shown)
-			fprintf(stderr, "\r%60s\r", "");
+			fprintf(stderr, "\r\033[K"); /* erase the progress line */
 		return;
 	}
 	fprintf(stderr, "\rkvmprof-agent: recording: %" PRIu64 " samples, %" PRIu64 " lost, %.1f MB ",
