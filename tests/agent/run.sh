@@ -7,7 +7,7 @@
 # Outcomes only, no timing thresholds: waits are for events (a file
 # growing, a process exiting), with generous caps against hangs.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 AGENT=${AGENT:-$BUILD/kvmprof-agent}
 TAG=${TAG:-}
@@ -20,7 +20,6 @@ fail() {
 	echo "FAIL $TAG$1: $2"
 	[ -n "${3:-}" ] && [ -s "$3" ] && tail -n 8 "$3" | sed 's/^/    /'
 }
-skip() { echo "SKIP $TAG$1: $2"; }
 
 for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child"; do
 	if [ ! -x "$f" ]; then
@@ -64,7 +63,11 @@ else
 fi
 
 # ---- the no-PMU fallback (or hardware sampling where there is a PMU)
-if ls /sys/bus/event_source/devices/ 2>/dev/null | grep -q -E '^(cpu|cpu_core|cpu_atom)$'; then
+has_pmu=false
+for d in /sys/bus/event_source/devices/cpu /sys/bus/event_source/devices/cpu_core /sys/bus/event_source/devices/cpu_atom; do
+	[ -e "$d" ] && has_pmu=true
+done
+if $has_pmu; then
 	if grep -q 'no hardware PMU' "$T/split.err" || grep -q 'fallback' "$T/split.rep"; then
 		fail hardware-sampling "this host has a PMU, yet the agent fell back" "$T/split.err"
 	else
@@ -106,6 +109,7 @@ fi
 "$AGENT" record -q -g -o "$T/cg.data" -- "$FIX/split" 50000 >/dev/null 2>"$T/cg.err"
 rc=$?
 "$AGENT" report -i "$T/cg.data" --format folded >"$T/cg.rep" 2>>"$T/cg.err"
+# shellcheck disable=SC2016 # the backquotes are folded-stack separators
 if [ $rc -eq 0 ] && grep -q 'split`main;split`split_three_quarters ' "$T/cg.rep"; then
 	pass callgraph
 else
@@ -148,7 +152,7 @@ else
 	cp "$small" "$T/corrupt.data"
 	pos=$((first_sample + 16 + 9)) # a byte of the sampled ip
 	byte=$(od -A n -t u1 -j "$pos" -N 1 "$T/corrupt.data" | tr -d ' ')
-	printf "$(printf '\\%03o' $((byte ^ 0x5a)))" | dd of="$T/corrupt.data" bs=1 seek="$pos" conv=notrunc status=none
+	printf '%b' "$(printf '\\%03o' $((byte ^ 0x5a)))" | dd of="$T/corrupt.data" bs=1 seek="$pos" conv=notrunc status=none
 	damaged corrupted-file "$T/corrupt.data" 'corrupt.data: offset [0-9]+: .*(CRC|corrupt)'
 fi
 
@@ -244,8 +248,7 @@ fi
 
 # ---- Ctrl-C: SIGINT ends a system-wide recording cleanly, the file reads back whole
 wait_for_samples() { # file err-log: until the recording wrote past its preamble (cap 60 s)
-	local i
-	for i in $(seq 600); do
+	for _ in $(seq 600); do
 		# The preamble holds kallsyms; samples follow once the loop runs. The
 		# progress line is off (not a terminal), so watch the file grow twice.
 		if [ -s "$1" ]; then
