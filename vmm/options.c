@@ -42,6 +42,12 @@ static const char usage_text[] =
 	"                        domain-switch (also the VMM's work for the guest)\n"
 	"  --vpmu-filter FILE    allow or deny list of events (docs/vpmu-filter.md)\n"
 	"  --vpmu-stats          print the vPMU's statistics at exit\n"
+	"  --vpmu-trace-pmi N    single-step the guest's NMI handler for the first N\n"
+	"                        PMIs (0 to 100000), entry to IRETQ; print the ring-0\n"
+	"                        instructions and VM exits per PMI, and the run's VM\n"
+	"                        exits by reason, at exit (for benchmarks: a traced\n"
+	"                        PMI is ~1000 times slower)\n"
+	"  --vpmu-trace-tick N   the same for the first N LAPIC timer interrupts\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
@@ -52,7 +58,7 @@ static const char usage_text[] =
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
 	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE, OPT_VPMU, OPT_VPMU_COUNTERS, OPT_VPMU_BACKEND,
-	OPT_VPMU_MODE, OPT_VPMU_FILTER, OPT_VPMU_STATS,
+	OPT_VPMU_MODE, OPT_VPMU_FILTER, OPT_VPMU_STATS, OPT_VPMU_TRACE_PMI, OPT_VPMU_TRACE_TICK,
 };
 
 int parse_mem_size(const char *s, uint64_t *bytes)
@@ -119,6 +125,8 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "vpmu-mode", required_argument, NULL, OPT_VPMU_MODE },
 		{ "vpmu-filter", required_argument, NULL, OPT_VPMU_FILTER },
 		{ "vpmu-stats", no_argument, NULL, OPT_VPMU_STATS },
+		{ "vpmu-trace-pmi", required_argument, NULL, OPT_VPMU_TRACE_PMI },
+		{ "vpmu-trace-tick", required_argument, NULL, OPT_VPMU_TRACE_TICK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -211,6 +219,18 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_VPMU_STATS:
 			cfg->vpmu.stats = true;
+			break;
+		case OPT_VPMU_TRACE_PMI:
+			if (parse_uint(optarg, &n) || n > PMI_TRACE_MAX)
+				return bad(err, "--vpmu-trace-pmi '%s': must be a number from 0 to 100000", optarg);
+			cfg->trace_pmi_on = true;
+			cfg->trace_pmi = (unsigned int)n;
+			break;
+		case OPT_VPMU_TRACE_TICK:
+			if (parse_uint(optarg, &n) || n > PMI_TRACE_MAX)
+				return bad(err, "--vpmu-trace-tick '%s': must be a number from 0 to 100000", optarg);
+			cfg->trace_tick_on = true;
+			cfg->trace_tick = (unsigned int)n;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

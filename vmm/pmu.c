@@ -172,6 +172,7 @@ static bool pmu_inject_pmi(void *ctx)
 	} else {
 		return false; /* SMI, INIT, ExtINT or a reserved vector: nothing a PMI can become */
 	}
+	pmi_trace_injected(vcpu);
 	if (vcpu->vm->pmu.cfg.model == VPMU_MODEL_INTEL) {
 		lvtpc |= APIC_LVT_MASKED;
 		memcpy(lapic.regs + APIC_LVTPC, &lvtpc, 4);

@@ -97,6 +97,12 @@ int vcpu_create(struct vm *vm, unsigned int id)
 	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
 	cpuid = vmm_pmu_cpuid(vm, cpuid);
 	vcpu_pmu_init(vcpu);
+	rc = pmi_trace_init(vcpu);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: --vpmu-trace-pmi: %s\n", strerror(-rc));
+		free(cpuid);
+		return rc;
+	}
 	if (ioctl(vcpu->fd, KVM_SET_CPUID2, cpuid) < 0)
 		rc = -errno;
 	free(cpuid);
@@ -116,6 +122,7 @@ int vcpu_create(struct vm *vm, unsigned int id)
 void vcpu_destroy(struct vcpu *vcpu)
 {
 	vcpu_pmu_destroy(vcpu);
+	pmi_trace_destroy(vcpu);
 	if (vcpu->run)
 		munmap(vcpu->run, vcpu->vm->run_size);
 	vcpu->run = NULL;
@@ -222,6 +229,11 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 		return true;
 	case KVM_EXIT_INTR:
 		return true;
+	case KVM_EXIT_DEBUG:
+		if (pmi_trace_debug_exit(vcpu))
+			return true;
+		vcpu_crash(vcpu, "unexpected debug exit");
+		return false;
 	case KVM_EXIT_X86_RDMSR:
 	case KVM_EXIT_X86_WRMSR:
 		vcpu_pmu_handle_msr(vcpu);
@@ -274,6 +286,7 @@ void *vcpu_thread(void *arg)
 		if (rc < 0) {
 			int err = errno;
 
+			pmi_trace_after_run(vcpu, rc, err);
 			if (err == EINTR)
 				continue;
 			if (err == EAGAIN) {
@@ -293,6 +306,7 @@ void *vcpu_thread(void *arg)
 			vm_request_stop(vm, VMM_EXIT_GUEST_CRASH);
 			break;
 		}
+		pmi_trace_after_run(vcpu, rc, 0);
 		if (!vcpu_handle_exit(vcpu))
 			break;
 	}

@@ -248,8 +248,10 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 
 void vm_destroy(struct vm *vm)
 {
-	if (vm->ran)
+	if (vm->ran) {
 		vmm_pmu_print_stats(vm);
+		pmi_trace_print(vm);
+	}
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
 	if (vm->agent_fd >= 0)

@@ -11,6 +11,7 @@
 #include "guest_mem.h"
 #include "ioport.h"
 #include "kvmprof/platform.h"
+#include "pmi_trace.h"
 #include "pmu.h"
 #include "rtc.h"
 #include "serial.h"
@@ -34,6 +35,8 @@ struct vm_config {
 	unsigned int ncpus;
 	double timeout_s;          /* 0: none */
 	struct vmm_vpmu_options vpmu;
+	bool trace_pmi_on, trace_tick_on; /* --vpmu-trace-pmi / -tick N given (vmm/pmi_trace.h) */
+	unsigned int trace_pmi, trace_tick; /* N: handlers to single-step */
 };
 
 struct vm;
@@ -46,6 +49,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	struct vcpu_pmu pmu;
+	struct pmi_trace_vcpu trace;
 };
 
 struct vm {

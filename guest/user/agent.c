@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent [-e EVENT] [-c PERIOD] [-u | -k] [PROG[+ARG...]]...: the bundled
- * guest's profiling agent, like `kvmprof-agent record -a` on Linux.
+ * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [PROG[+ARG...]]...: the
+ * bundled guest's profiling agent, like `kvmprof-agent record -a` on Linux.
  *
  * Samples EVENT (cycles by default; instructions, branches, branch-misses,
  * llc-refs, llc-misses, or rUUEE: raw event select EE, unit mask UU, with
@@ -22,12 +22,18 @@
  * Samples are kept in memory until the end and the stream written after
  * the workloads, so that writing (a VM exit per port access) does not
  * disturb what is measured. Prints one summary line on the console:
- *   agent: samples=N lost=N pmis=N late=N cpus=N processes=N bytes=N
- * (late: PMIs that never came, whose overflows the kernel took at a tick)
+ *   agent: samples=N lost=N pmis=N late=N cpus=N processes=N bytes=N ms=N.NNN
+ * (late: PMIs that never came, whose overflows the kernel took at a tick;
+ * ms: the workload phase's guest time, from the first spawn to the last exit)
+ * -n runs and times the programs the same way without sampling and writes
+ * nothing to the channel (all counts 0): the baseline of the overhead
+ * benchmark (bench/agent.sh).
  * Exit status: 0, 1 no PMU or sampling refused, 2 usage.
  */
 #include <guest/crc32.h>
 #include <kvmprof/sample_format.h>
+
+#include <stdbool.h>
 
 #include "libc.h"
 
@@ -56,6 +62,7 @@ static struct {
 	struct prog progs[MAX_PROGS];
 	int nprogs;
 	char command[512];
+	bool no_sampling;
 } opt;
 
 static int parse_event(const char *s, struct pmu_event *ev)
@@ -95,7 +102,7 @@ static int parse_event(const char *s, struct pmu_event *ev)
 
 static int usage(void)
 {
-	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [PROG[+ARG...]]...\n");
+	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [PROG[+ARG...]]...\n");
 	return 2;
 }
 
@@ -131,6 +138,8 @@ static int parse_args(int argc, char **argv)
 			opt.ev.flags = PMU_USR;
 		} else if (!strcmp(a, "-k")) {
 			opt.ev.flags = PMU_OS;
+		} else if (!strcmp(a, "-n")) {
+			opt.no_sampling = true;
 		} else if (a[0] == '/' && opt.nprogs < MAX_PROGS) {
 			struct prog *p = &opt.progs[opt.nprogs++];
 			char *plus = (char *)a;
@@ -313,14 +322,14 @@ static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, u
 int main(int argc, char **argv)
 {
 	struct pmu_info pi;
-	struct pmu_all_stats st;
+	struct pmu_all_stats st = { 0 };
 	if (parse_args(argc, argv))
 		return usage();
-	if (pmu_info(&pi) < 0) {
+	if (pmu_info(&pi) < 0 && !opt.no_sampling) {
 		printf("agent: no PMU: nothing to sample with\n");
 		return 1;
 	}
-	long r = pmu_all_start(&opt.ev, opt.period, 0);
+	long r = opt.no_sampling ? 0 : pmu_all_start(&opt.ev, opt.period, 0);
 	if (r < 0) {
 		printf("agent: system-wide sampling refused: error %ld\n", r);
 		return 1;
@@ -354,15 +363,21 @@ int main(int argc, char **argv)
 	for (int i = 0; i < opt.nprogs; i++)
 		opt.progs[i].pid = opt.progs[i].pid < 0 ? -opt.progs[i].pid : opt.progs[i].pid;
 	uint64_t t1 = clock_ns();
-	pmu_all_stop(&st);
-	drain();
-	long nprocs = proc_list(procs, PROC_HISTORY + 1);
-	if (nprocs < 1)
-		nprocs = 1; /* cannot happen: entry 0 is the kernel */
-	uint64_t lost = st.drops + (uint64_t)overflowed;
-	write_stream(&pi, (int)nprocs, lost, t0, t1);
-	printf("agent: samples=%lu lost=%lu pmis=%lu late=%lu cpus=%lu processes=%ld bytes=%lu\n",
+	long nprocs = 1;
+	uint64_t lost = 0;
+	if (!opt.no_sampling) {
+		pmu_all_stop(&st);
+		drain();
+		nprocs = proc_list(procs, PROC_HISTORY + 1);
+		if (nprocs < 1)
+			nprocs = 1; /* cannot happen: entry 0 is the kernel */
+		lost = st.drops + (uint64_t)overflowed;
+		write_stream(&pi, (int)nprocs, lost, t0, t1);
+	}
+	printf("agent: samples=%lu lost=%lu pmis=%lu late=%lu cpus=%lu processes=%ld bytes=%lu "
+	       "ms=%lu.%03lu\n",
 	       (unsigned long)out_samples, (unsigned long)lost, st.pmis, st.late, st.cpus, nprocs - 1,
-	       (unsigned long)out_bytes);
+	       (unsigned long)out_bytes, (unsigned long)((t1 - t0) / 1000000),
+	       (unsigned long)((t1 - t0) / 1000 % 1000));
 	return failed;
 }

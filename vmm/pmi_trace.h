@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef KVMPROF_VMM_PMI_TRACE_H
+#define KVMPROF_VMM_PMI_TRACE_H
+
+/*
+ * --vpmu-trace-pmi N: measures what one PMI costs the guest, for the
+ * benchmarks. For the first N PMIs injected, the vCPU is single-stepped
+ * (KVM_GUESTDBG_SINGLESTEP) from the injection until the guest is back in
+ * ring 3: the single-step exits are the ring-0 instructions the guest ran
+ * for the PMI, and the other exits in that window are the VM exits its
+ * handler caused. At exit it prints min / median / max of both, and the
+ * whole run's VM exits by reason.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vcpu;
+struct vm;
+
+#define PMI_TRACE_MAX 100000
+
+enum { T_PMI, T_TICK, T_KINDS };
+
+struct pmi_trace_vcpu {
+	bool armed;            /* breakpoints on the handlers' entries are set */
+	bool stepping;         /* inside a traced handler */
+	bool disturbed;        /* a PMI was injected into a traced tick: not counted */
+	unsigned int kind;     /* T_PMI or T_TICK: what is being stepped */
+	uint64_t entry[T_KINDS];     /* the handlers' addresses (IDT) */
+	uint64_t steps, exits;       /* of the window being stepped */
+	uint64_t first_rip[T_KINDS]; /* first step of the first window: a check */
+	unsigned int traced[T_KINDS], traced3[T_KINDS], cap[T_KINDS];
+	uint32_t *steps_of[T_KINDS], *exits_of[T_KINDS]; /* per window: ring-3 ones first, ring-0 ones from the end */
+	uint64_t by_reason[8]; /* the run's exits, see pmi_trace.c */
+	uint64_t stray;        /* windows abandoned or disturbed */
+};
+
+/* Per vCPU, after KVM_CREATE_VCPU; 0 or a negative errno. */
+int pmi_trace_init(struct vcpu *vcpu);
+void pmi_trace_destroy(struct vcpu *vcpu);
+/* A PMI was injected into this vCPU (its thread). */
+void pmi_trace_injected(struct vcpu *vcpu);
+/* After each KVM_RUN (rc < 0: it failed with errno err). */
+void pmi_trace_after_run(struct vcpu *vcpu, int rc, int err);
+/* KVM_EXIT_DEBUG: true if it was a trace step (and is handled). */
+bool pmi_trace_debug_exit(struct vcpu *vcpu);
+void pmi_trace_print(struct vm *vm);
+
+#endif
