@@ -18,3 +18,13 @@ bench: bench-vpmu
 bench-vpmu: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/bench/exit-cost.elf
 	@bash bench/vpmu.sh
+
+$(BUILD)/bench/agent-work: bench/agent_work.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -fno-omit-frame-pointer -o $@ $<
+
+bench: bench-agent
+.PHONY: bench-agent
+bench-agent: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/bench/agent-work
+	@bash bench/agent.sh

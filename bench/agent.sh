@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Guest-wide profiling (issue 4), each figure measured side by side in one
+# run and printed as a Markdown table:
+#   1. sampling overhead of the bundled guest's /bin/agent at ~1,000 PMIs per
+#      second of guest time: the workload phase's guest time (agent's ms=)
+#      sampled against the same programs run the same way unsampled (agent
+#      -n), alternating, medians;
+#   2. VM exits per sample: the two runs' exits by reason
+#      (--vpmu-trace-pmi 0), the difference over the samples; the sample
+#      file's transmission (one port write per byte, after the workload) apart;
+#   3. guest ring-0 instructions and handler VM exits per PMI, and per LAPIC
+#      timer tick for scale: measured by single-stepping the handlers
+#      (--vpmu-trace-pmi / --vpmu-trace-tick, vmm/pmi_trace.c);
+#   4. time to report ~10^6 samples on this host: kvmprof-agent report of a
+#      kvmprof-agent recording against perf report of a perf recording of the
+#      same program at the same period, alternating, medians; with call chains too.
+# This host has no hardware PMU, so the guest's cycles come from the clock
+# backend (vCPU thread run time at 1 GHz), and the host recordings use cpu-clock.
+#   RUNS=N (default 5), SAMPLES=N (default 1000000)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+RUNS=${RUNS:-5}
+SAMPLES=${SAMPLES:-1000000}
+VMM=$BUILD/kvmprof-vmm
+AGENT=$BUILD/kvmprof-agent
+WORK=$BUILD/bench/agent-work
+WORKLOAD=/bin/matmul+128+900 # ~1.1 s of guest ring 3 on this host
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "bench-agent: $*" >&2; exit 1; }
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
+reason() { sed -n "s|.*VM exits by reason:.*[ ,]$1 \\([0-9]*\\).*|\\1|p" "$2" | head -n 1; }
+spread() { sed -n "s/.*$1 *min \\([0-9]*\\), median \\([0-9]*\\), max \\([0-9]*\\).*/\\1 \\2 \\3/p" "$2" | head -n 1; }
+now_ns() { date +%s%N; }
+
+command -v perf >/dev/null || fail "perf is not installed (apt-get install linux-perf)"
+echo "bench-agent: 1-3 bundled guest, clock backend, 1 vCPU, $RUNS runs each way..." >&2
+
+# 1 and 2. Sampled and unsampled runs of the same workload, alternating.
+for _ in $(seq "$RUNS"); do
+	for mode in on off; do
+		if [ $mode = on ]; then flag=""; else flag="-n:"; fi
+		"$VMM" --cpus 1 --vpmu-backend=clock --vpmu-trace-pmi 0 --agent-channel "$tmp/chan" \
+			--cmdline "quiet start=/bin/agent:$flag$WORKLOAD" >"$tmp/out" 2>"$tmp/err" ||
+			fail "the $mode run failed: $(tail -n 3 "$tmp/err")"
+		ms=$(field ms "$tmp/out")
+		[ -n "$ms" ] || fail "no agent summary line in the $mode run: $(tail -n 3 "$tmp/out")"
+		echo "$ms" >>"$tmp/ms.$mode"
+		echo "$(field samples "$tmp/out") $(reason MSR "$tmp/err") $(reason 'signal (EINTR)' "$tmp/err")" \
+			"$(reason 'port I/O' "$tmp/err") $(field bytes "$tmp/out")" >>"$tmp/exits.$mode"
+	done
+done
+ms_on=$(median <"$tmp/ms.on")
+ms_off=$(median <"$tmp/ms.off")
+# Exits per sample from the sums over all runs (each run's counts are small).
+read -r smp msr sig io bytes < <(awk '{ for (i = 1; i <= 5; i++) s[i] += $i } END { print s[1], s[2], s[3], s[4], s[5] }' "$tmp/exits.on")
+read -r _ msr0 sig0 io0 _ < <(awk '{ for (i = 1; i <= 5; i++) s[i] += $i } END { print s[1], s[2], s[3], s[4], s[5] }' "$tmp/exits.off")
+[ "${smp:-0}" -gt 0 ] || fail "the sampled runs took no samples"
+per() { awk -v a="$1" -v b="$2" -v n="$smp" 'BEGIN { printf "%.2f", (a - b) / n }'; }
+msr_ps=$(per "$msr" "$msr0")
+sig_ps=$(per "$sig" "$sig0")
+work_ps=$(awk -v a="$msr_ps" -v b="$sig_ps" 'BEGIN { printf "%.2f", a + b }')
+io_ps=$(per "$io" "$io0")
+bytes_ps=$(awk -v b="$bytes" -v n="$smp" 'BEGIN { printf "%.0f", b / n }')
+smp_run=$(awk -v n="$smp" -v r="$RUNS" 'BEGIN { printf "%.0f", n / r }')
+rate=$(awk -v n="$smp_run" -v ms="$ms_on" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
+
+# 3. Single-stepped handlers: PMIs of a sampled run, ticks of an unsampled one.
+"$VMM" --cpus 1 --vpmu-backend=clock --vpmu-trace-pmi 300 --agent-channel "$tmp/chan" \
+	--cmdline "quiet start=/bin/agent:/bin/matmul+128+300" >"$tmp/tpmi.out" 2>"$tmp/tpmi.err" ||
+	fail "the PMI trace run failed: $(tail -n 3 "$tmp/tpmi.err")"
+"$VMM" --cpus 1 --vpmu-backend=clock --vpmu-trace-tick 100 --agent-channel "$tmp/chan" \
+	--cmdline "quiet start=/bin/agent:-n:/bin/matmul+128+300" >"$tmp/ttick.out" 2>"$tmp/ttick.err" ||
+	fail "the tick trace run failed: $(tail -n 3 "$tmp/ttick.err")"
+read -r pi_min pi_med pi_max < <(spread 'ring-0 instructions, struck ring 3' "$tmp/tpmi.err")
+read -r pe_min pe_med pe_max < <(spread 'VM exits in the handler, struck ring 3' "$tmp/tpmi.err")
+read -r ti_min ti_med ti_max < <(spread 'ring-0 instructions, struck ring 3' "$tmp/ttick.err")
+read -r _ te_med _ < <(spread 'VM exits in the handler, struck ring 3' "$tmp/ttick.err")
+if [ -z "${pi_med:-}" ] || [ -z "${ti_med:-}" ]; then
+	fail "no trace figures: $(grep -h trace "$tmp"/t*.err)"
+fi
+npmi=$(sed -n 's/.*PMI trace: [0-9]* single-stepped.*(\([0-9]*\) struck ring 3.*/\1/p' "$tmp/tpmi.err")
+ntick=$(sed -n 's/.*tick trace: [0-9]* single-stepped.*(\([0-9]*\) struck ring 3.*/\1/p' "$tmp/ttick.err")
+
+# 4. Reports of ~SAMPLES samples: calibrate the host's cpu-clock sampling rate first.
+echo "bench-agent: 4 recording ~$SAMPLES samples with kvmprof-agent and perf..." >&2
+"$AGENT" record -q -e cpu-clock -c 10000 -o "$tmp/cal.data" -- "$WORK" 500 >/dev/null 2>"$tmp/cal.err" ||
+	fail "kvmprof-agent record failed: $(tail -n 3 "$tmp/cal.err")"
+cal=$(sed -n 's/.*: \([0-9]*\) samples.*/\1/p' "$tmp/cal.err" | head -n 1)
+work_ms=$(awk -v s="$SAMPLES" -v c="${cal:-0}" 'BEGIN { if (c < 1) c = 1; printf "%d", s * 500 / c }')
+declare -A nsamp size
+for g in plain callgraph; do
+	if [ $g = plain ]; then gflag=(); else gflag=(-g); fi
+	"$AGENT" record -q -e cpu-clock -c 10000 "${gflag[@]}" -o "$tmp/k.$g" -- "$WORK" "$work_ms" >/dev/null 2>"$tmp/rec.err" ||
+		fail "kvmprof-agent record failed: $(tail -n 3 "$tmp/rec.err")"
+	perf record -q -e cpu-clock -c 10000 "${gflag[@]}" -o "$tmp/p.$g" -- "$WORK" "$work_ms" >/dev/null 2>"$tmp/rec.err" ||
+		fail "perf record failed: $(tail -n 3 "$tmp/rec.err")"
+	nsamp[k.$g]=$("$AGENT" report -i "$tmp/k.$g" 2>/dev/null | sed -n 's/^Event.*: \([0-9]*\) samples.*/\1/p' | head -n 1)
+	nsamp[p.$g]=$(perf report -i "$tmp/p.$g" --stats 2>/dev/null | sed -n 's/^ *SAMPLE events: *\([0-9]*\).*/\1/p' | head -n 1)
+	size[k.$g]=$(stat -c %s "$tmp/k.$g")
+	size[p.$g]=$(stat -c %s "$tmp/p.$g")
+done
+echo "bench-agent: 4 timing the reports, $RUNS runs each..." >&2
+for _ in $(seq "$RUNS"); do
+	for g in plain callgraph; do
+		if [ $g = plain ]; then kflag=(); pflag=(); else kflag=(--callgraph); pflag=(-g); fi
+		t0=$(now_ns)
+		"$AGENT" report -i "$tmp/k.$g" "${kflag[@]}" >/dev/null 2>&1 || fail "kvmprof-agent report failed"
+		t1=$(now_ns)
+		perf report -i "$tmp/p.$g" --stdio --sort dso,sym "${pflag[@]}" >/dev/null 2>&1 || fail "perf report failed"
+		t2=$(now_ns)
+		echo $(((t1 - t0) / 1000000)) >>"$tmp/rk.$g"
+		echo $(((t2 - t1) / 1000000)) >>"$tmp/rp.$g"
+	done
+done
+row() { # g label
+	local k p
+	k=$(median <"$tmp/rk.$1")
+	p=$(median <"$tmp/rp.$1")
+	printf '| %s | %s samples, %.1f MB: %s ms | %s samples, %.1f MB: %s ms | %s |\n' "$2" \
+		"${nsamp[k.$1]}" "$(awk -v b="${size[k.$1]}" 'BEGIN { print b / 1e6 }')" "$k" \
+		"${nsamp[p.$1]}" "$(awk -v b="${size[p.$1]}" 'BEGIN { print b / 1e6 }')" "$p" \
+		"$(awk -v a="$p" -v b="$k" 'BEGIN { printf "%.2f", a / b }')"
+}
+
+cat <<TABLE
+
+Guest-wide profiling, bundled guest on 1 vCPU, clock backend (no hardware PMU here:
+cycles = vCPU thread run time at 1 GHz), host $(uname -r), $RUNS runs each way (medians):
+
+| measure | value |
+|---|---|
+| workload phase (/bin/matmul 128 900), sampled every 10^6 cycles / unsampled (agent -n), guest time | $ms_on ms / $ms_off ms = $(awk -v a="$ms_on" -v b="$ms_off" 'BEGIN { printf "%.3f (%+.1f%%)", a / b, (a / b - 1) * 100 }') |
+| samples per run, PMIs per second of workload | $smp_run, $rate |
+| guest ring-0 instructions per PMI (single-stepped, $npmi PMIs that struck ring 3) | median $pi_med (min $pi_min, max $pi_max) |
+| VM exits per sample during the workload: (sampled − unsampled) / samples | $work_ps: $msr_ps PMU MSR + $sig_ps forced (timer signal) |
+| VM exits inside the PMI handler (single-stepped) | median $pe_med (min $pe_min, max $pe_max) |
+| after the workload: writing the sample file to COM2 | $io_ps port-I/O exits per sample ($bytes_ps bytes per sample) |
+| one LAPIC timer tick, for scale ($ntick ticks, unsampled run) | median $ti_med ring-0 instructions (min $ti_min, max $ti_max), $te_med VM exits |
+
+Time to report ~$SAMPLES samples on this host (cpu-clock every 10 µs of $WORK, $work_ms ms of CPU):
+
+| report | kvmprof-agent report | perf report --stdio --sort dso,sym | perf / kvmprof |
+|---|---|---|---|
+$(row plain "flat")
+$(row callgraph "call chains (record -g; report --callgraph / -g)")
+TABLE
