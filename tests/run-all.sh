@@ -44,6 +44,10 @@ run_suites() {
 	for bin in "$BUILD"/asan/tests/test_*; do
 		[ -f "$bin" ] && [ -x "$bin" ] && unit_suite "$bin" "asan:"
 	done
+	echo "== kvmprof-agent on this host"
+	bash tests/agent/run.sh
+	echo "== kvmprof-agent on this host, ASan + UBSan build"
+	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/run.sh
 	echo "== end-to-end tests"
 	bash tests/e2e/run.sh
 	echo "== end-to-end tests, ASan + UBSan VMM"

@@ -55,6 +55,8 @@ $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CMOCKA_LIBS) -lpthread
 
+include tests/agent/agent-tests.mk
+
 # Test kernels for the end-to-end tests (tests/fixtures/pvh_tiny.S).
 FIXTURE_LDFLAGS := -nostdlib -static -no-pie -Wl,-n -Wl,-Ttext=0x100000 -Wl,--build-id=none \
                    -Wl,--no-warn-rwx-segments
@@ -70,7 +72,11 @@ $(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
 	@mkdir -p $(@D)
 	$(CC) $(FIXTURE_LDFLAGS) -DSPIN $< -o $@
 
-.PHONY: test-unit test-e2e
+.PHONY: test-unit test-e2e test-agent
+test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES)
+	@bash tests/agent/run.sh
+	@AGENT=$(BUILD)/asan/kvmprof-agent TAG=asan: bash tests/agent/run.sh
+
 test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
 	@bash tests/run-unit.sh $(UNIT_TESTS) $(ASAN_UNIT_TESTS)
 
@@ -81,5 +87,6 @@ test: deps
 	@$(MAKE) --no-print-directory test-all
 
 .PHONY: test-all
-test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent $(FIXTURES)
+test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent $(FIXTURES) \
+          $(AGENT_FIXTURES)
 	@bash tests/run-all.sh
