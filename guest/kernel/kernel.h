@@ -56,6 +56,7 @@ struct cpu {
 	uint8_t pmu_all_on;        /* system-wide sampling's counter is armed here */
 	volatile unsigned int pmu_all_gen; /* pmu_all.c: the configuration this CPU applied */
 	uint64_t nmis;
+	uint64_t pmu_all_nmis_seen; /* nmis at the last sampling watchdog tick */
 };
 
 struct region {

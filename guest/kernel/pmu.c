@@ -772,12 +772,19 @@ void pmu_all_cpu_set(struct cpu *c, int on)
  * without its PMI being handled would never overflow again (it counts up
  * from 0 for 2^47 events), so take the overflow here: a safety net for a
  * lost PMI (the Intel model drops one that comes while LVTPC is masked;
- * see nmi_body). Costs one RDMSR per tick.
+ * see nmi_body). Costs one RDMSR, but only on a tick with no NMI since the
+ * last one: while PMIs keep coming the counter is evidently re-armed, and
+ * at the usual periods (a PMI per millisecond, a tick per 4) that skips
+ * nearly every check; a lost PMI is still caught within two ticks.
  */
 void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
 {
 	if (!c->pmu_all_on || c->pmu_busy)
 		return;
+	if (c->nmis != c->pmu_all_nmis_seen) {
+		c->pmu_all_nmis_seen = c->nmis;
+		return;
+	}
 	pmu_enter(c);
 	if ((rdmsr(msr_ctr(all.hw)) & pmu.mask) < pmu.half) {
 		/*
