@@ -19,7 +19,7 @@
 
 static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
-	"                            [--format text|folded|pprof] [-o OUT] [--guest-root DIR]\n"
+	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
 	"                            [--kallsyms FILE]\n";
 
 static const char report_help[] =
@@ -33,7 +33,9 @@ static const char report_help[] =
 	"  -f, --format FMT    text (default): a table per event, like opreport;\n"
 	"                      folded: 'comm;image`outer;...;image`inner count' lines for\n"
 	"                      flame graphs (the first event with samples);\n"
-	"                      pprof: gzipped protobuf for pprof (needs -o or a non-terminal)\n"
+	"                      pprof: gzipped protobuf for pprof (needs -o or a non-terminal);\n"
+	"                      svg: a flame graph to open in a browser (the first event with\n"
+	"                      samples; click a frame to zoom, 'all' to zoom out)\n"
 	"  -o, --output OUT    write there instead of standard output\n"
 	"  -r, --guest-root DIR  look up the recorded files as DIR/path (a guest's files on\n"
 	"                      the host, e.g. build/guest for the bundled guest)\n"
@@ -43,7 +45,7 @@ static const char report_help[] =
 	"else the kernel ELF the sample file names. A file whose build-id differs from\n"
 	"the recorded one is not used. Samples without a symbol show as [unknown].\n";
 
-enum { FMT_TEXT, FMT_FOLDED, FMT_PPROF };
+enum { FMT_TEXT, FMT_FOLDED, FMT_PPROF, FMT_SVG };
 
 struct report_args {
 	const char *input, *output, *root, *kallsyms;
@@ -101,8 +103,10 @@ static int parse_args(int argc, char **argv, struct report_args *a)
 				a->format = FMT_FOLDED;
 			else if (!strcmp(optarg, "pprof"))
 				a->format = FMT_PPROF;
+			else if (!strcmp(optarg, "svg"))
+				a->format = FMT_SVG;
 			else
-				return usage_error("unknown format '%s' (text, folded or pprof)", optarg);
+				return usage_error("unknown format '%s' (text, folded, pprof or svg)", optarg);
 			break;
 		case 'o':
 			a->output = optarg;
@@ -140,13 +144,14 @@ static int render(FILE *out, const struct profile *p, const struct report_args *
 
 	switch (a->format) {
 	case FMT_FOLDED:
+	case FMT_SVG:
 		ev = report_folded_event(p);
 		for (i = 0; i < p->nr_events; i++)
 			others += i != ev && p->events[i].samples;
 		if (others)
-			fprintf(stderr, "kvmprof-agent: folded stacks of event %s only (%zu more events have samples)\n",
-				p->events[ev].name, others);
-		return report_folded(out, p, ev);
+			fprintf(stderr, "kvmprof-agent: %s of event %s only (%zu more events have samples)\n",
+				a->format == FMT_SVG ? "flame graph" : "folded stacks", p->events[ev].name, others);
+		return a->format == FMT_SVG ? report_svg(out, p, ev, NULL) : report_folded(out, p, ev);
 	case FMT_PPROF:
 		return report_pprof(out, p);
 	default:

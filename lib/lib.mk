@@ -1,6 +1,6 @@
 # libkvmprof: code both profilers share: the sample-file reader and writer,
 # the symbolizer (libelf/libdw, kallsyms), the profile model and the report
-# renderers (text, folded stacks, pprof). Built plain and with ASan + UBSan.
+# renderers (text, folded stacks, pprof, SVG). Built plain and with ASan + UBSan.
 
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb-c.o

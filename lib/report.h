@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Renderers of a finished profile (profile.h): an opreport-style table with
- * optional caller chains, folded stacks for flame graphs, and pprof's
- * gzipped protobuf. Each returns 0 or -errno (-EIO when writing failed).
+ * optional caller chains, folded stacks for flame graphs, pprof's gzipped
+ * protobuf, and an SVG flame graph. Each returns 0 or -errno (-EIO when
+ * writing failed).
  */
 #ifndef KVMPROF_REPORT_H
 #define KVMPROF_REPORT_H
@@ -35,6 +36,41 @@ int report_folded(FILE *out, const struct profile *p, uint32_t event);
 uint32_t report_folded_event(const struct profile *p);
 /* The whole profile as gzipped pprof protobuf. */
 int report_pprof(FILE *out, const struct profile *p);
+
+/*
+ * What a frame is, for the flame graph's colours: a function of the
+ * frame's image today (kernel or user); a profiler that knows more layers
+ * (guest user, guest kernel, VMM, host kernel) adds kinds here, a colour
+ * row for each in report_svg.c, and classifies frames through
+ * report_svg_options.kind.
+ */
+enum report_kind {
+	REPORT_KIND_ROOT,    /* "all" (grey) */
+	REPORT_KIND_PROCESS, /* a command, the level above "all" (muted violet) */
+	REPORT_KIND_USER,    /* a function of a user-space image (warm: red to orange) */
+	REPORT_KIND_KERNEL,  /* a function of the kernel or a module (cool: cyan to blue) */
+	REPORT_KIND_UNKNOWN, /* an address no recorded mapping covers (light grey) */
+	REPORT_KIND_COUNT,
+};
+
+/* The kind of a function by its image: kernel, unknown ("[unknown]") or user. */
+enum report_kind report_frame_kind(const struct profile *p, uint32_t func);
+
+struct report_svg_options {
+	const char *title; /* before ": EVENT, N samples"; NULL: "Flame graph" */
+	unsigned width;    /* pixels; 0: 1200 */
+	/* A frame's kind; NULL: report_frame_kind. Values out of range show as unknown. */
+	enum report_kind (*kind)(const struct profile *p, uint32_t func, void *ctx);
+	void *kind_ctx;
+};
+
+/*
+ * An SVG flame graph of the event at index `event`, from the same stacks
+ * as report_folded: "all" at the bottom, then the commands, then frames
+ * outermost first; widths in proportion to samples; a tooltip per frame
+ * ("symbol (image): N samples, x%"); click to zoom. opt may be NULL.
+ */
+int report_svg(FILE *out, const struct profile *p, uint32_t event, const struct report_svg_options *opt);
 
 /*
  * A function as folded stacks print it, "image`symbol", with the
