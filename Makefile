@@ -17,6 +17,8 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
                 qemu-system-x86 xz-utils zstd binutils libpfm4-dev \
                 libelf-dev libdw-dev zlib1g-dev liblzma-dev libbz2-dev \
                 libprotobuf-c-dev protobuf-c-compiler
+# tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.
+DEB_PACKAGES += libxml2-utils chromium
 
 # Everything `make test` runs; fragments below append to these.
 UNIT_TESTS :=
