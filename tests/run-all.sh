@@ -48,6 +48,9 @@ run_suites() {
 	bash tests/agent/run.sh
 	echo "== kvmprof-agent on this host, ASan + UBSan build"
 	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/run.sh
+	echo "== SVG flame graph in headless Chromium"
+	bash tests/agent/svg.sh
+	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/svg.sh
 	echo "== end-to-end tests"
 	bash tests/e2e/run.sh
 	echo "== end-to-end tests, ASan + UBSan VMM"
