@@ -32,6 +32,16 @@ void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 	return mem->host + gpa;
 }
 
+int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, uint64_t len)
+{
+	const void *src = guest_mem_ptr(mem, gpa, len);
+
+	if (!src)
+		return -EFAULT;
+	memcpy(dst, src, len);
+	return 0;
+}
+
 int guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src, uint64_t len)
 {
 	void *dst = guest_mem_ptr(mem, gpa, len);

@@ -21,6 +21,13 @@ void guest_mem_free(struct guest_mem *mem);
 /* Host pointer for guest-physical [gpa, gpa + len), or NULL if any of it lies outside RAM. */
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 
+/*
+ * Copies out of guest memory; -EFAULT if the range lies outside RAM. The
+ * guest may be writing the same bytes from another vCPU meanwhile: callers
+ * get some mix of old and new bytes and must validate what they read.
+ */
+int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, uint64_t len);
+
 /* Copies into guest memory; -EFAULT if the range lies outside RAM. */
 int guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src, uint64_t len);
 

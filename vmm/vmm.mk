@@ -9,7 +9,8 @@ VMM_LIBS := $(VPMU_LIBS) -lpthread -lrt
 
 # The parts of the VMM that need no KVM: unit tests link these.
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
-                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c
+                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c \
+                 vmm/guest_walk.c vmm/guest_stack.c
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf
 GUEST_INITRD := $(BUILD)/guest/initrd.cpio
