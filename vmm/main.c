@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "acpi.h"
+#include "control.h"
 #include "mptable.h"
 #include "options.h"
 #include "vm.h"
@@ -117,7 +118,8 @@ int main(int argc, char **argv)
 {
 	struct vm_config cfg;
 	struct vm vm = { 0 };
-	char err[OPTIONS_ERR_MAX];
+	struct control *control = NULL;
+	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX];
 	int rc = vmm_options_parse(argc, argv, &cfg, err);
 
 	if (rc > 0)
@@ -126,20 +128,30 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvmprof-vmm: %s\n", err);
 		return VMM_EXIT_USAGE;
 	}
+	/* First: a bad --control path is the only message, before any of the VM's own. */
+	if (cfg.control_path && control_open(cfg.control_path, &control, control_err)) {
+		fprintf(stderr, "kvmprof-vmm: %s\n", control_err);
+		return VMM_EXIT_SETUP;
+	}
+	vm.control = control;
 	rc = guest_mem_alloc(&vm.mem, cfg.mem_size);
 	if (rc) {
 		fprintf(stderr, "kvmprof-vmm: cannot allocate %llu MiB of guest memory: %s\n",
 			(unsigned long long)(cfg.mem_size >> 20), strerror(-rc));
+		control_close(control);
 		return VMM_EXIT_SETUP;
 	}
 	vm.kvm_fd = vm.vm_fd = vm.console_fd = vm.agent_fd = -1;
 	/* Files first: a bad kernel is reported even on a host without KVM. */
 	if (load_guest(&vm, &cfg) || vm_create(&vm, &cfg)) {
+		control_close(control);
 		vm_destroy(&vm);
 		guest_mem_free(&vm.mem);
 		return VMM_EXIT_SETUP;
 	}
 	rc = vm_run(&vm);
+	/* Before vm_destroy: the control thread reads the vCPUs. */
+	control_close(control);
 	vm_destroy(&vm);
 	guest_mem_free(&vm.mem);
 	return rc;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "options.h"
 
 static const char usage_text[] =
@@ -25,6 +26,9 @@ static const char usage_text[] =
 	"  --console FILE        COM1 output to FILE (default: standard output)\n"
 	"  --agent-channel PATH  COM2 to PATH: a UNIX socket if one listens there,\n"
 	"                        else a file created or truncated\n"
+	"  --control PATH        serve the control socket at PATH: a UNIX socket,\n"
+	"                        mode 0600, line-delimited JSON (status, vCPU thread\n"
+	"                        ids, vPMU figures; docs/control-socket.md)\n"
 	"  --timeout SECONDS     stop the guest after SECONDS (exit code 124)\n"
 	"  --kvm-device PATH     the KVM device (default /dev/kvm)\n"
 	"\n"
@@ -59,6 +63,7 @@ enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
 	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE, OPT_VPMU, OPT_VPMU_COUNTERS, OPT_VPMU_BACKEND,
 	OPT_VPMU_MODE, OPT_VPMU_FILTER, OPT_VPMU_STATS, OPT_VPMU_TRACE_PMI, OPT_VPMU_TRACE_TICK,
+	OPT_CONTROL,
 };
 
 int parse_mem_size(const char *s, uint64_t *bytes)
@@ -117,6 +122,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "console", required_argument, NULL, OPT_CONSOLE },
 		{ "agent-channel", required_argument, NULL, OPT_AGENT },
+		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "kvm-device", required_argument, NULL, OPT_KVM_DEVICE },
 		{ "vpmu", required_argument, NULL, OPT_VPMU },
@@ -175,6 +181,13 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_AGENT:
 			cfg->agent_path = optarg;
+			break;
+		case OPT_CONTROL:
+			if (!optarg[0])
+				return bad(err, "--control needs a path%s", "");
+			if (strlen(optarg) > CONTROL_PATH_MAX)
+				return bad(err, "--control %s: too long for a UNIX socket path (at most 107 bytes)", optarg);
+			cfg->control_path = optarg;
 			break;
 		case OPT_KVM_DEVICE:
 			cfg->kvm_device = optarg;

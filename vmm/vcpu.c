@@ -277,6 +277,8 @@ void *vcpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
 	pthread_setname_np(pthread_self(), name);
+	/* The host profiler opens its perf events on this thread id (control socket "vcpus"). */
+	__atomic_store_n(&vcpu->tid, gettid(), __ATOMIC_RELEASE);
 	while (!vm_stopping(vm)) {
 		int rc;
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "vm.h"
 
 #define KVM_TSS_ADDR 0xfffbd000
@@ -320,6 +321,13 @@ int vm_run(struct vm *vm)
 			break;
 		}
 		vm->vcpu[i].started = true;
+	}
+	if (vm->control && !vm_stopping(vm)) {
+		rc = control_start(vm->control, vm);
+		if (rc) {
+			fprintf(stderr, "kvmprof-vmm: control socket: cannot start its thread: %s\n", strerror(-rc));
+			vm_request_stop(vm, VMM_EXIT_SETUP);
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += (time_t)vm->cfg->timeout_s;

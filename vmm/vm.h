@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "boot.h"
 #include "guest_mem.h"
@@ -30,6 +31,7 @@ struct vm_config {
 	const char *cmdline;
 	const char *console_path;  /* NULL: stdout */
 	const char *agent_path;    /* NULL: COM2 output is discarded */
+	const char *control_path;  /* --control: the control socket (vmm/control.h); NULL: none */
 	const char *kvm_device;    /* normally /dev/kvm */
 	uint64_t mem_size;
 	unsigned int ncpus;
@@ -48,6 +50,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
+	pid_t tid;  /* the vCPU thread's id, for the control socket: 0 until it runs */
 	struct vcpu_pmu pmu;
 	struct pmi_trace_vcpu trace;
 };
@@ -67,6 +70,7 @@ struct vm {
 	struct rtc rtc;
 	int console_fd, agent_fd;
 	pthread_t main_thread;
+	struct control *control; /* NULL without --control; served while vm_run runs */
 	bool ran; /* vm_run was called: there are statistics to print */
 
 	/* Stopping: the first reason wins; later ones are ignored. */

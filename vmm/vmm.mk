@@ -5,7 +5,9 @@
 VMM_SRCS := $(wildcard vmm/*.c)
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_OBJS)
 VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_ASAN_OBJS)
-VMM_LIBS := $(VPMU_LIBS) -lpthread -lrt
+# json-c parses and writes the control socket's JSON (vmm/control.c); Debian ships its .a for the static build.
+VMM_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
+VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lpthread -lrt
 
 # The parts of the VMM that need no KVM: unit tests link these.
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
@@ -17,11 +19,11 @@ GUEST_INITRD := $(BUILD)/guest/initrd.cpio
 
 $(BUILD)/vmm/%.o: vmm/%.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -c $< -o $@
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -c $< -o $@
 
 $(BUILD)/asan/vmm/%.o: vmm/%.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
 $(BUILD)/vmm/embedded_guest.o: vmm/embedded_guest.S $(GUEST_KERNEL) $(GUEST_INITRD)
 	@mkdir -p $(@D)

@@ -177,6 +177,7 @@ if [ -f tests/e2e/bundled-guest.sh ]; then
 fi
 [ -f tests/e2e/vpmu-guest.sh ] && . tests/e2e/vpmu-guest.sh
 [ -f tests/e2e/guest-agent.sh ] && . tests/e2e/guest-agent.sh
+[ -f tests/e2e/control.sh ] && . tests/e2e/control.sh
 
 echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail = 0 ]
