@@ -5,7 +5,8 @@
 # ends with "N passed, N failed, N skipped"; a case that cannot run on this
 # host (no hardware counters, say) prints "SKIP name: why". A run that
 # executed no test fails.
-# Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes).
+# Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
+# KVMPROF_SUITES="unit agent e2e nested" (the default) picks suites.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -31,7 +32,20 @@ unit_suite() {
 	fi
 }
 
+SUITES=" ${KVMPROF_SUITES:-unit agent e2e nested} "
+want() { [[ $SUITES == *" $1 "* ]]; }
+
 run_suites() {
+	want unit && unit_suites
+	want agent && agent_suites
+	want e2e && e2e_suites
+	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
+		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
+		VMM=$BUILD/kvmprof-vmm-static bash tests/nested/run.sh
+	fi
+}
+
+unit_suites() {
 	echo "== unit tests"
 	if ! bash tests/debian-kernel.sh "$BUILD" >"$BUILD/debian-kernel.log" 2>&1; then
 		echo "FAIL debian-kernel: could not fetch the Debian kernel the unit tests read"
@@ -44,6 +58,9 @@ run_suites() {
 	for bin in "$BUILD"/asan/tests/test_*; do
 		[ -f "$bin" ] && [ -x "$bin" ] && unit_suite "$bin" "asan:"
 	done
+}
+
+agent_suites() {
 	echo "== kvmprof-agent on this host"
 	bash tests/agent/run.sh
 	echo "== kvmprof-agent on this host, ASan + UBSan build"
@@ -51,14 +68,13 @@ run_suites() {
 	echo "== SVG flame graph in headless Chromium"
 	bash tests/agent/svg.sh
 	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/svg.sh
+}
+
+e2e_suites() {
 	echo "== end-to-end tests"
 	bash tests/e2e/run.sh
 	echo "== end-to-end tests, ASan + UBSan VMM"
 	VMM=$BUILD/asan/kvmprof-vmm TAG=asan: bash tests/e2e/run.sh
-	if [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
-		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
-		VMM=$BUILD/kvmprof-vmm-static bash tests/nested/run.sh
-	fi
 }
 
 start=$(date +%s)

@@ -74,11 +74,10 @@ $(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
 
 .PHONY: test-unit test-e2e test-agent
 test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES)
-	@bash tests/agent/run.sh
-	@AGENT=$(BUILD)/asan/kvmprof-agent TAG=asan: bash tests/agent/run.sh
+	@KVMPROF_SUITES=agent bash tests/run-all.sh
 
 test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
-	@bash tests/run-unit.sh $(UNIT_TESTS) $(ASAN_UNIT_TESTS)
+	@KVMPROF_SUITES=unit bash tests/run-all.sh
 
 test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) guest $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent
 	@bash tests/e2e/run.sh
