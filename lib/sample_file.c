@@ -349,6 +349,8 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 			return "MMAP file name not terminated";
 		if (m->build_id_size > KP_BUILD_ID_MAX)
 			return "MMAP build-id longer than 20 bytes";
+		if (m->domain > KP_DOMAIN_GUEST)
+			return "MMAP domain is neither native (0) nor guest (1)";
 		return NULL;
 	}
 	case KP_REC_FORK:
@@ -364,6 +366,8 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 			return "SAMPLE callchain runs past its record";
 		if (s->cpl != KP_CPL_KERNEL && s->cpl != KP_CPL_USER)
 			return "SAMPLE privilege level is neither kernel (0) nor user (3)";
+		if (s->domain > KP_DOMAIN_GUEST)
+			return "SAMPLE domain is neither native (0) nor guest (1)";
 		r->samples++;
 		return NULL;
 	}

@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 1  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 2  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -95,7 +95,8 @@ struct kp_rec_event {
 };
 
 #define KP_COMM_MAX 16
-#define KP_COMM_EXEC 1u /* the name changed because the thread exec'd */
+#define KP_COMM_EXEC 1u  /* the name changed because the thread exec'd */
+#define KP_COMM_GUEST 2u /* a guest's process, seen from the host (since 1.2) */
 struct kp_rec_comm {
 	uint32_t pid, tid;
 	uint64_t time; /* ns, the same clock as samples */
@@ -118,13 +119,27 @@ struct kp_rec_mmap {
 	uint32_t prot, flags;
 	uint8_t build_id[KP_BUILD_ID_MAX];
 	uint8_t build_id_size; /* 0: unknown */
-	uint8_t pad[3];
+	uint8_t domain;        /* enum kp_domain (since 1.2; 0 before) */
+	uint8_t pad[2];
 	char filename[]; /* NUL-terminated, at most KP_PATH_MAX with the NUL */
 };
 
 struct kp_rec_task {
 	uint32_t pid, ppid, tid, ptid;
 	uint64_t time;
+};
+
+/*
+ * Whose address space a sample, mapping or process belongs to. A file
+ * written inside a system (the agent, the bundled guest) is all NATIVE. A
+ * host-side system-wide profile mixes the host's own samples (NATIVE: the
+ * VMM's user code at CPL 3, the host kernel at CPL 0) with the guest's
+ * (GUEST: guest user at CPL 3, guest kernel at CPL 0); guest pids and
+ * addresses are a separate namespace from the host's.
+ */
+enum kp_domain {
+	KP_DOMAIN_NATIVE = 0,
+	KP_DOMAIN_GUEST = 1,
 };
 
 #define KP_CPL_KERNEL 0
@@ -137,7 +152,7 @@ struct kp_rec_sample {
 	uint64_t ip;
 	uint64_t period; /* events this sample stands for (weight) */
 	uint8_t cpl;     /* KP_CPL_KERNEL or KP_CPL_USER */
-	uint8_t pad;
+	uint8_t domain;  /* enum kp_domain (since 1.2; 0 before) */
 	uint16_t nr_callchain; /* <= KP_CALLCHAIN_MAX, caller frames after ip */
 	uint32_t reserved;
 	uint64_t callchain[]; /* return addresses, innermost first */

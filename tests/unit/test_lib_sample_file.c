@@ -205,7 +205,7 @@ static void test_wrong_version_and_magic(void **state)
 	write_sample_file();
 	patch(offsetof(struct kp_file_header, version_major), &v, sizeof(v));
 	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
-	assert_non_null(strstr(err, "version 2.1, this build reads version 1.x"));
+	assert_non_null(strstr(err, "version 2.2, this build reads version 1.x"));
 
 	write_sample_file();
 	patch(0, "PERFILE2", 8);
@@ -242,6 +242,12 @@ static void test_lying_records_are_refused(void **state)
 	assert_non_null(strstr(err, "callchain runs past"));
 
 	s.nr_callchain = 0;
+	s.domain = 2;
+	write_single_record(KP_REC_SAMPLE, &s, sizeof(s));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "SAMPLE domain"));
+
+	s.domain = KP_DOMAIN_GUEST;
 	s.cpl = 1;
 	write_single_record(KP_REC_SAMPLE, &s, sizeof(s));
 	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
