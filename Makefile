@@ -32,11 +32,12 @@ include vpmu/vpmu.mk
 include vmm/vmm.mk
 include guest/guest.mk
 include guest-agent/agent.mk
+include host-profiler/host-profiler.mk
 include tests/tests.mk
 include tests/nested/nested.mk
 -include bench/bench.mk
 
-all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest $(BUILD)/kvmprof-agent
+all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest $(BUILD)/kvmprof-agent $(BUILD)/kvmprof
 
 # Installs only what is missing, so it is quick on a machine that has it all.
 deps:

@@ -1,4 +1,5 @@
 # libkvmprof: code both profilers share: the sample-file reader and writer,
+# perf_event_open sampling (events, perf rings, record conversion, /proc),
 # the symbolizer (libelf/libdw, kallsyms), the profile model and the report
 # renderers (text, folded stacks, pprof, SVG). Built plain and with ASan + UBSan.
 

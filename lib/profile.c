@@ -33,6 +33,7 @@ struct map {
 
 struct mm {
 	uint32_t pid, comm, prev; /* prev: the pid's earlier address space, or PROFILE_NONE */
+	uint8_t domain;
 	bool exited, built;
 	struct map *maps; /* as recorded, oldest first */
 	size_t nr, cap;
@@ -46,13 +47,26 @@ enum op_kind { OP_COMM, OP_MMAP, OP_FORK, OP_EXIT };
 struct op {
 	uint64_t time, seq;
 	uint32_t kind, pid, tid, ppid, flags, comm;
+	uint8_t domain;
 	struct map map;
 };
 
 struct image_state {
 	struct symtab *st;
 	int tried;
+	bool host_path; /* a file on this machine (--guest-kernel): no root prefix */
 };
+
+/* What each namespace (enum kp_domain) has of its own kernel. */
+struct domain_state {
+	char *ksyms;
+	size_t ksyms_len, ksyms_cap;
+	bool ksyms_warned;
+	struct kallsyms *ks;
+	uint32_t kernel_image, unknown_image, kernel_mm;
+};
+
+#define NR_DOMAINS 2
 
 struct profile_state {
 	struct profile_options opt;
@@ -72,15 +86,12 @@ struct profile_state {
 	size_t sample_seq_cap;
 	uint64_t lost_sum, end_lost;
 
-	char *ksyms;
-	size_t ksyms_len, ksyms_cap;
-	bool ksyms_warned;
-	struct kallsyms *ks;
-	uint32_t kernel_image, unknown_image, kernel_mm;
+	struct domain_state dom[NR_DOMAINS];
+	bool has_guest; /* a guest record came: the guest's pseudo images are made */
 
 	struct mm *mms;
 	size_t nr_mms, mms_cap, total_maps;
-	struct keymap mm_by_pid; /* the current address space of each pid */
+	struct keymap mm_by_pid; /* the current address space of each (pid, domain) */
 	bool maps_warned, finished;
 };
 
@@ -156,11 +167,11 @@ static const char *base_name(const char *path)
  * called `name`. Images are shared by every process that maps the file.
  */
 static uint32_t image_id(struct profile *p, const char *path, const char *name, const uint8_t *bid,
-			 uint8_t bid_size, bool kernel)
+			 uint8_t bid_size, bool kernel, uint8_t domain)
 {
 	struct profile_state *ps = p->state;
 	const char *key = path ? path : name;
-	uint64_t h = keymap_hash(key, strlen(key), path ? 2 : 3) ^ keymap_hash(bid, bid_size, 4);
+	uint64_t h = keymap_hash(key, strlen(key), path ? 2 : 3) ^ keymap_hash(bid, bid_size, 4) ^ domain;
 	struct profile_image *im;
 	uint64_t k;
 
@@ -171,7 +182,7 @@ static uint32_t image_id(struct profile *p, const char *path, const char *name, 
 			break;
 		im = &p->images[v];
 		if ((path ? im->path && !strcmp(im->path, path) : !im->path && !strcmp(im->name, name)) &&
-		    im->build_id_size == bid_size && !memcmp(im->build_id, bid, bid_size))
+		    im->build_id_size == bid_size && !memcmp(im->build_id, bid, bid_size) && im->domain == domain)
 			return (uint32_t)v;
 	}
 	if (grow_array(&p->images, &ps->images_cap, p->nr_images + 1, sizeof(*p->images)) ||
@@ -179,7 +190,7 @@ static uint32_t image_id(struct profile *p, const char *path, const char *name, 
 	    keymap_put(&ps->image_by_key, h, k, (uint32_t)p->nr_images))
 		return PROFILE_NONE;
 	im = &p->images[p->nr_images];
-	*im = (struct profile_image){ .kernel = kernel, .build_id_size = bid_size };
+	*im = (struct profile_image){ .kernel = kernel, .build_id_size = bid_size, .domain = domain };
 	if (bid_size)
 		memcpy(im->build_id, bid, bid_size);
 	im->path = path ? intern(p, path) : NULL;
@@ -218,7 +229,8 @@ int profile_new(struct profile **out, const struct profile_options *opt)
 	}
 	if (opt)
 		p->state->opt = *opt;
-	p->state->kernel_mm = PROFILE_NONE;
+	for (int d = 0; d < NR_DOMAINS; d++)
+		p->state->dom[d].kernel_mm = PROFILE_NONE;
 	*out = p;
 	return 0;
 }
@@ -234,15 +246,15 @@ static int add_op(struct profile *p, const struct op *op)
 	return 0;
 }
 
-static int add_mmap(struct profile *p, const struct kp_rec_mmap *m)
+static int add_mmap(struct profile *p, const struct kp_rec_mmap *m, uint8_t domain)
 {
 	uint8_t bid_size = m->build_id_size <= KP_BUILD_ID_MAX ? m->build_id_size : 0;
-	struct op op = { .kind = OP_MMAP, .time = m->time, .pid = m->pid, .tid = m->tid };
+	struct op op = { .kind = OP_MMAP, .time = m->time, .pid = m->pid, .tid = m->tid, .domain = domain };
 	uint32_t img;
 
 	if (!m->len)
 		return 0;
-	img = image_id(p, m->filename, NULL, m->build_id, bid_size, m->pid == KP_PID_KERNEL);
+	img = image_id(p, m->filename, NULL, m->build_id, bid_size, m->pid == KP_PID_KERNEL, domain);
 	if (img == PROFILE_NONE)
 		return -ENOMEM;
 	/* A length reaching past 2^64 ends at the top of the address space. */
@@ -259,7 +271,7 @@ static int add_mmap(struct profile *p, const struct kp_rec_mmap *m)
 	return add_op(p, &op);
 }
 
-static int add_sample(struct profile *p, const struct kp_rec_sample *s)
+static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t domain)
 {
 	struct profile_state *ps = p->state;
 	size_t n = s->nr_callchain <= KP_CALLCHAIN_MAX ? s->nr_callchain : KP_CALLCHAIN_MAX;
@@ -272,7 +284,7 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s)
 	out = &p->samples[p->nr_samples];
 	*out = (struct profile_sample){
 		.event = s->event_id, /* the recorded id until profile_finish maps it */
-		.pid = s->pid, .tid = s->tid, .cpu = s->cpu, .cpl = s->cpl,
+		.pid = s->pid, .tid = s->tid, .cpu = s->cpu, .cpl = s->cpl, .domain = domain,
 		.time = s->time, .period = s->period,
 		.nr_frames = (uint32_t)n + 1, .first_frame = ps->nr_raw,
 		.comm = PROFILE_NONE,
@@ -284,16 +296,16 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s)
 	return 0;
 }
 
-static int add_ksyms(struct profile *p, const struct kp_rec_ksyms *k, size_t payload_len)
+static int add_ksyms(struct profile *p, const struct kp_rec_ksyms *k, size_t payload_len, uint8_t domain)
 {
-	struct profile_state *ps = p->state;
+	struct domain_state *ps = &p->state->dom[domain];
 	size_t len = k->len;
 
 	if (len > payload_len - sizeof(*k))
 		len = payload_len - sizeof(*k);
 	if (ps->ksyms_len + len > KSYMS_TEXT_MAX) {
 		if (!ps->ksyms_warned)
-			warn(p, "kernel symbols beyond %u MiB ignored", KSYMS_TEXT_MAX >> 20);
+			warn(p, "%skernel symbols beyond %u MiB ignored", domain ? "guest " : "", KSYMS_TEXT_MAX >> 20);
 		ps->ksyms_warned = true;
 		return 0;
 	}
@@ -329,14 +341,25 @@ static int add_meta(struct profile *p, const char *text)
 	return 0;
 }
 
-int profile_add_record(struct profile *p, const struct kp_record *rec)
+/* guest: the record describes the guest whatever its fields say (profile_add_guest_record). */
+static int add_record(struct profile *p, const struct kp_record *rec, bool guest)
 {
 	struct profile_state *ps = p->state;
 	uint32_t ev, comm;
+	uint8_t domain = guest ? KP_DOMAIN_GUEST : KP_DOMAIN_NATIVE;
 
 	if (ps->finished)
 		return -EINVAL;
 	ps->seq++;
+	/* The reader refuses other domain values; a record built in memory might not have been read. */
+	if (rec->type == KP_REC_SAMPLE && rec->sample->domain == KP_DOMAIN_GUEST)
+		domain = KP_DOMAIN_GUEST;
+	else if (rec->type == KP_REC_MMAP && rec->mmap->domain == KP_DOMAIN_GUEST)
+		domain = KP_DOMAIN_GUEST;
+	else if (rec->type == KP_REC_COMM && (rec->comm->flags & KP_COMM_GUEST))
+		domain = KP_DOMAIN_GUEST;
+	if (domain == KP_DOMAIN_GUEST)
+		ps->has_guest = true;
 	switch (rec->type) {
 	case KP_REC_META:
 		return add_meta(p, rec->meta->text);
@@ -359,18 +382,19 @@ int profile_add_record(struct profile *p, const struct kp_record *rec)
 		if (comm == PROFILE_NONE)
 			return -ENOMEM;
 		return add_op(p, &(struct op){ .kind = OP_COMM, .time = rec->comm->time, .pid = rec->comm->pid,
-					       .tid = rec->comm->tid, .flags = rec->comm->flags, .comm = comm });
+					       .tid = rec->comm->tid, .flags = rec->comm->flags, .comm = comm,
+					       .domain = domain });
 	case KP_REC_MMAP:
-		return add_mmap(p, rec->mmap);
+		return add_mmap(p, rec->mmap, domain);
 	case KP_REC_FORK:
 	case KP_REC_EXIT:
 		return add_op(p, &(struct op){ .kind = rec->type == KP_REC_FORK ? OP_FORK : OP_EXIT,
 					       .time = rec->task->time, .pid = rec->task->pid,
-					       .tid = rec->task->tid, .ppid = rec->task->ppid });
+					       .tid = rec->task->tid, .ppid = rec->task->ppid, .domain = domain });
 	case KP_REC_SAMPLE:
-		return add_sample(p, rec->sample);
+		return add_sample(p, rec->sample, domain);
 	case KP_REC_KSYMS:
-		return add_ksyms(p, rec->ksyms, rec->payload_len);
+		return add_ksyms(p, rec->ksyms, rec->payload_len, domain);
 	case KP_REC_LOST:
 		ev = event_index(p, rec->lost->event_id);
 		if (ev == PROFILE_NONE)
@@ -388,19 +412,30 @@ int profile_add_record(struct profile *p, const struct kp_record *rec)
 	}
 }
 
+int profile_add_record(struct profile *p, const struct kp_record *rec)
+{
+	return add_record(p, rec, false);
+}
+
+int profile_add_guest_record(struct profile *p, const struct kp_record *rec)
+{
+	return add_record(p, rec, true);
+}
+
 /* ---- replaying process state ---- */
 
-static uint32_t new_mm(struct profile *p, uint32_t pid)
+static uint32_t new_mm(struct profile *p, uint32_t pid, uint8_t domain)
 {
 	struct profile_state *ps = p->state;
-	int64_t prev = keymap_get(&ps->mm_by_pid, pid, 0);
+	int64_t prev = keymap_get(&ps->mm_by_pid, pid, domain);
 	struct mm *mm;
 
 	if (grow_array(&ps->mms, &ps->mms_cap, ps->nr_mms + 1, sizeof(*ps->mms)))
 		return PROFILE_NONE;
 	mm = &ps->mms[ps->nr_mms];
-	*mm = (struct mm){ .pid = pid, .comm = PROFILE_NONE, .prev = prev >= 0 ? (uint32_t)prev : PROFILE_NONE };
-	if (keymap_put(&ps->mm_by_pid, pid, 0, (uint32_t)ps->nr_mms))
+	*mm = (struct mm){ .pid = pid, .comm = PROFILE_NONE, .prev = prev >= 0 ? (uint32_t)prev : PROFILE_NONE,
+			   .domain = domain };
+	if (keymap_put(&ps->mm_by_pid, pid, domain, (uint32_t)ps->nr_mms))
 		return PROFILE_NONE;
 	return (uint32_t)ps->nr_mms++;
 }
@@ -428,13 +463,13 @@ static int copy_maps(struct profile *p, uint32_t dst, uint32_t src)
 }
 
 /* The pid's address space now; a fresh one if it has none or it exited. */
-static uint32_t current_mm(struct profile *p, uint32_t pid)
+static uint32_t current_mm(struct profile *p, uint32_t pid, uint8_t domain)
 {
-	int64_t v = keymap_get(&p->state->mm_by_pid, pid, 0);
+	int64_t v = keymap_get(&p->state->mm_by_pid, pid, domain);
 
 	if (v >= 0 && !p->state->mms[v].exited)
 		return (uint32_t)v;
-	return new_mm(p, pid);
+	return new_mm(p, pid, domain);
 }
 
 static int apply_mmap(struct profile *p, const struct op *op)
@@ -444,17 +479,19 @@ static int apply_mmap(struct profile *p, const struct op *op)
 	struct mm *mm;
 
 	if (op->pid == KP_PID_KERNEL) {
-		if (ps->kernel_mm == PROFILE_NONE) {
+		struct domain_state *d = &ps->dom[op->domain];
+
+		if (d->kernel_mm == PROFILE_NONE) {
 			/* The kernel's maps live outside the pid table: no process can replace them. */
 			if (grow_array(&ps->mms, &ps->mms_cap, ps->nr_mms + 1, sizeof(*ps->mms)))
 				return -ENOMEM;
 			ps->mms[ps->nr_mms] = (struct mm){ .pid = KP_PID_KERNEL, .comm = PROFILE_NONE,
-							   .prev = PROFILE_NONE };
-			ps->kernel_mm = (uint32_t)ps->nr_mms++;
+							   .prev = PROFILE_NONE, .domain = op->domain };
+			d->kernel_mm = (uint32_t)ps->nr_mms++;
 		}
-		idx = ps->kernel_mm;
+		idx = d->kernel_mm;
 	} else {
-		idx = current_mm(p, op->pid);
+		idx = current_mm(p, op->pid, op->domain);
 		if (idx == PROFILE_NONE)
 			return -ENOMEM;
 	}
@@ -484,9 +521,9 @@ static int apply_op(struct profile *p, const struct op *op)
 	case OP_COMM:
 		if (op->flags & KP_COMM_EXEC) {
 			/* exec: a new program, none of the old mappings. */
-			idx = new_mm(p, op->pid);
+			idx = new_mm(p, op->pid, op->domain);
 		} else {
-			idx = current_mm(p, op->pid);
+			idx = current_mm(p, op->pid, op->domain);
 			/* A thread's own name doesn't rename its process. */
 			if (idx != PROFILE_NONE && op->tid != op->pid && ps->mms[idx].comm != PROFILE_NONE)
 				return 0;
@@ -499,13 +536,13 @@ static int apply_op(struct profile *p, const struct op *op)
 		/* A new thread shares its process's address space: nothing to do. */
 		if (op->tid != op->pid)
 			return 0;
-		parent = keymap_get(&ps->mm_by_pid, op->ppid, 0);
-		idx = new_mm(p, op->pid);
+		parent = keymap_get(&ps->mm_by_pid, op->ppid, op->domain);
+		idx = new_mm(p, op->pid, op->domain);
 		if (idx == PROFILE_NONE)
 			return -ENOMEM;
 		return parent >= 0 && (uint32_t)parent != idx ? copy_maps(p, idx, (uint32_t)parent) : 0;
 	case OP_EXIT: {
-		int64_t v = keymap_get(&ps->mm_by_pid, op->pid, 0);
+		int64_t v = keymap_get(&ps->mm_by_pid, op->pid, op->domain);
 
 		/* Keep the maps: samples recorded before EXIT still resolve against them. */
 		if (v >= 0 && op->tid == op->pid)
@@ -606,6 +643,7 @@ static struct symtab *image_symtab(struct profile *p, uint32_t img)
 	struct image_state *is = &ps->istate[img];
 	struct profile_image *im = &p->images[img];
 	char path[KP_PATH_MAX + 4096];
+	const char *root;
 	int rc;
 
 	if (is->tried)
@@ -614,12 +652,13 @@ static struct symtab *image_symtab(struct profile *p, uint32_t img)
 	/* "[vdso]", "//anon", "[heap]": names, not files. */
 	if (!im->path || im->path[0] != '/')
 		return NULL;
+	root = is->host_path ? NULL : im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
 	/* With a root, a hostile path must not climb out of it. */
-	if (ps->opt.root && (strstr(im->path, "/../") || !strcmp(im->path + strlen(im->path) - 3, "/.."))) {
+	if (root && (strstr(im->path, "/../") || !strcmp(im->path + strlen(im->path) - 3, "/.."))) {
 		warn(p, "%s: path leaves the guest root; no symbols", im->path);
 		return NULL;
 	}
-	snprintf(path, sizeof(path), "%s%s", ps->opt.root ? ps->opt.root : "", im->path);
+	snprintf(path, sizeof(path), "%s%s", root ? root : "", im->path);
 	rc = symtab_open(&is->st, path, im->build_id, im->build_id_size);
 	if (rc == -ESTALE)
 		warn(p, "%s: build-id differs from the recorded one; not using it for symbols", path);
@@ -688,9 +727,9 @@ static uint32_t resolve_unknown(struct profile *p, uint32_t img, uint64_t addr)
 }
 
 /* A kernel address through kallsyms or the kernel's ELF; PROFILE_NONE if neither knows it. */
-static uint32_t resolve_kernel(struct profile *p, uint64_t addr)
+static uint32_t resolve_kernel(struct profile *p, uint8_t domain, uint64_t addr)
 {
-	struct profile_state *ps = p->state;
+	struct domain_state *ps = &p->state->dom[domain];
 	const struct kallsyms_sym *ks;
 	const struct map *m;
 	uint32_t img;
@@ -705,22 +744,22 @@ static uint32_t resolve_kernel(struct profile *p, uint64_t addr)
 			char name[256];
 
 			snprintf(name, sizeof(name), "[%s]", ks->module);
-			img = image_id(p, NULL, name, NULL, 0, true);
+			img = image_id(p, NULL, name, NULL, 0, true, domain);
 			if (img == PROFILE_NONE)
 				return PROFILE_NONE;
 		}
-		v = keymap_get(&ps->loc_by_key, img, addr);
+		v = keymap_get(&p->state->loc_by_key, img, addr);
 		if (v >= 0)
 			return (uint32_t)v;
 		return add_loc(p, img, addr, addr, func_id(p, img, ks, ks->name, ks->addr));
 	}
-	if (ps->kernel_mm != PROFILE_NONE && (m = find_map(&ps->mms[ps->kernel_mm], addr)))
+	if (ps->kernel_mm != PROFILE_NONE && (m = find_map(&p->state->mms[ps->kernel_mm], addr)))
 		return resolve_in_map(p, m, addr);
 	return PROFILE_NONE;
 }
 
 /* A user address: the sample's address space, else a later one of the pid (maps recorded late). */
-static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint64_t addr)
+static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint8_t domain, uint64_t addr)
 {
 	struct profile_state *ps = p->state;
 	const struct map *m;
@@ -729,7 +768,7 @@ static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint6
 
 	if (mm != PROFILE_NONE && (m = find_map(&ps->mms[mm], addr)))
 		return resolve_in_map(p, m, addr);
-	v = keymap_get(&ps->mm_by_pid, pid, 0);
+	v = keymap_get(&ps->mm_by_pid, pid, domain);
 	/*
 	 * Only address spaces that began after the sample's: those hold maps
 	 * recorded late, while earlier ones were replaced (exec) before the
@@ -742,18 +781,20 @@ static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint6
 	return PROFILE_NONE;
 }
 
-static bool kernel_knows(struct profile *p, uint64_t addr)
+static bool kernel_knows(struct profile *p, uint8_t domain, uint64_t addr)
 {
-	struct profile_state *ps = p->state;
+	struct domain_state *ps = &p->state->dom[domain];
 
 	if (ps->ks)
 		return kallsyms_lookup(ps->ks, addr) != NULL;
-	return ps->kernel_mm != PROFILE_NONE && find_map(&ps->mms[ps->kernel_mm], addr);
+	return ps->kernel_mm != PROFILE_NONE && find_map(&p->state->mms[ps->kernel_mm], addr);
 }
 
 static int resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm)
 {
 	struct profile_state *ps = p->state;
+	struct domain_state *d = &ps->dom[s->domain];
+	uint8_t dom = s->domain;
 	const uint64_t *raw = &ps->raw[s->first_frame];
 	uint32_t n = s->nr_frames, out = 0, i, loc;
 	enum { CTX_NONE, CTX_KERNEL, CTX_USER } ctx = CTX_NONE;
@@ -779,20 +820,20 @@ static int resolve_sample(struct profile *p, struct profile_sample *s, uint32_t 
 			/* Return addresses: the call is the instruction before. */
 			a--;
 			kernel = ctx == CTX_KERNEL ||
-				 (ctx == CTX_NONE && (a >= KERNEL_HALF || (prev_kernel && kernel_knows(p, a))));
+				 (ctx == CTX_NONE && (a >= KERNEL_HALF || (prev_kernel && kernel_knows(p, dom, a))));
 		}
 		if (kernel) {
-			loc = resolve_kernel(p, a);
+			loc = resolve_kernel(p, dom, a);
 			if (loc == PROFILE_NONE && i)
-				loc = resolve_user(p, mm, s->pid, a);
+				loc = resolve_user(p, mm, s->pid, dom, a);
 			if (loc == PROFILE_NONE)
-				loc = resolve_unknown(p, ps->kernel_image, a);
+				loc = resolve_unknown(p, d->kernel_image, a);
 		} else {
-			loc = resolve_user(p, mm, s->pid, a);
-			if (loc == PROFILE_NONE && i && kernel_knows(p, a))
-				loc = resolve_kernel(p, a);
+			loc = resolve_user(p, mm, s->pid, dom, a);
+			if (loc == PROFILE_NONE && i && kernel_knows(p, dom, a))
+				loc = resolve_kernel(p, dom, a);
 			if (loc == PROFILE_NONE)
-				loc = resolve_unknown(p, ps->unknown_image, a);
+				loc = resolve_unknown(p, d->unknown_image, a);
 		}
 		if (loc == PROFILE_NONE)
 			return -ENOMEM;
@@ -814,27 +855,44 @@ static int cmp_sample_order(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-static int load_kernel_symbols(struct profile *p)
+static int load_kernel_symbols(struct profile *p, uint8_t domain)
 {
-	struct profile_state *ps = p->state;
+	struct domain_state *ps = &p->state->dom[domain];
+	const char *path = domain ? p->state->opt.guest_kallsyms_path : p->state->opt.kallsyms_path;
+	const char *what = domain ? "guest " : "";
 	int rc = 0;
 
 	if (ps->ksyms_len) {
 		rc = kallsyms_parse(&ps->ks, ps->ksyms, ps->ksyms_len);
-	} else if (ps->opt.kallsyms_path) {
-		rc = kallsyms_load(&ps->ks, ps->opt.kallsyms_path);
+	} else if (path) {
+		rc = kallsyms_load(&ps->ks, path);
 		if (rc && rc != -ENOMEM) {
-			warn(p, "%s: %s; no kernel symbols", ps->opt.kallsyms_path, strerror(-rc));
+			warn(p, "%s: %s; no %skernel symbols", path, strerror(-rc), what);
 			rc = 0;
 		}
 	}
 	if (rc)
 		return rc;
 	if (ps->ks && kallsyms_hidden(ps->ks))
-		warn(p, "kernel symbol addresses are all zero (kptr_restrict); no kernel symbols");
+		warn(p, "%skernel symbol addresses are all zero (kptr_restrict); no %skernel symbols", what, what);
 	if (ps->ks && kallsyms_malformed(ps->ks))
-		warn(p, "%zu malformed kallsyms lines skipped", kallsyms_malformed(ps->ks));
+		warn(p, "%zu malformed %skallsyms lines skipped", kallsyms_malformed(ps->ks), what);
 	return 0;
+}
+
+/* --guest-kernel: the guest kernel's ELF (a host path) covers every guest kernel address. */
+static int add_guest_kernel_elf(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	struct op op = { .kind = OP_MMAP, .pid = KP_PID_KERNEL, .domain = KP_DOMAIN_GUEST };
+	uint32_t img = image_id(p, ps->opt.guest_kernel_path, NULL, NULL, 0, true, KP_DOMAIN_GUEST);
+
+	if (img == PROFILE_NONE)
+		return -ENOMEM;
+	ps->istate[img].host_path = true;
+	/* A fixed-address kernel: runtime addresses are link addresses (symtab_map_addr). */
+	op.map = (struct map){ .start = 0, .end = UINT64_MAX, .pgoff = 0, .image = img };
+	return apply_mmap(p, &op);
 }
 
 int profile_finish(struct profile *p)
@@ -849,13 +907,29 @@ int profile_finish(struct profile *p)
 		return -EINVAL;
 	ps->finished = true;
 	p->lost = ps->lost_sum > ps->end_lost ? ps->lost_sum : ps->end_lost;
-	ps->kernel_image = image_id(p, NULL, "[kernel.kallsyms]", NULL, 0, true);
-	ps->unknown_image = image_id(p, NULL, "[unknown]", NULL, 0, false);
-	if (ps->kernel_image == PROFILE_NONE || ps->unknown_image == PROFILE_NONE)
+	ps->dom[0].kernel_image = image_id(p, NULL, "[kernel.kallsyms]", NULL, 0, true, KP_DOMAIN_NATIVE);
+	ps->dom[0].unknown_image = image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_NATIVE);
+	if (ps->dom[0].kernel_image == PROFILE_NONE || ps->dom[0].unknown_image == PROFILE_NONE)
 		return -ENOMEM;
-	rc = load_kernel_symbols(p);
+	rc = load_kernel_symbols(p, KP_DOMAIN_NATIVE);
 	if (rc)
 		return rc;
+	/* Only a profile with guest records has guest images: a native one reads as it always did. */
+	if (ps->has_guest || ps->opt.guest_kallsyms_path || ps->opt.guest_kernel_path) {
+		ps->dom[1].kernel_image = image_id(p, NULL, "[guest.kernel]", NULL, 0, true, KP_DOMAIN_GUEST);
+		ps->dom[1].unknown_image = image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_GUEST);
+		if (ps->dom[1].kernel_image == PROFILE_NONE || ps->dom[1].unknown_image == PROFILE_NONE)
+			return -ENOMEM;
+		rc = load_kernel_symbols(p, KP_DOMAIN_GUEST);
+		if (!rc && ps->opt.guest_kernel_path && !ps->dom[1].ks)
+			rc = add_guest_kernel_elf(p);
+		if (rc)
+			return rc;
+	} else {
+		/* Never used: no sample is in the guest domain. */
+		ps->dom[1].kernel_image = ps->dom[0].kernel_image;
+		ps->dom[1].unknown_image = ps->dom[0].unknown_image;
+	}
 	rc = -ENOMEM;
 
 	/* Events: samples carry recorded ids until here. */
@@ -893,7 +967,7 @@ int profile_finish(struct profile *p)
 			if (apply_op(p, &ps->ops[o++]))
 				goto out;
 		}
-		mm = keymap_get(&ps->mm_by_pid, s->pid, 0);
+		mm = keymap_get(&ps->mm_by_pid, s->pid, s->domain);
 		sample_mm[order[i]] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
 		if (mm >= 0)
 			s->comm = ps->mms[mm].comm;
@@ -913,7 +987,7 @@ int profile_finish(struct profile *p)
 		if (s->comm == PROFILE_NONE && mm != PROFILE_NONE)
 			s->comm = ps->mms[mm].comm;
 		if (s->comm == PROFILE_NONE) {
-			int64_t last = keymap_get(&ps->mm_by_pid, s->pid, 0);
+			int64_t last = keymap_get(&ps->mm_by_pid, s->pid, s->domain);
 
 			if (last >= 0 && (mm == PROFILE_NONE || last > mm))
 				s->comm = ps->mms[last].comm;
@@ -967,8 +1041,10 @@ void profile_free(struct profile *p)
 		free(ps->ops);
 		free(ps->raw);
 		free(ps->sample_seq);
-		free(ps->ksyms);
-		kallsyms_free(ps->ks);
+		for (int d = 0; d < NR_DOMAINS; d++) {
+			free(ps->dom[d].ksyms);
+			kallsyms_free(ps->dom[d].ks);
+		}
 		keymap_free(&ps->event_by_id);
 		keymap_free(&ps->image_by_key);
 		keymap_free(&ps->func_by_key);
@@ -987,6 +1063,11 @@ void profile_free(struct profile *p)
 	free(p->comms);
 	free(p->meta);
 	free(p);
+}
+
+uint32_t profile_comm(struct profile *p, const char *name)
+{
+	return comm_id(p, name);
 }
 
 int profile_load(struct profile **out, const char *path, const struct profile_options *opt,

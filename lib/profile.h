@@ -13,6 +13,14 @@
  * Each distinct (image, address) is symbolized once into a location;
  * locations belong to functions (a symbol of an image, or that image's
  * "unknown"), functions to images. Renderers read the arrays below.
+ *
+ * Two namespaces (enum kp_domain) are kept apart: a host-side system-wide
+ * profile holds the host's own samples (NATIVE: VMM threads, host kernel)
+ * and the guest's (GUEST), whose pids, mappings, files and kernel symbols
+ * are the guest's. Processes are keyed by (pid, domain), images by (path,
+ * build-id, domain), and each domain has its own kernel symbols, kernel
+ * image ("[kernel.kallsyms]" / "[guest.kernel]") and "[unknown]". A file
+ * written inside one system is all NATIVE and reads as before.
  */
 #ifndef KVMPROF_PROFILE_H
 #define KVMPROF_PROFILE_H
@@ -29,6 +37,11 @@
 struct profile_options {
 	const char *root;          /* ELF files named by MMAP records are looked up as ROOT/filename */
 	const char *kallsyms_path; /* kernel symbols when the file carries no KSYMS records */
+	/* The guest domain's files: ROOT/filename for guest mappings (root is for native ones). */
+	const char *guest_root;
+	/* Guest kernel symbols when no guest KSYMS came: a kallsyms file, else a kernel ELF (host path). */
+	const char *guest_kallsyms_path;
+	const char *guest_kernel_path;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -54,6 +67,7 @@ struct profile_image {
 	uint8_t build_id_size;
 	bool kernel;
 	bool has_symbols; /* its ELF file was opened and used */
+	uint8_t domain;   /* enum kp_domain */
 };
 
 struct profile_func {
@@ -74,6 +88,7 @@ struct profile_sample {
 	uint32_t pid, tid, cpu;
 	uint32_t comm;  /* index into comms */
 	uint8_t cpl;
+	uint8_t domain; /* enum kp_domain */
 	uint64_t time, period;
 	uint32_t nr_frames; /* locations: frames[first_frame ...], innermost (the ip) first */
 	size_t first_frame;
@@ -109,6 +124,12 @@ struct profile {
 int profile_new(struct profile **out, const struct profile_options *opt);
 /* Takes what it needs from one record (nothing points into rec afterwards). 0 or -ENOMEM. */
 int profile_add_record(struct profile *p, const struct kp_record *rec);
+/*
+ * The same for a record that describes the guest, whatever its own domain
+ * fields say: a guest's `kvmprof-agent export` (its process maps, comms
+ * and kallsyms) read next to a host-side recording.
+ */
+int profile_add_guest_record(struct profile *p, const struct kp_record *rec);
 /* Replays process state and resolves every sample. Call once, after the last record. */
 int profile_finish(struct profile *p);
 void profile_free(struct profile *p);
@@ -119,6 +140,13 @@ void profile_free(struct profile *p);
  */
 int profile_load(struct profile **out, const char *path, const struct profile_options *opt,
 		 char *err, size_t errlen);
+
+/*
+ * The index of a command name in comms, added if new (PROFILE_NONE when out
+ * of memory): for reports that relabel samples' commands after
+ * profile_finish (the host profiler's "[guest] matmul").
+ */
+uint32_t profile_comm(struct profile *p, const char *name);
 
 /* Whether a function is the image's "[unknown]". */
 static inline bool profile_func_known(const struct profile *p, uint32_t func)

@@ -50,6 +50,11 @@ enum report_kind {
 	REPORT_KIND_USER,    /* a function of a user-space image (warm: red to orange) */
 	REPORT_KIND_KERNEL,  /* a function of the kernel or a module (cool: cyan to blue) */
 	REPORT_KIND_UNKNOWN, /* an address no recorded mapping covers (light grey) */
+	/* The host profiler's four layers (kvmprof report). */
+	REPORT_KIND_GUEST_USER,   /* guest user code (greens) */
+	REPORT_KIND_GUEST_KERNEL, /* the guest's kernel (teal) */
+	REPORT_KIND_VMM,          /* the VMM's own user code on the host (warm: red to orange) */
+	REPORT_KIND_HOST_KERNEL,  /* the host kernel (blue) */
 	REPORT_KIND_COUNT,
 };
 

@@ -133,6 +133,34 @@ int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_
 	return 0;
 }
 
+int kp_writer_add_raw(struct kp_writer *w, const void *rec)
+{
+	struct kp_rec_header h;
+	int ret;
+
+	memcpy(&h, rec, sizeof(h));
+	if (h.size < sizeof(h) || h.size > KP_REC_MAX_SIZE || h.size % 8)
+		return -EINVAL;
+	if (w->used + h.size > sizeof(w->buf)) {
+		ret = kp_writer_flush(w);
+		if (ret)
+			return ret;
+	}
+	if (h.size > sizeof(w->buf)) {
+		ret = write_all(w->fd, rec, h.size);
+		if (ret)
+			return ret;
+	} else {
+		memcpy(w->buf + w->used, rec, h.size);
+		w->used += h.size;
+	}
+	w->records++;
+	w->bytes += h.size;
+	if (h.type == KP_REC_SAMPLE)
+		w->samples++;
+	return 0;
+}
+
 int kp_writer_meta(struct kp_writer *w, const char *key, const char *value)
 {
 	char text[KP_META_MAX];
@@ -316,8 +344,8 @@ static bool has_nul(const char *s, size_t cap)
 	return memchr(s, '\0', cap) != NULL;
 }
 
-/* Checks one record's contents against its own size. NULL if fine, else what is wrong. */
-static const char *check_record(struct kp_reader *r, uint32_t type, const unsigned char *p, uint32_t len)
+/* Checks the contents of a record that needs no stream state against its own size. */
+static const char *check_payload(uint32_t type, const unsigned char *p, uint32_t len)
 {
 	switch (type) {
 	case KP_REC_META:
@@ -368,9 +396,20 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 			return "SAMPLE privilege level is neither kernel (0) nor user (3)";
 		if (s->domain > KP_DOMAIN_GUEST)
 			return "SAMPLE domain is neither native (0) nor guest (1)";
-		r->samples++;
 		return NULL;
 	}
+	case KP_REC_LOST:
+		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
+	}
+	return NULL;
+}
+
+/* Checks one record's contents against its own size. NULL if fine, else what is wrong. */
+static const char *check_record(struct kp_reader *r, uint32_t type, const unsigned char *p, uint32_t len)
+{
+	const char *bad;
+
+	switch (type) {
 	case KP_REC_KSYMS: {
 		const struct kp_rec_ksyms *k = (const void *)p;
 		if (len < sizeof(*k) || k->len > len - sizeof(*k))
@@ -398,8 +437,6 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 		r->ksyms_seq++;
 		return NULL;
 	}
-	case KP_REC_LOST:
-		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
 	case KP_REC_END: {
 		const struct kp_rec_end *e = (const void *)p;
 		if (len < sizeof(*e))
@@ -409,7 +446,35 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 		return NULL;
 	}
 	}
-	return NULL;
+	bad = check_payload(type, p, len);
+	if (!bad && type == KP_REC_SAMPLE)
+		r->samples++;
+	return bad;
+}
+
+const char *kp_record_check(const void *rec, size_t avail)
+{
+	struct kp_rec_header h;
+
+	if (avail < sizeof(h))
+		return "record header cut short";
+	memcpy(&h, rec, sizeof(h));
+	if (h.size < sizeof(h) || h.size > KP_REC_MAX_SIZE || h.size % 8)
+		return "corrupt record size";
+	if (h.size > avail)
+		return "record runs past the bytes available";
+	if (h.reserved != 0)
+		return "corrupt record header (reserved word set)";
+	switch (h.type) {
+	case KP_REC_META: case KP_REC_EVENT: case KP_REC_COMM: case KP_REC_MMAP:
+	case KP_REC_FORK: case KP_REC_EXIT: case KP_REC_SAMPLE: case KP_REC_LOST:
+		break;
+	default:
+		return "record type not allowed in a copied stream";
+	}
+	if (kp_crc32(kp_crc32(0, &h, 8), (const unsigned char *)rec + sizeof(h), h.size - sizeof(h)) != h.crc)
+		return "corrupt record (CRC mismatch)";
+	return check_payload(h.type, (const unsigned char *)rec + sizeof(h), h.size - (uint32_t)sizeof(h));
 }
 
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen)

@@ -27,6 +27,12 @@ int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_
 int kp_writer_meta(struct kp_writer *w, const char *key, const char *value);
 /* kallsyms text, in zlib-compressed KSYMS_Z chunks cut at line ends (readers see KSYMS). */
 int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len);
+/*
+ * Appends a whole record (header and payload, CRC set) unchanged: records
+ * that arrive already encoded (the VMM's guest-sample rings). Check it
+ * first with kp_record_check; here only its size is checked. 0 or -errno.
+ */
+int kp_writer_add_raw(struct kp_writer *w, const void *rec);
 int kp_writer_flush(struct kp_writer *w);
 /* Counts of what went through the writer, for END and progress lines. */
 uint64_t kp_writer_samples(const struct kp_writer *w);
@@ -73,6 +79,15 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
 const struct kp_file_header *kp_reader_header(const struct kp_reader *r);
 void kp_reader_close(struct kp_reader *r);
+
+/*
+ * Checks one encoded record in `avail` bytes as the reader would: size,
+ * reserved word, CRC, and its contents against its size. Only the types a
+ * stream of samples may carry are accepted (META, EVENT, COMM, MMAP,
+ * FORK, EXIT, SAMPLE, LOST): not END or KSYMS, whose meaning depends on
+ * the stream around them. NULL if fine, else what is wrong.
+ */
+const char *kp_record_check(const void *rec, size_t avail);
 
 /* CRC-32 as zlib computes it (host side uses zlib). */
 uint32_t kp_crc32(uint32_t crc, const void *buf, size_t len);

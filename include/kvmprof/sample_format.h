@@ -45,6 +45,7 @@ enum kp_source {
 	KP_SOURCE_LINUX_AGENT = 1,   /* kvmprof-agent on a Linux system (host or guest) */
 	KP_SOURCE_BUNDLED_GUEST = 2, /* the bundled guest's agent program */
 	KP_SOURCE_VMM = 3,           /* kvmprof-vmm's guest sampler */
+	KP_SOURCE_HOST_PROFILER = 4, /* kvmprof record: a VMM's threads from the host, and its guest's samples */
 };
 
 struct kp_rec_header {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the agent reads from /proc and /sys: process and thread lists,
+ * What the profilers read from /proc and /sys: process and thread lists,
  * names, executable mappings, kernel symbols, online CPUs. The parsers are
  * separate from the file reading so unit tests feed them text.
  */
-#ifndef AGENT_PROCFS_H
-#define AGENT_PROCFS_H
+#ifndef KVMPROF_PROCFS_H
+#define KVMPROF_PROCFS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,8 +8,8 @@
  * PERF_SAMPLE_CALLCHAIN with call chains) with sample_id_all, so one
  * layout serves every record; PERF_SAMPLE_IDENTIFIER names the event.
  */
-#ifndef AGENT_CONVERT_H
-#define AGENT_CONVERT_H
+#ifndef KVMPROF_CONVERT_H
+#define KVMPROF_CONVERT_H
 
 #include <linux/perf_event.h>
 #include <stdbool.h>
@@ -35,6 +35,13 @@ struct convert_ctx {
 	size_t nids;
 	bool callchain; /* PERF_SAMPLE_CALLCHAIN is in the layout */
 	uint64_t lost;  /* sum of LOST records so far */
+	/*
+	 * Optional: called for each converted sample with perf's misc bits;
+	 * false drops it (the host profiler drops host samples that are
+	 * really guest time). NULL keeps every sample.
+	 */
+	bool (*keep_sample)(void *ctx, const struct kp_rec_sample *s, uint16_t misc);
+	void *keep_ctx;
 };
 
 /* One perf record (h->size bytes, contiguous); kinds a report does not need are skipped. 0 or -errno. */

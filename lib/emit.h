@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Building kvmprof records that record and export share: COMM and MMAP
- * (with the mapped file's GNU build-id, read once per path), records
- * synthesized from /proc for processes that already run, kernel symbols,
- * and the common META keys.
+ * Building kvmprof records that the agent (record, export) and the host
+ * profiler (kvmprof record) share: COMM and MMAP (with the mapped file's
+ * GNU build-id, read once per path), records synthesized from /proc for
+ * processes that already run, kernel symbols, and the common META keys.
  */
-#ifndef AGENT_EMIT_H
-#define AGENT_EMIT_H
+#ifndef KVMPROF_EMIT_H
+#define KVMPROF_EMIT_H
 
 #include <stdbool.h>
 #include <stdint.h>

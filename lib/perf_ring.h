@@ -4,8 +4,8 @@
  * (records that wrap around the end are copied so callers always see one
  * contiguous record), release what was read.
  */
-#ifndef AGENT_PERF_RING_H
-#define AGENT_PERF_RING_H
+#ifndef KVMPROF_PERF_RING_H
+#define KVMPROF_PERF_RING_H
 
 #include <linux/perf_event.h>
 #include <stddef.h>

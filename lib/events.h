@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Event names for `kvmprof-agent record -e`: perf's generic names
+ * Event names for `kvmprof-agent record -e` and `kvmprof record -e`: perf's generic names
  * (cycles, cpu-clock, ...), everything libpfm4 knows (INST_RETIRED,
  * perf::cycles, model-specific names with modifiers), and OProfile's
  * `event:count[:unitmask[:kernel[:user]]]`.
  */
-#ifndef AGENT_EVENTS_H
-#define AGENT_EVENTS_H
+#ifndef KVMPROF_EVENTS_H
+#define KVMPROF_EVENTS_H
 
 #include <linux/perf_event.h>
 #include <stdbool.h>

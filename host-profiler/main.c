@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kvmprof: the host-side system-wide profiler. Subcommands record, report
+ * and stat; this file only parses the command line. Exit codes: 0 done,
+ * 1 failed, 2 bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "record.h"
+#include "report.h"
+#include "stat.h"
+
+#define KVMPROF_VERSION "0.1"
+
+static const char usage_text[] =
+	"usage: kvmprof record --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [--callgraph] [-o FILE]\n"
+	"                      [--duration S] [-q]\n"
+	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
+	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
+	"                      [--format text|folded|pprof|svg] [-o OUT]\n"
+	"       kvmprof stat --vm SOCKET [-e EVENT[,EVENT...]] [--duration S]\n"
+	"       kvmprof --help | --version\n";
+
+static const char help_text[] =
+	"\n"
+	"Profiles a kvmprof-vmm virtual machine from the host: the VMM's own threads\n"
+	"(VMM user code, host kernel) with perf_event_open, and the guest through the\n"
+	"VMM's guest sampler, whose samples resolve against the guest's own files.\n"
+	"\n"
+	"record options:\n"
+	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
+	"  -e, --event EVENT   event to sample (default cycles; cpu-clock without a hardware\n"
+	"                      PMU); names as for kvmprof-agent record\n"
+	"  -F, --freq HZ       samples per second (default 1000)\n"
+	"  -c, --count N       sample every N events instead\n"
+	"  -g, --callgraph     call chains: host frame pointers, and the guest's stacks\n"
+	"  -o, --output FILE   sample file (default kvmprof.data; '-' is standard output)\n"
+	"  -d, --duration S    stop after S seconds (default: Ctrl-C, or when the VM exits)\n"
+	"  -q, --quiet         no progress line\n"
+	"Host samples taken while guest code ran are the guest's time: they are left\n"
+	"out and counted (META host_samples_in_guest), and the guest's own samples stand\n"
+	"for that time.\n"
+	"\n"
+	"report options: see `kvmprof report --help`.\n"
+	"\n"
+	"stat options:\n"
+	"  --vm SOCKET, -e EVENTS (comma-separated; default task-clock), --duration S\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kvmprof: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage_text);
+	return 2;
+}
+
+static int parse_num(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	return *out < min || *out > max ? -ERANGE : 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	if (!s || ((*s < '0' || *s > '9') && *s != '.'))
+		return -EINVAL;
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || *end || *out <= 0 || *out > 1e6 ? -EINVAL : 0;
+}
+
+static int parse_event(const char *spec, struct events_event *ev)
+{
+	char unknown[KP_EVENT_NAME_MAX], err[256], close_names[512];
+	int r = events_parse(spec, ev, unknown, sizeof(unknown), err, sizeof(err));
+
+	if (r == -ENOENT) {
+		fprintf(stderr, "kvmprof: %s\n", err);
+		if (events_suggest(unknown, 5, close_names, sizeof(close_names)) > 0)
+			fprintf(stderr, "kvmprof: did you mean: %s\n", close_names);
+		return 2;
+	}
+	if (r) {
+		fprintf(stderr, "kvmprof: -e: %s\n", err);
+		return 2;
+	}
+	return 0;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "vm", required_argument, NULL, 'v' },	    { "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },    { "count", required_argument, NULL, 'c' },
+		{ "callgraph", no_argument, NULL, 'g' },     { "call-graph", no_argument, NULL, 'g' },
+		{ "output", required_argument, NULL, 'o' },  { "duration", required_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },	     { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct host_record_opts o;
+	unsigned long long v;
+	int c, r;
+
+	memset(&o, 0, sizeof(o));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":v:e:F:c:go:d:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			o.vm = optarg;
+			break;
+		case 'e':
+			r = parse_event(optarg, &o.event);
+			if (r)
+				return r;
+			o.event_given = true;
+			break;
+		case 'F':
+			if (parse_num(optarg, 1, 100000, &v))
+				return usage_error("-F '%s': expected a sampling frequency of 1 to 100000 Hz", optarg);
+			o.freq = v;
+			break;
+		case 'c':
+			if (parse_num(optarg, 1, ULLONG_MAX, &v))
+				return usage_error("-c '%s': expected a sampling period of at least 1 event", optarg);
+			o.period = v;
+			break;
+		case 'g':
+			o.callgraph = true;
+			break;
+		case 'o':
+			if (!*optarg)
+				return usage_error("-o needs a file name%s", "");
+			o.output = optarg;
+			break;
+		case 'd':
+			if (parse_seconds(optarg, &o.duration))
+				return usage_error("--duration '%s': expected seconds (> 0)", optarg);
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			printf("%s%s", usage_text, help_text);
+			return 0;
+		case ':':
+			return usage_error("record: option %s needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("record: unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("record: unexpected argument '%s'", argv[optind]);
+	if (!o.vm)
+		return usage_error("record: --vm SOCKET is required (kvmprof-vmm --control SOCKET)%s", "");
+	if (o.freq && o.period)
+		return usage_error("record: -F and -c exclude each other%s", "");
+	return host_record_run(&o);
+}
+
+static int cmd_stat(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "vm", required_argument, NULL, 'v' },	  { "event", required_argument, NULL, 'e' },
+		{ "duration", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct host_stat_opts o;
+	int c, r;
+
+	memset(&o, 0, sizeof(o));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":v:e:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			o.vm = optarg;
+			break;
+		case 'e': {
+			char *list = strdup(optarg), *save = NULL;
+
+			if (!list)
+				return 1;
+			for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (o.nevents == HOST_STAT_MAX_EVENTS) {
+					free(list);
+					return usage_error("stat: at most 8 events%s", "");
+				}
+				r = parse_event(tok, &o.events[o.nevents]);
+				if (r) {
+					free(list);
+					return r;
+				}
+				o.nevents++;
+			}
+			free(list);
+			break;
+		}
+		case 'd':
+			if (parse_seconds(optarg, &o.duration))
+				return usage_error("--duration '%s': expected seconds (> 0)", optarg);
+			break;
+		case 'h':
+			printf("%s%s", usage_text, help_text);
+			return 0;
+		case ':':
+			return usage_error("stat: option %s needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("stat: unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("stat: unexpected argument '%s'", argv[optind]);
+	if (!o.vm)
+		return usage_error("stat: --vm SOCKET is required%s", "");
+	return host_stat_run(&o);
+}
+
+int main(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		printf("%s%s", usage_text, help_text);
+		return 0;
+	}
+	if (!strcmp(sub, "--version") || !strcmp(sub, "-V")) {
+		printf("kvmprof %s (sample format %d.%d)\n", KVMPROF_VERSION, KP_FILE_VERSION_MAJOR, KP_FILE_VERSION_MINOR);
+		return 0;
+	}
+	if (!strcmp(sub, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(sub, "report"))
+		return host_report_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "stat"))
+		return cmd_stat(argc - 1, argv + 1);
+	return usage_error("unknown subcommand '%s'", sub);
+}

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `kvmprof report`: reads a system-wide recording (and, optionally, a
+ * guest's `kvmprof-agent export`), puts every sample in exactly one domain
+ * and renders it: a table by domain, process and symbol; folded stacks and
+ * flame graphs whose process frames say the domain ("[guest] matmul",
+ * "[vmm] kvmprof-vmm", "[host] kvmprof-vmm", "[guest-kernel] matmul"); pprof.
+ *
+ * Shares are shares of samples. The host samples the VMM's threads and the
+ * VMM samples its vCPUs with the same event and rate (kvmprof record asks
+ * it to), so a sample stands for the same amount of time on both sides.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grow.h"
+#include "keymap.h"
+/* The library's report.h: a plain "report.h" here is this directory's. */
+#include "../lib/report.h"
+
+static const char usage[] =
+	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
+	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
+	"                      [--format text|folded|pprof|svg] [-o OUT]\n";
+
+static const char help[] =
+	"\n"
+	"Reads a `kvmprof record` file and shows where the VM's time went, every\n"
+	"sample in exactly one domain: guest user, guest kernel, VMM user (the VMM's\n"
+	"own code on the host) or host kernel.\n"
+	"\n"
+	"  -i, --input FILE        the recording (default kvmprof.data; '-' is standard input)\n"
+	"  -r, --guest-root DIR    the guest's files on the host: guest mappings resolve as\n"
+	"                          DIR/path (build/guest for the bundled guest)\n"
+	"  -k, --guest-kernel ELF  the guest kernel's ELF file, for guest kernel symbols\n"
+	"  -K, --guest-kallsyms FILE  the guest's /proc/kallsyms, for guest kernel symbols\n"
+	"  -x, --guest-export FILE a guest's `kvmprof-agent export` stream (process maps,\n"
+	"                          names, kallsyms), read as the guest's\n"
+	"  -s, --sort KEYS         domain,process,symbol (default) or domain,symbol\n"
+	"  -f, --format FMT        text (default); folded: '[layer] comm;image`outer;...' lines;\n"
+	"                          pprof: gzipped protobuf (needs -o or a non-terminal);\n"
+	"                          svg: a flame graph, the four layers in their own colours\n"
+	"  -o, --output OUT        write there instead of standard output\n";
+
+enum { FMT_TEXT, FMT_FOLDED, FMT_PPROF, FMT_SVG };
+
+struct args {
+	const char *input, *output, *guest_root, *guest_kernel, *guest_kallsyms, *guest_export;
+	int format;
+	bool by_process;
+};
+
+static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
+							   "host kernel" };
+/* The tag a sample's process frame carries in folded stacks and flame graphs. */
+static const char *const layer_tags[HOST_LAYER_COUNT] = { "[guest]", "[guest-kernel]", "[vmm]", "[host]" };
+
+enum host_layer host_layer_of(const struct profile_sample *s)
+{
+	if (s->domain == KP_DOMAIN_GUEST)
+		return s->cpl == KP_CPL_KERNEL ? HOST_LAYER_GUEST_KERNEL : HOST_LAYER_GUEST_USER;
+	return s->cpl == KP_CPL_KERNEL ? HOST_LAYER_HOST_KERNEL : HOST_LAYER_VMM_USER;
+}
+
+const char *host_layer_name(enum host_layer l)
+{
+	return (unsigned)l < HOST_LAYER_COUNT ? layer_names[l] : "?";
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kvmprof report: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	return 2;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option longopts[] = {
+		{ "input", required_argument, NULL, 'i' },	    { "guest-root", required_argument, NULL, 'r' },
+		{ "guest-kernel", required_argument, NULL, 'k' },   { "guest-kallsyms", required_argument, NULL, 'K' },
+		{ "guest-export", required_argument, NULL, 'x' },   { "sort", required_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },	    { "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },		    { NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*a = (struct args){ .input = "kvmprof.data", .format = FMT_TEXT, .by_process = true };
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:r:k:K:x:s:f:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			a->input = optarg;
+			break;
+		case 'r':
+			a->guest_root = optarg;
+			break;
+		case 'k':
+			a->guest_kernel = optarg;
+			break;
+		case 'K':
+			a->guest_kallsyms = optarg;
+			break;
+		case 'x':
+			a->guest_export = optarg;
+			break;
+		case 's':
+			if (!strcmp(optarg, "domain,process,symbol"))
+				a->by_process = true;
+			else if (!strcmp(optarg, "domain,symbol"))
+				a->by_process = false;
+			else
+				return usage_error("unknown sort keys '%s' (domain,process,symbol or domain,symbol)", optarg);
+			break;
+		case 'f':
+			if (!strcmp(optarg, "text"))
+				a->format = FMT_TEXT;
+			else if (!strcmp(optarg, "folded"))
+				a->format = FMT_FOLDED;
+			else if (!strcmp(optarg, "pprof"))
+				a->format = FMT_PPROF;
+			else if (!strcmp(optarg, "svg"))
+				a->format = FMT_SVG;
+			else
+				return usage_error("unknown format '%s' (text, folded, pprof or svg)", optarg);
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'h':
+			printf("%s%s", usage, help);
+			return 0;
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (a->guest_kernel && a->guest_kallsyms)
+		return usage_error("--guest-kernel and --guest-kallsyms exclude each other%s", "");
+	return -1;
+}
+
+static void print_warning(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "kvmprof: warning: %s\n", msg);
+}
+
+/* Adds every record of a sample file; guest: as the guest's. */
+static int add_file(struct profile *p, const char *path, bool guest, char *err, size_t errlen)
+{
+	struct kp_reader *r;
+	struct kp_record rec;
+	int rc = kp_reader_open(&r, path, err, errlen);
+
+	if (rc)
+		return rc;
+	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
+		/* An export's END counts belong to that stream; the recording's END is the one that matters. */
+		rc = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
+		if (rc) {
+			snprintf(err, errlen, "%s: offset %llu: %s", path, (unsigned long long)rec.offset, strerror(-rc));
+			break;
+		}
+	}
+	if (!rc && !guest)
+		rc = profile_add_record(p, &rec); /* the END record: duration, lost */
+	kp_reader_close(r);
+	return rc;
+}
+
+static int load(struct profile **out, const struct args *a, char *err, size_t errlen)
+{
+	struct profile_options popt = {
+		.guest_root = a->guest_root, .guest_kernel_path = a->guest_kernel,
+		.guest_kallsyms_path = a->guest_kallsyms, .warn = print_warning,
+	};
+	struct profile *p;
+	int rc = profile_new(&p, &popt);
+
+	if (rc) {
+		snprintf(err, errlen, "%s", strerror(-rc));
+		return rc;
+	}
+	rc = add_file(p, a->input, false, err, errlen);
+	if (!rc && a->guest_export)
+		rc = add_file(p, a->guest_export, true, err, errlen);
+	if (!rc) {
+		rc = profile_finish(p);
+		if (rc)
+			snprintf(err, errlen, "%s: %s", a->input, strerror(-rc));
+	}
+	if (rc) {
+		profile_free(p);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	*out = p;
+	return 0;
+}
+
+static const char *meta(const struct profile *p, const char *key)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; i < p->nr_meta; i++)
+		if (!strcmp(p->meta[i].key, key))
+			v = p->meta[i].value; /* the last one wins */
+	return v;
+}
+
+/* "[guest] matmul": each sample's command names its domain, for every renderer. */
+static int tag_commands(struct profile *p)
+{
+	char name[96];
+
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		struct profile_sample *s = &p->samples[i];
+		uint32_t c;
+
+		snprintf(name, sizeof(name), "%s %s", layer_tags[host_layer_of(s)], p->comms[s->comm]);
+		c = profile_comm(p, name);
+		if (c == PROFILE_NONE)
+			return -ENOMEM;
+		s->comm = c;
+	}
+	return 0;
+}
+
+static enum report_kind frame_kind(const struct profile *p, uint32_t func, void *ctx)
+{
+	const struct profile_image *im = &p->images[p->funcs[func].image];
+
+	(void)ctx;
+	if (!im->path && !im->kernel && !profile_func_known(p, func))
+		return REPORT_KIND_UNKNOWN;
+	if (im->domain == KP_DOMAIN_GUEST)
+		return im->kernel ? REPORT_KIND_GUEST_KERNEL : REPORT_KIND_GUEST_USER;
+	return im->kernel ? REPORT_KIND_HOST_KERNEL : REPORT_KIND_VMM;
+}
+
+/* ---- the table ---- */
+
+struct row {
+	uint32_t layer, pid, comm, func;
+	uint64_t count;
+};
+
+static int cmp_rows(const void *x, const void *y, void *arg)
+{
+	const struct row *a = x, *b = y;
+	const struct profile *p = arg;
+	int c;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	if (a->layer != b->layer)
+		return a->layer < b->layer ? -1 : 1;
+	c = strcmp(report_func_name(p, a->func), report_func_name(p, b->func));
+	if (!c)
+		c = strcmp(p->comms[a->comm], p->comms[b->comm]);
+	return c ? c : (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+static int print_text(FILE *out, const struct profile *p, const struct args *a)
+{
+	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples;
+	const char *v, *guest = meta(p, "guest_sampling"), *in_guest = meta(p, "host_samples_in_guest");
+	struct row *rows = NULL;
+	size_t nr = 0, cap = 0;
+	struct keymap index = { 0 };
+	int rc = 0;
+
+	fprintf(out, "kvmprof system-wide profile: %s\n", a->input);
+	if ((v = meta(p, "command")))
+		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
+	for (size_t i = 0; i < p->nr_events; i++)
+		if (p->events[i].samples || p->events[i].declared)
+			fprintf(out, "event: %s, %" PRIu64 " %s%s, %" PRIu64 " samples, %" PRIu64 " lost\n",
+				p->events[i].name, p->events[i].period,
+				(p->events[i].flags & KP_EVENT_FREQ) ? "Hz" : "events per sample",
+				(p->events[i].flags & KP_EVENT_FALLBACK) ? " (cpu-clock stands in: no hardware PMU)" : "",
+				p->events[i].samples, p->events[i].lost);
+	fprintf(out, "guest samples: %s\n", guest ? guest : "(not recorded by kvmprof record)");
+	if (in_guest)
+		fprintf(out, "host samples taken while guest code ran: %s (guest time: dropped at record time, the "
+			     "guest's own samples stand for it; rule: %s)\n",
+			in_guest, (v = meta(p, "host_guest_rule")) ? v : "?");
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		by_layer[host_layer_of(&p->samples[i])]++;
+	fprintf(out, "\n%-14s %10s %8s\n", "domain", "samples", "%");
+	for (int l = 0; l < HOST_LAYER_COUNT; l++)
+		fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", layer_names[l], by_layer[l],
+			total ? 100.0 * (double)by_layer[l] / (double)total : 0.0);
+	fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", "total", total, total ? 100.0 : 0.0);
+	if (in_guest && strtoull(in_guest, NULL, 10) && !by_layer[HOST_LAYER_GUEST_USER] &&
+	    !by_layer[HOST_LAYER_GUEST_KERNEL])
+		fprintf(out, "(not in the table: %s host samples of guest time, which only the VMM's guest sampler can "
+			     "attribute)\n", in_guest);
+
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		uint32_t layer = host_layer_of(s), func = p->locs[p->frames[s->first_frame]].func;
+		uint64_t k1 = (uint64_t)layer << 32 | (a->by_process ? s->comm : 0);
+		uint64_t k2 = (a->by_process ? (uint64_t)s->pid << 32 : 0) | func;
+		int64_t idx = keymap_get(&index, k1, k2);
+
+		if (idx < 0) {
+			if (grow_array(&rows, &cap, nr + 1, sizeof(*rows)) || keymap_put(&index, k1, k2, (uint32_t)nr)) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			rows[nr] = (struct row){ layer, s->pid, s->comm, func, 0 };
+			idx = (int64_t)nr++;
+		}
+		rows[idx].count++;
+	}
+	if (nr > 1)
+		qsort_r(rows, nr, sizeof(*rows), cmp_rows, (void *)p);
+	fprintf(out, "\n%10s %8s  %-13s", "samples", "%", "domain");
+	if (a->by_process)
+		fprintf(out, " %-28s", "process");
+	fprintf(out, " %-20s %s\n", "image", "symbol");
+	for (size_t i = 0; i < nr; i++) {
+		const struct row *r = &rows[i];
+		char proc[64];
+
+		fprintf(out, "%10" PRIu64 " %7.2f%%  %-13s", r->count, 100.0 * (double)r->count / (double)total,
+			layer_names[r->layer]);
+		if (a->by_process) {
+			snprintf(proc, sizeof(proc), "%s [%u]", p->comms[r->comm], r->pid);
+			fprintf(out, " %-28s", proc);
+		}
+		fprintf(out, " %-20s %s\n", p->images[p->funcs[r->func].image].name, report_func_name(p, r->func));
+	}
+	if (p->unresolved)
+		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);
+	if (ferror(out))
+		rc = -EIO;
+out:
+	free(rows);
+	keymap_free(&index);
+	return rc;
+}
+
+/*
+ * Folded stacks and flame graphs show one event: the host's and the
+ * guest's samples are one time line, so samples of the VMM's own event are
+ * shown with the host's.
+ */
+static uint32_t merge_events(struct profile *p)
+{
+	uint32_t ev = report_folded_event(p);
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		p->samples[i].event = ev;
+	return ev;
+}
+
+static int render(FILE *out, struct profile *p, const struct args *a)
+{
+	struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
+	uint32_t ev;
+
+	switch (a->format) {
+	case FMT_FOLDED:
+		ev = merge_events(p);
+		return report_folded(out, p, ev);
+	case FMT_SVG:
+		ev = merge_events(p);
+		return report_svg(out, p, ev, &svg);
+	case FMT_PPROF:
+		return report_pprof(out, p);
+	default:
+		return print_text(out, p, a);
+	}
+}
+
+int host_report_main(int argc, char **argv)
+{
+	struct args a;
+	struct profile *p;
+	char err[512];
+	FILE *out = stdout;
+	int rc, status = 0;
+
+	rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	if (a.format == FMT_PPROF && !a.output && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "kvmprof report: pprof output is binary: give -o FILE or redirect it\n");
+		return 2;
+	}
+	rc = load(&p, &a, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "kvmprof: %s\n", err);
+		return 1;
+	}
+	if (tag_commands(p)) {
+		fprintf(stderr, "kvmprof: out of memory\n");
+		profile_free(p);
+		return 1;
+	}
+	if (a.output) {
+		out = fopen(a.output, a.format == FMT_PPROF ? "wb" : "w");
+		if (!out) {
+			fprintf(stderr, "kvmprof: %s: %s\n", a.output, strerror(errno));
+			profile_free(p);
+			return 1;
+		}
+	}
+	rc = render(out, p, &a);
+	if (rc) {
+		fprintf(stderr, "kvmprof: %s: %s\n", a.output ? a.output : "standard output", strerror(-rc));
+		status = 1;
+	}
+	if (out != stdout && fclose(out) && !status) {
+		fprintf(stderr, "kvmprof: %s: %s\n", a.output, strerror(errno));
+		status = 1;
+	}
+	profile_free(p);
+	return status;
+}

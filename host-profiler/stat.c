@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What can be split by domain, and how:
+ *
+ *  - hardware events, where a PMU exists: two counters per VMM thread, one
+ *    with exclude_guest (host: VMM user + host kernel, split again by
+ *    exclude_user/exclude_kernel) and one with exclude_host (guest);
+ *  - software events (cpu-clock, task-clock: all there is on a host without
+ *    a PMU, like the PVM hosts here): they count the thread's run time and
+ *    ignore exclude_guest/exclude_host, so they give a total per thread only;
+ *  - the time split comes from the kernel's per-thread accounting in
+ *    /proc/PID/task/TID/stat: utime, stime and guest_time (in clock ticks;
+ *    guest_time is part of utime on KVM). When the kernel accounts no guest
+ *    time (it is 0 for every vCPU thread), the split says so instead of
+ *    pretending the guest never ran;
+ *  - vpmu-stats gives the VM exits in the interval.
+ */
+#include "stat.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "procfs.h"
+#include "vm_client.h"
+
+#define MAX_THREADS 256
+
+enum { PART_ALL, PART_HOST_USER, PART_HOST_KERNEL, PART_GUEST, NR_PARTS };
+
+struct counter {
+	int fd[NR_PARTS]; /* -1: not opened */
+};
+
+struct thread {
+	pid_t tid;
+	char comm[32];
+	uint64_t utime0, stime0, gtime0, utime1, stime1, gtime1;
+	bool gone;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+/* utime, stime and guest_time (fields 14, 15 and 43) of /proc/PID/task/TID/stat. */
+static int read_times(pid_t pid, pid_t tid, uint64_t *ut, uint64_t *st, uint64_t *gt)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long v[41];
+	FILE *f;
+	size_t n;
+	int field = 3, i = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	if (!p)
+		return -EINVAL;
+	p++;
+	/* Field 3 is the state letter; skip it, then read numbers from field 4 on. */
+	while (*p == ' ')
+		p++;
+	while (*p && *p != ' ')
+		p++;
+	field = 4;
+	while (*p && i < 41) {
+		char *end;
+
+		v[i++] = strtoull(p, &end, 10);
+		if (end == p)
+			break;
+		p = end;
+		field++;
+	}
+	/* v[0] is field 4: utime = v[10], stime = v[11], guest_time = v[39]. */
+	if (i < 12)
+		return -EINVAL;
+	*ut = v[10];
+	*st = v[11];
+	*gt = i >= 40 ? v[39] : 0;
+	(void)field;
+	return 0;
+}
+
+static long long vm_exits(struct vm_client *vm)
+{
+	json_object *reply;
+	char err[256];
+	long long v = -1;
+
+	if (vm_client_simple(vm, "vpmu-stats", &reply, err, sizeof(err)))
+		return -1;
+	if (vm_client_int(reply, "vm_exits", 0, INT64_MAX, &v))
+		v = -1;
+	json_object_put(reply);
+	return v;
+}
+
+static int open_counter(const struct events_event *ev, pid_t tid, int part)
+{
+	struct perf_event_attr a = ev->attr;
+
+	a.size = sizeof(a);
+	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+	a.disabled = 1;
+	a.exclude_guest = part == PART_HOST_USER || part == PART_HOST_KERNEL;
+	a.exclude_host = part == PART_GUEST;
+	if (part == PART_HOST_USER)
+		a.exclude_kernel = 1;
+	if (part == PART_HOST_KERNEL)
+		a.exclude_user = 1;
+	return (int)perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* The count, scaled for multiplexing; -1 when unreadable. */
+static double read_counter(int fd)
+{
+	uint64_t v[3];
+
+	if (fd < 0 || read(fd, v, sizeof(v)) != sizeof(v))
+		return -1;
+	if (v[2] && v[2] < v[1])
+		return (double)v[0] * (double)v[1] / (double)v[2];
+	return (double)v[0];
+}
+
+static void print_count(double v)
+{
+	if (v < 0)
+		printf(" %16s", "-");
+	else
+		printf(" %16.0f", v);
+}
+
+int host_stat_run(const struct host_stat_opts *o)
+{
+	struct events_event evs[HOST_STAT_MAX_EVENTS];
+	static struct counter cnt[HOST_STAT_MAX_EVENTS][MAX_THREADS];
+	static struct thread th[MAX_THREADS];
+	bool supported[HOST_STAT_MAX_EVENTS] = { false }, split[HOST_STAT_MAX_EVENTS] = { false };
+	struct vm_client vm;
+	json_object *reply;
+	char err[512], dir[64];
+	long long pid = 0, exits0, exits1;
+	pid_t *tids = NULL;
+	size_t ntids = 0;
+	int nev = o->nevents, status = 1;
+	uint64_t t0, t1, end, hz = (uint64_t)sysconf(_SC_CLK_TCK);
+	bool vm_gone = false, guest_accounted = false;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	if (vm_client_connect(&vm, o->vm, err, sizeof(err)) ||
+	    vm_client_simple(&vm, "status", &reply, err, sizeof(err))) {
+		fprintf(stderr, "kvmprof: %s\n", err);
+		vm_client_close(&vm);
+		return 1;
+	}
+	if (vm_client_int(reply, "pid", 1, INT32_MAX, &pid)) {
+		json_object_put(reply);
+		fprintf(stderr, "kvmprof: %s: status reply has no valid \"pid\": not a kvmprof-vmm?\n", o->vm);
+		vm_client_close(&vm);
+		return 1;
+	}
+	json_object_put(reply);
+	if (nev) {
+		memcpy(evs, o->events, sizeof(evs[0]) * (size_t)nev);
+	} else {
+		char unk[8], e[64];
+
+		events_parse("task-clock", &evs[0], unk, sizeof(unk), e, sizeof(e));
+		nev = 1;
+	}
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	if (procfs_list_ids(dir, &tids, &ntids) || !ntids) {
+		fprintf(stderr, "kvmprof: VMM pid %lld: no threads to count\n", pid);
+		goto out;
+	}
+	if (ntids > MAX_THREADS)
+		ntids = MAX_THREADS;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	for (int e = 0; e < nev; e++) {
+		bool hw = events_is_hardware(&evs[e].attr);
+
+		for (size_t t = 0; t < ntids; t++) {
+			for (int part = 0; part < NR_PARTS; part++)
+				cnt[e][t].fd[part] = -1;
+			cnt[e][t].fd[PART_ALL] = open_counter(&evs[e], tids[t], PART_ALL);
+			if (cnt[e][t].fd[PART_ALL] >= 0)
+				supported[e] = true;
+			/* Only hardware counters can tell guest from host mode. */
+			if (hw && cnt[e][t].fd[PART_ALL] >= 0)
+				for (int part = PART_HOST_USER; part < NR_PARTS; part++) {
+					cnt[e][t].fd[part] = open_counter(&evs[e], tids[t], part);
+					split[e] |= cnt[e][t].fd[part] >= 0;
+				}
+		}
+		if (!supported[e])
+			fprintf(stderr, "kvmprof: %s: not supported on this host%s\n", evs[e].name,
+				hw ? " (no hardware PMU)" : "");
+	}
+	for (size_t t = 0; t < ntids; t++) {
+		th[t].tid = tids[t];
+		if (procfs_read_comm((pid_t)pid, tids[t], th[t].comm, sizeof(th[t].comm)))
+			snprintf(th[t].comm, sizeof(th[t].comm), "?");
+		th[t].gone = read_times((pid_t)pid, tids[t], &th[t].utime0, &th[t].stime0, &th[t].gtime0) != 0;
+	}
+	exits0 = vm_exits(&vm);
+	t0 = emit_now_ns();
+	for (int e = 0; e < nev; e++)
+		for (size_t t = 0; t < ntids; t++)
+			for (int part = 0; part < NR_PARTS; part++)
+				if (cnt[e][t].fd[part] >= 0)
+					ioctl(cnt[e][t].fd[part], PERF_EVENT_IOC_ENABLE, 0);
+	end = o->duration > 0 ? t0 + (uint64_t)(o->duration * 1e9) : 0;
+	while (!stop_signal && (!end || emit_now_ns() < end)) {
+		struct pollfd pfd = { .fd = vm.fd, .events = POLLIN };
+		char c;
+
+		if (poll(&pfd, 1, 100) > 0 && recv(vm.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
+			fprintf(stderr, "kvmprof: the VM went away (control socket closed); counts up to now\n");
+			vm_gone = true;
+			break;
+		}
+	}
+	t1 = emit_now_ns();
+	for (size_t t = 0; t < ntids; t++)
+		if (read_times((pid_t)pid, tids[t], &th[t].utime1, &th[t].stime1, &th[t].gtime1))
+			th[t].gone = true;
+	exits1 = vm_gone ? -1 : vm_exits(&vm);
+
+	printf("kvmprof stat: kvmprof-vmm pid %lld, %zu threads, %.2f s\n\n", pid, ntids, (double)(t1 - t0) / 1e9);
+	for (int e = 0; e < nev; e++) {
+		double sum[NR_PARTS] = { 0 };
+
+		if (!supported[e])
+			continue;
+		printf("%-24s %-16s %16s", evs[e].name, "thread", "total");
+		if (split[e])
+			printf(" %16s %16s %16s", "VMM user", "host kernel", "guest");
+		printf("\n");
+		for (size_t t = 0; t < ntids; t++) {
+			char name[48];
+
+			snprintf(name, sizeof(name), "%s/%d", th[t].comm, (int)th[t].tid);
+			printf("%-24s %-16s", "", name);
+			for (int part = 0; part < (split[e] ? NR_PARTS : 1); part++) {
+				double v = read_counter(cnt[e][t].fd[part]);
+
+				print_count(v);
+				if (v > 0)
+					sum[part] += v;
+			}
+			printf("\n");
+		}
+		printf("%-24s %-16s", "", "all threads");
+		for (int part = 0; part < (split[e] ? NR_PARTS : 1); part++)
+			print_count(sum[part]);
+		printf("\n");
+		if (!split[e])
+			printf("%-24s (%s: no guest/host split from this counter)\n", "",
+			       events_is_hardware(&evs[e].attr) ? "exclude_guest/exclude_host refused here"
+								: "a software event counts run time in every mode");
+		printf("\n");
+	}
+
+	/* The kernel's accounting: ticks of user, system and guest time per thread. */
+	{
+		uint64_t u = 0, s = 0, g = 0;
+
+		for (size_t t = 0; t < ntids; t++) {
+			if (th[t].gone)
+				continue;
+			u += th[t].utime1 - th[t].utime0;
+			s += th[t].stime1 - th[t].stime0;
+			g += th[t].gtime1 - th[t].gtime0;
+		}
+		guest_accounted = g > 0;
+		printf("time by domain (the kernel's per-thread accounting, /proc/%lld/task/*/stat, %" PRIu64
+		       " ticks/s):\n", pid, hz);
+		if (guest_accounted) {
+			printf("  %-12s %8.2f s\n", "guest", (double)g / (double)hz);
+			printf("  %-12s %8.2f s\n", "VMM user", (double)(u > g ? u - g : 0) / (double)hz);
+		} else {
+			printf("  %-12s %8.2f s   (the kernel accounts no guest time on this host: guest time is in here)\n",
+			       "user", (double)u / (double)hz);
+		}
+		printf("  %-12s %8.2f s\n", "host kernel", (double)s / (double)hz);
+	}
+	if (exits0 >= 0 && exits1 >= exits0)
+		printf("VM exits: %lld (vpmu-stats), %.0f per second\n", exits1 - exits0,
+		       (double)(exits1 - exits0) / ((double)(t1 - t0) / 1e9));
+	status = 0;
+out:
+	for (int e = 0; e < nev; e++)
+		for (size_t t = 0; t < ntids; t++)
+			for (int part = 0; part < NR_PARTS; part++)
+				if (cnt[e][t].fd[part] > 0)
+					close(cnt[e][t].fd[part]);
+	free(tids);
+	vm_client_close(&vm);
+	return status;
+}

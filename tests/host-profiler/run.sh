@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# kvmprof (host-profiler/): system-wide recordings of the bundled guest
+# under kvmprof-vmm, read back by domain; a VMM killed mid-run; fake VMMs
+# that answer garbage; stat. Prints "PASS name" / "FAIL name: why" /
+# "SKIP name: why".
+#   KVMPROF=path  the binary under test (default $BUILD/kvmprof)
+#   VMM=path      the VMM (default $BUILD/kvmprof-vmm)
+#   TAG=prefix    prepended to every test name (e.g. "asan:")
+# The guest-attribution checks need the VMM's guest sampler (sample-start);
+# while it answers "not implemented" they SKIP and say so.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${BUILD:-build}
+KVMPROF=${KVMPROF:-$BUILD/kvmprof}
+VMM=${VMM:-$BUILD/kvmprof-vmm}
+TAG=${TAG:-}
+ROOT=$BUILD/guest
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvmprof-host-test.XXXXXX")
+VPID=
+cleanup() {
+	[ -n "$VPID" ] && kill -KILL "$VPID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+pass() { echo "PASS $TAG$1"; }
+skip() { echo "SKIP $TAG$1: $2"; }
+fail() {
+	echo "FAIL $TAG$1: $2"
+	[ -n "${3:-}" ] && [ -s "$3" ] && tail -n 8 "$3" | sed 's/^/    /'
+}
+
+for f in "$KVMPROF" "$VMM" "$ROOT/kernel.elf" "$ROOT/bin/matmul" "$ROOT/bin/spam"; do
+	if [ ! -e "$f" ]; then
+		fail host-build "$f missing (make $KVMPROF $VMM guest)"
+		exit 0
+	fi
+done
+if [ ! -c /dev/kvm ]; then
+	skip host-profiler "no /dev/kvm"
+	exit 0
+fi
+
+sanitizer_clean() { ! grep -q -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$@"; }
+
+# Starts the VMM in the background on socket $T/$1.sock with command line $2; waits for the socket.
+start_vm() {
+	local name=$1 cmdline=$2 i
+	"$VMM" --cpus 2 --vpmu-backend=clock --control "$T/$name.sock" --console "$T/$name.console" \
+		--timeout 60 --cmdline "quiet $cmdline" >"$T/$name.vmm" 2>&1 &
+	VPID=$!
+	for i in $(seq 100); do
+		[ -S "$T/$name.sock" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+stop_vm() {
+	[ -n "$VPID" ] && kill -TERM "$VPID" 2>/dev/null && wait "$VPID" 2>/dev/null
+	VPID=
+}
+
+# The domain table's percentages, and their sum.
+domain_pct() { awk -v d="$2" '$0 ~ "^"d" " { sub("%", "", $NF); print $NF; exit }' "$1"; }
+domain_count() { awk -v d="$2" '$0 ~ "^"d" " { print $(NF-1); exit }' "$1"; }
+shares_sum() {
+	awk '/^(guest user|guest kernel|VMM user|host kernel) +[0-9]+ +[0-9.]+%$/ { sub("%", "", $NF); s += $NF; n++ }
+	     END { if (n == 4) printf "%.2f", s }' "$1"
+}
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+# ---- the command line
+"$KVMPROF" --help >"$T/help" 2>&1 && grep -q '^usage: kvmprof record --vm SOCKET' "$T/help" && pass cli-help ||
+	fail cli-help "--help did not print the usage" "$T/help"
+"$KVMPROF" --version | grep -q '^kvmprof .* (sample format 1\.' && pass cli-version || fail cli-version "no version line"
+"$KVMPROF" >/dev/null 2>&1
+rc1=$?
+"$KVMPROF" frobnicate >/dev/null 2>&1
+rc2=$?
+"$KVMPROF" record -o "$T/x" >/dev/null 2>&1
+rc3=$?
+"$KVMPROF" report --format jpeg >/dev/null 2>&1
+rc4=$?
+[ $rc1 = 2 ] && [ $rc2 = 2 ] && [ $rc3 = 2 ] && [ $rc4 = 2 ] && pass cli-usage-errors ||
+	fail cli-usage-errors "exit codes $rc1 $rc2 $rc3 $rc4, want 2 (no subcommand, unknown one, record without --vm, bad format)"
+"$KVMPROF" record --vm "$T/nothing.sock" -o "$T/none.data" >/dev/null 2>"$T/nosock.err"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$T/nosock.err")" = 1 ] && [ ! -e "$T/none.data" ]; then
+	pass no-vm
+else
+	fail no-vm "exit $rc, $(wc -l <"$T/nosock.err") lines, want 1 and one line, no file" "$T/nosock.err"
+fi
+
+# ---- the demos: matmul and hash, recorded from the host
+if ! start_vm demo "start=/bin/matmul:128:100000,/bin/hash:100000"; then
+	fail demo-record "the VMM did not create its control socket" "$T/demo.vmm"
+	exit 0
+fi
+sleep 0.3
+"$KVMPROF" record --vm "$T/demo.sock" --duration 2 -q -o "$T/demo.data" 2>"$T/demo.err"
+rc=$?
+stop_vm
+if [ $rc = 0 ] && grep -q '^kvmprof: [0-9]* host samples (.*), [0-9]* guest samples.* written to .*demo.data' "$T/demo.err" &&
+	sanitizer_clean "$T/demo.err"; then
+	pass demo-record
+else
+	fail demo-record "record exited $rc or printed no summary" "$T/demo.err"
+fi
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" >"$T/demo.rep" 2>"$T/demo.rerr"
+rc=$?
+sum=$(shares_sum "$T/demo.rep")
+if [ $rc = 0 ] && [ -n "$sum" ] && within "$sum" 100 0.1 && sanitizer_clean "$T/demo.rerr"; then
+	pass "demo-domains-add-up ($sum%)"
+else
+	fail demo-domains-add-up "report exited $rc, shares add up to '$sum'" "$T/demo.rep"
+fi
+hk=$(domain_count "$T/demo.rep" "host kernel")
+if grep -q '^VMM user ' "$T/demo.rep" && [ "${hk:-0}" -gt 0 ]; then
+	pass "demo-host-domains (host kernel $hk samples)"
+else
+	fail demo-host-domains "no VMM user row or no host kernel samples" "$T/demo.rep"
+fi
+sampler=$(sed -n 's/^guest samples: //p' "$T/demo.rep")
+case "$sampler" in
+on*) guest=1 ;;
+*) guest=0 ;;
+esac
+if [ $guest = 0 ]; then
+	skip demo-guest-attribution "the VMM's guest sampler is not available ($sampler)"
+else
+	# Each demo's top guest-user row: its own hot function in its own ELF file.
+	top_of() { awk -v c="$1" '$3 == "guest" && $4 == "user" && $6 == c { print $8, $9; exit }' "$T/demo.rep"; }
+	m=$(top_of matmul)
+	h=$(top_of hash)
+	if [ "$m" = "matmul matmul_multiply" ] && [ "$h" = "hash hash_block" ]; then
+		pass "demo-guest-attribution (matmul_multiply on top of [guest] matmul, hash_block of [guest] hash)"
+	else
+		fail demo-guest-attribution "top guest-user rows: matmul '$m', hash '$h'" "$T/demo.rep"
+	fi
+fi
+
+# Folded stacks: every stack's first frame names its layer.
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -f folded -o "$T/demo.folded" 2>>"$T/demo.rerr"
+rc=$?
+untagged=$(grep -c -v -E '^\[(guest|guest-kernel|vmm|host)\]_' "$T/demo.folded")
+if [ $rc = 0 ] && [ -s "$T/demo.folded" ] && [ "$untagged" = 0 ]; then
+	pass demo-folded-layers
+else
+	fail demo-folded-layers "exit $rc, $untagged stacks without a layer tag" "$T/demo.folded"
+fi
+if [ $guest = 1 ]; then
+	grep -q '^\[guest\]_matmul;.*matmul`matmul_multiply [0-9]*$' "$T/demo.folded" && pass demo-folded-guest ||
+		fail demo-folded-guest "no '[guest]_matmul;...matmul\`matmul_multiply' stack" "$T/demo.folded"
+fi
+"$KVMPROF" report -i "$T/demo.data" -f pprof -o "$T/demo.pb.gz" 2>>"$T/demo.rerr" && gzip -t "$T/demo.pb.gz" &&
+	pass demo-pprof || fail demo-pprof "no valid gzipped pprof" "$T/demo.rerr"
+
+# SVG: well-formed, opens in headless Chromium, shows a guest function (or a host one without guest samples).
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -f svg -o "$T/demo.svg" 2>>"$T/demo.rerr"
+rc=$?
+if [ $rc != 0 ] || ! grep -q '^<svg ' "$T/demo.svg"; then
+	fail demo-svg "report --format svg exited $rc" "$T/demo.rerr"
+elif command -v xmllint >/dev/null && ! xmllint --noout "$T/demo.svg" 2>"$T/xmllint.err"; then
+	fail demo-svg "not well-formed XML" "$T/xmllint.err"
+else
+	pass demo-svg
+fi
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+if [ $guest = 1 ]; then want=matmul_multiply; else want=; fi
+if [ -z "$CHROMIUM" ]; then
+	skip demo-svg-chromium "chromium not installed"
+elif [ -z "$want" ]; then
+	skip demo-svg-chromium "no guest samples to show (the VMM's guest sampler is not available)"
+else
+	timeout 60 "$CHROMIUM" --headless --disable-gpu --no-sandbox --no-first-run --user-data-dir="$T/chrome" \
+		--dump-dom "file://$(realpath "$T/demo.svg")" >"$T/dom.html" 2>"$T/chrome.err"
+	if [ ! -s "$T/dom.html" ]; then
+		skip demo-svg-chromium "chromium gave no DOM: it cannot run here"
+	elif grep -q "<text [^>]*>$want</text>" "$T/dom.html"; then
+		pass "demo-svg-chromium ($want labelled)"
+	else
+		fail demo-svg-chromium "no <text> with $want in the DOM chromium built" "$T/dom.html"
+	fi
+fi
+
+# ---- a guest that writes to COM1 without pause: the VMM's serial emulation
+if start_vm spam "start=/bin/spam:60000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/spam.sock" -F 4000 --duration 3 -q -o "$T/spam.data" 2>"$T/spam.err"
+	rc=$?
+	stop_vm
+	"$KVMPROF" report -i "$T/spam.data" --guest-root "$ROOT" >"$T/spam.rep" 2>>"$T/spam.err"
+	rrc=$?
+	serial=$(awk '$1 ~ /^[0-9]+$/ && $3 == "VMM" && $4 == "user" && $NF ~ /^serial_/ { n += $1 } END { print n + 0 }' "$T/spam.rep")
+	hk=$(domain_count "$T/spam.rep" "host kernel")
+	if [ $rc = 0 ] && [ $rrc = 0 ] && [ "$serial" -gt 0 ] && [ "${hk:-0}" -gt 0 ] && sanitizer_clean "$T/spam.err"; then
+		pass "spam-serial-emulation ($serial VMM-user samples in serial_*, host kernel $hk)"
+	else
+		fail spam-serial-emulation "record $rc, report $rrc, serial_* samples $serial, host kernel ${hk:-0}" "$T/spam.rep"
+	fi
+else
+	fail spam-serial-emulation "the VMM did not start" "$T/spam.vmm"
+fi
+
+# ---- the VMM killed mid-run: kvmprof still ends the file and says so once
+if start_vm kill "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/kill.sock" --duration 20 -q -o "$T/kill.data" 2>"$T/kill.err" &
+	rpid=$!
+	sleep 1.5
+	kill -KILL "$VPID"
+	wait "$VPID" 2>/dev/null
+	VPID=
+	timeout 20 tail --pid=$rpid -f /dev/null
+	wait $rpid
+	rc=$?
+	gone=$(grep -c 'the VM went away' "$T/kill.err")
+	"$KVMPROF" report -i "$T/kill.data" >"$T/kill.rep" 2>>"$T/kill.err"
+	rrc=$?
+	sum=$(shares_sum "$T/kill.rep")
+	if [ $rc = 0 ] && [ "$gone" = 1 ] && [ $rrc = 0 ] && [ -n "$sum" ] && sanitizer_clean "$T/kill.err"; then
+		pass "vm-killed-mid-run (report of $(awk '/^total / { print $2 }' "$T/kill.rep") samples)"
+	else
+		fail vm-killed-mid-run "record $rc, 'went away' lines $gone, report $rrc" "$T/kill.err"
+	fi
+else
+	fail vm-killed-mid-run "the VMM did not start" "$T/kill.vmm"
+fi
+
+# ---- fake VMMs: garbage, silence, endless lines, hang-ups, refusals, bad rings
+if ! command -v python3 >/dev/null; then
+	skip fake-vmm "python3 not installed"
+else
+	for mode in garbage silent long close notok; do
+		python3 tests/host-profiler/fake_vmm.py "$T/fake.sock" $mode >"$T/fake.out" 2>&1 &
+		fpid=$!
+		for i in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.05; done
+		timeout 30 "$KVMPROF" record --vm "$T/fake.sock" --duration 1 -o "$T/fake.data" >/dev/null 2>"$T/fake.err"
+		rc=$?
+		kill "$fpid" 2>/dev/null
+		wait "$fpid" 2>/dev/null
+		rm -f "$T/fake.sock"
+		if [ $rc = 1 ] && [ "$(wc -l <"$T/fake.err")" = 1 ] && [ ! -e "$T/fake.data" ] && sanitizer_clean "$T/fake.err"; then
+			pass "fake-vmm-$mode ($(cut -c 1-70 "$T/fake.err"))"
+		else
+			fail fake-vmm-$mode "exit $rc (want 1, 124 is a hang), $(wc -l <"$T/fake.err") lines (want 1)" "$T/fake.err"
+		fi
+	done
+	python3 tests/host-profiler/fake_vmm.py "$T/fake.sock" badring >"$T/fake.out" 2>&1 &
+	fpid=$!
+	for i in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.05; done
+	timeout 30 "$KVMPROF" record --vm "$T/fake.sock" --duration 1 -o "$T/ring.data" >/dev/null 2>"$T/ring.err"
+	rc=$?
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	"$KVMPROF" report -i "$T/ring.data" >"$T/ring.rep" 2>>"$T/ring.err"
+	rrc=$?
+	if [ $rc = 0 ] && [ $rrc = 0 ] && grep -q 'malformed records in the guest sample rings were skipped' "$T/ring.err" &&
+		sanitizer_clean "$T/ring.err"; then
+		pass fake-vmm-bad-rings
+	else
+		fail fake-vmm-bad-rings "record $rc, report $rrc (hostile ring records must be skipped, the file stay readable)" "$T/ring.err"
+	fi
+fi
+
+# ---- stat
+if start_vm stat "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" stat --vm "$T/stat.sock" -e task-clock,cycles --duration 1 >"$T/stat.out" 2>"$T/stat.err"
+	rc=$?
+	stop_vm
+	if [ $rc = 0 ] && grep -q '^task-clock ' "$T/stat.out" && grep -q '^time by domain' "$T/stat.out" &&
+		grep -q 'host kernel' "$T/stat.out" && sanitizer_clean "$T/stat.err"; then
+		pass stat
+	else
+		fail stat "exit $rc" "$T/stat.out"
+	fi
+else
+	fail stat "the VMM did not start" "$T/stat.vmm"
+fi
