@@ -18,7 +18,7 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
                 libelf-dev libdw-dev zlib1g-dev liblzma-dev libbz2-dev \
                 libprotobuf-c-dev protobuf-c-compiler libjson-c-dev
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.
-DEB_PACKAGES += libxml2-utils chromium
+DEB_PACKAGES += libxml2-utils chromium python3
 
 # Everything `make test` runs; fragments below append to these.
 UNIT_TESTS :=

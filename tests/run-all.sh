@@ -6,7 +6,7 @@
 # host (no hardware counters, say) prints "SKIP name: why". A run that
 # executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
-# KVMPROF_SUITES="unit agent e2e nested" (the default) picks suites.
+# KVMPROF_SUITES="unit agent host e2e nested" (the default) picks suites.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -32,12 +32,13 @@ unit_suite() {
 	fi
 }
 
-SUITES=" ${KVMPROF_SUITES:-unit agent e2e nested} "
+SUITES=" ${KVMPROF_SUITES:-unit agent host e2e nested} "
 want() { [[ $SUITES == *" $1 "* ]]; }
 
 run_suites() {
 	want unit && unit_suites
 	want agent && agent_suites
+	want host && host_suites
 	want e2e && e2e_suites
 	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
 		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
@@ -68,6 +69,13 @@ agent_suites() {
 	echo "== SVG flame graph in headless Chromium"
 	bash tests/agent/svg.sh
 	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/svg.sh
+}
+
+host_suites() {
+	echo "== kvmprof: system-wide profiling from the host"
+	bash tests/host-profiler/run.sh
+	echo "== kvmprof, ASan + UBSan build"
+	KVMPROF=$BUILD/asan/kvmprof TAG=asan: bash tests/host-profiler/run.sh
 }
 
 e2e_suites() {

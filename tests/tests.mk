@@ -1,6 +1,6 @@
 # Unit tests (cmocka), the end-to-end tests, and the `make test` runner.
 
-VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_guest_walk
+VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_guest_walk test_guest_desc
 UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
@@ -72,7 +72,10 @@ $(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
 	@mkdir -p $(@D)
 	$(CC) $(FIXTURE_LDFLAGS) -DSPIN $< -o $@
 
-.PHONY: test-unit test-e2e test-agent
+.PHONY: test-unit test-e2e test-agent test-host
+test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
+	@KVMPROF_SUITES=host bash tests/run-all.sh
+
 test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES)
 	@KVMPROF_SUITES=agent bash tests/run-all.sh
 
@@ -86,6 +89,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-all
 
 .PHONY: test-all
-test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent $(FIXTURES) \
+test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent \
+          $(BUILD)/asan/kvmprof $(FIXTURES) \
           $(AGENT_FIXTURES)
 	@bash tests/run-all.sh
