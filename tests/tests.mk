@@ -1,6 +1,6 @@
 # Unit tests (cmocka), the end-to-end tests, and the `make test` runner.
 
-VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_guest_walk
+VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_guest_walk test_guest_desc
 UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 

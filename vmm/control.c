@@ -35,6 +35,10 @@ _Static_assert(CONTROL_PATH_MAX + 1 == sizeof(((struct sockaddr_un *)0)->sun_pat
 struct control_client {
 	int fd; /* -1: a free slot */
 	bool closing; /* read no more; close once the queued replies are out */
+	bool sampling; /* this connection started guest sampling: it stops when the client goes */
+	struct vm *vm;
+	int pass_fd;    /* -1, or a descriptor to send with the byte of out at pass_at (SCM_RIGHTS) */
+	size_t pass_at;
 	size_t in_len, out_len;
 	char in[CONTROL_LINE_MAX];
 	char out[CONTROL_OUT_MAX];
@@ -119,7 +123,7 @@ int control_open(const char *path, struct control **out, char err[CONTROL_ERR_MA
 	memcpy(c->path, path, strlen(path) + 1);
 	c->wake_fd = -1;
 	for (unsigned int i = 0; i < CONTROL_MAX_CLIENTS; i++)
-		c->client[i].fd = -1;
+		c->client[i].fd = c->client[i].pass_fd = -1;
 	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (c->listen_fd < 0) {
 		rc = control_fail(err, errno, "control socket %s", path);
@@ -221,7 +225,8 @@ static void control_status(struct control *c, struct json_object *r)
 	control_put_u64(vpmu, "counters", vm->pmu.cfg.model == VPMU_MODEL_OFF ? 0 : vm->pmu.cfg.n_gp);
 	control_put_u64(vpmu, "fixed_counters", vm->pmu.cfg.model == VPMU_MODEL_OFF ? 0 : vm->pmu.cfg.n_fixed);
 	control_put(r, "vpmu", vpmu);
-	control_put(r, "sampling", json_object_new_boolean(false));
+	control_put(r, "sampling", json_object_new_boolean(guest_sampler_running(c->vm)));
+	control_put(r, "guest_descriptor", json_object_new_boolean(guest_sampler_has_desc(c->vm)));
 }
 
 static void control_vcpus(struct control *c, struct json_object *r)
@@ -364,9 +369,98 @@ static bool control_key_allowed(const struct control_cmd *cmd, const char *key)
 	return false;
 }
 
+/* Reads an optional positive integer key; false (with the message in buf) if it is something else. */
+static bool control_get_u64(struct json_object *req, const char *key, uint64_t *v, bool *given,
+			    char *buf, size_t bufsz)
+{
+	struct json_object *o;
+
+	*given = json_object_object_get_ex(req, key, &o);
+	if (!*given)
+		return true;
+	if (!json_object_is_type(o, json_type_int) || json_object_get_int64(o) <= 0) {
+		snprintf(buf, bufsz, "\"%s\" must be a positive integer", key);
+		return false;
+	}
+	*v = json_object_get_uint64(o);
+	return true;
+}
+
+static const char *control_sample_start(struct control *c, struct control_client *cl, struct json_object *req,
+					struct json_object *r, char *buf, size_t bufsz)
+{
+	struct guest_sampler_request sr = { .event = "cpu-clock", .period = 1000000 };
+	struct json_object *o;
+	uint64_t period = 0, freq = 0;
+	bool has_period, has_freq;
+	char err[GUEST_SAMPLER_ERR_MAX];
+	size_t ring_size;
+	int fd;
+
+	if (json_object_object_get_ex(req, "event", &o)) {
+		if (!json_object_is_type(o, json_type_string))
+			return "\"event\" must be a string: cpu-clock or cycles";
+		sr.event = json_object_get_string(o);
+	}
+	if (!control_get_u64(req, "period", &period, &has_period, buf, bufsz) ||
+	    !control_get_u64(req, "freq", &freq, &has_freq, buf, bufsz))
+		return buf;
+	if (has_period && has_freq)
+		return "give \"period\" or \"freq\", not both";
+	if (has_period)
+		sr.period = period;
+	if (has_freq) {
+		if (strcmp(sr.event, "cpu-clock"))
+			return "\"freq\" works with cpu-clock only: give cycles a \"period\"";
+		if (freq > 100000)
+			return "\"freq\" above 100000 Hz";
+		sr.period = 1000000000ULL / freq;
+	}
+	if (json_object_object_get_ex(req, "callgraph", &o)) {
+		if (!json_object_is_type(o, json_type_boolean))
+			return "\"callgraph\" must be true or false";
+		sr.callgraph = json_object_get_boolean(o);
+	}
+	if (cl->pass_fd >= 0)
+		return "the previous ring descriptor has not been sent yet: read the replies";
+	if (vm_stopping(c->vm))
+		return "the VM is exiting";
+	if (guest_sampler_start(c->vm, &sr, &fd, &ring_size, err)) {
+		snprintf(buf, bufsz, "%s", err);
+		return buf;
+	}
+	cl->sampling = true;
+	cl->pass_fd = fd; /* control_answer ties it to this reply */
+	control_put_str(r, "event", sr.event);
+	control_put_u64(r, "period", sr.period);
+	control_put(r, "callgraph", json_object_new_boolean(sr.callgraph));
+	control_put_u64(r, "vcpus", c->vm->cfg->ncpus);
+	control_put_u64(r, "ring_size", ring_size);
+	control_put_u64(r, "data_size", GUEST_SAMPLER_DATA_SIZE);
+	return NULL;
+}
+
+static const char *control_sample_stop(struct control *c, struct control_client *cl, struct json_object *r)
+{
+	struct guest_sampler_totals t;
+
+	if (!guest_sampler_running(c->vm))
+		return "guest sampling is not running";
+	if (!cl->sampling)
+		return "guest sampling belongs to another connection";
+	guest_sampler_stop(c->vm, &t);
+	cl->sampling = false;
+	control_put_u64(r, "samples", t.samples);
+	control_put_u64(r, "lost", t.lost);
+	control_put_u64(r, "records", t.records);
+	control_put_u64(r, "capture_mean_ns", t.capture_mean_ns);
+	control_put_u64(r, "capture_max_ns", t.capture_max_ns);
+	return NULL;
+}
+
 /* Fills r for one request line; returns the error text (in buf or static), or NULL. */
-static const char *control_dispatch(struct control *c, struct json_object *req, struct json_object *r,
-				    char *buf, size_t bufsz)
+static const char *control_dispatch(struct control *c, struct control_client *cl, struct json_object *req,
+				    struct json_object *r, char *buf, size_t bufsz)
 {
 	struct json_object *v;
 	const struct control_cmd *cmd = NULL;
@@ -407,12 +501,14 @@ static const char *control_dispatch(struct control *c, struct json_object *req, 
 	}
 	if (!strcmp(cmd->name, "vpmu-stats"))
 		return control_vpmu_stats(c, r);
-	/* sample-start / sample-stop: the guest sampler comes later; say so rather than pretend. */
-	return "guest sampling is not implemented yet";
+	if (!strcmp(cmd->name, "sample-start"))
+		return control_sample_start(c, cl, req, r, buf, bufsz);
+	return control_sample_stop(c, cl, r);
 }
 
 /* The reply to one request line, as one newline-terminated line in out; its length, or 0. */
-static size_t control_reply(struct control *c, const char *line, size_t len, char *out, size_t outsz)
+static size_t control_reply(struct control *c, struct control_client *cl, const char *line, size_t len,
+			    char *out, size_t outsz)
 {
 	struct json_object *r = json_object_new_object(), *req = NULL;
 	struct json_tokener *tok = NULL;
@@ -450,7 +546,7 @@ static size_t control_reply(struct control *c, const char *line, size_t len, cha
 			goto reply;
 		}
 	}
-	error = control_dispatch(c, req, r, buf, sizeof(buf));
+	error = control_dispatch(c, cl, req, r, buf, sizeof(buf));
 reply:
 	json_object_object_add(r, "ok", json_object_new_boolean(!error));
 	if (error)
@@ -476,11 +572,46 @@ reply:
 
 static void control_drop(struct control_client *cl)
 {
+	struct guest_sampler_totals t;
+
+	if (cl->sampling)
+		guest_sampler_stop(cl->vm, &t); /* sampling belongs to the connection that started it */
+	cl->sampling = false;
+	if (cl->pass_fd >= 0)
+		close(cl->pass_fd);
+	cl->pass_fd = -1;
 	if (cl->fd >= 0)
 		close(cl->fd);
 	cl->fd = -1;
 	cl->closing = false;
 	cl->in_len = cl->out_len = 0;
+}
+
+/* Sends buf with the pending descriptor attached to its first byte. */
+static ssize_t control_send_fd(struct control_client *cl, const char *buf, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &cl->pass_fd, sizeof(int));
+	n = sendmsg(cl->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n > 0) {
+		/* The client holds its own copy now. */
+		close(cl->pass_fd);
+		cl->pass_fd = -1;
+	}
+	return n;
 }
 
 /* Sends what the socket takes now; drops the client on an error, or when it is closing and done. */
@@ -489,7 +620,14 @@ static void control_flush(struct control_client *cl)
 	size_t done = 0;
 
 	while (done < cl->out_len) {
-		ssize_t n = send(cl->fd, cl->out + done, cl->out_len - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n;
+
+		if (cl->pass_fd >= 0 && cl->pass_at == done)
+			n = control_send_fd(cl, cl->out + done, cl->out_len - done);
+		else
+			n = send(cl->fd, cl->out + done,
+				 (cl->pass_fd >= 0 && cl->pass_at > done ? cl->pass_at : cl->out_len) - done,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -503,6 +641,8 @@ static void control_flush(struct control_client *cl)
 	}
 	memmove(cl->out, cl->out + done, cl->out_len - done);
 	cl->out_len -= done;
+	if (cl->pass_fd >= 0)
+		cl->pass_at -= done;
 	if (cl->closing && !cl->out_len)
 		control_drop(cl);
 }
@@ -521,13 +661,18 @@ static void control_queue(struct control_client *cl, const char *text, size_t le
 static void control_answer(struct control *c, struct control_client *cl, const char *line, size_t len)
 {
 	static char reply[CONTROL_OUT_MAX]; /* only the control thread uses it */
-	size_t n;
+	size_t n, at;
+	bool had_fd;
 
 	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
 		len--;
 	if (!len)
 		return; /* blank lines are allowed and ignored: handy from a terminal */
-	n = control_reply(c, line, len, reply, sizeof(reply));
+	had_fd = cl->pass_fd >= 0;
+	at = cl->out_len;
+	n = control_reply(c, cl, line, len, reply, sizeof(reply));
+	if (!had_fd && cl->pass_fd >= 0)
+		cl->pass_at = at; /* sample-start's ring set travels with the first byte of its reply */
 	if (!n) {
 		static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}\n";
 		control_queue(cl, oom, sizeof(oom) - 1);
@@ -624,6 +769,9 @@ static void control_accept(struct control *c, bool *backoff)
 			continue;
 		}
 		slot->fd = fd;
+		slot->vm = c->vm;
+		slot->pass_fd = -1;
+		slot->sampling = false;
 		slot->closing = false;
 		slot->in_len = slot->out_len = 0;
 	}

@@ -2,6 +2,7 @@
 /* kvmprof-vmm: loads a kernel and initrd, builds the machine, runs it, exits with the guest's status. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,18 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "kvmprof-vmm: %s\n", err);
 		return VMM_EXIT_USAGE;
+	}
+	/*
+	 * A client may signal the VMM as soon as its control socket exists, before
+	 * vm_run waits for SIGINT/SIGTERM: keep them pending until then.
+	 */
+	if (cfg.control_path) {
+		sigset_t stop_signals;
+
+		sigemptyset(&stop_signals);
+		sigaddset(&stop_signals, SIGINT);
+		sigaddset(&stop_signals, SIGTERM);
+		pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	}
 	/* First: a bad --control path is the only message, before any of the VM's own. */
 	if (cfg.control_path && control_open(cfg.control_path, &control, control_err)) {

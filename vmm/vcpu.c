@@ -283,7 +283,9 @@ void *vcpu_thread(void *arg)
 		int rc;
 
 		vcpu_pmu_before_run(vcpu);
+		guest_sampler_before_run(vcpu);
 		rc = ioctl(vcpu->fd, KVM_RUN, 0);
+		guest_sampler_after_run(vcpu);
 		vcpu_pmu_after_run(vcpu);
 		if (rc < 0) {
 			int err = errno;

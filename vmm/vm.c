@@ -221,6 +221,8 @@ static int vm_create_devices(struct vm *vm)
 		rc = ioport_register(&vm->io, 0x64, 1, vm_i8042_port, vm);
 	if (!rc)
 		rc = ioport_register(&vm->io, 0xcf9, 1, vm_cf9_port, vm);
+	if (!rc)
+		rc = guest_sampler_init(vm);
 	return rc;
 }
 

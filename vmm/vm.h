@@ -10,6 +10,7 @@
 
 #include "boot.h"
 #include "guest_mem.h"
+#include "guest_sampler.h"
 #include "ioport.h"
 #include "kvmprof/platform.h"
 #include "pmi_trace.h"
@@ -53,6 +54,7 @@ struct vcpu {
 	pid_t tid;  /* the vCPU thread's id, for the control socket: 0 until it runs */
 	struct vcpu_pmu pmu;
 	struct pmi_trace_vcpu trace;
+	struct guest_sampler_vcpu sampler; /* guest sampling for the host profiler */
 };
 
 struct vm {
@@ -71,6 +73,7 @@ struct vm {
 	int console_fd, agent_fd;
 	pthread_t main_thread;
 	struct control *control; /* NULL without --control; served while vm_run runs */
+	struct guest_sampler sampler;
 	bool ran; /* vm_run was called: there are statistics to print */
 
 	/* Stopping: the first reason wins; later ones are ignored. */

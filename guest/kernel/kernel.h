@@ -218,6 +218,10 @@ void sys_pmu_all_read(struct cpu *c, struct trapframe *tf);
 /* agent.c: the agent channel (COM2) */
 long agent_write(const void *buf, size_t len);
 
+/* vmm_desc.c: the guest descriptor for kvmprof-vmm's sampler (kvmprof/guest_desc.h) */
+extern int vmm_desc_test;
+void vmm_desc_register(void);
+
 /* msr.S: RDMSR/WRMSR that return -GUEST_EIO instead of dying on #GP */
 int msr_read_safe(uint32_t msr, uint64_t *val);
 int msr_write_safe(uint32_t msr, uint64_t val);

@@ -111,6 +111,8 @@ static void parse_cmdline(void)
 			crash_test = 1;
 		else if (n == 7 && !strncmp(tok, "pmutest", 7))
 			pmu_test_enabled = 1;
+		else if (n == 18 && !strncmp(tok, "sampletest=baddesc", 18))
+			vmm_desc_test = 1;
 		else if (n > 6 && !strncmp(tok, "start=", 6))
 			start_opt = tok + 6;
 		else if (n > 8 && !strncmp(tok, "maxcpus=", 8) && !parse_uint(tok + 8, n - 8, &v))
@@ -221,6 +223,7 @@ void kmain(uint32_t start_info)
 	kprintf("kvmprof guest: %d cpus, %lu MiB\n", ncpus_online(),
 		(unsigned long)((ram_bytes + (1UL << 19)) >> 20));
 	pmu_init(); /* prints the model; LVTPC of this CPU */
+	vmm_desc_register(); /* where the VMM's sampler finds the current process */
 	if (!initrd)
 		kprintf("kvmprof guest: no initrd\n");
 	if (crash_test)

@@ -178,6 +178,7 @@ fi
 [ -f tests/e2e/vpmu-guest.sh ] && . tests/e2e/vpmu-guest.sh
 [ -f tests/e2e/guest-agent.sh ] && . tests/e2e/guest-agent.sh
 [ -f tests/e2e/control.sh ] && . tests/e2e/control.sh
+[ -f tests/e2e/guest-sampler.sh ] && . tests/e2e/guest-sampler.sh
 
 echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail = 0 ]

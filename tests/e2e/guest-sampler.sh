@@ -1,0 +1,172 @@
+# shellcheck shell=bash disable=SC2154 # rc, TMP, VMM, BUILD: set by run.sh
+# End-to-end cases of guest sampling by the VMM (docs/guest-sampling.md):
+# sample-start on the control socket, the rings drained by
+# tests/e2e/ring_client.c (which checks every record), sample-stop, and the
+# samples attributed to the bundled guest's processes through the guest
+# descriptor. Sourced by tests/e2e/run.sh (uses ok, bad, $TMP, $VMM, $BUILD).
+GS_CLIENT=$TMP/ring_client
+GS_SOCK=$TMP/gs.sock
+GS_GUEST=(--cpus 2 --control "$GS_SOCK" --kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
+
+# gs_boot CMDLINE: starts the VMM in the background (gs_pid), waits for its socket.
+gs_boot() {
+	rm -f "$GS_SOCK"
+	# shellcheck disable=SC2086 # VMM may carry a prefix
+	$VMM "${GS_GUEST[@]}" --cmdline "$1" --timeout 60 >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
+	gs_pid=$!
+	for _ in $(seq 100); do
+		[ -S "$GS_SOCK" ] && return 0
+		kill -0 "$gs_pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# gs_end: waits up to 30 s for the VMM (killing it then); its status in rc.
+gs_end() {
+	for _ in $(seq 300); do kill -0 "$gs_pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$gs_pid" 2>/dev/null && kill -9 "$gs_pid"
+	wait "$gs_pid"
+	rc=$?
+}
+
+# gs_ctl REQUEST: one request on a new connection; the reply in $TMP/gs.reply.
+gs_ctl() {
+	printf '%s\n' "$1" | "$CTL_CLIENT" "$GS_SOCK" >"$TMP/gs.reply" 2>&1
+}
+
+# gs_range ELF SYMBOL: "start end" of SYMBOL in ELF, as decimal numbers (mawk has no hex).
+gs_range() {
+	local addr size
+	read -r addr size _ <<<"$(nm -S "$1" | awk -v s="$2" '$4 == s { print $1, $2 }')"
+	[ -n "$addr" ] && echo "$((16#$addr)) $((16#$addr + 16#$size))"
+}
+
+# gs_pid_of COMM: the guest pid ring_client named COMM in $TMP/gs.ring.
+gs_pid_of() {
+	awk -v c="$1:" '$1 == "pid" && $3 == c { print $2; exit }' "$TMP/gs.ring"
+}
+
+if [ ! -x "${CTL_CLIENT:-}" ]; then
+	bad guest-sampler-needs-control-client "tests/e2e/control.sh did not build it"
+elif ! gcc -std=c17 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -o "$GS_CLIENT" tests/e2e/ring_client.c -lz \
+	2>"$TMP/err"; then
+	bad guest-sampler-client-builds "cc tests/e2e/ring_client.c failed"
+elif ! gs_boot "quiet start=/bin/matmul:128:2000,/bin/hash"; then
+	bad guest-sampler-boot "no control socket: $(head -c 300 "$TMP/gs.err")"
+	kill -9 "$gs_pid" 2>/dev/null
+	wait "$gs_pid" 2>/dev/null
+else
+	# 1 ms of vCPU thread time per sample, with call stacks, 1.5 s; meanwhile others poke at it.
+	"$GS_CLIENT" -p 1000000 -g -a -d 1.5 -o "$TMP/gs.data" "$GS_SOCK" >"$TMP/gs.ring" 2>&1 &
+	client=$!
+	sleep 0.7
+	gs_ctl '{"cmd":"status"}'
+	status=$(cat "$TMP/gs.reply")
+	gs_ctl '{"cmd":"sample-start","event":"cpu-clock","period":1000000}'
+	second=$(cat "$TMP/gs.reply")
+	gs_ctl '{"cmd":"sample-stop"}'
+	other_stop=$(cat "$TMP/gs.reply")
+	wait $client
+	client_rc=$?
+	gs_end
+	if [ $rc = 0 ] && grep -q '^matmul: n=128 iters=2000 checksum=' "$TMP/gs.out"; then ok guest-sampler-vm-runs-on
+	else bad guest-sampler-vm-runs-on "rc=$rc"; fi
+	if [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" && grep -q '^read: samples=[1-9][0-9]* .* bad=0$' "$TMP/gs.ring"
+	then ok guest-sampler-records-valid-counts-match
+	else bad guest-sampler-records-valid-counts-match "client rc=$client_rc: $(grep -E '^(stop|read|BAD)' "$TMP/gs.ring" | head -c 400)"; fi
+	if grep -q '"sampling":true,"guest_descriptor":true' <<<"$status"; then ok guest-sampler-status-sampling
+	else bad guest-sampler-status-sampling "$status"; fi
+	if [ "$second" = '{"ok":false,"error":"guest sampling is already running"}' ] &&
+		[ "$other_stop" = '{"ok":false,"error":"guest sampling belongs to another connection"}' ]; then
+		ok guest-sampler-one-owner
+	else bad guest-sampler-one-owner "$second / $other_stop"; fi
+
+	# Samples of both demos, named by the guest descriptor.
+	mm=$(gs_pid_of matmul)
+	hs=$(gs_pid_of hash)
+	mm_n=$(awk -v c=matmul: '$1 == "pid" && $3 == c { print $4 }' "$TMP/gs.ring")
+	hs_n=$(awk -v c=hash: '$1 == "pid" && $3 == c { print $4 }' "$TMP/gs.ring")
+	if [ -n "$mm" ] && [ -n "$hs" ] && [ "${mm_n:-0}" -ge 200 ] && [ "${hs_n:-0}" -ge 20 ] &&
+		grep -q "^mmap pid $mm /bin/matmul 0x" "$TMP/gs.ring" && grep -q '^mmap pid -1 /kernel.elf 0x' "$TMP/gs.ring"
+	then ok guest-sampler-processes-named
+	else bad guest-sampler-processes-named "matmul pid '$mm' ($mm_n), hash pid '$hs' ($hs_n)"; fi
+
+	# Most of matmul's samples are in matmul_multiply (symbols from the guest's own ELF).
+	read -r lo hi <<<"$(gs_range "$BUILD/guest/bin/matmul" matmul_multiply)"
+	in=0
+	all=0
+	# "rip 0xADDR pid P cpl C: N"
+	while read -r _ ip _ p _ _ n; do
+		if [ "$p" != "$mm" ]; then continue; fi
+		all=$((all + n))
+		[ $((ip)) -ge "${lo:-1}" ] && [ $((ip)) -lt "${hi:-0}" ] && in=$((in + n))
+	done < <(grep '^rip ' "$TMP/gs.ring")
+	if [ -n "$lo" ] && [ "$all" -gt 0 ] && [ $((in * 100 / all)) -ge 80 ]; then ok guest-sampler-matmul-hot-function
+	else bad guest-sampler-matmul-hot-function "$in of $all matmul samples in matmul_multiply [$lo, $hi)"; fi
+
+	# Call stacks: matmul_multiply's caller is main.
+	read -r mlo mhi <<<"$(gs_range "$BUILD/guest/bin/matmul" main)"
+	deep=0
+	# "chain pid P: IP CALLER..."
+	while read -r _ _ p ip caller _; do
+		if [ "$p" != "$mm:" ] || [ -z "$caller" ]; then continue; fi
+		[ $((ip)) -ge "$lo" ] && [ $((ip)) -lt "$hi" ] && [ $((caller)) -ge "${mlo:-1}" ] &&
+			[ $((caller)) -lt "${mhi:-0}" ] && deep=$((deep + 1))
+	done < <(grep '^chain ' "$TMP/gs.ring")
+	if [ -n "$mlo" ] && [ "$deep" -ge 5 ]; then ok guest-sampler-callgraph-reaches-main
+	else bad guest-sampler-callgraph-reaches-main "$deep chains from matmul_multiply to main: $(grep -m3 "^chain pid $mm:" "$TMP/gs.ring")"; fi
+
+	# The drained records plus a header and END make a sample file the project's reader takes.
+	if [ -x "$BUILD/kvmprof-agent" ]; then
+		if "$BUILD/kvmprof-agent" report -i "$TMP/gs.data" --guest-root "$BUILD/guest" --sort pid,image,symbol \
+			>"$TMP/gs.report" 2>"$TMP/err" && grep -q ' matmul ' "$TMP/gs.report"; then ok guest-sampler-file-reads
+		else bad guest-sampler-file-reads "$(head -c 300 "$TMP/err")"; fi
+	fi
+fi
+
+# A guest that registers lying descriptors: refused ones are reported, the accepted liar
+# (pointers to nowhere) costs it its process names, nothing else.
+if [ -x "$GS_CLIENT" ] && gs_boot "quiet sampletest=baddesc start=/bin/matmul:128:1500,/bin/hash"; then
+	"$GS_CLIENT" -g -d 1 "$GS_SOCK" >"$TMP/gs.ring" 2>&1
+	client_rc=$?
+	gs_end
+	if [ $rc = 0 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
+		grep -q '^pid 0 \[unknown\]: [1-9]' "$TMP/gs.ring" && ! grep -q '^pid [1-9]' "$TMP/gs.ring" &&
+		[ "$(grep -c 'guest descriptor at 0x[0-9a-f]* refused' "$TMP/gs.err")" = 2 ]; then
+		ok guest-sampler-hostile-descriptor
+	else bad guest-sampler-hostile-descriptor "vm rc=$rc client rc=$client_rc: $(grep -E '^(pid|read)' "$TMP/gs.ring" | head -c 300)"; fi
+elif [ -x "$GS_CLIENT" ]; then
+	bad guest-sampler-hostile-descriptor "no control socket: $(head -c 300 "$TMP/gs.err")"
+fi
+
+# The client vanishes mid-sampling: sampling stops with it and can start again; bad requests.
+if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
+	"$GS_CLIENT" -x -d 0.5 "$GS_SOCK" >"$TMP/gs.ring" 2>&1
+	for _ in $(seq 20); do
+		gs_ctl '{"cmd":"status"}'
+		grep -q '"sampling":false' "$TMP/gs.reply" && break
+		sleep 0.1
+	done
+	stopped=$(grep -c '"sampling":false' "$TMP/gs.reply")
+	"$GS_CLIENT" -d 0.3 "$GS_SOCK" >"$TMP/gs.ring2" 2>&1
+	again=$?
+	printf '%s\n' '{"cmd":"sample-stop"}' '{"cmd":"sample-start","period":5}' \
+		'{"cmd":"sample-start","event":"instructions"}' '{"cmd":"sample-start","period":1000000,"freq":1000}' \
+		'{"cmd":"sample-start","callgraph":1}' '{"cmd":"sample-start","event":"cycles","period":1000000}' |
+		"$CTL_CLIENT" "$GS_SOCK" >"$TMP/gs.reply" 2>&1
+	gs_end
+	if [ $rc = 0 ] && [ "$stopped" = 1 ] && [ $again = 0 ] && grep -qx match "$TMP/gs.ring2"; then
+		ok guest-sampler-client-vanishes
+	else bad guest-sampler-client-vanishes "vm rc=$rc stopped=$stopped again=$again"; fi
+	if [ "$(sed -n 1p "$TMP/gs.reply")" = '{"ok":false,"error":"guest sampling is not running"}' ] &&
+		sed -n 2p "$TMP/gs.reply" | grep -q '"error":"period out of range' &&
+		sed -n 3p "$TMP/gs.reply" | grep -q "\"error\":\"unknown event 'instructions'" &&
+		sed -n 4p "$TMP/gs.reply" | grep -q 'not both' &&
+		sed -n 5p "$TMP/gs.reply" | grep -q 'must be true or false' &&
+		sed -n 6p "$TMP/gs.reply" | grep -qE '"ok":false,"error":"event cycles: this host has no hardware PMU|"ok":true'
+	then ok guest-sampler-bad-requests
+	else bad guest-sampler-bad-requests "$(head -c 600 "$TMP/gs.reply")"; fi
+elif [ -x "$GS_CLIENT" ]; then
+	bad guest-sampler-client-vanishes "no control socket: $(head -c 300 "$TMP/gs.err")"
+fi

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Guest sampling by the VMM. A host clock event (perf_event_open on the vCPU
+ * thread) signals the thread every period; the signal handler sets
+ * immediate_exit, so KVM_RUN returns at once, and the thread takes one
+ * sample whose weight is the number of periods that passed since its last
+ * one (signals coalesce; the count does not). Registers come from kvm_run's
+ * synced registers (KVM_CAP_SYNC_REGS) where KVM offers them; the current
+ * guest process through the guest descriptor (guest_desc.c); the call stack
+ * through guest_stack. Nothing on the sample path allocates or blocks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "guest_desc.h"
+#include "guest_stack.h"
+#include "guest_walk.h"
+#include "vm.h"
+
+#define GS_SEEN_SLOTS 4096u /* pids per vCPU ring; a power of two */
+#define GS_SEEN_MAX (GS_SEEN_SLOTS / 4 * 3)
+#define GS_DESC_REJECTS_SHOWN 4
+#define X86_CR0_PE 0x1ULL
+
+enum { GS_PID0_NONE, GS_PID0_IDLE, GS_PID0_UNKNOWN };
+
+/* The sampling signal: real-time, so it queues rather than merges with the VMM's SIGUSR1 kicks. */
+static int gs_signo(void)
+{
+	return SIGRTMIN + 2;
+}
+
+static __thread struct kvm_run *gs_run;      /* this vCPU thread's run area */
+static __thread volatile sig_atomic_t gs_fired; /* a clock signal arrived */
+
+static void gs_signal(int sig)
+{
+	struct kvm_run *run = gs_run;
+
+	(void)sig;
+	gs_fired = 1;
+	/* Ends the KVM_RUN in progress, or makes the next one return at once. */
+	if (run)
+		__atomic_store_n(&run->immediate_exit, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t gs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+/* --- the descriptor port ---------------------------------------------------- */
+
+static void gs_desc_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
+{
+	struct vm *vm = opaque;
+	struct guest_sampler *gs = &vm->sampler;
+	struct kp_guest_desc d;
+	char why[GUEST_DESC_WHY_MAX] = "";
+	uint32_t gpa = 0;
+
+	(void)offset;
+	if (!is_write) {
+		memset(data, 0xff, size);
+		return;
+	}
+	memcpy(&gpa, data, size < 4 ? size : 4);
+	pthread_mutex_lock(&gs->desc_lock);
+	if (__atomic_load_n(&gs->desc_valid, __ATOMIC_RELAXED)) {
+		gs->desc_ignored++; /* the first valid one is final: readers use it without a lock */
+	} else if (size != 4) {
+		snprintf(why, sizeof(why), "a %u-byte OUT: the address is written with a 32-bit OUT", size);
+	} else if (guest_mem_read(&vm->mem, gpa, &d, sizeof(d))) {
+		snprintf(why, sizeof(why), "not in guest RAM");
+	} else if (!guest_desc_check(&d, why)) {
+		gs->desc = d;
+		__atomic_store_n(&gs->desc_valid, 1, __ATOMIC_RELEASE);
+	}
+	if (why[0] && gs->desc_rejected++ < GS_DESC_REJECTS_SHOWN)
+		fprintf(stderr, "kvmprof-vmm: guest descriptor at 0x%x refused: %s (samples get pid 0)\n", gpa, why);
+	pthread_mutex_unlock(&gs->desc_lock);
+}
+
+int guest_sampler_init(struct vm *vm)
+{
+	struct guest_sampler *gs = &vm->sampler;
+	struct sigaction sa = { .sa_handler = gs_signal, .sa_flags = SA_RESTART };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	int mask;
+
+	pthread_mutex_init(&gs->desc_lock, NULL);
+	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
+		vm->vcpu[i].sampler.perf_fd = -1;
+	mask = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+	gs->sync_mask = mask > 0 ? (uint32_t)mask & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS) : 0;
+	/* SA_RESTART: a clock signal must not fail the VMM's own reads and writes; KVM_RUN still returns. */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(gs_signo(), &sa, NULL) < 0)
+		return -errno;
+	/*
+	 * When a thread's queue of real-time signals is full the kernel sends
+	 * SIGIO instead, which would kill the VMM: ignore it (nothing else here
+	 * uses it).
+	 */
+	sigaction(SIGIO, &ign, NULL);
+	return ioport_register(&vm->io, KVMPROF_GUEST_DESC_PORT, 4, gs_desc_port, vm);
+}
+
+bool guest_sampler_has_desc(struct vm *vm)
+{
+	return __atomic_load_n(&vm->sampler.desc_valid, __ATOMIC_ACQUIRE);
+}
+
+bool guest_sampler_running(const struct vm *vm)
+{
+	return vm->sampler.running;
+}
+
+/* --- the ring --------------------------------------------------------------- */
+
+static void gs_publish(struct guest_sampler_vcpu *s)
+{
+	__atomic_store_n(&s->ctl->lost, s->lost, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctl->written, s->written, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctl->head, s->head, __ATOMIC_RELEASE);
+}
+
+/* Seals a record built at rec: size, CRC. */
+static void gs_seal(uint8_t *rec, uint32_t type, uint32_t size)
+{
+	struct kp_rec_header h = { .type = type, .size = size };
+
+	memcpy(rec, &h, sizeof(h));
+	h.crc = (uint32_t)crc32(crc32(0, rec, 8), rec + sizeof(h), size - (uint32_t)sizeof(h));
+	memcpy(rec, &h, sizeof(h));
+}
+
+/*
+ * Copies a sealed record into the ring; false (and one more loss) if it
+ * does not fit. The producer keeps head to itself: the consumer shares the
+ * mapping and may write anything into it, so only its tail is read, and a
+ * tail that makes no sense counts as a full ring.
+ */
+static bool gs_put(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t size)
+{
+	const uint64_t dsize = GUEST_SAMPLER_DATA_SIZE;
+	uint64_t tail = __atomic_load_n(&s->ctl->tail, __ATOMIC_ACQUIRE);
+	uint64_t pos = s->head & (dsize - 1), room = dsize - pos, need = size;
+
+	if (room < size)
+		need += room; /* a record never wraps: skip the end of the area */
+	if (tail > s->head || s->head - tail > dsize || dsize - (s->head - tail) < need) {
+		s->lost++;
+		gs_publish(s);
+		return false;
+	}
+	if (room < size) {
+		if (room >= sizeof(struct kp_rec_header))
+			gs_seal(s->data + pos, KP_RING_PAD, (uint32_t)room);
+		else
+			memset(s->data + pos, 0, room);
+		s->head += room;
+		pos = 0;
+	}
+	memcpy(s->data + pos, rec, size);
+	s->head += size;
+	s->written++;
+	gs_publish(s);
+	return true;
+}
+
+static bool gs_put_comm(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t time, const char *comm)
+{
+	struct kp_rec_comm *c = (struct kp_rec_comm *)(s->rec + sizeof(struct kp_rec_header));
+	uint32_t size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*c));
+
+	memset(c, 0, sizeof(*c));
+	c->pid = c->tid = pid;
+	c->time = time;
+	c->flags = KP_COMM_GUEST;
+	snprintf(c->comm, sizeof(c->comm), "%.*s", KP_COMM_MAX - 1, comm);
+	gs_seal(s->rec, KP_REC_COMM, size);
+	return gs_put(s, s->rec, size);
+}
+
+static bool gs_put_mmap(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t time, uint64_t start,
+			uint64_t len, uint64_t pgoff, const char *path)
+{
+	struct kp_rec_mmap *m = (struct kp_rec_mmap *)(s->rec + sizeof(struct kp_rec_header));
+	size_t plen = strlen(path) + 1;
+	uint32_t size = (uint32_t)((sizeof(struct kp_rec_header) + sizeof(*m) + plen + 7) & ~(size_t)7);
+
+	_Static_assert(sizeof(struct kp_rec_header) + sizeof(struct kp_rec_mmap) + KP_GDESC_PATH_MAX + 8 <=
+		       GUEST_SAMPLER_REC_MAX, "an MMAP record fits the record buffer");
+	memset(m, 0, size - sizeof(struct kp_rec_header));
+	*m = (struct kp_rec_mmap){
+		.pid = pid, .tid = pid, .time = time, .start = start, .len = len, .pgoff = pgoff,
+		.prot = 5, /* PROT_READ | PROT_EXEC */
+		.domain = KP_DOMAIN_GUEST,
+	};
+	memcpy(m->filename, path, plen);
+	gs_seal(s->rec, KP_REC_MMAP, size);
+	return gs_put(s, s->rec, size);
+}
+
+/* Whether pid's COMM/MMAP went into this ring already; with add, records it. */
+static bool gs_seen(struct guest_sampler_vcpu *s, uint32_t pid, bool add)
+{
+	uint32_t key = pid + 1, h = (pid * 2654435761u) & (GS_SEEN_SLOTS - 1);
+
+	for (unsigned int probe = 0; probe < GS_SEEN_SLOTS; probe++, h = (h + 1) & (GS_SEEN_SLOTS - 1)) {
+		if (s->seen[h] == key)
+			return true;
+		if (!s->seen[h]) {
+			if (!add)
+				return false;
+			/* A full table: the pid's records are sent again with each sample rather than never. */
+			if (s->nseen >= GS_SEEN_MAX)
+				return false;
+			s->seen[h] = key;
+			s->nseen++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* --- taking a sample -------------------------------------------------------- */
+
+/* The first sample of a pid in this ring brings its COMM and, when known, MMAP. */
+static void gs_new_pid(struct guest_sampler_vcpu *s, const struct kp_guest_desc *d, const struct guest_mem *mem,
+		       const struct guest_paging *pg, uint32_t pid, uint64_t proc, uint64_t now)
+{
+	struct guest_desc_proc info;
+
+	guest_desc_proc_info(d, mem, pg, proc, &info);
+	if (!gs_put_comm(s, pid, now, info.comm))
+		return;
+	if (info.path[0] && info.text_end > info.text_start &&
+	    !gs_put_mmap(s, pid, now, info.text_start, info.text_end - info.text_start, info.text_pgoff, info.path))
+		return;
+	gs_seen(s, pid, true);
+}
+
+static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight)
+{
+	struct vm *vm = vcpu->vm;
+	struct guest_sampler *gs = &vm->sampler;
+	struct kvm_run *run = vcpu->run;
+	struct kvm_regs regs_buf;
+	struct kvm_sregs sregs_buf;
+	const struct kvm_regs *regs = &run->s.regs.regs;
+	const struct kvm_sregs *sregs = &run->s.regs.sregs;
+	struct guest_paging pg;
+	struct kp_rec_sample *smp;
+	uint64_t t0 = gs_now(), proc = 0, dt;
+	uint32_t pid = 0, size;
+	bool pg_ok, known = false;
+	int pid0_kind;
+
+	if (!s->sync_on || !(gs->sync_mask & KVM_SYNC_X86_REGS)) {
+		if (ioctl(vcpu->fd, KVM_GET_REGS, &regs_buf) < 0)
+			return;
+		regs = &regs_buf;
+	}
+	if (!s->sync_on || !(gs->sync_mask & KVM_SYNC_X86_SREGS)) {
+		if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs_buf) < 0)
+			return;
+		sregs = &sregs_buf;
+		s->sreg_ioctls++;
+	}
+	pg_ok = guest_paging_init(&pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
+	if (pg_ok && guest_sampler_has_desc(vm)) {
+		const struct kp_guest_desc *d = &gs->desc;
+
+		if (!s->kernel_mmap_sent)
+			s->kernel_mmap_sent = gs_put_mmap(s, KP_PID_KERNEL, t0, d->kernel_text_start,
+							  d->kernel_text_end - d->kernel_text_start, 0, d->kernel_path);
+		known = guest_desc_current(d, &vm->mem, &pg, vcpu->id, &s->desc_entry, &proc, &pid) == 0;
+		if (known && pid && !gs_seen(s, pid, false))
+			gs_new_pid(s, d, &vm->mem, &pg, pid, proc, t0);
+		if (!known)
+			pid = 0;
+	}
+	if (!pid) {
+		pid0_kind = known ? GS_PID0_IDLE : GS_PID0_UNKNOWN;
+		if (s->pid0_kind != pid0_kind &&
+		    gs_put_comm(s, 0, t0, pid0_kind == GS_PID0_IDLE ? "[idle]" : "[unknown]"))
+			s->pid0_kind = pid0_kind;
+	}
+	smp = (struct kp_rec_sample *)(s->rec + sizeof(struct kp_rec_header));
+	*smp = (struct kp_rec_sample){
+		.pid = pid, .tid = pid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
+		.period = weight * gs->period,
+		/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
+		.cpl = (sregs->cr0 & X86_CR0_PE) && (sregs->cs.selector & 3) == 3 ? KP_CPL_USER : KP_CPL_KERNEL,
+		.domain = KP_DOMAIN_GUEST,
+	};
+	if (gs->callgraph && pg_ok)
+		smp->nr_callchain = (uint16_t)guest_stack_walk(&vm->mem, &pg, smp->cpl == KP_CPL_USER, regs->rsp,
+							       regs->rbp, smp->callchain, KP_CALLCHAIN_MAX);
+	size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*smp) + smp->nr_callchain * sizeof(uint64_t));
+	gs_seal(s->rec, KP_REC_SAMPLE, size);
+	if (gs_put(s, s->rec, size))
+		__atomic_store_n(&s->samples, s->samples + 1, __ATOMIC_RELAXED);
+	dt = gs_now() - t0;
+	s->captures++;
+	__atomic_store_n(&s->capture_ns, s->capture_ns + dt, __ATOMIC_RELAXED);
+	if (dt > s->capture_max)
+		__atomic_store_n(&s->capture_max, dt, __ATOMIC_RELAXED);
+}
+
+void guest_sampler_before_run(struct vcpu *vcpu)
+{
+	struct guest_sampler_vcpu *s = &vcpu->sampler;
+	bool on = __atomic_load_n(&s->active, __ATOMIC_RELAXED) != 0;
+
+	if (!gs_run)
+		gs_run = vcpu->run;
+	/* Synced registers cost KVM a copy per exit: only while sampling. */
+	if (on != s->sync_on) {
+		vcpu->run->kvm_valid_regs = on ? vcpu->vm->sampler.sync_mask : 0;
+		s->sync_on = on;
+	}
+}
+
+void guest_sampler_after_run(struct vcpu *vcpu)
+{
+	struct guest_sampler_vcpu *s = &vcpu->sampler;
+	uint64_t count, periods;
+
+	if (!gs_fired)
+		return;
+	gs_fired = 0;
+	/* Our handler set immediate_exit; a stop request sets it too, and must keep it. */
+	if (!vm_stopping(vcpu->vm))
+		__atomic_store_n(&vcpu->run->immediate_exit, 0, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&s->active, __ATOMIC_ACQUIRE))
+		return;
+	/* Dekker with guest_sampler_stop: it clears active, then waits while busy. */
+	__atomic_store_n(&s->busy, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->active, __ATOMIC_SEQ_CST) &&
+	    read(s->perf_fd, &count, sizeof(count)) == (ssize_t)sizeof(count)) {
+		periods = count / vcpu->vm->sampler.period;
+		/* One sample for however many periods passed: never a loop of them. */
+		if (periods > s->periods_seen) {
+			gs_sample(vcpu, s, periods - s->periods_seen);
+			s->periods_seen = periods;
+		}
+	}
+	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* --- start and stop (control thread) ---------------------------------------- */
+
+static int gs_fail(char err[GUEST_SAMPLER_ERR_MAX], int rc, const char *fmt, const char *arg)
+{
+	snprintf(err, GUEST_SAMPLER_ERR_MAX, fmt, arg);
+	return rc;
+}
+
+static int gs_open_clock(pid_t tid, uint32_t type, uint64_t config, uint64_t period)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = type,
+		.config = config,
+		.sample_period = period,
+		/* Not exclude_kernel: on a non-PVM KVM the guest runs in the thread's kernel context. */
+		.exclude_hv = 1,
+		.wakeup_events = 1,
+	};
+	struct f_owner_ex owner = { F_OWNER_TID, tid };
+	int fd = perf_event_open(&attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fcntl(fd, F_SETOWN_EX, &owner) < 0 || fcntl(fd, F_SETSIG, gs_signo()) < 0 ||
+	    fcntl(fd, F_SETFL, O_ASYNC) < 0) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* Frees what start set up; the vCPUs are inactive and not busy. */
+static void gs_release(struct vm *vm)
+{
+	struct guest_sampler *gs = &vm->sampler;
+
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
+		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
+
+		if (s->perf_fd >= 0)
+			close(s->perf_fd);
+		s->perf_fd = -1;
+		free(s->seen);
+		s->seen = NULL;
+		s->ctl = NULL;
+		s->data = NULL;
+	}
+	if (gs->map)
+		munmap(gs->map, gs->map_size);
+	gs->map = NULL;
+	gs->running = false;
+}
+
+/* The memfd, sealed against resizing: a client that truncates it cannot make the VMM fault. */
+static int gs_create_rings(struct vm *vm, int *memfd)
+{
+	struct guest_sampler *gs = &vm->sampler;
+	unsigned int n = vm->cfg->ncpus;
+	uint64_t stride = KP_RING_PAGE + GUEST_SAMPLER_DATA_SIZE;
+	size_t size = KP_RING_PAGE + n * stride;
+	struct kp_ring_header *h;
+	int fd = memfd_create("kvmprof-guest-samples", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	gs->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (gs->map == MAP_FAILED) {
+		int err = errno;
+		gs->map = NULL;
+		close(fd);
+		return -err;
+	}
+	gs->map_size = size;
+	h = gs->map;
+	memcpy(h->magic, KP_RING_MAGIC, sizeof(h->magic));
+	h->version = KP_RING_VERSION;
+	h->nr_rings = n;
+	h->data_size = GUEST_SAMPLER_DATA_SIZE;
+	h->stride = stride;
+	h->file_version_major = KP_FILE_VERSION_MAJOR;
+	h->file_version_minor = KP_FILE_VERSION_MINOR;
+	for (unsigned int i = 0; i < n; i++) {
+		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
+
+		s->ctl = (struct kp_ring_ctl *)((uint8_t *)gs->map + KP_RING_PAGE + i * stride);
+		s->data = (uint8_t *)s->ctl + KP_RING_PAGE;
+	}
+	*memfd = fd;
+	return 0;
+}
+
+/* The vCPU thread ids; they appear microseconds after the threads start. */
+static bool gs_wait_tids(struct vm *vm)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		unsigned int ready = 0;
+
+		for (unsigned int i = 0; i < vm->cfg->ncpus; i++)
+			ready += __atomic_load_n(&vm->vcpu[i].tid, __ATOMIC_ACQUIRE) > 0;
+		if (ready == vm->cfg->ncpus)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, int *memfd,
+			size_t *ring_size, char err[GUEST_SAMPLER_ERR_MAX])
+{
+	struct guest_sampler *gs = &vm->sampler;
+	uint32_t type;
+	uint64_t config;
+	int fd = -1, rc;
+
+	*memfd = -1;
+	if (gs->running)
+		return gs_fail(err, -EBUSY, "guest sampling is already running%s", "");
+	if (!strcmp(req->event, "cpu-clock")) {
+		type = PERF_TYPE_SOFTWARE;
+		config = PERF_COUNT_SW_CPU_CLOCK;
+	} else if (!strcmp(req->event, "cycles")) {
+		type = PERF_TYPE_HARDWARE;
+		config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		return gs_fail(err, -EINVAL, "unknown event '%.64s': cpu-clock or cycles", req->event);
+	}
+	if (req->period < (type == PERF_TYPE_SOFTWARE ? GUEST_SAMPLER_PERIOD_MIN : 1000) ||
+	    req->period > GUEST_SAMPLER_PERIOD_MAX)
+		return gs_fail(err, -EINVAL, "period out of range: %s", type == PERF_TYPE_SOFTWARE ?
+			       "10000 to 10^10 ns for cpu-clock" : "1000 to 10^10 events");
+	if (!gs_wait_tids(vm))
+		return gs_fail(err, -EAGAIN, "the vCPU threads are not running yet%s", "");
+	rc = gs_create_rings(vm, &fd);
+	if (rc)
+		return gs_fail(err, rc, "cannot create the sample rings: %s", strerror(-rc));
+	gs->period = req->period;
+	gs->callgraph = req->callgraph;
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
+		struct vcpu *v = &vm->vcpu[i];
+		struct guest_sampler_vcpu *s = &v->sampler;
+
+		s->head = s->written = s->lost = s->periods_seen = s->samples = 0;
+		s->capture_ns = s->capture_max = s->sreg_ioctls = s->captures = 0;
+		s->nseen = 0;
+		s->desc_entry = -1;
+		s->pid0_kind = GS_PID0_NONE;
+		s->kernel_mmap_sent = false;
+		s->seen = calloc(GS_SEEN_SLOTS, sizeof(*s->seen));
+		if (!s->seen) {
+			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
+			break;
+		}
+		s->perf_fd = gs_open_clock(v->tid, type, config, req->period);
+		if (s->perf_fd < 0) {
+			rc = s->perf_fd;
+			s->perf_fd = -1;
+			if (type == PERF_TYPE_HARDWARE)
+				gs_fail(err, rc, "event cycles: this host has no hardware PMU perf can use "
+					"(perf_event_open: %s); use cpu-clock", strerror(-rc));
+			else
+				gs_fail(err, rc, "perf_event_open of cpu-clock on a vCPU thread: %s", strerror(-rc));
+			break;
+		}
+	}
+	if (rc) {
+		gs_release(vm);
+		close(fd);
+		return rc;
+	}
+	gs->running = true;
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++)
+		__atomic_store_n(&vm->vcpu[i].sampler.active, 1, __ATOMIC_SEQ_CST);
+	*memfd = fd;
+	*ring_size = gs->map_size;
+	return 0;
+}
+
+int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
+{
+	struct guest_sampler *gs = &vm->sampler;
+	uint64_t ns = 0, nsamples = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!gs->running)
+		return -ESRCH;
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++)
+		__atomic_store_n(&vm->vcpu[i].sampler.active, 0, __ATOMIC_SEQ_CST);
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
+		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
+
+		/* A sample takes microseconds and never blocks: this wait is short. */
+		while (__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST))
+			sched_yield();
+		t->samples += s->samples;
+		t->lost += s->lost;
+		t->records += s->written;
+		ns += s->capture_ns;
+		nsamples += s->captures;
+		if (s->capture_max > t->capture_max_ns)
+			t->capture_max_ns = s->capture_max;
+	}
+	t->capture_mean_ns = nsamples ? ns / nsamples : 0;
+	gs_release(vm);
+	return 0;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef KVMPROF_GUEST_SAMPLER_H
+#define KVMPROF_GUEST_SAMPLER_H
+
+/*
+ * Guest sampling by the VMM, for the host profiler (docs/guest-sampling.md,
+ * docs/control-socket.md sample-start / sample-stop). The control thread
+ * starts and stops it; each vCPU thread samples itself: a host clock event
+ * on the vCPU thread signals it every period, KVM_RUN returns, and the
+ * thread writes one SAMPLE record (RIP, CPL, guest pid, optionally the guest
+ * call stack) into its own ring of the memfd ring set
+ * (include/kvmprof/guest_ring.h) that the profiler drains.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvmprof/guest_desc.h"
+#include "kvmprof/guest_ring.h"
+#include "kvmprof/sample_format.h"
+
+struct vm;
+struct vcpu;
+
+#define GUEST_SAMPLER_ERR_MAX 256
+#define GUEST_SAMPLER_DATA_SIZE (1u << 20) /* ring data bytes per vCPU */
+#define GUEST_SAMPLER_PERIOD_MIN 10000ULL       /* 10 us */
+#define GUEST_SAMPLER_PERIOD_MAX 10000000000ULL /* 10 s */
+
+/* The record being built: header, sample, the longest call chain. */
+#define GUEST_SAMPLER_REC_MAX (sizeof(struct kp_rec_header) + sizeof(struct kp_rec_sample) + \
+			       KP_CALLCHAIN_MAX * sizeof(uint64_t))
+
+/* Per-vCPU state (struct vcpu.sampler). */
+struct guest_sampler_vcpu {
+	/* Set by the control thread while inactive; published by active. */
+	int active; /* atomic: ring and clock are set up, the vCPU thread may sample */
+	int busy;   /* atomic: the vCPU thread is inside the sampler (stop waits it out) */
+	int perf_fd;
+	struct kp_ring_ctl *ctl;
+	uint8_t *data;
+	uint32_t *seen; /* guest pids (+1) whose COMM/MMAP this ring carries; open addressing */
+	/* vCPU thread only while active; reset by the control thread at start. */
+	uint64_t head, written, lost, periods_seen;
+	uint64_t samples;                 /* SAMPLE records written */
+	uint64_t captures;                /* samples taken, written or lost */
+	uint64_t capture_ns, capture_max; /* time spent taking samples, for the overhead figure */
+	uint64_t sreg_ioctls;             /* samples that needed KVM_GET_SREGS */
+	unsigned int nseen;
+	int desc_entry;         /* the descriptor's per-CPU entry of this vCPU, -1: unknown */
+	int pid0_kind;          /* what the COMM of pid 0 says in this ring: 0 none, 1 idle, 2 unknown */
+	bool kernel_mmap_sent;
+	bool sync_on;           /* kvm_valid_regs was set for the KVM_RUN that just returned */
+	uint8_t rec[GUEST_SAMPLER_REC_MAX] __attribute__((aligned(8)));
+};
+
+/* Per-VM state (struct vm.sampler). */
+struct guest_sampler {
+	/* Control thread only. */
+	bool running;
+	bool callgraph;
+	uint64_t period;
+	void *map;
+	size_t map_size;
+	/* The guest descriptor: registered by a vCPU thread (port write), read by all. */
+	pthread_mutex_t desc_lock;
+	int desc_valid; /* atomic, set once: desc is final */
+	unsigned int desc_rejected, desc_ignored;
+	struct kp_guest_desc desc;
+	uint32_t sync_mask; /* KVM_CAP_SYNC_REGS: the register sets KVM copies into kvm_run */
+};
+
+struct guest_sampler_request {
+	const char *event; /* "cpu-clock" or "cycles" */
+	uint64_t period;   /* events between samples (ns for cpu-clock) */
+	bool callgraph;
+};
+
+struct guest_sampler_totals {
+	uint64_t samples, lost, records;
+	uint64_t capture_mean_ns, capture_max_ns;
+};
+
+/* At VM creation: the descriptor port, the sampling signal. 0 or -errno (message printed). */
+int guest_sampler_init(struct vm *vm);
+
+/*
+ * Control thread: starts sampling every vCPU. On success *memfd is a new
+ * descriptor of the ring set (the caller passes it on and closes it) of
+ * *ring_size bytes. 0, or -errno with a one-line reason in err.
+ */
+int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, int *memfd,
+			size_t *ring_size, char err[GUEST_SAMPLER_ERR_MAX]);
+/* Control thread: stops the clocks, waits out samples in progress, frees the rings. -ESRCH if not running. */
+int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t);
+bool guest_sampler_running(const struct vm *vm);
+bool guest_sampler_has_desc(struct vm *vm);
+
+/* vCPU thread, around each KVM_RUN. */
+void guest_sampler_before_run(struct vcpu *vcpu);
+void guest_sampler_after_run(struct vcpu *vcpu);
+
+#endif
