@@ -51,16 +51,19 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# Boots the bundled guest on two vCPUs with the virtual PMU: its agent
-# (/bin/agent) samples the whole guest while the demo workloads run, the
-# demos print their results and what the vPMU counted for them, and the
-# sample file comes out through the agent channel (COM2) into
-# $(BUILD)/run/agent.data; then the guest-wide report, read on the host
-# against the guest's own ELF files. Hosts without hardware counters get the
-# clock backend, which counts cycles from run time.
+# Boots the bundled guest on two vCPUs with the virtual PMU and profiles the
+# same run two ways:
+# - guest-wide: the guest's agent (/bin/agent) samples the whole guest
+#   through its virtual PMU while the demo workloads run; its sample file
+#   comes out through the agent channel (COM2) into $(RUN_DIR)/agent.data;
+# - system-wide: kvmprof, on the host, samples the VMM's threads and has the
+#   VMM sample the guest (through --control), into $(RUN_DIR)/system.data.
+# Then both reports, read on the host against the guest's own ELF files.
+# Hosts without hardware counters get the clock backend, which counts
+# cycles from run time.
 RUN_DIR := $(BUILD)/run
 run: deps
-	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent guest
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/kvmprof guest
 	@mkdir -p $(RUN_DIR)
 	@if $(BUILD)/kvmprof-vmm --vpmu-backend=emulated --cmdline "quiet start=/bin/exit" >/dev/null 2>&1; then \
 		backend=auto; \
@@ -68,16 +71,31 @@ run: deps
 		echo "run: this host has no hardware performance counters; the vPMU counts cycles from time (--vpmu-backend=clock)"; \
 		backend=clock; \
 	fi; \
-	set -x; \
-	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats \
+	sock=$(RUN_DIR)/vmm.sock; rm -f $$sock $(RUN_DIR)/system.data; \
+	echo "run: $(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock" \
+		"--agent-channel $(RUN_DIR)/agent.data --cmdline start=/bin/agent &"; \
+	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock \
 		--kernel $(GUEST_KERNEL) --initrd $(GUEST_INITRD) \
-		--agent-channel $(RUN_DIR)/agent.data --cmdline "start=/bin/agent"
+		--agent-channel $(RUN_DIR)/agent.data --cmdline "start=/bin/agent" & vmm=$$!; \
+	for i in $$(seq 200); do [ -S $$sock ] && break; sleep 0.01; done; \
+	echo "run: $(BUILD)/kvmprof record --vm $$sock -g -q -o $(RUN_DIR)/system.data &"; \
+	$(BUILD)/kvmprof record --vm $$sock -g -q -o $(RUN_DIR)/system.data & rec=$$!; \
+	wait $$vmm; status=$$?; wait $$rec; \
+	if [ $$status != 0 ]; then echo "run: kvmprof-vmm exited $$status"; exit $$status; fi
 	@echo
 	@echo "== guest-wide profile, sampled inside the guest through its virtual PMU (top 25 rows)"
 	@$(BUILD)/kvmprof-agent report -i $(RUN_DIR)/agent.data --guest-root $(BUILD)/guest \
 		--sort pid,image,symbol -o $(RUN_DIR)/guest-wide.txt
 	@head -n 27 $(RUN_DIR)/guest-wide.txt
 	@echo "(whole report: $(RUN_DIR)/guest-wide.txt)"
+	@echo
+	@echo "== system-wide profile of the same run, sampled from the host (top rows)"
+	@$(BUILD)/kvmprof report -i $(RUN_DIR)/system.data --guest-root $(BUILD)/guest \
+		--sort domain,process,symbol -o $(RUN_DIR)/system-wide.txt
+	@$(BUILD)/kvmprof report -i $(RUN_DIR)/system.data --guest-root $(BUILD)/guest \
+		--format svg -o $(RUN_DIR)/system-wide.svg
+	@head -n 30 $(RUN_DIR)/system-wide.txt
+	@echo "(whole report: $(RUN_DIR)/system-wide.txt; flame graph: $(RUN_DIR)/system-wide.svg)"
 
 clean:
 	rm -rf $(BUILD)
