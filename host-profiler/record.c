@@ -91,6 +91,9 @@ struct hrec {
 	struct guest_rings gr;
 	char guest_status[640];
 	bool vm_gone;
+	/* sample-stop's figures of the VMM's own cost per guest sample (none if the VM went first) */
+	bool capture_known;
+	uint64_t capture_mean_ns, capture_max_ns;
 	uint64_t t_start;
 };
 
@@ -471,6 +474,14 @@ static int write_epilogue(struct hrec *R)
 
 		snprintf(buf, sizeof(buf), "%" PRIu64, R->gr.samples);
 		r = kp_writer_meta(R->w, "guest_samples", buf);
+		if (!r && R->capture_known) {
+			snprintf(buf, sizeof(buf), "%" PRIu64, R->capture_mean_ns);
+			r = kp_writer_meta(R->w, "guest_capture_mean_ns", buf);
+		}
+		if (!r && R->capture_known) {
+			snprintf(buf, sizeof(buf), "%" PRIu64, R->capture_max_ns);
+			r = kp_writer_meta(R->w, "guest_capture_max_ns", buf);
+		}
 		if (!r && lost) {
 			struct kp_rec_lost l = { .event_id = HOST_EVENT_ID, .lost = lost };
 
@@ -529,15 +540,25 @@ static void start_guest_sampling(struct hrec *R)
 
 static void stop_guest_sampling(struct hrec *R)
 {
-	json_object *reply;
+	json_object *reply, *mean, *max;
 	char err[512];
 
 	if (!R->sampling || R->vm_gone)
 		return;
-	if (vm_client_simple(&R->vm, "sample-stop", &reply, err, sizeof(err)))
+
+	if (vm_client_simple(&R->vm, "sample-stop", &reply, err, sizeof(err))) {
 		fprintf(stderr, "kvmprof: sample-stop: %s\n", err);
-	else
-		json_object_put(reply);
+		return;
+	}
+	/* What one guest sample cost the VMM's vCPU thread (for benchmarks and the curious). */
+	if (json_object_object_get_ex(reply, "capture_mean_ns", &mean) && json_object_is_type(mean, json_type_int) &&
+	    json_object_object_get_ex(reply, "capture_max_ns", &max) && json_object_is_type(max, json_type_int) &&
+	    json_object_get_int64(mean) >= 0 && json_object_get_int64(max) >= 0) {
+		R->capture_known = true;
+		R->capture_mean_ns = (uint64_t)json_object_get_int64(mean);
+		R->capture_max_ns = (uint64_t)json_object_get_int64(max);
+	}
+	json_object_put(reply);
 }
 
 /* ---- the loop ---- */
@@ -686,6 +707,9 @@ static int finish(struct hrec *R)
 		"samples), %" PRIu64 " guest samples%s, %" PRIu64 " lost in %.1f s, written to %s (%.2f MB)\n",
 		samples - R->gr.samples, dropped, R->gr.samples, R->sampling ? "" : " (no guest sampler)", lost,
 		(double)duration / 1e9, R->out_name, (double)bytes / 1e6);
+	if (R->capture_known)
+		fprintf(stderr, "kvmprof: the VMM took each guest sample in %.2f us on average (max %.2f us)\n",
+			(double)R->capture_mean_ns / 1e3, (double)R->capture_max_ns / 1e3);
 	if (R->gr.bad)
 		fprintf(stderr, "kvmprof: %" PRIu64 " malformed records in the guest sample rings were skipped\n",
 			R->gr.bad);
