@@ -16,7 +16,7 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
                 qemu-system-x86 xz-utils zstd binutils libpfm4-dev \
                 libelf-dev libdw-dev zlib1g-dev liblzma-dev libbz2-dev \
-                libprotobuf-c-dev protobuf-c-compiler libjson-c-dev
+                libprotobuf-c-dev protobuf-c-compiler libjson-c-dev libbpf-dev
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.
 DEB_PACKAGES += libxml2-utils chromium python3
 

@@ -16,13 +16,17 @@ $(BUILD)/asan/guest-agent/%.o: guest-agent/%.c
 
 $(AGENT_OBJS) $(AGENT_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
 
+# libbpf reads the kernel's BTF for the export's task layout (layout.c); its
+# static archive needs libelf and zlib, which LIB_LIBS brings after it.
+AGENT_LIBS := -lbpf $(LIB_LIBS)
+
 # The link warns that libdw's debuginfod client calls dlopen: in the static
 # agent that dlopen simply fails, so debuginfod is never used; symbols come
 # from the files on disk (or under --guest-root) only.
 $(BUILD)/kvmprof-agent: $(AGENT_OBJS) $(LIB_A)
-	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(AGENT_LIBS) -lpthread
 
 $(BUILD)/asan/kvmprof-agent: $(AGENT_ASAN_OBJS) $(LIB_ASAN_A)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(AGENT_LIBS) -lpthread
 
 -include $(AGENT_OBJS:.o=.d) $(AGENT_ASAN_OBJS:.o=.d)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "emit.h"
+#include "layout.h"
 #include "sample_file.h"
 
 /*
@@ -41,6 +42,30 @@ static int make_raw(int fd, struct termios *saved, const char *dev)
 	return 0;
 }
 
+/*
+ * The task layout first, so that a reader looking only for it (kvmprof
+ * record --guest-export) finds it early. A kernel without BTF or data
+ * symbols still gets its maps and symbols exported: the reason goes into
+ * META task_layout and onto stderr.
+ */
+static int write_layout(struct emit_ctx *e)
+{
+	struct kp_rec_task_layout l;
+	char why[LAYOUT_WHY_MAX], buf[LAYOUT_WHY_MAX + 32];
+
+	if (layout_read(&l, why)) {
+		fprintf(stderr, "kvmprof-agent: no task layout in the export: %s\n", why);
+		snprintf(buf, sizeof(buf), "unavailable: %s", why);
+		return kp_writer_meta(e->w, "task_layout", buf);
+	}
+	fprintf(stderr,
+		"kvmprof-agent: task layout: current_task 0x%" PRIx64 "%s, __per_cpu_offset 0x%" PRIx64
+		", task_struct pid +%u tgid +%u comm +%u[%u] (%u bytes)\n",
+		l.current_task, l.flags & KP_LAYOUT_PCPU_HOT ? " (in pcpu_hot)" : "", l.per_cpu_offset, l.task_pid,
+		l.task_tgid, l.task_comm, l.task_comm_size, l.task_size);
+	return kp_writer_add(e->w, KP_REC_TASK_LAYOUT, &l, sizeof(l));
+}
+
 static int write_stream(struct emit_ctx *e, const struct export_opts *o, uint64_t *nsyms)
 {
 	bool hidden = false;
@@ -48,6 +73,8 @@ static int write_stream(struct emit_ctx *e, const struct export_opts *o, uint64_
 
 	if (!r)
 		r = kp_writer_meta(e->w, "command", "export");
+	if (!r)
+		r = write_layout(e);
 	if (!r) {
 		r = emit_kallsyms(e, &hidden, nsyms, !o->all_symbols);
 		if (r == -ENOENT || r == -EACCES) {

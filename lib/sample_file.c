@@ -400,6 +400,20 @@ static const char *check_payload(uint32_t type, const unsigned char *p, uint32_t
 	}
 	case KP_REC_LOST:
 		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
+	case KP_REC_TASK_LAYOUT: {
+		const struct kp_rec_task_layout *l = (const void *)p;
+		if (len < sizeof(*l))
+			return "TASK_LAYOUT record too short";
+		if (l->reserved)
+			return "TASK_LAYOUT reserved word set";
+		/* Another kind is a newer writer's: its consumer checks it. The fields must fit the structure. */
+		if (l->task_comm_size < 1 || l->task_comm_size > KP_LAYOUT_COMM_MAX ||
+		    l->task_pid > l->task_size || l->task_size - l->task_pid < 4 ||
+		    l->task_tgid > l->task_size || l->task_size - l->task_tgid < 4 ||
+		    l->task_comm > l->task_size || l->task_size - l->task_comm < l->task_comm_size)
+			return "TASK_LAYOUT fields lie outside the task structure";
+		return NULL;
+	}
 	}
 	return NULL;
 }
@@ -525,7 +539,7 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 			return 0;
 		}
 		r->records++;
-		if (h.type < KP_REC_META || h.type > KP_REC_KSYMS_Z)
+		if (h.type < KP_REC_META || h.type > KP_REC_TASK_LAYOUT)
 			continue; /* a newer minor version's record: skip it */
 		return 1;
 	}

@@ -58,6 +58,7 @@ struct kp_record {
 		const struct kp_rec_ksyms *ksyms;
 		const struct kp_rec_lost *lost;
 		const struct kp_rec_end *end;
+		const struct kp_rec_task_layout *layout;
 	};
 };
 

@@ -38,11 +38,11 @@ ASAN_UNIT_TESTS += $(AGENT_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
 $(AGENT_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(filter-out %/main.o,$(AGENT_OBJS)) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(AGENT_LIBS)
 
 $(AGENT_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(filter-out %/main.o,$(AGENT_ASAN_OBJS)) $(LIB_ASAN_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(AGENT_LIBS)
 
 VMM_PURE_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/%.o)
 VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)

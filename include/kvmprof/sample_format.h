@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 2  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 3  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -70,6 +70,7 @@ enum kp_rec_type {
 	KP_REC_LOST = 9,   /* struct kp_rec_lost: samples the kernel dropped */
 	KP_REC_END = 10,   /* struct kp_rec_end: the last record of a whole stream */
 	KP_REC_KSYMS_Z = 11, /* struct kp_rec_ksyms_z: a zlib-compressed KSYMS chunk (since 1.1) */
+	KP_REC_TASK_LAYOUT = 12, /* struct kp_rec_task_layout: where a Linux kernel keeps its current task (since 1.3) */
 };
 
 /*
@@ -180,6 +181,42 @@ struct kp_rec_ksyms_z {
 	unsigned char data[];
 };
 
+/*
+ * Where a Linux kernel keeps the task each CPU runs, and the task_struct
+ * fields that name it: what a VMM needs to tell a guest's processes apart
+ * from outside (docs/guest-sampling.md). `kvmprof-agent export` writes one,
+ * from /proc/kallsyms and the kernel's BTF (/sys/kernel/btf/vmlinux).
+ *
+ * x86-64 (KP_LAYOUT_LINUX_X86_64): per-CPU variables are linked at offsets
+ * from 0 and CPU n's copy of one lives at __per_cpu_offset[n] + its offset
+ * (the same base is GS in kernel mode). So, for CPU n:
+ *
+ *   task = *(u64 *)(*(u64 *)(per_cpu_offset + 8 * n) + current_task)
+ *   tgid = *(s32 *)(task + task_tgid)     the process ("pid" in user space)
+ *   pid  = *(s32 *)(task + task_pid)      the thread
+ *   comm = task + task_comm, task_comm_size bytes, NUL-terminated
+ *
+ * current_task is the per-CPU offset of the `current_task` variable (Linux
+ * up to 6.1 and from 6.15), or of `pcpu_hot` plus the offset of its
+ * `current_task` member (6.2 to 6.14; flag KP_LAYOUT_PCPU_HOT).
+ * per_cpu_offset is the kernel address of the array `__per_cpu_offset`.
+ * The record describes a kernel that was running when it was written; a
+ * reader that uses it against a live guest checks every number again.
+ */
+#define KP_LAYOUT_LINUX_X86_64 1u
+#define KP_LAYOUT_PCPU_HOT 1u /* current_task is a member of pcpu_hot */
+#define KP_LAYOUT_COMM_MAX 64 /* task_comm_size at most this (TASK_COMM_LEN is 16) */
+struct kp_rec_task_layout {
+	uint32_t kind;  /* KP_LAYOUT_LINUX_X86_64 */
+	uint32_t flags; /* KP_LAYOUT_* */
+	uint64_t current_task;   /* per-CPU offset of the current task pointer */
+	uint64_t per_cpu_offset; /* address of __per_cpu_offset[] */
+	uint32_t task_pid, task_tgid;       /* byte offsets of pid_t pid, tgid in struct task_struct */
+	uint32_t task_comm, task_comm_size; /* char comm[task_comm_size] */
+	uint32_t task_size;                 /* sizeof(struct task_struct): every field lies below it */
+	uint32_t reserved;                  /* 0 */
+};
+
 struct kp_rec_lost {
 	uint32_t event_id;
 	uint32_t reserved;
@@ -199,5 +236,6 @@ _Static_assert(sizeof(struct kp_rec_event) == 160, "event record layout");
 _Static_assert(sizeof(struct kp_rec_comm) == 40, "comm record layout");
 _Static_assert(sizeof(struct kp_rec_mmap) == 72, "mmap record layout");
 _Static_assert(sizeof(struct kp_rec_sample) == 48, "sample record layout");
+_Static_assert(sizeof(struct kp_rec_task_layout) == 48, "task layout record layout");
 
 #endif
