@@ -7,6 +7,7 @@
  * client does (garbage, endless lines, never reading) costs it its own
  * connection at worst: the VM and the other clients go on.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <json.h>
 #include <poll.h>
@@ -336,7 +337,7 @@ struct control_cmd {
 };
 
 static const char *const control_no_keys[] = { NULL };
-static const char *const control_sample_keys[] = { "event", "period", "freq", "callgraph", NULL };
+static const char *const control_sample_keys[] = { "event", "period", "freq", "callgraph", "linux", NULL };
 
 static const struct control_cmd control_cmds[] = {
 	{ "status", control_no_keys },
@@ -386,11 +387,83 @@ static bool control_get_u64(struct json_object *req, const char *key, uint64_t *
 	return true;
 }
 
+/*
+ * An unsigned 64-bit number given as a JSON integer (at least 0) or as a
+ * "0x..." hex string: kernel addresses do not fit JSON's int64, and many
+ * JSON tools lose precision past 2^53.
+ */
+static bool control_get_addr(struct json_object *o, uint64_t *v)
+{
+	const char *str;
+	char *end;
+
+	if (json_object_is_type(o, json_type_int)) {
+		if (json_object_get_int64(o) < 0)
+			return false;
+		*v = json_object_get_uint64(o);
+		return true;
+	}
+	if (!json_object_is_type(o, json_type_string))
+		return false;
+	str = json_object_get_string(o);
+	if (strncmp(str, "0x", 2) || !isxdigit((unsigned char)str[2]) || strlen(str) > 18)
+		return false;
+	errno = 0;
+	*v = strtoull(str + 2, &end, 16);
+	return !errno && !*end;
+}
+
+/*
+ * sample-start's "linux": a Linux guest's task layout (the agent's export,
+ * through kvmprof record). Shape only here; guest_linux_check judges the
+ * numbers.
+ */
+static const char *control_linux_layout(struct json_object *o, struct kp_rec_task_layout *l, char *buf,
+					size_t bufsz)
+{
+	static const char *const keys[] = { "current_task", "per_cpu_offset", "pid", "tgid", "comm", "comm_size",
+					    "task_size" };
+	uint64_t v[7];
+
+	if (!json_object_is_type(o, json_type_object))
+		return "\"linux\" must be an object: {\"current_task\":\"0x...\",\"per_cpu_offset\":\"0x...\","
+		       "\"pid\":N,\"tgid\":N,\"comm\":N,\"comm_size\":N,\"task_size\":N}";
+	json_object_object_foreach(o, key, val) {
+		bool known = false;
+
+		(void)val;
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			known |= !strcmp(key, keys[i]);
+		if (!known) {
+			snprintf(buf, bufsz, "\"linux\" takes no key '%.*s'", control_clip(key, 64), key);
+			return buf;
+		}
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		struct json_object *f;
+
+		if (!json_object_object_get_ex(o, keys[i], &f) || !control_get_addr(f, &v[i]) ||
+		    (i >= 2 && v[i] > UINT32_MAX)) {
+			snprintf(buf, bufsz, "\"linux\": \"%s\" missing or not a %s", keys[i],
+				 i < 2 ? "number (an integer or a \"0x...\" string)" : "32-bit integer");
+			return buf;
+		}
+	}
+	*l = (struct kp_rec_task_layout){
+		.kind = KP_LAYOUT_LINUX_X86_64, .current_task = v[0], .per_cpu_offset = v[1],
+		.task_pid = (uint32_t)v[2], .task_tgid = (uint32_t)v[3], .task_comm = (uint32_t)v[4],
+		.task_comm_size = (uint32_t)v[5], .task_size = (uint32_t)v[6],
+	};
+	return NULL;
+}
+
 static const char *control_sample_start(struct control *c, struct control_client *cl, struct json_object *req,
 					struct json_object *r, char *buf, size_t bufsz)
 {
 	struct guest_sampler_request sr = { .event = "cpu-clock", .period = 1000000 };
+	struct kp_rec_task_layout lx;
 	struct json_object *o;
+	const char *bad;
 	uint64_t period = 0, freq = 0;
 	bool has_period, has_freq;
 	char err[GUEST_SAMPLER_ERR_MAX];
@@ -421,6 +494,12 @@ static const char *control_sample_start(struct control *c, struct control_client
 			return "\"callgraph\" must be true or false";
 		sr.callgraph = json_object_get_boolean(o);
 	}
+	if (json_object_object_get_ex(req, "linux", &o)) {
+		bad = control_linux_layout(o, &lx, buf, bufsz);
+		if (bad)
+			return bad;
+		sr.lx = &lx;
+	}
 	if (cl->pass_fd >= 0)
 		return "the previous ring descriptor has not been sent yet: read the replies";
 	if (vm_stopping(c->vm))
@@ -437,6 +516,8 @@ static const char *control_sample_start(struct control *c, struct control_client
 	control_put_u64(r, "vcpus", c->vm->cfg->ncpus);
 	control_put_u64(r, "ring_size", ring_size);
 	control_put_u64(r, "data_size", GUEST_SAMPLER_DATA_SIZE);
+	/* How samples name guest processes: the Linux layout, or the descriptor the guest registers (if it does). */
+	control_put_str(r, "processes", sr.lx ? "linux" : "descriptor");
 	return NULL;
 }
 

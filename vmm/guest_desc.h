@@ -48,4 +48,30 @@ struct guest_desc_proc {
 int guest_desc_proc_info(const struct kp_guest_desc *d, const struct guest_mem *mem,
 			 const struct guest_paging *pg, uint64_t proc_gva, struct guest_desc_proc *out);
 
+/*
+ * Linux guests (struct kp_rec_task_layout, from the agent's export, given
+ * with sample-start): no descriptor in guest memory, but the kernel's own
+ * per-CPU current-task pointer and task_struct offsets.
+ */
+#define GUEST_LINUX_TASK_MAX (1u << 20)  /* task_size and every field below this */
+#define GUEST_LINUX_PERCPU_REL_MAX (1ULL << 32) /* a zero-based per-CPU offset is below this */
+
+/* 0 if l can be used; -EINVAL with the first reason in why otherwise. */
+int guest_linux_check(const struct kp_rec_task_layout *l, char why[GUEST_DESC_WHY_MAX]);
+
+/*
+ * The task Linux CPU cpu runs (cpu: the vCPU index; the VMM's ACPI and MP
+ * tables list vCPUs in order, so Linux numbers them the same): *task, its
+ * *tgid (the process) and *pid (the thread); all 0 when idle (the swapper
+ * task, pid 0). 0, or -EFAULT when something could not be read or made no
+ * sense (then all three are 0).
+ */
+int guest_linux_current(const struct kp_rec_task_layout *l, const struct guest_mem *mem,
+			const struct guest_paging *pg, unsigned int cpu, uint64_t *task, uint32_t *tgid,
+			uint32_t *pid);
+
+/* The task's comm, NUL-terminated, control bytes as '?'; false (and "[unknown]") if unreadable or empty. */
+bool guest_linux_comm(const struct kp_rec_task_layout *l, const struct guest_mem *mem,
+		      const struct guest_paging *pg, uint64_t task, char comm[KP_COMM_MAX + 1]);
+
 #endif

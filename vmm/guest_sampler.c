@@ -223,26 +223,34 @@ static bool gs_put_mmap(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t tim
 	return gs_put(s, s->rec, size);
 }
 
-/* Whether pid's COMM/MMAP went into this ring already; with add, records it. */
-static bool gs_seen(struct guest_sampler_vcpu *s, uint32_t pid, bool add)
+/*
+ * The slot of pid if its COMM/MMAP went into this ring already; with add,
+ * records it. -1 when not there (or not added: the table is full).
+ */
+static int gs_seen_slot(struct guest_sampler_vcpu *s, uint32_t pid, bool add)
 {
 	uint32_t key = pid + 1, h = (pid * 2654435761u) & (GS_SEEN_SLOTS - 1);
 
 	for (unsigned int probe = 0; probe < GS_SEEN_SLOTS; probe++, h = (h + 1) & (GS_SEEN_SLOTS - 1)) {
 		if (s->seen[h] == key)
-			return true;
+			return (int)h;
 		if (!s->seen[h]) {
 			if (!add)
-				return false;
+				return -1;
 			/* A full table: the pid's records are sent again with each sample rather than never. */
 			if (s->nseen >= GS_SEEN_MAX)
-				return false;
+				return -1;
 			s->seen[h] = key;
 			s->nseen++;
-			return true;
+			return (int)h;
 		}
 	}
-	return false;
+	return -1;
+}
+
+static bool gs_seen(struct guest_sampler_vcpu *s, uint32_t pid, bool add)
+{
+	return gs_seen_slot(s, pid, add) >= 0;
 }
 
 /* --- taking a sample -------------------------------------------------------- */
@@ -262,6 +270,43 @@ static void gs_new_pid(struct guest_sampler_vcpu *s, const struct kp_guest_desc 
 	gs_seen(s, pid, true);
 }
 
+/* FNV-1a of a name: a changed name (exec, prctl) is noticed by its hash. 0 is kept for "none". */
+static uint32_t gs_name_hash(const char *n)
+{
+	uint32_t h = 2166136261u;
+
+	while (*n)
+		h = (h ^ (unsigned char)*n++) * 16777619u;
+	return h ? h : 1;
+}
+
+/*
+ * A Linux process's COMM, the first time this ring sees its tgid and again
+ * whenever the name changed (an exec keeps the tgid). Its mappings are not
+ * read here: they come from the agent's export, joined by tgid in the
+ * report. One extra read of comm per sample, a page walk: cheaper than
+ * the forced exit every sample already costs.
+ */
+static void gs_linux_name(struct guest_sampler_vcpu *s, const struct kp_rec_task_layout *l,
+			  const struct guest_mem *mem, const struct guest_paging *pg, uint32_t tgid, uint64_t task,
+			  uint64_t now)
+{
+	char comm[KP_COMM_MAX + 1];
+	uint32_t h;
+	int slot = gs_seen_slot(s, tgid, false);
+
+	guest_linux_comm(l, mem, pg, task, comm);
+	h = gs_name_hash(comm);
+	if (slot >= 0 && s->seen_comm[slot] == h)
+		return;
+	if (!gs_put_comm(s, tgid, now, comm))
+		return;
+	if (slot < 0)
+		slot = gs_seen_slot(s, tgid, true);
+	if (slot >= 0)
+		s->seen_comm[slot] = h;
+}
+
 static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight)
 {
 	struct vm *vm = vcpu->vm;
@@ -274,7 +319,7 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 	struct guest_paging pg;
 	struct kp_rec_sample *smp;
 	uint64_t t0 = gs_now(), proc = 0, dt;
-	uint32_t pid = 0, size;
+	uint32_t pid = 0, tid = 0, size;
 	bool pg_ok, known = false;
 	int pid0_kind;
 
@@ -290,7 +335,12 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		s->sreg_ioctls++;
 	}
 	pg_ok = guest_paging_init(&pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
-	if (pg_ok && guest_sampler_has_desc(vm)) {
+	if (pg_ok && gs->has_lx) {
+		/* Kernel addresses are mapped in every Linux process's tables: the sampled CR3 reaches them. */
+		known = guest_linux_current(&gs->lx, &vm->mem, &pg, vcpu->id, &proc, &pid, &tid) == 0;
+		if (known && pid)
+			gs_linux_name(s, &gs->lx, &vm->mem, &pg, pid, proc, t0);
+	} else if (pg_ok && guest_sampler_has_desc(vm)) {
 		const struct kp_guest_desc *d = &gs->desc;
 
 		if (!s->kernel_mmap_sent)
@@ -299,9 +349,10 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		known = guest_desc_current(d, &vm->mem, &pg, vcpu->id, &s->desc_entry, &proc, &pid) == 0;
 		if (known && pid && !gs_seen(s, pid, false))
 			gs_new_pid(s, d, &vm->mem, &pg, pid, proc, t0);
-		if (!known)
-			pid = 0;
+		tid = pid;
 	}
+	if (!known)
+		pid = tid = 0;
 	if (!pid) {
 		pid0_kind = known ? GS_PID0_IDLE : GS_PID0_UNKNOWN;
 		if (s->pid0_kind != pid0_kind &&
@@ -310,7 +361,7 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 	}
 	smp = (struct kp_rec_sample *)(s->rec + sizeof(struct kp_rec_header));
 	*smp = (struct kp_rec_sample){
-		.pid = pid, .tid = pid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
+		.pid = pid, .tid = tid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
 		.period = weight * gs->period,
 		/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
 		.cpl = (sregs->cr0 & X86_CR0_PE) && (sregs->cs.selector & 3) == 3 ? KP_CPL_USER : KP_CPL_KERNEL,
@@ -417,6 +468,8 @@ static void gs_release(struct vm *vm)
 		s->perf_fd = -1;
 		free(s->seen);
 		s->seen = NULL;
+		free(s->seen_comm);
+		s->seen_comm = NULL;
 		s->ctl = NULL;
 		s->data = NULL;
 	}
@@ -508,6 +561,12 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 	    req->period > GUEST_SAMPLER_PERIOD_MAX)
 		return gs_fail(err, -EINVAL, "period out of range: %s", type == PERF_TYPE_SOFTWARE ?
 			       "10000 to 10^10 ns for cpu-clock" : "1000 to 10^10 events");
+	if (req->lx) {
+		char why[GUEST_DESC_WHY_MAX];
+
+		if (guest_linux_check(req->lx, why))
+			return gs_fail(err, -EINVAL, "linux layout refused: %s", why);
+	}
 	if (!gs_wait_tids(vm))
 		return gs_fail(err, -EAGAIN, "the vCPU threads are not running yet%s", "");
 	rc = gs_create_rings(vm, &fd);
@@ -515,6 +574,10 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		return gs_fail(err, rc, "cannot create the sample rings: %s", strerror(-rc));
 	gs->period = req->period;
 	gs->callgraph = req->callgraph;
+	/* Published to the vCPU threads by the SEQ_CST store of each one's active flag below. */
+	gs->has_lx = req->lx != NULL;
+	if (req->lx)
+		gs->lx = *req->lx;
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		struct vcpu *v = &vm->vcpu[i];
 		struct guest_sampler_vcpu *s = &v->sampler;
@@ -526,7 +589,8 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		s->pid0_kind = GS_PID0_NONE;
 		s->kernel_mmap_sent = false;
 		s->seen = calloc(GS_SEEN_SLOTS, sizeof(*s->seen));
-		if (!s->seen) {
+		s->seen_comm = calloc(GS_SEEN_SLOTS, sizeof(*s->seen_comm));
+		if (!s->seen || !s->seen_comm) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;
 		}

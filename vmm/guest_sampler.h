@@ -42,6 +42,7 @@ struct guest_sampler_vcpu {
 	struct kp_ring_ctl *ctl;
 	uint8_t *data;
 	uint32_t *seen; /* guest pids (+1) whose COMM/MMAP this ring carries; open addressing */
+	uint32_t *seen_comm; /* Linux: a hash of the name each seen pid had, to notice exec and renames */
 	/* vCPU thread only while active; reset by the control thread at start. */
 	uint64_t head, written, lost, periods_seen;
 	uint64_t samples;                 /* SAMPLE records written */
@@ -70,12 +71,17 @@ struct guest_sampler {
 	unsigned int desc_rejected, desc_ignored;
 	struct kp_guest_desc desc;
 	uint32_t sync_mask; /* KVM_CAP_SYNC_REGS: the register sets KVM copies into kvm_run */
+	/* A Linux guest's task layout (sample-start "linux"): set before the vCPUs go active, then read-only. */
+	bool has_lx;
+	struct kp_rec_task_layout lx;
 };
 
 struct guest_sampler_request {
 	const char *event; /* "cpu-clock" or "cycles" */
 	uint64_t period;   /* events between samples (ns for cpu-clock) */
 	bool callgraph;
+	/* A Linux guest: where its current task lives (checked with guest_linux_check); NULL: the descriptor. */
+	const struct kp_rec_task_layout *lx;
 };
 
 struct guest_sampler_totals {

@@ -140,6 +140,23 @@ elif [ -x "$GS_CLIENT" ]; then
 	bad guest-sampler-hostile-descriptor "no control socket: $(head -c 300 "$TMP/gs.err")"
 fi
 
+# A Linux task layout given to a guest that is not Linux (or lies about it): every read of it
+# misses (the bundled guest maps nothing in the kernel half), samples get pid 0 [unknown],
+# the VM and the rings are fine.
+if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:1500"; then
+	"$GS_CLIENT" -g -d 1 -l '{"current_task":"0x20d40","per_cpu_offset":"0xffffffff82a1e9a0","pid":2416,"tgid":2420,"comm":2976,"comm_size":16,"task_size":9728}' \
+		"$GS_SOCK" >"$TMP/gs.ring" 2>&1
+	client_rc=$?
+	gs_end
+	if [ $rc = 0 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
+		grep -q '^start: .*"processes":"linux"' "$TMP/gs.ring" &&
+		grep -q '^pid 0 \[unknown\]: [1-9]' "$TMP/gs.ring" && ! grep -q '^pid [1-9]' "$TMP/gs.ring"; then
+		ok guest-sampler-linux-layout-misses
+	else bad guest-sampler-linux-layout-misses "vm rc=$rc client rc=$client_rc: $(grep -E '^(start|pid|read)' "$TMP/gs.ring" | head -c 400)"; fi
+elif [ -x "$GS_CLIENT" ]; then
+	bad guest-sampler-linux-layout-misses "no control socket: $(head -c 300 "$TMP/gs.err")"
+fi
+
 # The client vanishes mid-sampling: sampling stops with it and can start again; bad requests.
 if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 	"$GS_CLIENT" -x -d 0.5 "$GS_SOCK" >"$TMP/gs.ring" 2>&1
@@ -153,7 +170,10 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 	again=$?
 	printf '%s\n' '{"cmd":"sample-stop"}' '{"cmd":"sample-start","period":5}' \
 		'{"cmd":"sample-start","event":"instructions"}' '{"cmd":"sample-start","period":1000000,"freq":1000}' \
-		'{"cmd":"sample-start","callgraph":1}' '{"cmd":"sample-start","event":"cycles","period":1000000}' |
+		'{"cmd":"sample-start","callgraph":1}' '{"cmd":"sample-start","linux":5}' \
+		'{"cmd":"sample-start","linux":{"current_task":"0x40","per_cpu_offset":"0xffffffff82a1e9a0","pid":2416,"tgid":2420,"comm":2976,"comm_size":16}}' \
+		'{"cmd":"sample-start","linux":{"current_task":"0x40","per_cpu_offset":"0x3000","pid":2416,"tgid":2420,"comm":2976,"comm_size":16,"task_size":9728}}' \
+		'{"cmd":"sample-start","event":"cycles","period":1000000}' |
 		"$CTL_CLIENT" "$GS_SOCK" >"$TMP/gs.reply" 2>&1
 	gs_end
 	if [ $rc = 0 ] && [ "$stopped" = 1 ] && [ $again = 0 ] && grep -qx match "$TMP/gs.ring2"; then
@@ -164,7 +184,10 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 		sed -n 3p "$TMP/gs.reply" | grep -q "\"error\":\"unknown event 'instructions'" &&
 		sed -n 4p "$TMP/gs.reply" | grep -q 'not both' &&
 		sed -n 5p "$TMP/gs.reply" | grep -q 'must be true or false' &&
-		sed -n 6p "$TMP/gs.reply" | grep -qE '"ok":false,"error":"event cycles: this host has no hardware PMU|"ok":true'
+		sed -n 6p "$TMP/gs.reply" | grep -q '"linux\\" must be an object' &&
+		sed -n 7p "$TMP/gs.reply" | grep -q '"task_size\\" missing' &&
+		sed -n 8p "$TMP/gs.reply" | grep -q 'linux layout refused: per_cpu_offset 0x3000 is not an aligned kernel address' &&
+		sed -n 9p "$TMP/gs.reply" | grep -qE '"ok":false,"error":"event cycles: this host has no hardware PMU|"ok":true'
 	then ok guest-sampler-bad-requests
 	else bad guest-sampler-bad-requests "$(head -c 600 "$TMP/gs.reply")"; fi
 elif [ -x "$GS_CLIENT" ]; then

@@ -241,14 +241,14 @@ int main(int argc, char **argv)
 	uint64_t period = 1000000, t0;
 	double secs = 2;
 	bool callgraph = false, vanish = false, all = false;
-	const char *outpath = NULL;
-	char req[256], line[4096];
+	const char *outpath = NULL, *linux_layout = NULL;
+	char req[1024], line[4096];
 	int opt, s, fd = -1;
 	struct kp_ring_header *h;
 	uint8_t *map;
 	uint64_t lost = 0, rsamples, rlost;
 
-	while ((opt = getopt(argc, argv, "p:gd:o:xa")) != -1) {
+	while ((opt = getopt(argc, argv, "p:gd:o:xal:")) != -1) {
 		switch (opt) {
 		case 'p': period = strtoull(optarg, NULL, 10); break;
 		case 'g': callgraph = true; break;
@@ -256,6 +256,7 @@ int main(int argc, char **argv)
 		case 'o': outpath = optarg; break;
 		case 'x': vanish = true; break;
 		case 'a': all = true; break;
+		case 'l': linux_layout = optarg; break; /* sample-start's "linux" object, as JSON text */
 		default: return 2;
 		}
 	}
@@ -265,8 +266,9 @@ int main(int argc, char **argv)
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof(addr)) < 0)
 		die("connect");
-	snprintf(req, sizeof(req), "{\"cmd\":\"sample-start\",\"event\":\"cpu-clock\",\"period\":%llu,\"callgraph\":%s}\n",
-		 (unsigned long long)period, callgraph ? "true" : "false");
+	snprintf(req, sizeof(req), "{\"cmd\":\"sample-start\",\"event\":\"cpu-clock\",\"period\":%llu,\"callgraph\":%s%s%.700s}\n",
+		 (unsigned long long)period, callgraph ? "true" : "false", linux_layout ? ",\"linux\":" : "",
+		 linux_layout ? linux_layout : "");
 	if (write(s, req, strlen(req)) != (ssize_t)strlen(req))
 		die("write");
 	read_line(s, line, sizeof(line), &fd);

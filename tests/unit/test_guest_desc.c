@@ -4,6 +4,8 @@
  * descriptor, and reading the current process through one, against fake
  * guest RAM (malloc'd, so ASan catches any read past it) with paging off
  * (linear = physical; the page walk itself is test_guest_walk's subject).
+ * Linux guests' task layout (guest_linux_*) against a fake kernel half:
+ * one 1 GiB page maps 0xffffffff80000000 onto guest RAM from 0.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -272,6 +274,226 @@ static void test_fuzz(void **state)
 	fake_free(f);
 }
 
+/* --- Linux guests ------------------------------------------------------------ */
+
+#define KBASE 0xffffffff80000000ULL
+#define K(x) (KBASE + (uint64_t)(x))
+#define LX_PML4 0x1000u
+#define LX_PDPT 0x2000u
+#define LX_PCPU_OFFSET 0x3000u /* __per_cpu_offset[] */
+#define LX_CPU0 0x10000u       /* per-CPU areas */
+#define LX_CPU1 0x20000u
+#define LX_CUR 0x40u           /* &current_task, zero-based */
+#define LX_TASK_A 0x30000u
+#define LX_IDLE 0x40000u
+
+static struct kp_rec_task_layout lx_good(void)
+{
+	return (struct kp_rec_task_layout){
+		.kind = KP_LAYOUT_LINUX_X86_64, .current_task = LX_CUR, .per_cpu_offset = K(LX_PCPU_OFFSET),
+		.task_pid = 0x100, .task_tgid = 0x104, .task_comm = 0x200, .task_comm_size = 16, .task_size = 0x1000,
+	};
+}
+
+static struct fake *lx_fake(void)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->mem.host = calloc(1, RAM_SIZE);
+	assert_non_null(f->mem.host);
+	f->mem.size = RAM_SIZE;
+	f->pg.mode = GUEST_PAGING_4LEVEL;
+	f->pg.cr3 = LX_PML4;
+	put_u64(f, LX_PML4 + 511 * 8, LX_PDPT | 3);     /* present, writable */
+	put_u64(f, LX_PDPT + 510 * 8, 0 | 3 | 0x80);    /* a 1 GiB page at 0 */
+	put_u64(f, LX_PCPU_OFFSET, K(LX_CPU0));
+	put_u64(f, LX_PCPU_OFFSET + 8, K(LX_CPU1));
+	put_u64(f, LX_CPU0 + LX_CUR, K(LX_TASK_A));
+	put_u64(f, LX_CPU1 + LX_CUR, K(LX_IDLE));
+	put_u32(f, LX_TASK_A + 0x100, 42); /* pid: the thread */
+	put_u32(f, LX_TASK_A + 0x104, 40); /* tgid: the process */
+	put(f, LX_TASK_A + 0x200, "hotloop", 8);
+	put(f, LX_IDLE + 0x200, "swapper/1", 10);
+	return f;
+}
+
+static void test_linux_check(void **state)
+{
+	struct kp_rec_task_layout l;
+	char why[GUEST_DESC_WHY_MAX];
+
+	(void)state;
+	l = lx_good();
+	assert_int_equal(guest_linux_check(&l, why), 0);
+	l.current_task = K(0x1000); /* not zero-based (Linux 6.15+): an address */
+	assert_int_equal(guest_linux_check(&l, why), 0);
+	l = lx_good();
+	l.flags = KP_LAYOUT_PCPU_HOT;
+	assert_int_equal(guest_linux_check(&l, why), 0);
+#define LX_REFUSED(change)                                              \
+	do {                                                            \
+		l = lx_good();                                          \
+		change;                                                 \
+		why[0] = '\0';                                          \
+		assert_int_equal(guest_linux_check(&l, why), -EINVAL);  \
+		assert_true(why[0] != '\0');                            \
+	} while (0)
+	LX_REFUSED(l.kind = 2);
+	LX_REFUSED(l.flags = 2);
+	LX_REFUSED(l.reserved = 1);
+	LX_REFUSED(l.per_cpu_offset = 0x3000);               /* a user address */
+	LX_REFUSED(l.per_cpu_offset = 0x00007fffffff0000ULL);
+	LX_REFUSED(l.per_cpu_offset = K(LX_PCPU_OFFSET) + 4); /* misaligned */
+	LX_REFUSED(l.per_cpu_offset = UINT64_MAX - 7);        /* the array would wrap */
+	LX_REFUSED(l.current_task = 0x100000000ULL);          /* neither an offset nor a kernel address */
+	LX_REFUSED(l.current_task = 0x41);
+	LX_REFUSED(l.task_size = 0);
+	LX_REFUSED(l.task_size = GUEST_LINUX_TASK_MAX + 1);
+	LX_REFUSED(l.task_pid = 0x1000 - 3);
+	LX_REFUSED(l.task_tgid = 0xffffffff);
+	LX_REFUSED(l.task_comm_size = 1);
+	LX_REFUSED(l.task_comm_size = KP_LAYOUT_COMM_MAX + 1);
+	LX_REFUSED(l.task_comm = 0x1000 - 15);
+	LX_REFUSED(l.task_comm = 0xfffffff8);
+#undef LX_REFUSED
+}
+
+static void test_linux_current(void **state)
+{
+	struct fake *f = lx_fake();
+	struct kp_rec_task_layout l = lx_good();
+	uint64_t task;
+	uint32_t tgid, pid;
+	char comm[KP_COMM_MAX + 1];
+
+	(void)state;
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), 0);
+	assert_int_equal(task, K(LX_TASK_A));
+	assert_int_equal(tgid, 40);
+	assert_int_equal(pid, 42);
+	assert_true(guest_linux_comm(&l, &f->mem, &f->pg, task, comm));
+	assert_string_equal(comm, "hotloop");
+	/* The idle task: pid 0, tgid 0. */
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 1, &task, &tgid, &pid), 0);
+	assert_int_equal(task, K(LX_IDLE));
+	assert_int_equal(tgid, 0);
+	assert_int_equal(pid, 0);
+	/* pid and tgid apart: two reads. */
+	l.task_tgid = 0x300;
+	put_u32(f, LX_TASK_A + 0x300, 40);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), 0);
+	assert_int_equal(tgid, 40);
+	assert_int_equal(pid, 42);
+	l = lx_good();
+	/* current_task as an address (not zero-based): base + address, wrapping as the kernel computes it. */
+	put_u64(f, LX_PCPU_OFFSET, LX_CPU0);
+	l.current_task = K(LX_CUR);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), 0);
+	assert_int_equal(tgid, 40);
+	l = lx_good();
+	put_u64(f, LX_PCPU_OFFSET, K(LX_CPU0));
+	/* A CPU beyond the array's bound, or whose base is not mapped (3rd entry is 0 -> user half). */
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, KP_GDESC_MAX_CPUS, &task, &tgid, &pid), -EFAULT);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 2, &task, &tgid, &pid), -EFAULT);
+	assert_int_equal(task, 0);
+	assert_int_equal(tgid, 0);
+	/* A base that points the slot past RAM (mapped by the 1 GiB page, but not RAM). */
+	put_u64(f, LX_PCPU_OFFSET + 16, K(RAM_SIZE));
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 2, &task, &tgid, &pid), -EFAULT);
+	/* Task pointers that lie: 0, a user address, past RAM, so high the fields would wrap. */
+	put_u64(f, LX_CPU0 + LX_CUR, 0);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), -EFAULT);
+	put_u64(f, LX_CPU0 + LX_CUR, LX_TASK_A);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), -EFAULT);
+	put_u64(f, LX_CPU0 + LX_CUR, K(RAM_SIZE - 0x104));
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), -EFAULT);
+	put_u64(f, LX_CPU0 + LX_CUR, UINT64_MAX - 0x100);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), -EFAULT);
+	assert_int_equal(task, 0);
+	/* Negative ids, a thread of process 0. */
+	put_u64(f, LX_CPU0 + LX_CUR, K(LX_TASK_A));
+	put_u32(f, LX_TASK_A + 0x100, 0x80000000u);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), -EFAULT);
+	put_u32(f, LX_TASK_A + 0x100, 42);
+	put_u32(f, LX_TASK_A + 0x104, 0);
+	assert_int_equal(guest_linux_current(&l, &f->mem, &f->pg, 0, &task, &tgid, &pid), -EFAULT);
+	assert_int_equal(pid, 0);
+	fake_free(f);
+}
+
+static void test_linux_comm(void **state)
+{
+	struct fake *f = lx_fake();
+	struct kp_rec_task_layout l = lx_good();
+	char comm[KP_COMM_MAX + 1];
+
+	(void)state;
+	/* A full field without its NUL: cut to what a COMM record holds. */
+	put(f, LX_TASK_A + 0x200, "0123456789abcdef", 16);
+	assert_true(guest_linux_comm(&l, &f->mem, &f->pg, K(LX_TASK_A), comm));
+	assert_string_equal(comm, "0123456789abcde");
+	put(f, LX_TASK_A + 0x200, "a\x01" "b\x7f", 5);
+	assert_true(guest_linux_comm(&l, &f->mem, &f->pg, K(LX_TASK_A), comm));
+	assert_string_equal(comm, "a?b?");
+	/* A 64-byte field (the largest allowed) is read whole; the name still fits the record. */
+	l.task_comm_size = KP_LAYOUT_COMM_MAX;
+	assert_true(guest_linux_comm(&l, &f->mem, &f->pg, K(LX_TASK_A), comm));
+	l = lx_good();
+	put(f, LX_TASK_A + 0x200, "", 1);
+	assert_false(guest_linux_comm(&l, &f->mem, &f->pg, K(LX_TASK_A), comm));
+	assert_string_equal(comm, "[unknown]");
+	assert_false(guest_linux_comm(&l, &f->mem, &f->pg, 0, comm));
+	assert_false(guest_linux_comm(&l, &f->mem, &f->pg, K(RAM_SIZE - 0x208), comm));
+	assert_false(guest_linux_comm(&l, &f->mem, &f->pg, UINT64_MAX - 0x10, comm));
+	assert_string_equal(comm, "[unknown]");
+	fake_free(f);
+}
+
+/* Layouts that pass the check, over random memory and random page tables: no crash, no read outside RAM. */
+static void test_linux_fuzz(void **state)
+{
+	struct fake *f = lx_fake();
+	char why[GUEST_DESC_WHY_MAX], comm[KP_COMM_MAX + 1];
+	unsigned int seed = 54321;
+
+	(void)state;
+	for (int iter = 0; iter < 20000; iter++) {
+		struct kp_rec_task_layout l = lx_good();
+		uint64_t task;
+		uint32_t tgid, pid;
+
+		/* Scribble over tables, per-CPU data and tasks, now and then. */
+		if (iter % 64 == 0)
+			for (int k = 0; k < 256; k++) {
+				uint64_t at = ((uint64_t)rand_r(&seed) % (RAM_SIZE / 8)) * 8;
+				uint64_t v = ((uint64_t)rand_r(&seed) << 33) ^ ((uint64_t)rand_r(&seed) << 2) ^
+					     (uint64_t)(iter % 3 == 0 ? KBASE : 0);
+
+				put_u64(f, at, v);
+			}
+		l.task_size = 1 + (uint32_t)rand_r(&seed) % GUEST_LINUX_TASK_MAX;
+		l.task_pid = (uint32_t)rand_r(&seed) % (l.task_size < 4 ? 1 : l.task_size - 3);
+		l.task_tgid = iter % 2 ? l.task_pid + 4 : (uint32_t)rand_r(&seed) % (l.task_size < 4 ? 1 : l.task_size - 3);
+		l.task_comm_size = 2 + (uint32_t)rand_r(&seed) % (KP_LAYOUT_COMM_MAX - 1);
+		l.task_comm = (uint32_t)rand_r(&seed) % 0x2000;
+		l.current_task = ((uint64_t)rand_r(&seed) % 0x40000) & ~7ULL;
+		if (iter % 5 == 0)
+			l.per_cpu_offset = (KBASE + (uint64_t)rand_r(&seed) % (RAM_SIZE + 0x4000)) & ~7ULL;
+		if (guest_linux_check(&l, why))
+			continue;
+		if (guest_linux_current(&l, &f->mem, &f->pg, (uint32_t)rand_r(&seed) % 4, &task, &tgid, &pid) == 0)
+			assert_true(task >= KBASE && (int32_t)tgid >= 0 && (int32_t)pid >= 0);
+		else
+			assert_true(task == 0 && tgid == 0 && pid == 0);
+		guest_linux_comm(&l, &f->mem, &f->pg, iter % 2 ? task : K((uint64_t)rand_r(&seed) % (RAM_SIZE + 64)),
+				 comm);
+		assert_non_null(memchr(comm, '\0', sizeof(comm)));
+		assert_true(comm[0] != '\0');
+	}
+	fake_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +502,10 @@ int main(void)
 		cmocka_unit_test(test_current),
 		cmocka_unit_test(test_proc_info),
 		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_linux_check),
+		cmocka_unit_test(test_linux_current),
+		cmocka_unit_test(test_linux_comm),
+		cmocka_unit_test(test_linux_fuzz),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
