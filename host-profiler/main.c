@@ -20,7 +20,7 @@
 
 static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [--callgraph] [-o FILE]\n"
-	"                      [--duration S] [-q]\n"
+	"                      [--duration S] [--guest-export FILE] [-q]\n"
 	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT]\n"
@@ -42,6 +42,8 @@ static const char help_text[] =
 	"  -g, --callgraph     call chains: host frame pointers, and the guest's stacks\n"
 	"  -o, --output FILE   sample file (default kvmprof.data; '-' is standard output)\n"
 	"  -d, --duration S    stop after S seconds (default: Ctrl-C, or when the VM exits)\n"
+	"  -x, --guest-export FILE  a Linux guest's `kvmprof-agent export`: its task layout\n"
+	"                      lets the VMM name the guest's processes in its samples\n"
 	"  -q, --quiet         no progress line\n"
 	"Host samples taken while guest code ran are the guest's time: they are left\n"
 	"out and counted (META host_samples_in_guest), and the guest's own samples stand\n"
@@ -110,6 +112,7 @@ static int cmd_record(int argc, char **argv)
 		{ "callgraph", no_argument, NULL, 'g' },     { "call-graph", no_argument, NULL, 'g' },
 		{ "output", required_argument, NULL, 'o' },  { "duration", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },	     { "help", no_argument, NULL, 'h' },
+		{ "guest-export", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_record_opts o;
@@ -119,7 +122,7 @@ static int cmd_record(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":v:e:F:c:go:d:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":v:e:F:c:go:d:qx:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			o.vm = optarg;
@@ -154,6 +157,9 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'q':
 			o.quiet = true;
+			break;
+		case 'x':
+			o.guest_export = optarg;
 			break;
 		case 'h':
 			printf("%s%s", usage_text, help_text);

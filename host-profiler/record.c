@@ -95,6 +95,9 @@ struct hrec {
 	bool capture_known;
 	uint64_t capture_mean_ns, capture_max_ns;
 	uint64_t t_start;
+	/* --guest-export: a Linux guest's task layout, for sample-start */
+	bool has_layout;
+	struct kp_rec_task_layout layout;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -493,6 +496,77 @@ static int write_epilogue(struct hrec *R)
 
 /* ---- guest sampling through the VMM ---- */
 
+/*
+ * The TASK_LAYOUT record of a Linux guest's export (--guest-export). The
+ * whole stream is read, not just up to the record: an export cut short or
+ * corrupted in transit would fail the report later, so it fails here,
+ * before anything is recorded. The file is the guest's word; the reader
+ * checked its shape, the VMM checks the numbers again. 0 (with or without
+ * a layout, said on stderr), or 1 when the file cannot be read.
+ */
+static int read_guest_layout(struct hrec *R)
+{
+	const char *path = R->o->guest_export;
+	struct kp_reader *rd;
+	struct kp_record rec;
+	char err[512], why[KP_META_MAX] = "the export has none (an agent older than sample file 1.3?)";
+	int r;
+
+	if (!path)
+		return 0;
+	if (kp_reader_open(&rd, path, err, sizeof(err))) {
+		fprintf(stderr, "kvmprof: --guest-export: %s\n", err);
+		return 1;
+	}
+	while ((r = kp_reader_next(rd, &rec, err, sizeof(err))) > 0) {
+		if (rec.type == KP_REC_TASK_LAYOUT && !R->has_layout) {
+			if (rec.layout->kind == KP_LAYOUT_LINUX_X86_64) {
+				R->layout = *rec.layout;
+				R->has_layout = true;
+				continue;
+			}
+			snprintf(why, sizeof(why), "its layout is of kind %u, not Linux x86-64", rec.layout->kind);
+		} else if (rec.type == KP_REC_META && !strncmp(rec.meta->text, "task_layout=", 12)) {
+			snprintf(why, sizeof(why), "%s", rec.meta->text + 12);
+		}
+	}
+	kp_reader_close(rd);
+	if (r < 0) {
+		fprintf(stderr, "kvmprof: --guest-export: %s\n", err);
+		R->has_layout = false;
+		return 1;
+	}
+	if (!R->has_layout)
+		fprintf(stderr, "kvmprof: no task layout in %s (%s): guest samples will not name Linux processes\n",
+			path, why);
+	return 0;
+}
+
+static void add_hex(json_object *o, const char *key, uint64_t v)
+{
+	char buf[24];
+
+	/* A string: kernel addresses do not fit JSON's int64 (docs/control-socket.md). */
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	json_object_object_add(o, key, json_object_new_string(buf));
+}
+
+static json_object *layout_json(const struct kp_rec_task_layout *l)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	add_hex(o, "current_task", l->current_task);
+	add_hex(o, "per_cpu_offset", l->per_cpu_offset);
+	json_object_object_add(o, "pid", json_object_new_int64(l->task_pid));
+	json_object_object_add(o, "tgid", json_object_new_int64(l->task_tgid));
+	json_object_object_add(o, "comm", json_object_new_int64(l->task_comm));
+	json_object_object_add(o, "comm_size", json_object_new_int64(l->task_comm_size));
+	json_object_object_add(o, "task_size", json_object_new_int64(l->task_size));
+	return o;
+}
+
 static void start_guest_sampling(struct hrec *R)
 {
 	json_object *req = json_object_new_object(), *reply = NULL;
@@ -511,6 +585,8 @@ static void start_guest_sampling(struct hrec *R)
 	else
 		json_object_object_add(req, "period", json_object_new_int64((int64_t)R->ev_rate));
 	json_object_object_add(req, "callgraph", json_object_new_boolean(R->o->callgraph));
+	if (R->has_layout)
+		json_object_object_add(req, "linux", layout_json(&R->layout));
 	r = vm_client_call(&R->vm, req, &reply, &fd, VM_CLIENT_TIMEOUT_MS, err, sizeof(err));
 	json_object_put(req);
 	json_object_put(reply);
@@ -535,7 +611,11 @@ static void start_guest_sampling(struct hrec *R)
 		return;
 	}
 	R->sampling = true;
-	snprintf(R->guest_status, sizeof(R->guest_status), "on: %u vCPU rings", R->gr.nr_rings);
+	snprintf(R->guest_status, sizeof(R->guest_status), "on: %u vCPU rings%s", R->gr.nr_rings,
+		 R->has_layout ? ", Linux task layout from the guest's export" : "");
+	/* Which layout named the guest's processes, kept with the samples it named. */
+	if (R->has_layout && kp_writer_add(R->w, KP_REC_TASK_LAYOUT, &R->layout, sizeof(R->layout)))
+		fprintf(stderr, "kvmprof: cannot write the task layout record\n");
 }
 
 static void stop_guest_sampling(struct hrec *R)
@@ -742,7 +822,7 @@ int host_record_run(const struct host_record_opts *o)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (ask_vm(&R) || open_events(&R))
+	if (read_guest_layout(&R) || ask_vm(&R) || open_events(&R))
 		goto out;
 	/* Only now that the VM answered: a wrong socket must not clobber an earlier file. */
 	R.out_name = out;

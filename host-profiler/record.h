@@ -26,6 +26,7 @@ struct host_record_opts {
 	bool callgraph;      /* --callgraph */
 	const char *output;  /* -o */
 	double duration;     /* --duration seconds; 0: until Ctrl-C or the VM exits */
+	const char *guest_export; /* --guest-export: a Linux guest's `kvmprof-agent export`, for its task layout */
 	bool quiet;
 };
 

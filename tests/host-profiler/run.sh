@@ -202,6 +202,54 @@ else
 	fail spam-serial-emulation "the VMM did not start" "$T/spam.vmm"
 fi
 
+# ---- --guest-export: a Linux guest's task layout goes to sample-start. The bundled guest is
+# not Linux, so the layout names nothing (pid 0 [unknown]); what is checked is the plumbing,
+# and that a bad export file is refused and one without a layout is said to have none.
+# export.py TYPE: a sample file (as kvmprof-agent export writes one) with a TASK_LAYOUT
+# record (layout), or a META task_layout=unavailable (none), or cut short (cut).
+cat >"$T/export.py" <<'PYEOF'
+import struct, sys, zlib
+def rec(t, payload):
+    payload += b"\0" * (-len(payload) % 8)
+    size = 16 + len(payload)
+    crc = zlib.crc32(struct.pack("<II", t, size) + payload)
+    return struct.pack("<IIII", t, size, crc, 0) + payload
+kind = sys.argv[1]
+recs = [rec(1, b"command=export\0")]
+if kind == "none":
+    recs.append(rec(1, b"task_layout=unavailable: no BTF here\0"))
+else:
+    recs.append(rec(12, struct.pack("<IIQQIIIIII", 1, 0, 0x20d40, 0xffffffff82a1e9a0, 2416, 2420, 2976, 16, 9728, 0)))
+out = b"KVMPROF\0" + struct.pack("<HHIII", 1, 3, 24, 1, 0) + b"".join(recs)
+if kind != "cut":
+    out += rec(10, struct.pack("<QQQQ", 0, 0, len(recs), 0))
+sys.stdout.buffer.write(out)
+PYEOF
+for k in layout none cut; do python3 "$T/export.py" $k >"$T/export-$k.kp"; done
+if start_vm lx "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/lx.sock" --guest-export "$T/export-layout.kp" --duration 1 -q -o "$T/lx.data" 2>"$T/lx.err"
+	rc=$?
+	"$KVMPROF" record --vm "$T/lx.sock" --guest-export "$T/export-none.kp" --duration 0.3 -q -o "$T/lx2.data" 2>"$T/lx2.err"
+	rc2=$?
+	"$KVMPROF" record --vm "$T/lx.sock" --guest-export "$T/export-cut.kp" --duration 0.3 -q -o "$T/lx3.data" 2>"$T/lx3.err"
+	rc3=$?
+	stop_vm
+	"$KVMPROF" report -i "$T/lx.data" --guest-root "$ROOT" >"$T/lx.rep" 2>>"$T/lx.err"
+	rrc=$?
+	if [ $rc = 0 ] && [ $rrc = 0 ] && grep -q '^guest samples: on: .*Linux task layout' "$T/lx.rep" &&
+		! awk '$3 == "guest" && $4 == "user" && $6 == "matmul"' "$T/lx.rep" | grep -q . &&
+		[ $rc2 = 0 ] && grep -q 'no task layout in .*export-none.kp (unavailable: no BTF here)' "$T/lx2.err" &&
+		[ $rc3 = 1 ] && grep -q 'guest-export: .*export-cut.kp: truncated' "$T/lx3.err" &&
+		sanitizer_clean "$T/lx.err" "$T/lx2.err" "$T/lx3.err"; then
+		pass "guest-export-layout (sample-start with the Linux layout; none and a cut export said so)"
+	else
+		fail guest-export-layout "record $rc/$rc2/$rc3, report $rrc: $(head -c 300 "$T/lx.err" "$T/lx2.err" "$T/lx3.err" | tr '\n' ' ')" "$T/lx.rep"
+	fi
+else
+	fail guest-export-layout "the VMM did not start" "$T/lx.vmm"
+fi
+
 # ---- the VMM killed mid-run: kvmprof still ends the file and says so once
 if start_vm kill "start=/bin/matmul:128:100000"; then
 	sleep 0.3
