@@ -25,3 +25,10 @@ $(BUILD)/asan/kvmprof: $(HOSTPROF_ASAN_OBJS) $(LIB_ASAN_A)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(HOSTPROF_LIBS)
 
 -include $(HOSTPROF_OBJS:.o=.d) $(HOSTPROF_ASAN_OBJS:.o=.d)
+
+# A static kvmprof for the nested Linux-guest test: it runs in L1's
+# initramfs, which has no libc (tests/nested/run.sh, the sysprof checks).
+all: $(BUILD)/kvmprof-static
+
+$(BUILD)/kvmprof-static: $(HOSTPROF_OBJS) $(LIB_A)
+	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(HOSTPROF_LIBS)

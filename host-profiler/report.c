@@ -168,6 +168,9 @@ static int add_file(struct profile *p, const char *path, bool guest, char *err, 
 	if (rc)
 		return rc;
 	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
+		/* An export's META (command=export, its time) would stand in for the recording's in the header. */
+		if (guest && rec.type == KP_REC_META)
+			continue;
 		/* An export's END counts belong to that stream; the recording's END is the one that matters. */
 		rc = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
 		if (rc) {

@@ -6,8 +6,8 @@
 
 # Full run: both L2 boot paths (bzImage, PVH) under the static VMM, and the
 # static agent profiling a workload in L2 and exporting over the agent channel.
-test-nested: $(BUILD)/kvmprof-vmm-static $(BUILD)/kvmprof-agent
-	BUILD=$(BUILD) VMM=$(BUILD)/kvmprof-vmm-static AGENT=$(BUILD)/kvmprof-agent tests/nested/run.sh
+test-nested: $(BUILD)/kvmprof-vmm-static $(BUILD)/kvmprof-agent $(BUILD)/kvmprof-static
+	BUILD=$(BUILD) VMM=$(BUILD)/kvmprof-vmm-static AGENT=$(BUILD)/kvmprof-agent KVMPROF=$(BUILD)/kvmprof-static tests/nested/run.sh
 
 # Without the VMM: L1 boots, kvm/kvm-amd load, /dev/kvm runs a tiny guest.
 test-nested-l1:

@@ -27,7 +27,10 @@
 #   may take in L2, 180, a hang guard: it takes ~50 s; the agent case's VMM run gets L2_TIMEOUT plus
 #   this, and QEMU_TIMEOUT defaults to 170 plus it), L2_FLAVOUR (cloud-amd64, or amd64: Debian's generic
 #   kernel as L2, which finds CPUs through an MP table; the cloud kernel has
-#   CONFIG_X86_MPPARSE unset and needs an ACPI MADT to see more than 1 CPU).
+#   CONFIG_X86_MPPARSE unset and needs an ACPI MADT to see more than 1 CPU),
+#   KVMPROF ($BUILD/kvmprof-static: system-wide profiling of L2 from L1 in
+#   the agent case; skipped without it), SYSPROF_SECS (its --duration, 3),
+#   SYSPROF_MS (CPU time of the workload it profiles, 8000).
 # Prints one PASS/FAIL line per case and "N passed, N failed"; the full L1
 # log is $BUILD/nested/l1.log.
 set -u
@@ -45,6 +48,9 @@ AGENT=${AGENT:-$BUILD/kvmprof-agent}
 HOTLOOP_MS=${HOTLOOP_MS:-1500}
 EXPORT_TIMEOUT=${EXPORT_TIMEOUT:-180}
 L2_FLAVOUR=${L2_FLAVOUR:-cloud-amd64}
+KVMPROF=${KVMPROF:-$BUILD/kvmprof-static}
+SYSPROF_SECS=${SYSPROF_SECS:-3}
+SYSPROF_MS=${SYSPROF_MS:-8000}
 L1_ONLY=0
 VERBOSE=${V:-0}
 for a in "$@"; do
@@ -95,10 +101,22 @@ if [ "$AGENT_CASE" = 1 ]; then
 		CASES=$(echo " $CASES " | sed 's/ agent / /g; s/^ *//; s/ *$//')
 	fi
 fi
+# System-wide profiling of L2 from L1 rides on the agent case (its export
+# carries the task layout and the maps): it needs the static kvmprof.
+SYSPROF=0 SYSPROF_SKIP=
+if [ "$AGENT_CASE" = 1 ]; then
+	if [ ! -x "$KVMPROF" ]; then
+		SYSPROF_SKIP="$KVMPROF not built (make $KVMPROF)"
+	elif readelf -l "$KVMPROF" 2>/dev/null | grep -q 'INTERP'; then
+		SYSPROF_SKIP="$KVMPROF is dynamically linked; L1's initramfs has no libc"
+	else
+		SYSPROF=1
+	fi
+fi
 # The export crawls through the emulated UART (one VM exit per byte, which
 # costs ~95 us in this nested stack), so the agent case gets more time.
 if [ "$AGENT_CASE" = 1 ]; then
-	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$((170 + EXPORT_TIMEOUT))}
+	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$((170 + EXPORT_TIMEOUT + 40 * SYSPROF))}
 else
 	QEMU_TIMEOUT=${QEMU_TIMEOUT:-170}
 fi
@@ -186,6 +204,20 @@ if [ "${kvmprof_case:-}" = agent ]; then
 	rc=$?
 	[ $rc = 0 ] || status=1
 	echo "KVMPROF-L2-AGENT-REPORT-END rc=$rc"
+	# System-wide profiling from L1 (kvmprof_sysprof_ms): a workload that
+	# exists, stopped, while the export runs (so its maps go out with it and
+	# it takes no CPU from the UART), and runs once the export is done, when
+	# L1 profiles the VM. Stopped only once it has exec'd, or the export
+	# would carry the shell's maps under its pid.
+	hl=
+	if [ -n "${kvmprof_sysprof_ms:-}" ]; then
+		/bin/hotloop $kvmprof_sysprof_ms > /tmp/hotloop.out 2>&1 &
+		hl=$!
+		i=0
+		while [ "$(readlink /proc/$hl/exe)" != /bin/hotloop ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done
+		kill -STOP $hl
+		echo "KVMPROF-L2-SYSPROF-WORKLOAD pid=$hl exe=$(readlink /proc/$hl/exe) stopped for the export"
+	fi
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	echo "KVMPROF-L2-AGENT-EXPORT-BEGIN uptime=$t0"
 	timeout ${kvmprof_export_timeout:-60} /bin/kvmprof-agent export
@@ -193,6 +225,14 @@ if [ "${kvmprof_case:-}" = agent ]; then
 	[ $rc = 0 ] || status=1
 	# tx: what ttyS1's UART sent so far, the rate's numerator.
 	echo "KVMPROF-L2-AGENT-EXPORT-END rc=$rc start=$t0 end=$(cut -d' ' -f1 /proc/uptime) limit=${kvmprof_export_timeout:-60} $(grep -o '^1:.* tx:[0-9]*' /proc/tty/driver/serial | sed 's/.* tx:/tx=/')"
+	if [ -n "$hl" ]; then
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		echo "KVMPROF-L2-SYSPROF-RUN-BEGIN pid=$hl uptime=$t0"
+		kill -CONT $hl
+		wait $hl
+		rc=$?
+		echo "KVMPROF-L2-SYSPROF-RUN-END rc=$rc pid=$hl start=$t0 end=$(cut -d' ' -f1 /proc/uptime) $(tail -n 1 /tmp/hotloop.out)"
+	fi
 fi
 echo "KVMPROF-L2-EXIT status=$status via=outl32"
 /bin/l2-exit $status 4
@@ -233,6 +273,9 @@ ln -f "$L2DEB/vmlinux" "$L1/l2/vmlinux" 2>/dev/null || cp "$L2DEB/vmlinux" "$L1/
 if [ "$L1_ONLY" = 0 ]; then
 	cp "$VMM" "$L1/bin/kvmprof-vmm" || die "cannot copy $VMM"
 fi
+if [ "$SYSPROF" = 1 ]; then
+	cp "$KVMPROF" "$L1/bin/kvmprof" || die "cannot copy $KVMPROF"
+fi
 {
 	cat <<EOF
 #!/bin/sh
@@ -243,6 +286,9 @@ EXPORT_TIMEOUT=$EXPORT_TIMEOUT
 L2_MEM=$L2_MEM
 L2_TIMEOUT=$L2_TIMEOUT
 L2_CMDLINE="$L2_CMDLINE"
+SYSPROF=$SYSPROF
+SYSPROF_SECS=$SYSPROF_SECS
+SYSPROF_MS=$SYSPROF_MS
 EOF
 	cat <<'EOF'
 /bin/busybox --install -s /bin
@@ -261,6 +307,31 @@ else
 	echo "KVMPROF-L1-KVM fail"
 	lsmod; ls -l /dev/kvm; dmesg | grep -i -E 'kvm|svm' | tail -20
 fi
+# The agent case's system-wide profile: once L2's export is whole in the
+# agent channel (its last 48 bytes are the END record: type 10, size 48),
+# the workload runs in L2 and kvmprof samples the VM through its control
+# socket, the task layout taken from that export.
+sysprof_record() {
+	whole=0
+	while kill -0 $vpid 2>/dev/null; do
+		if [ -s /tmp/agent-channel ] &&
+		   [ "$(tail -c 48 /tmp/agent-channel | od -A n -t x1 | tr -d ' \n' | cut -c1-16)" = 0a00000030000000 ]; then
+			whole=1
+			break
+		fi
+		sleep 0.5
+	done
+	if [ $whole = 0 ]; then
+		echo "KVMPROF-L1-SYSPROF-RECORD rc=none: the VMM exited before the export was whole"
+		return
+	fi
+	rt0=$(cut -d' ' -f1 /proc/uptime)
+	kvmprof record --vm /tmp/vm.sock --guest-export /tmp/agent-channel --duration $SYSPROF_SECS -q \
+		-o /tmp/sysprof.data > /tmp/sysprof.err 2>&1
+	src=$?
+	echo "KVMPROF-L1-SYSPROF-RECORD rc=$src start=$rt0 end=$(cut -d' ' -f1 /proc/uptime) bytes=$(wc -c < /tmp/sysprof.data 2>/dev/null || echo 0)"
+	sed 's/^/KVMPROF-L1-SYSPROF-SAYS /' /tmp/sysprof.err
+}
 for c in $CASES; do
 	initrd=/l2/initrd.cpio cmdline=$L2_CMDLINE limit=$L2_TIMEOUT
 	set --
@@ -277,16 +348,30 @@ for c in $CASES; do
 			k=/l2/bzImage initrd=/l2/initrd-agent.cpio
 			cmdline="$cmdline rcupdate.rcu_cpu_stall_suppress=1 kvmprof_case=agent kvmprof_hotloop_ms=$HOTLOOP_MS kvmprof_export_timeout=$EXPORT_TIMEOUT"
 			limit=$((L2_TIMEOUT + EXPORT_TIMEOUT))
-			rm -f /tmp/agent-channel
-			set -- --agent-channel /tmp/agent-channel ;;
+			rm -f /tmp/agent-channel /tmp/vm.sock /tmp/sysprof.data
+			set -- --agent-channel /tmp/agent-channel
+			if [ "$SYSPROF" = 1 ]; then
+				cmdline="$cmdline kvmprof_sysprof_ms=$SYSPROF_MS"
+				limit=$((limit + 30))
+				set -- "$@" --control /tmp/vm.sock
+			fi ;;
 		*) echo "KVMPROF-L1-UNKNOWN-CASE $c"; continue ;;
 	esac
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	echo "KVMPROF-L1-BEGIN case=$c uptime=$t0"
 	echo "+ kvmprof-vmm --kernel $k --initrd $initrd --cpus $CPUS --mem $L2_MEM $* --cmdline \"$cmdline\""
-	timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
-		--cpus $CPUS --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null
-	rc=$?
+	if [ $c = agent ] && [ "$SYSPROF" = 1 ]; then
+		timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
+			--cpus $CPUS --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null &
+		vpid=$!
+		sysprof_record
+		wait $vpid
+		rc=$?
+	else
+		timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
+			--cpus $CPUS --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null
+		rc=$?
+	fi
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	echo
 	echo "KVMPROF-L1-END case=$c rc=$rc start=$t0 end=$t1"
@@ -303,6 +388,14 @@ for c in $CASES; do
 			how=failed
 		fi
 		echo "KVMPROF-L1-AGENT-COPY $how bytes=$n start=$t0 end=$(cut -d' ' -f1 /proc/uptime)"
+		# The system-wide recording follows on the same port; the host
+		# splits the two by this byte count.
+		if [ -s /tmp/sysprof.data ]; then
+			m=$(wc -c < /tmp/sysprof.data)
+			t0=$(cut -d' ' -f1 /proc/uptime)
+			if cat /tmp/sysprof.data > /dev/ttyS1; then how=ok; else how=failed; fi
+			echo "KVMPROF-L1-SYSPROF-COPY $how bytes=$m start=$t0 end=$(cut -d' ' -f1 /proc/uptime)"
+		fi
 	fi
 done
 echo "KVMPROF-L1-DONE uptime=$(cut -d' ' -f1 /proc/uptime)"
@@ -357,6 +450,13 @@ echo "$ME: QEMU exited with status $qrc after ${secs}s"
 # --- check ------------------------------------------------------------------------
 CLEAN=$OUT/l1.clean.log
 tr -d '\r' < "$LOG" > "$CLEAN"
+# The system-wide recording came after the agent channel on L1's ttyS1: split it off.
+SYSPROF_DATA=$OUT/sysprof.kp
+rm -f "$SYSPROF_DATA"
+spm=$(grep -m1 -o 'KVMPROF-L1-SYSPROF-COPY ok bytes=[0-9]*' "$CLEAN" | sed 's/.*bytes=//')
+if [ -n "$spm" ] && [ "$spm" -gt 0 ] && [ -f "$CHANNEL" ] && [ "$(wc -c < "$CHANNEL")" -ge "$spm" ]; then
+	tail -c "$spm" "$CHANNEL" > "$SYSPROF_DATA" && truncate -s -"$spm" "$CHANNEL"
+fi
 pass=0 fail=0 skip=0
 result() { # name ok detail
 	if [ "$2" = 1 ]; then pass=$((pass + 1)); echo "PASS $1: $3"
@@ -433,6 +533,56 @@ check_agent() { # section-log end-line
 		result l2-agent-export 0 "$(echo "$chk" | tr '\n' ' ')"
 	fi
 }
+# System-wide profiling of L2 from L1 (kvmprof record through the VMM's
+# control socket, the task layout from the agent's export), reported on the
+# host with the export's kallsyms and maps and the L2 staging tree.
+check_sysprof() { # section-log
+	local sect="$1" wl pid recl says runl rep rc kern ksyms hl top
+	wl=$(grep -m1 -o 'KVMPROF-L2-SYSPROF-WORKLOAD pid=[0-9]*' "$sect")
+	pid=${wl##*pid=}
+	recl=$(grep -m1 -o 'KVMPROF-L1-SYSPROF-RECORD .*' "$CLEAN")
+	says=$(grep -o 'KVMPROF-L1-SYSPROF-SAYS .*' "$CLEAN" | sed 's/KVMPROF-L1-SYSPROF-SAYS //' | tr '\n' ' ')
+	runl=$(grep -m1 -o 'KVMPROF-L2-SYSPROF-RUN-END .*' "$sect")
+	rep=$OUT/sysprof.report
+	rc=1
+	if [ -s "$SYSPROF_DATA" ]; then
+		"$KVMPROF" report -i "$SYSPROF_DATA" --guest-export "$CHANNEL" --guest-root "$L2" >"$rep" 2>"$rep.err"
+		rc=$?
+	fi
+	if [ -z "$recl" ]; then
+		result l2-sysprof-record 0 "no KVMPROF-L1-SYSPROF-RECORD line (workload: ${wl:-not started})"
+	elif ! echo "$recl" | grep -q ' rc=0 '; then
+		result l2-sysprof-record 0 "kvmprof record in L1 failed: $recl; it said: $says"
+	elif [ ! -s "$SYSPROF_DATA" ]; then
+		result l2-sysprof-record 0 "the recording did not reach the host ($(grep -m1 -o 'KVMPROF-L1-SYSPROF-COPY .*' "$CLEAN"))"
+	elif [ $rc != 0 ]; then
+		result l2-sysprof-record 0 "kvmprof report exited $rc: $(head -c 300 "$rep.err")"
+	else
+		result l2-sysprof-record 1 "$(sed -n 's/^guest samples: //p' "$rep"); L1: $says; L2 workload: ${runl:-?}"
+	fi
+	[ $rc = 0 ] || return
+	# Guest kernel samples named through the export's kallsyms.
+	kern=$(awk '$1 ~ /^[0-9]+$/ && $3 == "guest" && $4 == "kernel" && $NF != "[unknown]" { n += $1 } END { print n + 0 }' "$rep")
+	ksyms=$(awk '$1 ~ /^[0-9]+$/ && $3 == "guest" && $4 == "kernel" && $NF != "[unknown]" { print $NF }' "$rep" | head -n 4 | tr '\n' ' ')
+	if [ "$kern" -gt 0 ]; then
+		result l2-sysprof-guest-kernel-symbols 1 "$kern guest kernel samples resolved, e.g. $ksyms"
+	else
+		result l2-sysprof-guest-kernel-symbols 0 "no guest kernel sample resolved to a symbol: $(grep -A4 '^domain' "$rep" | tr '\n' '|')"
+	fi
+	# Guest user samples of the workload's tgid, read from its task_struct, named hotloop.
+	hl=$(awk -v p="[$pid]" '$1 ~ /^[0-9]+$/ && $3 == "guest" && $4 == "user" && $6 == "hotloop" && $7 == p { n += $1 } END { print n + 0 }' "$rep")
+	if [ -n "$pid" ] && [ "$hl" -gt 0 ]; then
+		result l2-sysprof-process 1 "$hl guest user samples in process hotloop [$pid] (L2 said pid=$pid)"
+	else
+		result l2-sysprof-process 0 "no guest user samples of hotloop [${pid:-?}]; guest user rows: $(awk '$3 == "guest" && $4 == "user"' "$rep" | head -n 4 | sed 's/  */ /g' | tr '\n' '|')"
+	fi
+	top=$(awk '$1 ~ /^[0-9]+$/ && $3 == "guest" && $4 == "user" && $6 == "hotloop" { print $8, $9; exit }' "$rep")
+	if [ "$top" = "hotloop hotloop_spin" ]; then
+		result l2-sysprof-hot-symbol 1 "top row of [guest] hotloop: $(awk '$3 == "guest" && $4 == "user" && $6 == "hotloop" { print; exit }' "$rep" | sed 's/  */ /g; s/^ //')"
+	else
+		result l2-sysprof-hot-symbol 0 "top row of [guest] hotloop is '$top', want 'hotloop hotloop_spin'"
+	fi
+}
 line=$(grep -m1 -o 'KVMPROF-L1-INIT.*' "$CLEAN")
 if [ -n "$line" ]; then result l1-boot 1 "$line"; else result l1-boot 0 "L1 never reached /init"; fi
 k=$(grep -m1 -o 'KVMPROF-L1-KVM.*' "$CLEAN")
@@ -460,6 +610,7 @@ for c in $CASES; do
 	if [ "$c" = agent ]; then
 		[ -n "$endl" ] && echo "$ME: agent case: VMM run ${dur} in L1, exit code $rc"
 		check_agent "$sect" "$endl"
+		[ "$SYSPROF" = 1 ] && check_sysprof "$sect"
 		continue
 	fi
 	if [ ! -s "$sect" ]; then
@@ -501,6 +652,11 @@ done
 if [ -n "$AGENT_SKIP" ]; then
 	for n in l2-agent-fallback l2-agent-report-top-symbol l2-agent-export; do
 		skip=$((skip + 1)); echo "SKIP $n: $AGENT_SKIP"
+	done
+fi
+if [ -n "$AGENT_SKIP$SYSPROF_SKIP" ] && [ "$L1_ONLY" = 0 ]; then
+	for n in l2-sysprof-record l2-sysprof-guest-kernel-symbols l2-sysprof-process l2-sysprof-hot-symbol; do
+		skip=$((skip + 1)); echo "SKIP $n: ${SYSPROF_SKIP:-$AGENT_SKIP}"
 	done
 fi
 if grep -q 'KVMPROF-L1-DONE' "$CLEAN"; then :; else
