@@ -50,10 +50,18 @@ if [ $rc -ne 0 ] || [ $rrc -ne 0 ]; then
 	fail split-75-25 "record exited $rc, report $rrc" "$T/split.err"
 elif [ -z "$a" ] || [ -z "$b" ]; then
 	fail split-75-25 "report has no rows for split_three_quarters/split_one_quarter" "$T/split.rep"
-elif within "$a" 75 5 && within "$b" 25 5 && sanitizer_clean "$T/split.err"; then
-	pass "split-75-25 ($a% / $b%)"
 else
-	fail split-75-25 "split_three_quarters $a%, split_one_quarter $b% (want 75/25 +-5)" "$T/split.rep"
+	# The split is of the time the two functions share: on a loaded machine
+	# the kernel's share (page faults, timer ticks, preemption) grows and
+	# takes from both alike, which says nothing about attribution.
+	# Tolerance: at ~2000 samples the binomial standard error is ~1 point;
+	# 5 points also covers the slice boundaries each sample may straddle.
+	share=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
+	if within "$share" 75 5 && sanitizer_clean "$T/split.err"; then
+		pass "split-75-25 ($share% / $(awk -v s="$share" 'BEGIN { printf "%.2f", 100 - s }')% of the two; rows $a% / $b%)"
+	else
+		fail split-75-25 "split_three_quarters $a%, split_one_quarter $b%: $share% of the two (want 75 +-5)" "$T/split.rep"
+	fi
 fi
 
 if grep -q '^kvmprof-agent: [0-9]* samples ([0-9]* lost) in [0-9.]* s, written to .*split.data ([0-9.]* MB)$' "$T/split.err"; then
