@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "events.h"
 #include "export.h"
 #include "record.h"
@@ -63,52 +64,25 @@ static const char help_text[] =
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "kvmprof-agent: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage_text);
-	return 2;
-}
-
-/* A decimal number in [min, max], digits only: "-5", "1e3", "12abc" and "" are refused. */
-static int parse_num(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
-{
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	return *out < min || *out > max ? -ERANGE : 0;
+	return cli_usage_error("kvmprof-agent", usage_text, fmt, arg);
 }
 
 static int bad_number(char opt, const char *arg, const char *what)
 {
-	fprintf(stderr, "kvmprof-agent: -%c '%s': expected %s\n%s", opt, arg, what, usage_text);
-	return 2;
+	return cli_bad_number("kvmprof-agent", usage_text, opt, arg, what);
 }
 
 static int add_event(struct record_opts *o, const char *spec)
 {
-	char unknown[KP_EVENT_NAME_MAX], err[256], close_names[512];
 	int r;
 
 	if (o->nevents == RECORD_MAX_EVENTS) {
 		fprintf(stderr, "kvmprof-agent: at most %d events\n", RECORD_MAX_EVENTS);
 		return 2;
 	}
-	r = events_parse(spec, &o->events[o->nevents], unknown, sizeof(unknown), err, sizeof(err));
-	if (r == -ENOENT) {
-		fprintf(stderr, "kvmprof-agent: %s\n", err);
-		if (events_suggest(unknown, 5, close_names, sizeof(close_names)) > 0)
-			fprintf(stderr, "kvmprof-agent: did you mean: %s\n", close_names);
-		return 2;
-	}
-	if (r) {
-		fprintf(stderr, "kvmprof-agent: -e: %s\n", err);
-		return 2;
-	}
+	r = cli_parse_event("kvmprof-agent", spec, &o->events[o->nevents]);
+	if (r)
+		return r;
 	o->nevents++;
 	return 0;
 }
@@ -139,12 +113,12 @@ static int cmd_record(int argc, char **argv)
 				return r;
 			break;
 		case 'F':
-			if (parse_num(optarg, 1, 1000000, &v))
+			if (cli_parse_num(optarg, 1, 1000000, &v))
 				return bad_number('F', optarg, "a sampling frequency of 1 to 1000000 Hz");
 			o.freq = v;
 			break;
 		case 'c':
-			if (parse_num(optarg, 1, ULLONG_MAX, &v))
+			if (cli_parse_num(optarg, 1, ULLONG_MAX, &v))
 				return bad_number('c', optarg, "a sampling period of at least 1 event");
 			o.period = v;
 			break;
@@ -160,12 +134,12 @@ static int cmd_record(int argc, char **argv)
 			o.all = true;
 			break;
 		case 'p':
-			if (parse_num(optarg, 1, INT_MAX, &v))
+			if (cli_parse_num(optarg, 1, INT_MAX, &v))
 				return bad_number('p', optarg, "a process id");
 			o.pid = (pid_t)v;
 			break;
 		case 'm':
-			if (parse_num(optarg, 1, 1u << 16, &v) || (v & (v - 1)))
+			if (cli_parse_num(optarg, 1, 1u << 16, &v) || (v & (v - 1)))
 				return bad_number('m', optarg, "a power of two between 1 and 65536");
 			o.mmap_pages = (unsigned)v;
 			break;
@@ -222,7 +196,7 @@ static int cmd_export(int argc, char **argv)
 		case 'p': {
 			pid_t *n;
 
-			if (parse_num(optarg, 1, INT_MAX, &v)) {
+			if (cli_parse_num(optarg, 1, INT_MAX, &v)) {
 				free(o.pids);
 				return bad_number('p', optarg, "a process id");
 			}

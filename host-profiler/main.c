@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "events.h"
 #include "record.h"
 #include "report.h"
@@ -56,52 +57,12 @@ static const char help_text[] =
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "kvmprof: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage_text);
-	return 2;
+	return cli_usage_error("kvmprof", usage_text, fmt, arg);
 }
 
-static int parse_num(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
+static int bad_number(char opt, const char *arg, const char *what)
 {
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	return *out < min || *out > max ? -ERANGE : 0;
-}
-
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-
-	if (!s || ((*s < '0' || *s > '9') && *s != '.'))
-		return -EINVAL;
-	errno = 0;
-	*out = strtod(s, &end);
-	return errno || *end || *out <= 0 || *out > 1e6 ? -EINVAL : 0;
-}
-
-static int parse_event(const char *spec, struct events_event *ev)
-{
-	char unknown[KP_EVENT_NAME_MAX], err[256], close_names[512];
-	int r = events_parse(spec, ev, unknown, sizeof(unknown), err, sizeof(err));
-
-	if (r == -ENOENT) {
-		fprintf(stderr, "kvmprof: %s\n", err);
-		if (events_suggest(unknown, 5, close_names, sizeof(close_names)) > 0)
-			fprintf(stderr, "kvmprof: did you mean: %s\n", close_names);
-		return 2;
-	}
-	if (r) {
-		fprintf(stderr, "kvmprof: -e: %s\n", err);
-		return 2;
-	}
-	return 0;
+	return cli_bad_number("kvmprof", usage_text, opt, arg, what);
 }
 
 static int cmd_record(int argc, char **argv)
@@ -128,19 +89,19 @@ static int cmd_record(int argc, char **argv)
 			o.vm = optarg;
 			break;
 		case 'e':
-			r = parse_event(optarg, &o.event);
+			r = cli_parse_event("kvmprof", optarg, &o.event);
 			if (r)
 				return r;
 			o.event_given = true;
 			break;
 		case 'F':
-			if (parse_num(optarg, 1, 100000, &v))
-				return usage_error("-F '%s': expected a sampling frequency of 1 to 100000 Hz", optarg);
+			if (cli_parse_num(optarg, 1, 100000, &v))
+				return bad_number('F', optarg, "a sampling frequency of 1 to 100000 Hz");
 			o.freq = v;
 			break;
 		case 'c':
-			if (parse_num(optarg, 1, ULLONG_MAX, &v))
-				return usage_error("-c '%s': expected a sampling period of at least 1 event", optarg);
+			if (cli_parse_num(optarg, 1, ULLONG_MAX, &v))
+				return bad_number('c', optarg, "a sampling period of at least 1 event");
 			o.period = v;
 			break;
 		case 'g':
@@ -152,7 +113,7 @@ static int cmd_record(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'd':
-			if (parse_seconds(optarg, &o.duration))
+			if (cli_parse_seconds(optarg, &o.duration))
 				return usage_error("--duration '%s': expected seconds (> 0)", optarg);
 			break;
 		case 'q':
@@ -207,7 +168,7 @@ static int cmd_stat(int argc, char **argv)
 					free(list);
 					return usage_error("stat: at most 8 events%s", "");
 				}
-				r = parse_event(tok, &o.events[o.nevents]);
+				r = cli_parse_event("kvmprof", tok, &o.events[o.nevents]);
 				if (r) {
 					free(list);
 					return r;
@@ -218,7 +179,7 @@ static int cmd_stat(int argc, char **argv)
 			break;
 		}
 		case 'd':
-			if (parse_seconds(optarg, &o.duration))
+			if (cli_parse_seconds(optarg, &o.duration))
 				return usage_error("--duration '%s': expected seconds (> 0)", optarg);
 			break;
 		case 'h':
