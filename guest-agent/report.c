@@ -5,16 +5,15 @@
  */
 #include "report.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The library's report.h: a plain "report.h" here is this directory's. */
 #include "../lib/report.h"
+#include "cli.h"
 #include "profile.h"
 
 static const char report_usage[] =
@@ -45,20 +44,15 @@ static const char report_help[] =
 	"else the kernel ELF the sample file names. A file whose build-id differs from\n"
 	"the recorded one is not used. Samples without a symbol show as [unknown].\n";
 
-enum { FMT_TEXT, FMT_FOLDED, FMT_PPROF, FMT_SVG };
-
 struct report_args {
 	const char *input, *output, *root, *kallsyms;
-	int format;
+	enum report_format format;
 	struct report_options opt;
 };
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "kvmprof-agent report: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", report_usage);
-	return 2;
+	return cli_usage_error("kvmprof-agent report", report_usage, fmt, arg);
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -77,7 +71,7 @@ static int parse_args(int argc, char **argv, struct report_args *a)
 	};
 	int c;
 
-	*a = (struct report_args){ .input = "kvmprof.data", .format = FMT_TEXT };
+	*a = (struct report_args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":i:s:gf:o:r:k:h", longopts, NULL)) != -1) {
@@ -97,15 +91,7 @@ static int parse_args(int argc, char **argv, struct report_args *a)
 			a->opt.callgraph = true;
 			break;
 		case 'f':
-			if (!strcmp(optarg, "text"))
-				a->format = FMT_TEXT;
-			else if (!strcmp(optarg, "folded"))
-				a->format = FMT_FOLDED;
-			else if (!strcmp(optarg, "pprof"))
-				a->format = FMT_PPROF;
-			else if (!strcmp(optarg, "svg"))
-				a->format = FMT_SVG;
-			else
+			if (report_parse_format(optarg, &a->format))
 				return usage_error("unknown format '%s' (text, folded, pprof or svg)", optarg);
 			break;
 		case 'o':
@@ -137,22 +123,30 @@ static void print_warning(void *ctx, const char *msg)
 	fprintf(stderr, "kvmprof-agent: warning: %s\n", msg);
 }
 
-static int render(FILE *out, const struct profile *p, const struct report_args *a)
+struct render_ctx {
+	const struct profile *p;
+	const struct report_args *a;
+};
+
+static int render(FILE *out, void *ctx)
 {
+	const struct render_ctx *rctx = ctx;
+	const struct profile *p = rctx->p;
+	const struct report_args *a = rctx->a;
 	uint32_t ev;
 	size_t i, others = 0;
 
 	switch (a->format) {
-	case FMT_FOLDED:
-	case FMT_SVG:
+	case REPORT_FORMAT_FOLDED:
+	case REPORT_FORMAT_SVG:
 		ev = report_folded_event(p);
 		for (i = 0; i < p->nr_events; i++)
 			others += i != ev && p->events[i].samples;
 		if (others)
 			fprintf(stderr, "kvmprof-agent: %s of event %s only (%zu more events have samples)\n",
-				a->format == FMT_SVG ? "flame graph" : "folded stacks", p->events[ev].name, others);
-		return a->format == FMT_SVG ? report_svg(out, p, ev, NULL) : report_folded(out, p, ev);
-	case FMT_PPROF:
+				a->format == REPORT_FORMAT_SVG ? "flame graph" : "folded stacks", p->events[ev].name, others);
+		return a->format == REPORT_FORMAT_SVG ? report_svg(out, p, ev, NULL) : report_folded(out, p, ev);
+	case REPORT_FORMAT_PPROF:
 		return report_pprof(out, p);
 	default:
 		return report_text(out, p, &a->opt);
@@ -165,16 +159,14 @@ int agent_report_main(int argc, char **argv)
 	struct report_args a;
 	struct profile *p;
 	char err[512];
-	FILE *out = stdout;
-	int rc, status = 0;
+	int rc, status;
 
 	rc = parse_args(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
-	if (a.format == FMT_PPROF && !a.output && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "kvmprof-agent report: pprof output is binary: give -o FILE or redirect it\n");
-		return 2;
-	}
+	rc = report_check_output("kvmprof-agent report", a.format, a.output);
+	if (rc)
+		return rc;
 	popt.root = a.root;
 	popt.kallsyms_path = a.kallsyms;
 	rc = profile_load(&p, a.input, &popt, err, sizeof(err));
@@ -182,25 +174,9 @@ int agent_report_main(int argc, char **argv)
 		fprintf(stderr, "kvmprof-agent: %s\n", err);
 		return 1;
 	}
-	if (a.output) {
-		out = fopen(a.output, a.format == FMT_PPROF ? "wb" : "w");
-		if (!out) {
-			fprintf(stderr, "kvmprof-agent: %s: %s\n", a.output, strerror(errno));
-			profile_free(p);
-			return 1;
-		}
-	}
-	rc = render(out, p, &a);
-	if (rc) {
-		fprintf(stderr, "kvmprof-agent: %s: %s\n", a.output ? a.output : "standard output", strerror(-rc));
-		status = 1;
-	}
-	if (out != stdout && fclose(out) && !status) {
-		fprintf(stderr, "kvmprof-agent: %s: %s\n", a.output, strerror(errno));
-		status = 1;
-	}
+	status = report_write("kvmprof-agent", a.output, a.format, render, &(struct render_ctx){ p, &a });
 	/* The table has its own footer; the other formats say it here. */
-	if (!status && a.format != FMT_TEXT && p->unresolved)
+	if (!status && a.format != REPORT_FORMAT_TEXT && p->unresolved)
 		fprintf(stderr, "kvmprof-agent: %" PRIu64 " of %zu samples have no symbol\n", p->unresolved,
 			p->nr_samples);
 	profile_free(p);

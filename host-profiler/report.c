@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cli.h"
 #include "grow.h"
 #include "keymap.h"
 /* The library's report.h: a plain "report.h" here is this directory's. */
@@ -49,11 +49,9 @@ static const char help[] =
 	"                          svg: a flame graph, the four layers in their own colours\n"
 	"  -o, --output OUT        write there instead of standard output\n";
 
-enum { FMT_TEXT, FMT_FOLDED, FMT_PPROF, FMT_SVG };
-
 struct args {
 	const char *input, *output, *guest_root, *guest_kernel, *guest_kallsyms, *guest_export;
-	int format;
+	enum report_format format;
 	bool by_process;
 };
 
@@ -76,10 +74,7 @@ const char *host_layer_name(enum host_layer l)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "kvmprof report: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
-	return 2;
+	return cli_usage_error("kvmprof report", usage, fmt, arg);
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -93,7 +88,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	};
 	int c;
 
-	*a = (struct args){ .input = "kvmprof.data", .format = FMT_TEXT, .by_process = true };
+	*a = (struct args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT, .by_process = true };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":i:r:k:K:x:s:f:o:h", longopts, NULL)) != -1) {
@@ -122,15 +117,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return usage_error("unknown sort keys '%s' (domain,process,symbol or domain,symbol)", optarg);
 			break;
 		case 'f':
-			if (!strcmp(optarg, "text"))
-				a->format = FMT_TEXT;
-			else if (!strcmp(optarg, "folded"))
-				a->format = FMT_FOLDED;
-			else if (!strcmp(optarg, "pprof"))
-				a->format = FMT_PPROF;
-			else if (!strcmp(optarg, "svg"))
-				a->format = FMT_SVG;
-			else
+			if (report_parse_format(optarg, &a->format))
 				return usage_error("unknown format '%s' (text, folded, pprof or svg)", optarg);
 			break;
 		case 'o':
@@ -372,19 +359,27 @@ static uint32_t merge_events(struct profile *p)
 	return ev;
 }
 
-static int render(FILE *out, struct profile *p, const struct args *a)
+struct render_ctx {
+	struct profile *p;
+	const struct args *a;
+};
+
+static int render(FILE *out, void *ctx)
 {
+	const struct render_ctx *rctx = ctx;
+	struct profile *p = rctx->p;
+	const struct args *a = rctx->a;
 	struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
 	uint32_t ev;
 
 	switch (a->format) {
-	case FMT_FOLDED:
+	case REPORT_FORMAT_FOLDED:
 		ev = merge_events(p);
 		return report_folded(out, p, ev);
-	case FMT_SVG:
+	case REPORT_FORMAT_SVG:
 		ev = merge_events(p);
 		return report_svg(out, p, ev, &svg);
-	case FMT_PPROF:
+	case REPORT_FORMAT_PPROF:
 		return report_pprof(out, p);
 	default:
 		return print_text(out, p, a);
@@ -396,16 +391,14 @@ int host_report_main(int argc, char **argv)
 	struct args a;
 	struct profile *p;
 	char err[512];
-	FILE *out = stdout;
-	int rc, status = 0;
+	int rc, status;
 
 	rc = parse_args(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
-	if (a.format == FMT_PPROF && !a.output && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "kvmprof report: pprof output is binary: give -o FILE or redirect it\n");
-		return 2;
-	}
+	rc = report_check_output("kvmprof report", a.format, a.output);
+	if (rc)
+		return rc;
 	rc = load(&p, &a, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "kvmprof: %s\n", err);
@@ -416,23 +409,7 @@ int host_report_main(int argc, char **argv)
 		profile_free(p);
 		return 1;
 	}
-	if (a.output) {
-		out = fopen(a.output, a.format == FMT_PPROF ? "wb" : "w");
-		if (!out) {
-			fprintf(stderr, "kvmprof: %s: %s\n", a.output, strerror(errno));
-			profile_free(p);
-			return 1;
-		}
-	}
-	rc = render(out, p, &a);
-	if (rc) {
-		fprintf(stderr, "kvmprof: %s: %s\n", a.output ? a.output : "standard output", strerror(-rc));
-		status = 1;
-	}
-	if (out != stdout && fclose(out) && !status) {
-		fprintf(stderr, "kvmprof: %s: %s\n", a.output, strerror(errno));
-		status = 1;
-	}
+	status = report_write("kvmprof", a.output, a.format, render, &(struct render_ctx){ p, &a });
 	profile_free(p);
 	return status;
 }
