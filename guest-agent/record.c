@@ -36,7 +36,7 @@
 
 #include "convert.h"
 #include "emit.h"
-#include "perf_ring.h"
+#include "perf_rings.h"
 #include "procfs.h"
 #include "sample_file.h"
 
@@ -54,12 +54,8 @@ struct rec {
 	int ncpus;
 	pid_t *targets; /* -1: all processes */
 	size_t ntargets;
-	int *fds;
-	size_t nfds, capfds;
-	struct convert_id *ids;
-	size_t nids;
+	struct perf_rings rs; /* the events, their ids and a ring per CPU */
 	struct convert_ctx conv;
-	struct perf_ring *rings; /* per CPU slot; fd -1 when nothing opened there */
 	struct kp_writer *w;
 	struct emit_ctx e;
 	int out_fd;
@@ -149,33 +145,6 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 		a->comm_exec = 1;
 		a->task = 1;
 	}
-}
-
-static int add_fd(struct rec *R, int fd, int idx)
-{
-	uint64_t id;
-
-	if (R->nfds == R->capfds) {
-		size_t ncap = R->capfds ? R->capfds * 2 : 64;
-		int *f = realloc(R->fds, ncap * sizeof(*f));
-		struct convert_id *ids;
-
-		if (!f)
-			return -ENOMEM;
-		R->fds = f;
-		ids = realloc(R->ids, ncap * sizeof(*ids));
-		if (!ids)
-			return -ENOMEM;
-		R->ids = ids;
-		R->capfds = ncap;
-	}
-	R->fds[R->nfds++] = fd;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
-		return -errno;
-	R->ids[R->nids].id = id;
-	R->ids[R->nids].event = (uint32_t)idx;
-	R->nids++;
-	return 0;
 }
 
 /* Sets the event up as the stand-in clock; the name stays what the user asked for. */
@@ -290,11 +259,9 @@ static int open_events(struct rec *R)
 		snprintf(R->pmu, sizeof(R->pmu), "%s", hw ? "hardware" : "software events only");
 	}
 
-	R->rings = calloc((size_t)R->ncpus, sizeof(*R->rings));
-	if (!R->rings)
-		return -ENOMEM;
-	for (int c = 0; c < R->ncpus; c++)
-		R->rings[c].fd = -1;
+	r = perf_rings_init(&R->rs, "kvmprof-agent", R->cpus, R->ncpus);
+	if (r)
+		return r;
 
 	for (int c = 0; c < R->ncpus; c++) {
 		for (int i = 0; i < R->nev; i++) {
@@ -317,57 +284,16 @@ static int open_events(struct rec *R)
 						R->cpus[c], strerror(e));
 					return -e;
 				}
-				r = add_fd(R, (int)fd, i);
-				if (r) {
-					close((int)fd);
-					fprintf(stderr, "kvmprof-agent: perf event id: %s\n", strerror(-r));
+				r = perf_rings_add(&R->rs, c, (int)fd, (uint32_t)i,
+						   R->o->mmap_pages ? R->o->mmap_pages : DEFAULT_PAGES);
+				if (r)
 					return r;
-				}
-				if (R->rings[c].fd < 0) {
-					unsigned pages = R->o->mmap_pages ? R->o->mmap_pages : DEFAULT_PAGES;
-
-					r = perf_ring_map(&R->rings[c], (int)fd, pages);
-					if (r) {
-						fprintf(stderr, "kvmprof-agent: mmap of the perf ring buffer (%u pages) on CPU %d: %s\n",
-							pages, R->cpus[c], strerror(-r));
-						return r;
-					}
-				} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, R->rings[c].fd)) {
-					r = -errno;
-					fprintf(stderr, "kvmprof-agent: PERF_EVENT_IOC_SET_OUTPUT on CPU %d: %s\n", R->cpus[c],
-						strerror(-r));
-					return r;
-				}
 			}
 		}
 	}
-	if (!R->nfds) {
+	if (!R->rs.nfds) {
 		fprintf(stderr, "kvmprof-agent: nothing to record (every thread exited)\n");
 		return -ESRCH;
-	}
-	return 0;
-}
-
-static int on_record(const struct perf_event_header *h, void *ctx)
-{
-	return convert_record(ctx, h);
-}
-
-static int drain(struct rec *R)
-{
-	for (int c = 0; c < R->ncpus; c++) {
-		int r;
-
-		if (R->rings[c].fd < 0)
-			continue;
-		r = perf_ring_read(&R->rings[c], on_record, &R->conv);
-		if (r == -EIO) {
-			fprintf(stderr, "kvmprof-agent: malformed record in the ring of CPU %d; skipped its contents\n",
-				R->cpus[c]);
-			continue;
-		}
-		if (r)
-			return r;
 	}
 	return 0;
 }
@@ -566,83 +492,60 @@ static int pidfd_for(pid_t pid)
 #endif
 }
 
+struct loop {
+	struct rec *R;
+	int *child_status;
+	bool tty;
+	uint64_t last_progress;
+	int pidfd; /* -p PID's, when the kernel has pidfds; polled by perf_rings_loop */
+};
+
+/* After each drain: the progress line, then whether the target is gone or a signal came. */
+static int loop_step(void *ctx, short pidfd_revents)
+{
+	struct loop *L = ctx;
+	struct rec *R = L->R;
+
+	if (L->tty && emit_now_ns() - L->last_progress >= 1000000000ull) {
+		progress(R, false);
+		L->last_progress = emit_now_ns();
+	}
+	if (R->child > 0) {
+		pid_t w = waitpid(R->child, L->child_status, WNOHANG);
+
+		if (w == R->child) {
+			R->child = 0;
+			forward_to = 0;
+			return 1;
+		}
+		return 0; /* with a command, signals end the command, and the command ends the recording */
+	}
+	if (stop_signal)
+		return 1;
+	if (R->o->pid && !R->o->all)
+		return L->pidfd >= 0 ? (pidfd_revents & POLLIN) != 0 : kill(R->o->pid, 0) && errno == ESRCH;
+	return 0;
+}
+
 static int record_loop(struct rec *R, int *child_status)
 {
-	struct pollfd *pfd = calloc((size_t)R->ncpus + 1, sizeof(*pfd));
-	bool tty = !R->o->quiet && isatty(2);
-	uint64_t last_progress = emit_now_ns();
-	int npfd = 0, pidfd = -1, r = 0;
+	struct loop L = { .R = R, .child_status = child_status, .tty = !R->o->quiet && isatty(2),
+			  .last_progress = emit_now_ns(), .pidfd = -1 };
+	int r;
 
-	if (!pfd)
-		return -ENOMEM;
-	for (int c = 0; c < R->ncpus; c++) {
-		if (R->rings[c].fd >= 0) {
-			pfd[npfd].fd = R->rings[c].fd;
-			pfd[npfd++].events = POLLIN;
-		}
-	}
-	if (R->o->pid && !R->o->all) {
-		pidfd = pidfd_for(R->o->pid);
-		if (pidfd >= 0) {
-			pfd[npfd].fd = pidfd;
-			pfd[npfd++].events = POLLIN;
-		}
-	}
-	for (;;) {
-		int n = poll(pfd, (nfds_t)npfd, POLL_MS);
-
-		if (n < 0 && errno != EINTR) {
-			r = -errno;
-			fprintf(stderr, "kvmprof-agent: poll: %s\n", strerror(errno));
-			break;
-		}
-		/* An event whose tasks all exited reports POLLHUP for good: stop polling it, keep draining. */
-		for (int i = 0; i < npfd; i++)
-			if (pfd[i].fd != pidfd && (pfd[i].revents & (POLLHUP | POLLERR)))
-				pfd[i].fd = -pfd[i].fd - 1;
-		r = drain(R);
-		if (r)
-			break;
-		if (tty && emit_now_ns() - last_progress >= 1000000000ull) {
-			progress(R, false);
-			last_progress = emit_now_ns();
-		}
-		if (R->child > 0) {
-			pid_t w = waitpid(R->child, child_status, WNOHANG);
-
-			if (w == R->child) {
-				R->child = 0;
-				forward_to = 0;
-				break;
-			}
-			continue; /* with a command, signals end the command, and the command ends the recording */
-		}
-		if (stop_signal)
-			break;
-		if (R->o->pid && !R->o->all) {
-			if (pidfd >= 0 ? n > 0 && (pfd[npfd - 1].revents & POLLIN) : kill(R->o->pid, 0) && errno == ESRCH)
-				break;
-		}
-	}
-	if (pidfd >= 0)
-		close(pidfd);
-	free(pfd);
-	if (tty)
+	if (R->o->pid && !R->o->all)
+		L.pidfd = pidfd_for(R->o->pid);
+	r = perf_rings_loop(&R->rs, &R->conv, L.pidfd, POLL_MS, loop_step, &L);
+	if (L.pidfd >= 0)
+		close(L.pidfd);
+	if (L.tty)
 		progress(R, true);
 	return r;
 }
 
 static void cleanup(struct rec *R)
 {
-	if (R->rings)
-		for (int c = 0; c < R->ncpus; c++)
-			if (R->rings[c].fd >= 0)
-				perf_ring_unmap(&R->rings[c]);
-	for (size_t i = 0; i < R->nfds; i++)
-		close(R->fds[i]);
-	free(R->rings);
-	free(R->fds);
-	free(R->ids);
+	perf_rings_free(&R->rs);
 	free(R->targets);
 	emit_fini(&R->e);
 	if (R->go_fd >= 0)
@@ -756,8 +659,8 @@ int record_run(const struct record_opts *o)
 	}
 	emit_init(&R.e, R.w);
 	R.conv.e = &R.e;
-	R.conv.ids = R.ids;
-	R.conv.nids = R.nids;
+	R.conv.ids = R.rs.ids;
+	R.conv.nids = R.rs.nids;
 	R.conv.callchain = o->callgraph;
 	r = write_preamble(&R);
 	if (r)
@@ -766,8 +669,7 @@ int record_run(const struct record_opts *o)
 	R.t_start = emit_now_ns();
 	/* A command's events come on at its exec (enable_on_exec); the others now. */
 	if (!(R.child > 0 && R.targets[0] == R.child))
-		for (size_t i = 0; i < R.nfds; i++)
-			ioctl(R.fds[i], PERF_EVENT_IOC_ENABLE, 0);
+		perf_rings_enable(&R.rs, true);
 	r = synthesize(&R);
 	if (r)
 		goto write_error;
@@ -781,10 +683,9 @@ int record_run(const struct record_opts *o)
 	}
 	R.recording = true;
 	r = record_loop(&R, &status);
-	for (size_t i = 0; i < R.nfds; i++)
-		ioctl(R.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	perf_rings_enable(&R.rs, false);
 	if (!r)
-		r = drain(&R);
+		r = perf_rings_drain(&R.rs, &R.conv);
 	if (r)
 		goto write_error;
 	uint64_t duration = emit_now_ns() - R.t_start, samples = kp_writer_samples(R.w);

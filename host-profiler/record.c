@@ -42,7 +42,7 @@
 #include "emit.h"
 #include "guest_ring.h"
 #include "kallsyms.h"
-#include "perf_ring.h"
+#include "perf_rings.h"
 #include "procfs.h"
 #include "sample_file.h"
 #include "vm_client.h"
@@ -71,11 +71,7 @@ struct hrec {
 	int cpus[MAX_CPUS], ncpus;
 	pid_t *tids;
 	size_t ntids;
-	int *fds;
-	size_t nfds, capfds;
-	struct convert_id *ids;
-	size_t nids;
-	struct perf_ring *rings;
+	struct perf_rings rs; /* the host events, their ids and a ring per CPU */
 
 	struct kp_writer *w;
 	struct emit_ctx e;
@@ -261,31 +257,6 @@ static int probe_event(struct hrec *R)
 	}
 }
 
-static int add_fd(struct hrec *R, int fd)
-{
-	uint64_t id;
-
-	if (R->nfds == R->capfds) {
-		size_t ncap = R->capfds ? R->capfds * 2 : 64;
-		int *f = realloc(R->fds, ncap * sizeof(*f));
-		struct convert_id *ids;
-
-		if (!f)
-			return -ENOMEM;
-		R->fds = f;
-		ids = realloc(R->ids, ncap * sizeof(*ids));
-		if (!ids)
-			return -ENOMEM;
-		R->ids = ids;
-		R->capfds = ncap;
-	}
-	R->fds[R->nfds++] = fd;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
-		return -errno;
-	R->ids[R->nids++] = (struct convert_id){ .id = id, .event = HOST_EVENT_ID };
-	return 0;
-}
-
 static int open_events(struct hrec *R)
 {
 	char dir[64];
@@ -301,11 +272,9 @@ static int open_events(struct hrec *R)
 	r = probe_event(R);
 	if (r)
 		return r;
-	R->rings = calloc((size_t)R->ncpus, sizeof(*R->rings));
-	if (!R->rings)
-		return -ENOMEM;
-	for (int c = 0; c < R->ncpus; c++)
-		R->rings[c].fd = -1;
+	r = perf_rings_init(&R->rs, "kvmprof", R->cpus, R->ncpus);
+	if (r)
+		return r;
 	for (int c = 0; c < R->ncpus; c++) {
 		for (size_t t = 0; t < R->ntids; t++) {
 			struct perf_event_attr a;
@@ -322,27 +291,12 @@ static int open_events(struct hrec *R)
 					(int)R->tids[t], R->cpus[c], strerror(e));
 				return -e;
 			}
-			r = add_fd(R, (int)fd);
-			if (r) {
-				close((int)fd);
-				fprintf(stderr, "kvmprof: perf event id: %s\n", strerror(-r));
+			r = perf_rings_add(&R->rs, c, (int)fd, HOST_EVENT_ID, RING_PAGES);
+			if (r)
 				return r;
-			}
-			if (R->rings[c].fd < 0) {
-				r = perf_ring_map(&R->rings[c], (int)fd, RING_PAGES);
-				if (r) {
-					fprintf(stderr, "kvmprof: mmap of the perf ring buffer on CPU %d: %s\n", R->cpus[c],
-						strerror(-r));
-					return r;
-				}
-			} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, R->rings[c].fd)) {
-				r = -errno;
-				fprintf(stderr, "kvmprof: PERF_EVENT_IOC_SET_OUTPUT on CPU %d: %s\n", R->cpus[c], strerror(-r));
-				return r;
-			}
 		}
 	}
-	if (!R->nfds) {
+	if (!R->rs.nfds) {
 		fprintf(stderr, "kvmprof: every thread of VMM pid %d exited before sampling began\n", (int)R->vmm_pid);
 		return -ESRCH;
 	}
@@ -643,27 +597,9 @@ static void stop_guest_sampling(struct hrec *R)
 
 /* ---- the loop ---- */
 
-static int on_record(const struct perf_event_header *h, void *ctx)
+/* The guest's rings, after the host's (perf_rings_drain): the VMM writes them as it samples. */
+static int drain_guest(struct hrec *R)
 {
-	return convert_record(ctx, h);
-}
-
-static int drain(struct hrec *R)
-{
-	for (int c = 0; c < R->ncpus; c++) {
-		int r;
-
-		if (R->rings[c].fd < 0)
-			continue;
-		r = perf_ring_read(&R->rings[c], on_record, &R->conv);
-		if (r == -EIO) {
-			fprintf(stderr, "kvmprof: malformed record in the perf ring of CPU %d; skipped its contents\n",
-				R->cpus[c]);
-			continue;
-		}
-		if (r)
-			return r;
-	}
 	return R->sampling ? guest_rings_drain(&R->gr, R->w) : 0;
 }
 
@@ -691,69 +627,55 @@ static void progress(struct hrec *R, bool final)
 	shown = true;
 }
 
+struct loop {
+	struct hrec *R;
+	bool tty;
+	uint64_t last_progress, end; /* end: --duration's, 0 without one */
+};
+
+/* After each drain of the host rings: the guest's, progress, then whether to stop. */
+static int loop_step(void *ctx, short vm_revents)
+{
+	struct loop *L = ctx;
+	struct hrec *R = L->R;
+	uint64_t now;
+	int r = drain_guest(R);
+
+	if (r)
+		return r;
+	now = emit_now_ns();
+	if (L->tty && now - L->last_progress >= 1000000000ull) {
+		progress(R, false);
+		L->last_progress = now;
+	}
+	if (stop_signal || (L->end && now >= L->end))
+		return 1;
+	if ((vm_revents & (POLLIN | POLLHUP | POLLERR)) && vm_closed(R)) {
+		if (L->tty)
+			progress(R, true);
+		fprintf(stderr, "kvmprof: the VM went away (control socket closed) after %.1f s; keeping what was "
+				"recorded\n", (double)(now - R->t_start) / 1e9);
+		R->vm_gone = true;
+		return 1;
+	}
+	return 0;
+}
+
 static int record_loop(struct hrec *R)
 {
-	struct pollfd *pfd = calloc((size_t)R->ncpus + 1, sizeof(*pfd));
-	bool tty = !R->o->quiet && isatty(2);
-	uint64_t last_progress = emit_now_ns();
-	uint64_t end = R->o->duration > 0 ? R->t_start + (uint64_t)(R->o->duration * 1e9) : 0;
-	int npfd = 0, r = 0;
+	struct loop L = { .R = R, .tty = !R->o->quiet && isatty(2), .last_progress = emit_now_ns(),
+			  .end = R->o->duration > 0 ? R->t_start + (uint64_t)(R->o->duration * 1e9) : 0 };
+	/* The control socket too: the VMM closing it means the VM is gone. */
+	int r = perf_rings_loop(&R->rs, &R->conv, R->vm.fd, POLL_MS, loop_step, &L);
 
-	if (!pfd)
-		return -ENOMEM;
-	for (int c = 0; c < R->ncpus; c++)
-		if (R->rings[c].fd >= 0)
-			pfd[npfd++] = (struct pollfd){ .fd = R->rings[c].fd, .events = POLLIN };
-	pfd[npfd++] = (struct pollfd){ .fd = R->vm.fd, .events = POLLIN };
-	for (;;) {
-		int n = poll(pfd, (nfds_t)npfd, POLL_MS);
-		uint64_t now;
-
-		if (n < 0 && errno != EINTR) {
-			r = -errno;
-			fprintf(stderr, "kvmprof: poll: %s\n", strerror(errno));
-			break;
-		}
-		/* A perf event whose threads all exited reports POLLHUP for good: stop polling it. */
-		for (int i = 0; i + 1 < npfd; i++)
-			if (pfd[i].fd >= 0 && (pfd[i].revents & (POLLHUP | POLLERR)))
-				pfd[i].fd = -pfd[i].fd - 1;
-		r = drain(R);
-		if (r)
-			break;
-		now = emit_now_ns();
-		if (tty && now - last_progress >= 1000000000ull) {
-			progress(R, false);
-			last_progress = now;
-		}
-		if (stop_signal || (end && now >= end))
-			break;
-		if ((pfd[npfd - 1].revents & (POLLIN | POLLHUP | POLLERR)) && vm_closed(R)) {
-			if (tty)
-				progress(R, true);
-			fprintf(stderr, "kvmprof: the VM went away (control socket closed) after %.1f s; keeping what was "
-					"recorded\n", (double)(now - R->t_start) / 1e9);
-			R->vm_gone = true;
-			break;
-		}
-	}
-	free(pfd);
-	if (tty)
+	if (L.tty)
 		progress(R, true);
 	return r;
 }
 
 static void cleanup(struct hrec *R)
 {
-	if (R->rings)
-		for (int c = 0; c < R->ncpus; c++)
-			if (R->rings[c].fd >= 0)
-				perf_ring_unmap(&R->rings[c]);
-	for (size_t i = 0; i < R->nfds; i++)
-		close(R->fds[i]);
-	free(R->rings);
-	free(R->fds);
-	free(R->ids);
+	perf_rings_free(&R->rs);
 	free(R->tids);
 	guest_rings_unmap(&R->gr);
 	emit_fini(&R->e);
@@ -840,25 +762,25 @@ int host_record_run(const struct host_record_opts *o)
 	if (r)
 		goto write_error;
 	emit_init(&R.e, R.w);
-	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.ids, .nids = R.nids, .callchain = o->callgraph,
+	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->callgraph,
 				       .keep_sample = keep_host_sample, .keep_ctx = &R };
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;
 	R.t_start = emit_now_ns();
-	for (size_t i = 0; i < R.nfds; i++)
-		ioctl(R.fds[i], PERF_EVENT_IOC_ENABLE, 0);
+	perf_rings_enable(&R.rs, true);
 	/* The VMM's threads and mappings as they are now; perf reports later changes. */
 	r = emit_process(&R.e, R.vmm_pid, 0);
 	if (r && r != -ESRCH)
 		goto write_error;
 	start_guest_sampling(&R);
 	r = record_loop(&R);
-	for (size_t i = 0; i < R.nfds; i++)
-		ioctl(R.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	perf_rings_enable(&R.rs, false);
 	stop_guest_sampling(&R);
 	if (!r)
-		r = drain(&R);
+		r = perf_rings_drain(&R.rs, &R.conv);
+	if (!r)
+		r = drain_guest(&R);
 	if (!r)
 		r = finish(&R);
 	if (r)
