@@ -86,8 +86,11 @@ static int parse_number(const char *s, unsigned long long max, unsigned long lon
 
 static int pfm_state; /* 0: not tried, 1: initialized, <0: pfm_initialize's error */
 
-/* Is there a hardware core PMU, not only perf_events' generic ones? */
-static bool pfm_has_core_pmu(void)
+/*
+ * Is there a hardware core PMU, not only perf_events' generic ones? Needs
+ * libpfm4 initialized; event names resolve only when this is true.
+ */
+bool vpmu_filter_host_core_pmu(void)
 {
 	for (int p = 0; p < PFM_PMU_MAX; p++) {
 		pfm_pmu_info_t pi;
@@ -128,7 +131,7 @@ static int resolve_name(const char *name, const struct line *l, uint16_t *select
 	r = pfm_get_os_event_encoding(name, PFM_PLM3, PFM_OS_NONE, &arg);
 	if (r != PFM_SUCCESS) {
 		free(arg.codes);
-		if (r == PFM_ERR_NOTFOUND && !pfm_has_core_pmu()) {
+		if (r == PFM_ERR_NOTFOUND && !vpmu_filter_host_core_pmu()) {
 			line_err(err, l,
 				 "unknown event name: libpfm4 knows no hardware PMU of this host CPU "
 				 "(set LIBPFM_FORCE_PMU, or use 'event SELECT [UMASK]')");

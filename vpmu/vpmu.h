@@ -111,6 +111,8 @@ int vpmu_filter_parse(const char *text, size_t len, struct vpmu_filter *f, char 
 int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_MAX]);
 bool vpmu_filter_allows_event(const struct vpmu_filter *f, uint16_t select, uint8_t umask);
 bool vpmu_filter_allows_fixed(const struct vpmu_filter *f, unsigned int fixed_idx);
+/* Whether libpfm4 (once initialized) knows a hardware core PMU of this host CPU. */
+bool vpmu_filter_host_core_pmu(void);
 
 /* --- configuration, shared by all vCPUs of a VM -------------------------- */
 struct vpmu_config {

@@ -226,18 +226,7 @@ static void test_allow_deny(void **state)
 /* Whether libpfm4, as the filter will use it, knows a hardware core PMU of this host. */
 static bool host_has_core_pmu(void)
 {
-	if (pfm_initialize() != PFM_SUCCESS)
-		return false;
-	for (int p = 0; p < PFM_PMU_MAX; p++) {
-		pfm_pmu_info_t pi;
-
-		memset(&pi, 0, sizeof pi);
-		pi.size = sizeof pi;
-		if (pfm_get_pmu_info((pfm_pmu_t)p, &pi) == PFM_SUCCESS && pi.is_present &&
-		    pi.type == PFM_PMU_TYPE_CORE)
-			return true;
-	}
-	return false;
+	return pfm_initialize() == PFM_SUCCESS && vpmu_filter_host_core_pmu();
 }
 
 static bool host_is_amd(void)
