@@ -22,14 +22,16 @@ int bzimage_parse(const uint8_t *data, size_t size, struct bzimage_info *info, c
 		snprintf(err, BOOT_ERR_MAX, "not a bzImage (no 0xAA55 boot flag or HdrS signature)");
 		return -ENOEXEC;
 	}
+	/* Every field read below lies before BZ_HDR_MIN_END: check that once, before any read. */
+	if (size < BZ_HDR_MIN_END) {
+		snprintf(err, BOOT_ERR_MAX, "bzImage is truncated inside its setup header (%zu bytes, %u needed)",
+			 size, (unsigned int)BZ_HDR_MIN_END);
+		return -ENOEXEC;
+	}
 	memcpy(&version, data + BZ_VERSION, 2);
 	if (version < 0x20c) {
 		snprintf(err, BOOT_ERR_MAX, "bzImage boot protocol %u.%02u is too old: 2.12 or later is needed",
 			 (unsigned int)version >> 8, (unsigned int)version & 0xff);
-		return -ENOEXEC;
-	}
-	if (size < BZ_HDR_MIN_END) {
-		snprintf(err, BOOT_ERR_MAX, "bzImage is truncated inside its setup header");
 		return -ENOEXEC;
 	}
 	info->version = version;

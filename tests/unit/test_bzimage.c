@@ -155,6 +155,31 @@ static void test_bzimage_rejects(void **state)
 	assert_int_equal(load(img, size, (const uint8_t *)"x", 1, &entry, err), -E2BIG);
 }
 
+/*
+ * A file that ends inside the setup header, as short as 0x206 bytes (just
+ * past "HdrS"): each size is copied into a heap buffer of exactly that size,
+ * so the sanitizer build catches any read past the end.
+ */
+static void test_bzimage_truncated_header(void **state)
+{
+	static uint8_t img[5 * 512];
+	struct bzimage_info info;
+	char err[BOOT_ERR_MAX];
+
+	(void)state;
+	make_bzimage(img);
+	for (size_t size = 0x206; size < BZ_HDR_MIN_END; size++) {
+		uint8_t *cut = malloc(size);
+
+		assert_non_null(cut);
+		memcpy(cut, img, size);
+		assert_true(boot_is_bzimage(cut, size));
+		assert_int_equal(bzimage_parse(cut, size, &info, err), -ENOEXEC);
+		assert_non_null(strstr(err, "truncated"));
+		free(cut);
+	}
+}
+
 static void test_bzimage_debian_kernel(void **state)
 {
 	const char *path = getenv("KVMPROF_DEBIAN_VMLINUZ");
@@ -204,6 +229,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_bzimage_boot_params, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bzimage_rejects, setup, teardown),
+		cmocka_unit_test(test_bzimage_truncated_header),
 		cmocka_unit_test_setup_teardown(test_bzimage_debian_kernel, setup, teardown),
 	};
 
