@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_open.h"
 #include "procfs.h"
 
 struct buildid_entry {
@@ -54,9 +55,9 @@ int emit_read_build_id(const char *path, uint8_t id[KP_BUILD_ID_MAX])
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = file_open_regular(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf) {
 		close(fd);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file_open.h"
 #include "grow.h"
 
 /*
@@ -146,11 +147,11 @@ int kallsyms_load(struct kallsyms **out, const char *path)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(path); /* /proc/kallsyms is regular too */
 	int rc;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* /proc/kallsyms reports size 0, so read until EOF instead of trusting stat. */
 	for (;;) {
 		ssize_t n;

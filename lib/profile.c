@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "file_open.h"
 #include "grow.h"
 #include "kallsyms.h"
 #include "keymap.h"
@@ -88,6 +90,10 @@ struct profile_state {
 
 	struct domain_state dom[NR_DOMAINS];
 	bool has_guest; /* a guest record came: the guest's pseudo images are made */
+
+	/* Descriptors of opt.root and opt.guest_root (by domain): -1 none, -2 not opened yet. */
+	int root_fd[NR_DOMAINS];
+	bool guest_files_warned;
 
 	struct mm *mms;
 	size_t nr_mms, mms_cap, total_maps;
@@ -182,7 +188,8 @@ static uint32_t image_id(struct profile *p, const char *path, const char *name, 
 			break;
 		im = &p->images[v];
 		if ((path ? im->path && !strcmp(im->path, path) : !im->path && !strcmp(im->name, name)) &&
-		    im->build_id_size == bid_size && !memcmp(im->build_id, bid, bid_size) && im->domain == domain)
+		    im->build_id_size == bid_size && (!bid_size || !memcmp(im->build_id, bid, bid_size)) &&
+		    im->domain == domain)
 			return (uint32_t)v;
 	}
 	if (grow_array(&p->images, &ps->images_cap, p->nr_images + 1, sizeof(*p->images)) ||
@@ -229,8 +236,10 @@ int profile_new(struct profile **out, const struct profile_options *opt)
 	}
 	if (opt)
 		p->state->opt = *opt;
-	for (int d = 0; d < NR_DOMAINS; d++)
+	for (int d = 0; d < NR_DOMAINS; d++) {
 		p->state->dom[d].kernel_mm = PROFILE_NONE;
+		p->state->root_fd[d] = -2;
+	}
 	*out = p;
 	return 0;
 }
@@ -637,14 +646,32 @@ static const struct map *find_map(struct mm *mm, uint64_t addr)
 
 /* ---- symbolization ---- */
 
+/* The root directory a domain's files are looked up in: a descriptor, or -1 for none (host paths). */
+static int domain_root(struct profile *p, uint8_t domain)
+{
+	struct profile_state *ps = p->state;
+	const char *dir = domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
+	int d = domain == KP_DOMAIN_GUEST;
+
+	if (ps->root_fd[d] != -2)
+		return ps->root_fd[d];
+	ps->root_fd[d] = -1;
+	if (dir) {
+		ps->root_fd[d] = file_open_root(dir);
+		if (ps->root_fd[d] < 0)
+			warn(p, "%s: %s; no symbols for files under it", dir, strerror(-ps->root_fd[d]));
+	}
+	return ps->root_fd[d];
+}
+
 static struct symtab *image_symtab(struct profile *p, uint32_t img)
 {
 	struct profile_state *ps = p->state;
 	struct image_state *is = &ps->istate[img];
 	struct profile_image *im = &p->images[img];
-	char path[KP_PATH_MAX + 4096];
-	const char *root;
-	int rc;
+	char shown[KP_PATH_MAX + 4096];
+	const char *dir;
+	int root = -1, fd, rc;
 
 	if (is->tried)
 		return is->st;
@@ -652,20 +679,31 @@ static struct symtab *image_symtab(struct profile *p, uint32_t img)
 	/* "[vdso]", "//anon", "[heap]": names, not files. */
 	if (!im->path || im->path[0] != '/')
 		return NULL;
-	root = is->host_path ? NULL : im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
-	/* With a root, a hostile path must not climb out of it. */
-	if (root && (strstr(im->path, "/../") || !strcmp(im->path + strlen(im->path) - 3, "/.."))) {
-		warn(p, "%s: path leaves the guest root; no symbols", im->path);
-		return NULL;
+	if (!is->host_path) {
+		dir = im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
+		root = domain_root(p, im->domain);
+		if (dir && root < 0)
+			return NULL;
+		/* A guest's file names mean nothing on the host: only its root is searched. */
+		if (!dir && im->domain == KP_DOMAIN_GUEST) {
+			if (!ps->guest_files_warned)
+				warn(p, "guest files are looked up only under --guest-root DIR; none given, so guest "
+				     "programs and libraries have no symbols");
+			ps->guest_files_warned = true;
+			return NULL;
+		}
 	}
-	snprintf(path, sizeof(path), "%s%s", root ? root : "", im->path);
-	rc = symtab_open(&is->st, path, im->build_id, im->build_id_size);
+	/* Inside a root, every "..", absolute or relative symlink stays in it (openat2 RESOLVE_IN_ROOT). */
+	fd = root >= 0 ? file_open_in_root(root, im->path) : file_open_regular(im->path);
+	snprintf(shown, sizeof(shown), "%s%s", root >= 0 ? (im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root :
+							     ps->opt.root) : "", im->path);
+	rc = fd < 0 ? fd : symtab_open_fd(&is->st, fd, im->path, root, im->build_id, im->build_id_size);
 	if (rc == -ESTALE)
-		warn(p, "%s: build-id differs from the recorded one; not using it for symbols", path);
+		warn(p, "%s: build-id differs from the recorded one; not using it for symbols", shown);
 	else if (rc == -ENOEXEC)
-		warn(p, "%s: not an ELF executable or shared object; no symbols", path);
+		warn(p, "%s: not an ELF executable or shared object; no symbols", shown);
 	else if (rc)
-		warn(p, "%s: %s; no symbols", path, strerror(-rc));
+		warn(p, "%s: %s; no symbols", shown, file_open_strerror(rc));
 	if (rc)
 		is->st = NULL;
 	else
@@ -867,7 +905,7 @@ static int load_kernel_symbols(struct profile *p, uint8_t domain)
 	} else if (path) {
 		rc = kallsyms_load(&ps->ks, path);
 		if (rc && rc != -ENOMEM) {
-			warn(p, "%s: %s; no %skernel symbols", path, strerror(-rc), what);
+			warn(p, "%s: %s; no %skernel symbols", path, file_open_strerror(rc), what);
 			rc = 0;
 		}
 	}
@@ -1042,6 +1080,8 @@ void profile_free(struct profile *p)
 		free(ps->raw);
 		free(ps->sample_seq);
 		for (int d = 0; d < NR_DOMAINS; d++) {
+			if (ps->root_fd[d] >= 0)
+				close(ps->root_fd[d]);
 			free(ps->dom[d].ksyms);
 			kallsyms_free(ps->dom[d].ks);
 		}

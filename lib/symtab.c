@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "file_open.h"
 #include "grow.h"
 
 /* A size-0 symbol that is also the last in its segment gets this much at most. */
@@ -41,9 +43,8 @@ struct raw_sym {
 	int rank; /* higher wins among symbols at one address */
 };
 
-static int read_headers(struct symtab *st, const char *path)
+static int read_headers(struct symtab *st, int fd)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	const void *id;
 	GElf_Ehdr eh;
 	size_t i, nphdr;
@@ -51,8 +52,6 @@ static int read_headers(struct symtab *st, const char *path)
 	int rc = 0;
 	ssize_t n;
 
-	if (fd < 0)
-		return -errno;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || elf_getphdrnum(elf, &nphdr)) {
@@ -81,7 +80,6 @@ static int read_headers(struct symtab *st, const char *path)
 	}
 out:
 	elf_end(elf);
-	close(fd);
 	return rc;
 }
 
@@ -220,19 +218,126 @@ static const Dwfl_Callbacks offline_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
+/* The guest root that separate debug files of the file being read must come from. */
+static __thread int debug_root_fd = -1;
+
+/* Whether a candidate debug file belongs to the module: same build-id, or the debuglink's CRC. */
+static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
+{
+	const unsigned char *want;
+	GElf_Addr vaddr;
+	int nwant = dwfl_module_build_id(mod, &want, &vaddr);
+	bool ok = false;
+
+	if (nwant > 0) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		const void *have;
+		ssize_t nhave = elf ? dwelf_elf_gnu_build_id(elf, &have) : -1;
+
+		ok = nhave == nwant && !memcmp(have, want, (size_t)nwant);
+		elf_end(elf);
+	} else {
+		unsigned char buf[65536];
+		uLong sum = crc32(0, Z_NULL, 0);
+		off_t off = 0;
+		ssize_t n;
+
+		while ((n = pread(fd, buf, sizeof(buf), off)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				break;
+			sum = crc32(sum, buf, (uInt)n);
+			off += n;
+		}
+		ok = n == 0 && (GElf_Word)sum == crc;
+	}
+	return ok;
+}
+
+static int debug_try(Dwfl_Module *mod, const char *path, GElf_Word crc, char **found)
+{
+	int fd = file_open_in_root(debug_root_fd, path);
+
+	if (fd < 0)
+		return -1;
+	if (!debug_file_matches(mod, fd, crc)) {
+		close(fd);
+		return -1;
+	}
+	*found = strdup(path);
+	return fd;
+}
+
+/*
+ * libdwfl's standard search, inside the guest root: by build-id under
+ * /usr/lib/debug/.build-id, then the debuglink beside the file, in .debug/
+ * and under /usr/lib/debug. modname is the file's path inside the root.
+ */
+static int find_debuginfo_in_root(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+				  const char *file_name, const char *debuglink, GElf_Word crc, char **found)
+{
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	char dir[4096], path[sizeof(dir) + 256];
+	const char *slash = strrchr(modname, '/');
+	int n = dwfl_module_build_id(mod, &id, &vaddr), fd, len;
+
+	(void)userdata, (void)base, (void)file_name;
+	if (n > 1) {
+		len = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
+		for (int i = 1; i < n && len < (int)sizeof(path) - 8; i++)
+			len += snprintf(path + len, sizeof(path) - (size_t)len, "%02x", id[i]);
+		snprintf(path + len, sizeof(path) - (size_t)len, ".debug");
+		if ((fd = debug_try(mod, path, crc, found)) >= 0)
+			return fd;
+	}
+	if (!debuglink || !*debuglink)
+		return -1;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - modname) : 0, modname);
+	snprintf(path, sizeof(path), "%s/%s", dir, debuglink);
+	/* A debuglink naming the file itself would match its own CRC: not a debug file. */
+	if (strcmp(debuglink, slash ? slash + 1 : modname) && (fd = debug_try(mod, path, crc, found)) >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s/.debug/%s", dir, debuglink);
+	if ((fd = debug_try(mod, path, crc, found)) >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "/usr/lib/debug%s/%s", dir, debuglink);
+	return debug_try(mod, path, crc, found);
+}
+
+static const Dwfl_Callbacks root_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = find_debuginfo_in_root,
+	.section_address = dwfl_offline_section_address,
+};
+
 int symtab_open(struct symtab **out, const char *path, const uint8_t *build_id, size_t build_id_size)
+{
+	int fd = file_open_regular(path);
+
+	if (fd < 0)
+		return fd;
+	return symtab_open_fd(out, fd, path, -1, build_id, build_id_size);
+}
+
+int symtab_open_fd(struct symtab **out, int fd, const char *name, int root_fd, const uint8_t *build_id,
+		   size_t build_id_size)
 {
 	struct symtab *st = calloc(1, sizeof(*st));
 	struct raw_sym *raw = NULL;
+	char self[64];
 	Dwfl_Module *mod;
 	size_t nr = 0;
 	Dwfl *dwfl;
 	int rc;
 
-	if (!st)
+	if (!st) {
+		close(fd);
 		return -ENOMEM;
+	}
 	elf_version(EV_CURRENT);
-	rc = read_headers(st, path);
+	rc = read_headers(st, fd);
 	if (rc)
 		goto fail;
 	if (build_id_size && (build_id_size != st->build_id_size ||
@@ -240,24 +345,34 @@ int symtab_open(struct symtab **out, const char *path, const uint8_t *build_id, 
 		rc = -ESTALE;
 		goto fail;
 	}
-	dwfl = dwfl_begin(&offline_callbacks);
+	dwfl = dwfl_begin(root_fd >= 0 ? &root_callbacks : &offline_callbacks);
 	if (!dwfl) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	mod = dwfl_report_offline(dwfl, path, path, -1);
+	/*
+	 * libdwfl opens the file again by name. Inside a root that name is our
+	 * own descriptor's, so nothing is looked up on the host; debug files
+	 * come through find_debuginfo_in_root.
+	 */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	debug_root_fd = root_fd;
+	mod = dwfl_report_offline(dwfl, name, root_fd >= 0 ? self : name, -1);
 	dwfl_report_end(dwfl, NULL, NULL);
 	/* A file libdwfl can't use has no symbols for us; the image still shows by name. */
 	rc = mod ? collect(mod, st, &raw, &nr) : 0;
 	dwfl_end(dwfl);
+	debug_root_fd = -1;
 	if (!rc)
 		rc = build_table(st, raw, nr);
 	free(raw);
 	if (rc)
 		goto fail;
+	close(fd);
 	*out = st;
 	return 0;
 fail:
+	close(fd);
 	symtab_close(st);
 	return rc;
 }

@@ -24,9 +24,17 @@ struct symtab;
  * Opens `path` and reads its function symbols. If build_id_size is not 0,
  * the file's GNU build-id must equal build_id. Returns 0, -ENOEXEC (not an
  * ELF file), -ESTALE (build-id differs or the file has none), or another
- * -errno from opening the file.
+ * -errno from opening the file (FILE_NOT_REGULAR: a FIFO, device or directory).
  */
 int symtab_open(struct symtab **out, const char *path, const uint8_t *build_id, size_t build_id_size);
+/*
+ * The same on a descriptor of a regular file, which it closes. `name` is
+ * the file's name for debug-file lookups; with root_fd >= 0 it is a path
+ * inside that root, and separate debug files are looked up only inside it
+ * (file_open_in_root), never on the host.
+ */
+int symtab_open_fd(struct symtab **out, int fd, const char *name, int root_fd, const uint8_t *build_id,
+		   size_t build_id_size);
 /* The symbol covering vaddr, or NULL. */
 const struct symtab_sym *symtab_lookup(const struct symtab *st, uint64_t vaddr);
 /*

@@ -28,7 +28,8 @@ struct blob {
 static int blob_read(struct blob *b, const char *what, const char *path, uint64_t max)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO or a device must be refused below, not block the open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	size_t done = 0;
 
 	if (fd < 0) {

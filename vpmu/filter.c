@@ -405,7 +405,8 @@ int vpmu_filter_load(const char *path, struct vpmu_filter *f, char err[VPMU_ERR_
 	size_t len = 0;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO or a device must be refused below, not block the open. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
 		vpmu_set_err(err, "%s: %s", path, strerror(-r));

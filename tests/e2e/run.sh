@@ -154,6 +154,16 @@ expect_error vpmu-backend-unknown 2 "--vpmu-backend 'fast'" --vpmu-backend=fast
 expect_error vpmu-mode-unknown 2 "--vpmu-mode 'both'" --vpmu-mode=both
 expect_error vpmu-filter-malformed 1 "bad.filter.*line 3" --vpmu-filter "$TMP/bad.filter" --kernel "$FIX/pvh-exit0.elf"
 expect_error vpmu-filter-missing 1 "$TMP/none.filter" --vpmu-filter "$TMP/none.filter" --kernel "$FIX/pvh-exit0.elf"
+# A FIFO (no writer) or a device where a file belongs is refused at once, never waited on.
+mkfifo "$TMP/fifo"
+expect_error kernel-fifo 1 "kernel $TMP/fifo: not a regular file" --kernel "$TMP/fifo"
+expect_error initrd-fifo 1 "initrd $TMP/fifo: not a regular file" --kernel "$FIX/pvh-exit0.elf" --initrd "$TMP/fifo"
+expect_error vpmu-filter-fifo 1 "$TMP/fifo: not a regular file" --vpmu-filter "$TMP/fifo" --kernel "$FIX/pvh-exit0.elf"
+expect_error kernel-char-device 1 "kernel /dev/zero: not a regular file" --kernel /dev/zero
+# A bzImage cut inside its setup header, just past "HdrS" (0x206 bytes).
+head -c 512 /dev/zero >"$TMP/cut.bz"
+printf '\x55\xaa\xeb\x00HdrS' | dd of="$TMP/cut.bz" bs=1 seek=$((0x1fe)) conv=notrunc status=none
+expect_error bzimage-cut-in-header 1 "kernel .*truncated inside its setup header" --kernel "$TMP/cut.bz"
 # The in-kernel vPMU of this host does not work (platform.md): the kvm backend must say why.
 if ! "$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=kvm >/dev/null 2>"$TMP/kvm.err"; then
 	if grep -q -- '--vpmu-backend=kvm: the in-kernel vPMU is unavailable: ..' "$TMP/kvm.err"; then ok vpmu-kvm-backend-unavailable-says-why

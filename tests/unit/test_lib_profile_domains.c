@@ -198,11 +198,74 @@ static void test_guest_kernel_elf(void **state)
 	profile_free(p);
 }
 
+/*
+ * A guest's file names are looked up only inside --guest-root: symlinks
+ * (absolute, or climbing with "..") that point at a host file outside it
+ * must not be followed out; a FIFO must not hang the report; a path of "/"
+ * or "/a" is just a name; and without a guest root no host file is opened
+ * for a guest mapping at all.
+ */
+static void test_guest_root_confinement(void **state)
+{
+	static const char *const names[] = { "/bin/inside", "/bin/abs", "/bin/rel", "/bin/fifo", "/", "/a",
+					     NULL /* "/bin/../../..<outside>/bin/fx" */ };
+	struct profile_options opt = { .guest_root = dir, .warn = NULL };
+	char *outside = fx_mkdir();
+	char link[700], target[1400], climb[1400];
+	struct kp_writer *w;
+	struct profile *p;
+	char err[512];
+	int fd;
+
+	(void)state;
+	alarm(60); /* a FIFO that blocks the report fails the test instead of hanging it */
+	assert_non_null(outside);
+	assert_int_equal(fx_build(outside, NULL), 0);
+	snprintf(target, sizeof(target), "%s/bin/fx", outside);
+	snprintf(link, sizeof(link), "%s/bin/abs", dir);
+	assert_int_equal(symlink(target, link), 0);
+	snprintf(climb, sizeof(climb), "../../../../../../../../../../..%s/bin/fx", outside);
+	snprintf(link, sizeof(link), "%s/bin/rel", dir);
+	assert_int_equal(symlink(climb, link), 0);
+	snprintf(link, sizeof(link), "%s/bin/inside", dir);
+	assert_int_equal(symlink("/bin/fx", link), 0);
+	snprintf(link, sizeof(link), "%s/bin/fifo", dir);
+	assert_int_equal(mkfifo(link, 0600), 0);
+	snprintf(climb, sizeof(climb), "/bin/../../../../../../..%s/bin/fx", outside);
+
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	for (uint32_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_int_equal(guest_mmap(w, 20 + i, names[i] ? names[i] : climb), 0);
+		assert_int_equal(guest_sample(w, 20 + i, FX_ALPHA + 1, KP_CPL_USER), 0);
+	}
+	/* A guest mapping that names the host's own copy of the file by its host path. */
+	assert_int_equal(guest_mmap(w, 40, target), 0);
+	assert_int_equal(guest_sample(w, 40, FX_ALPHA + 1, KP_CPL_USER), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+
+	assert_int_equal(profile_load(&p, data_path, &opt, err, sizeof(err)), 0);
+	assert_string_equal(func_of(p, 0), "alpha"); /* a symlink that stays inside the root works */
+	for (size_t i = 1; i < p->nr_samples; i++)
+		assert_string_equal(func_of(p, i), "[unknown]");
+	profile_free(p);
+
+	/* No guest root: the guest's paths are never opened on the host. */
+	opt.guest_root = NULL;
+	assert_int_equal(profile_load(&p, data_path, &opt, err, sizeof(err)), 0);
+	for (size_t i = 0; i < p->nr_samples; i++)
+		assert_string_equal(func_of(p, i), "[unknown]");
+	profile_free(p);
+	alarm(0);
+	fx_rmdir(outside);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domains_apart),
 		cmocka_unit_test(test_guest_kernel_elf),
+		cmocka_unit_test(test_guest_root_confinement),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
+#include "file_open.h"
 #include "symtab.h"
 
 static char *dir;
@@ -131,7 +132,14 @@ static void test_not_elf(void **state)
 	assert_int_equal(symtab_open(&st, path, NULL, 0), -ENOEXEC);
 	snprintf(path, sizeof(path), "%s/missing", dir);
 	assert_int_equal(symtab_open(&st, path, NULL, 0), -ENOENT);
-	assert_int_equal(symtab_open(&st, dir, NULL, 0), -ENOEXEC);
+	/* Not regular files: refused at once, a FIFO without a writer included. */
+	assert_int_equal(symtab_open(&st, dir, NULL, 0), FILE_NOT_REGULAR);
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(60);
+	assert_int_equal(symtab_open(&st, path, NULL, 0), FILE_NOT_REGULAR);
+	alarm(0);
+	assert_int_equal(symtab_open(&st, "/dev/null", NULL, 0), FILE_NOT_REGULAR);
 	assert_null(st);
 }
 
