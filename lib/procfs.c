@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,9 @@ int procfs_parse_cpu_list(const char *text, int *cpus, int max)
 
 		if (end == p || a < 0)
 			return -EINVAL;
+		/* A CPU number is an int; a larger one (strtol saturates at LONG_MAX) is not a CPU. */
+		if (a > INT_MAX)
+			return -ERANGE;
 		b = a;
 		p = end;
 		if (*p == '-') {
@@ -168,6 +172,8 @@ int procfs_parse_cpu_list(const char *text, int *cpus, int max)
 			b = strtol(p, &end, 10);
 			if (end == p || b < a)
 				return -EINVAL;
+			if (b > INT_MAX)
+				return -ERANGE;
 			p = end;
 		}
 		for (long c = a; c <= b; c++) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* kvmprof-agent's /proc readers: maps lines, CPU lists, kallsyms, and the real files of this process. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,6 +93,12 @@ static void test_cpu_list(void **state)
 	assert_int_equal(procfs_parse_cpu_list("3-1", cpus, 8), -EINVAL);
 	assert_int_equal(procfs_parse_cpu_list("a", cpus, 8), -EINVAL);
 	assert_int_equal(procfs_parse_cpu_list("1;2", cpus, 8), -EINVAL);
+	/* Numbers past int (and past long, where strtol saturates): refused, no overflow (UBSan). */
+	assert_int_equal(procfs_parse_cpu_list("99999999999999999999999", cpus, 8), -ERANGE);
+	assert_int_equal(procfs_parse_cpu_list("9223372036854775807", cpus, 8), -ERANGE);
+	assert_int_equal(procfs_parse_cpu_list("0-99999999999999999999999", cpus, 8), -ERANGE);
+	assert_int_equal(procfs_parse_cpu_list("2147483647", cpus, 8), 1);
+	assert_int_equal(cpus[0], INT_MAX);
 	assert_true(procfs_online_cpus(cpus, 8) >= 1 || procfs_online_cpus(cpus, 8) == -E2BIG);
 }
 
