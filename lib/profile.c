@@ -13,6 +13,7 @@
 #include "kallsyms.h"
 #include "keymap.h"
 #include "symtab.h"
+#include "utf8.h"
 
 /* Bounds against hostile input: beyond these, maps are dropped with a warning. */
 #define MAPS_PER_MM_MAX 65536
@@ -111,6 +112,8 @@ static void warn(struct profile *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* File and symbol names in it are the recorded system's (a guest's): nothing for the terminal. */
+	utf8_sanitize(msg, '?', NULL);
 	p->state->opt.warn(p->state->opt.warn_ctx, msg);
 }
 

@@ -11,6 +11,7 @@
 
 #include "grow.h"
 #include "report.h"
+#include "utf8.h"
 
 uint32_t report_folded_event(const struct profile *p)
 {
@@ -41,12 +42,9 @@ static char *stack_text(const struct profile *p, const struct report_stacks *rs,
 
 	snprintf(frame, sizeof(frame), "%s", p->comms[st->group]);
 	for (i = 0;; i++) {
-		char *c;
-
 		/* The command is a frame too: same character rules. */
-		for (c = frame; i == 0 && *c; c++)
-			if (*c == ';' || (unsigned char)*c <= ' ' || *c == 0x7f)
-				*c = '_';
+		if (i == 0)
+			utf8_sanitize(frame, '_', "; ");
 		l = strlen(frame);
 		if (grow_array(&buf, &cap, len + l + 2, 1)) {
 			free(buf);

@@ -6,6 +6,7 @@
 
 #include "grow.h"
 #include "report.h"
+#include "utf8.h"
 
 int report_stacks_add(struct report_stacks *rs, uint32_t group, const uint32_t *ids, uint32_t nr,
 		      uint64_t weight)
@@ -55,10 +56,7 @@ const char *report_func_name(const struct profile *p, uint32_t func)
 void report_frame(char *buf, size_t len, const struct profile *p, uint32_t func)
 {
 	const struct profile_func *f = &p->funcs[func];
-	char *c;
-
 	snprintf(buf, len, "%s`%s", p->images[f->image].name, report_func_name(p, func));
-	for (c = buf; *c; c++)
-		if (*c == ';' || (unsigned char)*c <= ' ' || *c == 0x7f)
-			*c = '_';
+	/* snprintf may have cut a UTF-8 sequence: the sanitizer replaces its remains. */
+	utf8_sanitize(buf, '_', "; ");
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "utf8.h"
 
 #define DEFAULT_WIDTH 1200
 #define PAD 10.0        /* left and right margins */
@@ -94,26 +95,9 @@ struct svg {
 static size_t xml_char_len(const unsigned char *s)
 {
 	uint32_t cp;
-	size_t n, i;
+	size_t n = utf8_decode(s, &cp);
 
-	if (s[0] < 0x80)
-		return s[0] >= 0x20 && s[0] != 0x7f ? 1 : 0;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	/* A NUL ends the string before a continuation byte is wanted: no overread. */
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
+	if (!n || cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff)
 		return 0;
 	return n;
 }

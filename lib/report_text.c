@@ -11,6 +11,7 @@
 
 #include "grow.h"
 #include "report.h"
+#include "utf8.h"
 
 /* Callers shown per chain; deeper chains show their innermost callers after "...". */
 #define CHAIN_DEPTH 8
@@ -87,8 +88,15 @@ static void put_clean(FILE *out, const char *s, int width)
 {
 	int n = 0;
 
-	for (; *s; s++, n++)
-		fputc((unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s, out);
+	for (; *s; n++) {
+		size_t l = utf8_printable_len(s);
+
+		if (l)
+			fwrite(s, 1, l, out);
+		else
+			fputc('?', out);
+		s += l ? l : 1;
+	}
 	for (; n < width; n++)
 		fputc(' ', out);
 }

@@ -231,6 +231,35 @@ static void test_kernel_sources(void **state)
 	profile_free(p);
 }
 
+/*
+ * Kernel module symbols make pseudo-images ("[kvm]": no path, no build-id);
+ * the second sample in one looks the image up again. The sanitizer build
+ * checks that no memcmp is given a null build-id on the way.
+ */
+static void test_module_image_again(void **state)
+{
+	static const char ksyms[] = "ffffffff81000000 T kfunc\nffffffffc0001000 t mod_func\t[kvm]\n"
+				    "ffffffffc0002000 t mod_end\t[kvm]\n";
+	struct kp_writer *w;
+	struct profile *p;
+	int fd;
+
+	(void)state;
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	assert_int_equal(kp_writer_ksyms(w, ksyms, strlen(ksyms)), 0);
+	assert_int_equal(fx_sample(w, 1, 10, 1, 0xffffffffc0001010, KP_CPL_KERNEL, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 10, 2, 0xffffffffc0001020, KP_CPL_KERNEL, NULL, 0), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+	p = load(NULL);
+	assert_int_equal(p->nr_samples, 2);
+	assert_string_equal(frame_func(p, 0, 0), "mod_func");
+	assert_string_equal(frame_image(p, 0, 0), "[kvm]");
+	assert_string_equal(frame_func(p, 1, 0), "mod_func");
+	assert_string_equal(frame_image(p, 1, 0), "[kvm]");
+	profile_free(p);
+}
+
 static void test_hostile(void **state)
 {
 	uint8_t wrong_id[20] = { 1, 2, 3 };
@@ -337,6 +366,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_process_lifecycle),
 		cmocka_unit_test(test_kernel_sources),
+		cmocka_unit_test(test_module_image_again),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_reader_errors),
 	};

@@ -148,6 +148,51 @@ static void test_text(void **state)
 	free(out);
 }
 
+/*
+ * A guest names its processes: C1 controls (raw 0x80-0x9f, which 8-bit
+ * terminals take as CSI and friends, or U+0080-U+009F in UTF-8) must not
+ * reach the terminal or the folded lines; valid UTF-8 text stays as it is.
+ */
+static void test_c1_controls(void **state)
+{
+	struct report_options ropt = { .sort = REPORT_SORT_PID_IMAGE_SYMBOL };
+	struct profile_options opt = { 0 };
+	struct profile *saved = prof, *p;
+	struct kp_writer *w;
+	char path[600], err[512];
+	char *out;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/c1.data", dir);
+	w = fx_writer(path, &fd);
+	assert_non_null(w);
+	assert_int_equal(fx_comm(w, 12, 12, 1, 0, "raw\x9b[2Jcsi\x90" "dcs"), 0);
+	assert_int_equal(fx_comm(w, 13, 13, 1, 0, "utf\xc2\x9b[2J\xc2\x85nel"), 0);
+	assert_int_equal(fx_comm(w, 14, 14, 1, 0, "caf\xc3\xa9\xe2\x82\xac"), 0);
+	assert_int_equal(fx_sample(w, 1, 12, 2, 0x1234, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 13, 3, 0x1234, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 14, 4, 0x1234, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+	assert_int_equal(profile_load(&p, path, &opt, err, sizeof(err)), 0);
+	prof = p;
+
+	out = render(text, &ropt);
+	for (const unsigned char *c = (const unsigned char *)out; *c; c++)
+		assert_false(*c >= 0x80 && *c <= 0x9f && c[-1] != 0xe2); /* only the euro sign's 0x82 */
+	assert_non_null(strstr(out, "raw?[2Jcsi?dcs"));
+	assert_non_null(strstr(out, "utf??[2J??nel"));
+	assert_non_null(strstr(out, "caf\xc3\xa9\xe2\x82\xac"));
+	free(out);
+	out = render(folded_first, NULL);
+	assert_non_null(strstr(out, "raw_[2Jcsi_dcs;"));
+	assert_non_null(strstr(out, "utf__[2J__nel;"));
+	assert_non_null(strstr(out, "caf\xc3\xa9\xe2\x82\xac;"));
+	free(out);
+	prof = saved;
+	profile_free(p);
+}
+
 static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
 {
 	size_t cap = 1 << 20;
@@ -254,6 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_c1_controls),
 		cmocka_unit_test(test_pprof_round_trip),
 	};
 
