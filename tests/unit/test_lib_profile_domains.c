@@ -260,12 +260,64 @@ static void test_guest_root_confinement(void **state)
 	fx_rmdir(outside);
 }
 
+/*
+ * Separate debug files of guest programs come from inside the guest root:
+ * by build-id under ROOT/usr/lib/debug/.build-id, or by debuglink in
+ * ROOT/<dir>/.debug. The stripped fixture has no symbols of its own.
+ */
+static void test_guest_debug_files(void **state)
+{
+	struct profile_options opt = { .guest_root = dir };
+	struct kp_writer *w;
+	struct profile *p;
+	char cmd[4096], err[512];
+	int fd;
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; mkdir -p dbg/bin/.debug; cp bin/fx dbg/bin/byid; cp bin/fx dbg/bin/bylink; "
+		 "objcopy --only-keep-debug bin/fx dbg/fx.debug; "
+		 "id=$(readelf -n bin/fx | sed -n 's/.*Build ID: //p'); "
+		 "mkdir -p dbg/usr/lib/debug/.build-id/${id%%${id#??}}; "
+		 "cp dbg/fx.debug dbg/usr/lib/debug/.build-id/${id%%${id#??}}/${id#??}.debug; "
+		 "strip -s dbg/bin/byid; "
+		 "objcopy -R .note.gnu.build-id -S bin/fx dbg/bin/bylink; "
+		 "objcopy --only-keep-debug -R .note.gnu.build-id bin/fx dbg/bin/.debug/bylink.debug; "
+		 "objcopy --add-gnu-debuglink=dbg/bin/.debug/bylink.debug dbg/bin/bylink; rm dbg/fx.debug",
+		 dir);
+	assert_int_equal(system(cmd), 0);
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	assert_int_equal(guest_mmap(w, 50, "/bin/byid"), 0);
+	assert_int_equal(guest_sample(w, 50, FX_ALPHA + 1, KP_CPL_USER), 0);
+	assert_int_equal(guest_mmap(w, 51, "/bin/bylink"), 0);
+	assert_int_equal(guest_sample(w, 51, FX_BETA + 1, KP_CPL_USER), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+
+	snprintf(cmd, sizeof(cmd), "%s/dbg", dir);
+	opt.guest_root = cmd;
+	assert_int_equal(profile_load(&p, data_path, &opt, err, sizeof(err)), 0);
+	assert_string_equal(func_of(p, 0), "alpha");
+	assert_string_equal(func_of(p, 1), "beta");
+	profile_free(p);
+
+	/* Without the debug files the stripped programs have nothing: the symbols came from them. */
+	snprintf(cmd, sizeof(cmd), "rm -r '%s/dbg/usr' '%s/dbg/bin/.debug'", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/dbg", dir);
+	assert_int_equal(profile_load(&p, data_path, &opt, err, sizeof(err)), 0);
+	assert_string_equal(func_of(p, 0), "[unknown]");
+	assert_string_equal(func_of(p, 1), "[unknown]");
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domains_apart),
 		cmocka_unit_test(test_guest_kernel_elf),
 		cmocka_unit_test(test_guest_root_confinement),
+		cmocka_unit_test(test_guest_debug_files),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
