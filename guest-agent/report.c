@@ -5,6 +5,7 @@
  */
 #include "report.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@
 static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
 	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
-	"                            [--kallsyms FILE]\n";
+	"                            [--kallsyms FILE] [--recover]\n";
 
 static const char report_help[] =
 	"\n"
@@ -39,6 +40,9 @@ static const char report_help[] =
 	"  -r, --guest-root DIR  look up the recorded files as DIR/path (a guest's files on\n"
 	"                      the host, e.g. build/guest for the bundled guest)\n"
 	"  -k, --kallsyms FILE  kernel symbols when the sample file carries none\n"
+	"      --recover       read a damaged file (cut short by a crash, kill -9 or a full\n"
+	"                      disk; a corrupt record; data after END) up to the damage,\n"
+	"                      and say where it is and how much was lost\n"
 	"\n"
 	"Kernel symbols come from the kallsyms captured at record time, else --kallsyms,\n"
 	"else the kernel ELF the sample file names. A file whose build-id differs from\n"
@@ -46,6 +50,7 @@ static const char report_help[] =
 
 struct report_args {
 	const char *input, *output, *root, *kallsyms;
+	bool recover;
 	enum report_format format;
 	struct report_options opt;
 };
@@ -66,6 +71,7 @@ static int parse_args(int argc, char **argv, struct report_args *a)
 		{ "output", required_argument, NULL, 'o' },
 		{ "guest-root", required_argument, NULL, 'r' },
 		{ "kallsyms", required_argument, NULL, 'k' },
+		{ "recover", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -102,6 +108,9 @@ static int parse_args(int argc, char **argv, struct report_args *a)
 			break;
 		case 'k':
 			a->kallsyms = optarg;
+			break;
+		case 'R':
+			a->recover = true;
 			break;
 		case 'h':
 			printf("%s%s", report_usage, report_help);
@@ -169,9 +178,11 @@ int agent_report_main(int argc, char **argv)
 		return rc;
 	popt.root = a.root;
 	popt.kallsyms_path = a.kallsyms;
+	popt.recover = a.recover;
 	rc = profile_load(&p, a.input, &popt, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "kvmprof-agent: %s\n", err);
+		fprintf(stderr, "kvmprof-agent: %s%s\n", err,
+			rc == -EBADMSG ? " (`kvmprof-agent report --recover` reads what precedes the damage)" : "");
 		return 1;
 	}
 	status = report_write("kvmprof-agent", a.output, a.format, render, &(struct render_ctx){ p, &a });

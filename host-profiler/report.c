@@ -28,7 +28,7 @@
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
-	"                      [--format text|folded|pprof|svg] [-o OUT]\n";
+	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n";
 
 static const char help[] =
 	"\n"
@@ -47,12 +47,15 @@ static const char help[] =
 	"  -f, --format FMT        text (default); folded: '[layer] comm;image`outer;...' lines;\n"
 	"                          pprof: gzipped protobuf (needs -o or a non-terminal);\n"
 	"                          svg: a flame graph, the four layers in their own colours\n"
-	"  -o, --output OUT        write there instead of standard output\n";
+	"  -o, --output OUT        write there instead of standard output\n"
+	"      --recover           read a damaged file (cut short by kill -9, a crash or a\n"
+	"                          full disk; a corrupt record; data after END) up to the\n"
+	"                          damage, and say where it is and how much was lost\n";
 
 struct args {
 	const char *input, *output, *guest_root, *guest_kernel, *guest_kallsyms, *guest_export;
 	enum report_format format;
-	bool by_process;
+	bool by_process, recover;
 };
 
 static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
@@ -84,7 +87,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "guest-kernel", required_argument, NULL, 'k' },   { "guest-kallsyms", required_argument, NULL, 'K' },
 		{ "guest-export", required_argument, NULL, 'x' },   { "sort", required_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },	    { "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },		    { NULL, 0, NULL, 0 },
+		{ "recover", no_argument, NULL, 'R' },		    { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -123,6 +127,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'o':
 			a->output = optarg;
 			break;
+		case 'R':
+			a->recover = true;
+			break;
 		case 'h':
 			printf("%s%s", usage, help);
 			return 0;
@@ -145,15 +152,17 @@ static void print_warning(void *ctx, const char *msg)
 	fprintf(stderr, "kvmprof: warning: %s\n", msg);
 }
 
-/* Adds every record of a sample file; guest: as the guest's. */
-static int add_file(struct profile *p, const char *path, bool guest, char *err, size_t errlen)
+/* Adds every record of a sample file; guest: as the guest's; recover: what is intact of it. */
+static int add_file(struct profile *p, const char *path, bool guest, bool recover, char *err, size_t errlen)
 {
 	struct kp_reader *r;
-	struct kp_record rec;
+	struct kp_record rec = { 0 };
 	int rc = kp_reader_open(&r, path, err, errlen);
 
 	if (rc)
 		return rc;
+	if (recover)
+		kp_reader_recover(r);
 	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
 		/* An export's META (command=export, its time) would stand in for the recording's in the header. */
 		if (guest && rec.type == KP_REC_META)
@@ -165,8 +174,14 @@ static int add_file(struct profile *p, const char *path, bool guest, char *err, 
 			break;
 		}
 	}
-	if (!rc && !guest)
+	if (!rc && !guest && rec.type == KP_REC_END)
 		rc = profile_add_record(p, &rec); /* the END record: duration, lost */
+	if (!rc && kp_reader_damage(r)) {
+		char line[600];
+
+		kp_reader_damage_describe(kp_reader_damage(r), path, line, sizeof(line));
+		fprintf(stderr, "kvmprof: --recover: %s\n", line);
+	}
 	kp_reader_close(r);
 	return rc;
 }
@@ -184,9 +199,9 @@ static int load(struct profile **out, const struct args *a, char *err, size_t er
 		snprintf(err, errlen, "%s", strerror(-rc));
 		return rc;
 	}
-	rc = add_file(p, a->input, false, err, errlen);
+	rc = add_file(p, a->input, false, a->recover, err, errlen);
 	if (!rc && a->guest_export)
-		rc = add_file(p, a->guest_export, true, err, errlen);
+		rc = add_file(p, a->guest_export, true, a->recover, err, errlen);
 	if (!rc) {
 		rc = profile_finish(p);
 		if (rc)
@@ -401,7 +416,8 @@ int host_report_main(int argc, char **argv)
 		return rc;
 	rc = load(&p, &a, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "kvmprof: %s\n", err);
+		fprintf(stderr, "kvmprof: %s%s\n", err,
+			rc == -EBADMSG ? " (`kvmprof report --recover` reads what precedes the damage)" : "");
 		return 1;
 	}
 	if (tag_commands(p)) {

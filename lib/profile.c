@@ -1124,6 +1124,8 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 	rc = kp_reader_open(&r, path, err, errlen);
 	if (rc)
 		return rc;
+	if (opt && opt->recover)
+		kp_reader_recover(r);
 	rc = profile_new(&p, opt);
 	if (rc) {
 		kp_reader_close(r);
@@ -1137,6 +1139,12 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 				 strerror(-rc));
 			break;
 		}
+	}
+	if (!rc && kp_reader_damage(r)) {
+		char line[600];
+
+		kp_reader_damage_describe(kp_reader_damage(r), path, line, sizeof(line));
+		warn(p, "--recover: %s", line);
 	}
 	kp_reader_close(r);
 	if (!rc) {

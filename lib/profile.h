@@ -42,6 +42,11 @@ struct profile_options {
 	/* Guest kernel symbols when no guest KSYMS came: a kallsyms file, else a kernel ELF (host path). */
 	const char *guest_kallsyms_path;
 	const char *guest_kernel_path;
+	/*
+	 * profile_load reads what is intact of a damaged file (kp_reader_recover)
+	 * and tells the user through warn where the damage is and what was lost.
+	 */
+	bool recover;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

@@ -245,6 +245,9 @@ struct kp_reader {
 	uint64_t records, samples;
 	uint32_t ksyms_seq;
 	bool ended;
+	bool recover;
+	uint64_t pos; /* bytes consumed from the stream */
+	struct kp_reader_damage damage;
 	struct kp_file_header header;
 	unsigned char *payload;
 	unsigned char *inflated; /* a KSYMS_Z chunk, handed out as KSYMS */
@@ -325,7 +328,7 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
 			goto out_fail;
 		}
 	}
-	r->offset = r->header.header_size;
+	r->offset = r->pos = r->header.header_size;
 	*out = r;
 	return 0;
 out_fail:
@@ -491,6 +494,79 @@ const char *kp_record_check(const void *rec, size_t avail)
 	return check_payload(h.type, (const unsigned char *)rec + sizeof(h), h.size - (uint32_t)sizeof(h));
 }
 
+/* Reads exactly len bytes of the stream, counting them: as read_exact. */
+static int read_stream(struct kp_reader *r, void *buf, size_t len)
+{
+	size_t n = fread(buf, 1, len, r->f);
+
+	r->pos += n;
+	if (n == len)
+		return 1;
+	return n == 0 && !ferror(r->f) ? 0 : -1;
+}
+
+/* Bytes left in the stream from where the reader stands, read to the end. */
+static uint64_t drain(struct kp_reader *r)
+{
+	unsigned char buf[65536];
+	uint64_t n = 0;
+	size_t got;
+
+	while ((got = fread(buf, 1, sizeof(buf), r->f)) > 0)
+		n += got;
+	return n;
+}
+
+/*
+ * Damage at r->offset: fails the stream (-EBADMSG, message in err), or in
+ * recovery mode ends it there and records what was lost (returns 0).
+ */
+static int damaged(struct kp_reader *r, struct kp_record *rec, bool end_missing, char *err, size_t errlen,
+		   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int damaged(struct kp_reader *r, struct kp_record *rec, bool end_missing, char *err, size_t errlen,
+		   const char *fmt, ...)
+{
+	struct kp_reader_damage *d = &r->damage;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->what, sizeof(d->what), fmt, ap);
+	va_end(ap);
+	if (!r->recover) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: offset %llu: %s", r->path, (unsigned long long)r->offset, d->what);
+		return -EBADMSG;
+	}
+	d->damaged = true;
+	d->end_missing = end_missing;
+	d->offset = r->offset;
+	d->records = r->records;
+	d->samples = r->samples;
+	d->skipped = r->pos - r->offset + drain(r);
+	r->ended = true;
+	if (end_missing)
+		rec->type = 0;
+	return 0;
+}
+
+void kp_reader_recover(struct kp_reader *r)
+{
+	r->recover = true;
+}
+
+const struct kp_reader_damage *kp_reader_damage(const struct kp_reader *r)
+{
+	return r->damage.damaged ? &r->damage : NULL;
+}
+
+void kp_reader_damage_describe(const struct kp_reader_damage *d, const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s: read %llu intact records (%llu samples); at offset %llu: %s; %llu bytes from there "
+		 "on not used%s", path, (unsigned long long)d->records, (unsigned long long)d->samples,
+		 (unsigned long long)d->offset, d->what, (unsigned long long)d->skipped,
+		 d->end_missing ? "; no END record, so the recording's lost count and duration are unknown" : "");
+}
+
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen)
 {
 	for (;;) {
@@ -501,29 +577,24 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 
 		if (r->ended)
 			return 0;
-		rc = read_exact(r->f, &h, sizeof(h));
+		rc = read_stream(r, &h, sizeof(h));
 		if (rc == 0)
-			return fail(err, errlen, "%s: truncated after %llu bytes (no END record: the recording "
-				    "was cut short)", r->path, (unsigned long long)r->offset);
+			return damaged(r, rec, true, err, errlen, "truncated: the stream ends without an END "
+				       "record (the recording was cut short)");
 		if (rc < 0)
-			return fail(err, errlen, "%s: offset %llu: truncated record header", r->path,
-				    (unsigned long long)r->offset);
+			return damaged(r, rec, true, err, errlen, "truncated record header");
 		if (h.size < sizeof(h) || h.size > KP_REC_MAX_SIZE || h.size % 8)
-			return fail(err, errlen, "%s: offset %llu: corrupt record (size %u)", r->path,
-				    (unsigned long long)r->offset, h.size);
+			return damaged(r, rec, true, err, errlen, "corrupt record (size %u)", h.size);
 		len = h.size - (uint32_t)sizeof(h);
-		if (read_exact(r->f, r->payload, len) != 1)
-			return fail(err, errlen, "%s: offset %llu: truncated record (%u bytes announced)",
-				    r->path, (unsigned long long)r->offset, h.size);
+		if (read_stream(r, r->payload, len) != 1)
+			return damaged(r, rec, true, err, errlen, "truncated record (%u bytes announced)", h.size);
 		if (h.reserved != 0)
-			return fail(err, errlen, "%s: offset %llu: corrupt record header (reserved word set)",
-				    r->path, (unsigned long long)r->offset);
+			return damaged(r, rec, true, err, errlen, "corrupt record header (reserved word set)");
 		if (kp_crc32(kp_crc32(0, &h, 8), r->payload, len) != h.crc)
-			return fail(err, errlen, "%s: offset %llu: corrupt record (CRC mismatch, type %u)",
-				    r->path, (unsigned long long)r->offset, h.type);
+			return damaged(r, rec, true, err, errlen, "corrupt record (CRC mismatch, type %u)", h.type);
 		bad = check_record(r, h.type, r->payload, len);
 		if (bad)
-			return fail(err, errlen, "%s: offset %llu: %s", r->path, (unsigned long long)r->offset, bad);
+			return damaged(r, rec, true, err, errlen, "%s", bad);
 		rec->type = h.type;
 		rec->payload_len = len;
 		rec->offset = r->offset;
@@ -535,8 +606,19 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 		}
 		r->offset += h.size;
 		if (h.type == KP_REC_END) {
+			int c = fgetc(r->f);
+
 			r->ended = true;
-			return 0;
+			if (c == EOF)
+				return 0;
+			/* One file, one recording: `cat a.data b.data` is not a longer recording. */
+			r->pos++;
+			r->ended = false;
+			rc = damaged(r, rec, false, err, errlen, "data after the END record (a second recording "
+				     "appended?)");
+			if (rc == 0)
+				rec->type = KP_REC_END;
+			return rc;
 		}
 		r->records++;
 		if (h.type < KP_REC_META || h.type > KP_REC_TASK_LAYOUT)

@@ -11,6 +11,7 @@
 #ifndef KVMPROF_SAMPLE_FILE_H
 #define KVMPROF_SAMPLE_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,12 +74,40 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
  * The next record: 1 and *rec filled; 0 and *rec holding the END record
  * (whose counts were checked against what was read; every later call
  * returns 0 again with *rec untouched); or a negative value with
- * a one-line message in err ("PATH: offset N: ..."). Unknown record types
+ * a one-line message in err ("PATH: offset N: ..."): -EBADMSG for a stream
+ * that is cut short or damaged, or has bytes after END. Unknown record types
  * of the same major version are skipped; KSYMS_Z chunks come out inflated,
  * as KSYMS records.
  */
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
 const struct kp_file_header *kp_reader_header(const struct kp_reader *r);
+
+/*
+ * Where a damaged stream went wrong: the first record that is cut short or
+ * corrupt (or a missing END, or bytes after END), what was intact before
+ * it, and how many bytes from there to the end of the stream were not used.
+ */
+struct kp_reader_damage {
+	bool damaged;
+	bool end_missing;  /* the stream has no valid END: its lost count and duration are unknown */
+	uint64_t offset;   /* of the first byte not used */
+	uint64_t records;  /* intact records before it (END not counted) */
+	uint64_t samples;  /* of which SAMPLE records */
+	uint64_t skipped;  /* bytes from offset to the end of the stream */
+	char what[160];    /* what is wrong there */
+};
+
+/*
+ * Recovery mode (`report --recover`): from now on, damage ends the stream
+ * instead of failing it. kp_reader_next then returns 0 with rec->type 0
+ * (no END was read) or the END record (bytes after it were ignored), and
+ * kp_reader_damage says where, what, and how much was not used.
+ * Without it, kp_reader_next fails on damage with -EBADMSG.
+ */
+void kp_reader_recover(struct kp_reader *r);
+const struct kp_reader_damage *kp_reader_damage(const struct kp_reader *r);
+/* One line for the user about the damage: "read N records (M samples) ...". */
+void kp_reader_damage_describe(const struct kp_reader_damage *d, const char *path, char *buf, size_t len);
 void kp_reader_close(struct kp_reader *r);
 
 /*

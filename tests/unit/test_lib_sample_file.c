@@ -196,6 +196,157 @@ static void test_every_flipped_byte_is_refused(void **state)
 	}
 }
 
+/* The offsets of the intact file's records, END's last; returns how many. */
+static int record_offsets(uint64_t *off, int max)
+{
+	struct kp_reader *r;
+	struct kp_record rec;
+	char err[256];
+	int n = 0, rc;
+
+	write_sample_file();
+	assert_int_equal(kp_reader_open(&r, path, err, sizeof(err)), 0);
+	while ((rc = kp_reader_next(r, &rec, err, sizeof(err))) >= 0 && n < max) {
+		off[n++] = rec.offset;
+		if (rc == 0)
+			break;
+	}
+	kp_reader_close(r);
+	return n;
+}
+
+/* Reads in recovery mode: the status, how many records came out, and the damage. */
+static int read_recovering(struct kp_reader_damage *d, uint64_t *nrec, uint32_t *last_type)
+{
+	struct kp_reader *r;
+	struct kp_record rec = { 0 };
+	const struct kp_reader_damage *got;
+	char err[256];
+	int rc = kp_reader_open(&r, path, err, sizeof(err));
+
+	if (rc)
+		return rc;
+	kp_reader_recover(r);
+	*nrec = 0;
+	while ((rc = kp_reader_next(r, &rec, err, sizeof(err))) == 1)
+		(*nrec)++;
+	*last_type = rec.type;
+	got = kp_reader_damage(r);
+	memset(d, 0, sizeof(*d));
+	if (got)
+		*d = *got;
+	kp_reader_close(r);
+	return rc;
+}
+
+/*
+ * --recover: a file cut at any byte past its header gives exactly the
+ * records that are whole before the cut, and says where the damage is and
+ * how many bytes were not used; plain reading refuses it (-EBADMSG).
+ */
+static void test_every_truncation_is_recovered(void **state)
+{
+	uint64_t off[32], nrec;
+	struct kp_reader_damage d;
+	uint32_t last;
+	int n = record_offsets(off, 32);
+	char err[256];
+	long size;
+
+	(void)state;
+	assert_true(n > 5);
+	write_sample_file();
+	size = file_size();
+	for (long cut = (long)off[0]; cut < size; cut++) {
+		int whole = 0;
+
+		/* Record i ends where record i + 1 starts; END (the last) never fits before a cut. */
+		while (whole + 1 < n && off[whole + 1] <= (uint64_t)cut)
+			whole++;
+		write_sample_file();
+		assert_int_equal(truncate(path, cut), 0);
+		assert_int_equal(read_all(err, sizeof(err), NULL, NULL), -EBADMSG);
+		assert_int_equal(read_recovering(&d, &nrec, &last), 0);
+		assert_true(d.damaged);
+		assert_true(d.end_missing);
+		assert_int_equal(last, 0);
+		/* Records 0..whole-1 end at or before the cut: exactly those come out. */
+		assert_int_equal(nrec, whole);
+		assert_int_equal(d.records, whole);
+		assert_int_equal(d.offset, off[whole]);
+		assert_int_equal(d.skipped, (uint64_t)cut - off[whole]);
+	}
+	/* The intact file: no damage. */
+	write_sample_file();
+	assert_int_equal(read_recovering(&d, &nrec, &last), 0);
+	assert_false(d.damaged);
+	assert_int_equal(last, KP_REC_END);
+	assert_int_equal(nrec, n - 1);
+}
+
+/* A corrupt record in the middle: what precedes it is recovered, the rest is counted as skipped. */
+static void test_corrupt_record_is_recovered(void **state)
+{
+	uint64_t off[32], nrec;
+	struct kp_reader_damage d;
+	uint32_t last;
+	int n = record_offsets(off, 32);
+	unsigned char c;
+	char err[256];
+	FILE *f;
+
+	(void)state;
+	f = fopen(path, "r+b");
+	assert_non_null(f);
+	fseek(f, (long)off[4] + 20, SEEK_SET);
+	c = (unsigned char)fgetc(f);
+	fseek(f, (long)off[4] + 20, SEEK_SET);
+	fputc(c ^ 0x01, f);
+	fclose(f);
+	assert_int_equal(read_all(err, sizeof(err), NULL, NULL), -EBADMSG);
+	assert_non_null(strstr(err, "CRC mismatch"));
+	assert_int_equal(read_recovering(&d, &nrec, &last), 0);
+	assert_int_equal(nrec, 4);
+	assert_int_equal(d.offset, off[4]);
+	assert_int_equal(d.skipped, (uint64_t)file_size() - off[4]);
+	assert_non_null(strstr(d.what, "CRC mismatch"));
+	assert_true(d.end_missing);
+	(void)n;
+}
+
+/* `cat a.data a.data`, or garbage after END: refused; --recover reads the first recording and says so. */
+static void test_data_after_end(void **state)
+{
+	uint64_t nrec;
+	struct kp_reader_damage d;
+	struct kp_rec_end end;
+	uint32_t last;
+	char err[256], cmd[512];
+	long size;
+
+	(void)state;
+	write_sample_file();
+	size = file_size();
+	snprintf(cmd, sizeof(cmd), "cat %s %s > %s.2 && mv %s.2 %s", path, path, path, path, path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(read_all(err, sizeof(err), NULL, &end), -EBADMSG);
+	assert_non_null(strstr(err, "data after the END record"));
+	assert_int_equal(read_recovering(&d, &nrec, &last), 0);
+	assert_true(d.damaged);
+	assert_false(d.end_missing);
+	assert_int_equal(last, KP_REC_END);
+	assert_int_equal(nrec, 9);
+	assert_int_equal(d.offset, (uint64_t)size);
+	assert_int_equal(d.skipped, (uint64_t)size);
+
+	write_sample_file();
+	patch(size, "x", 1);
+	assert_int_equal(read_all(err, sizeof(err), NULL, &end), -EBADMSG);
+	assert_int_equal(read_recovering(&d, &nrec, &last), 0);
+	assert_int_equal(d.skipped, 1);
+	assert_int_equal(d.offset, (uint64_t)size);
+}
+
 static void test_wrong_version_and_magic(void **state)
 {
 	(void)state;
@@ -427,6 +578,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_truncation_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_flipped_byte_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_truncation_is_recovered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_record_is_recovered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_after_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_version_and_magic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lying_records_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large_kallsyms_round_trip, setup, teardown),
