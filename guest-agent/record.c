@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -71,6 +72,8 @@ struct rec {
 
 static volatile sig_atomic_t stop_signal;
 static volatile pid_t forward_to;
+/* What SIGINT and SIGTERM did before record_run: the command gets it back. */
+static struct sigaction saved_int, saved_term;
 
 /*
  * A Ctrl-C at the terminal reaches the command too (same process group),
@@ -84,16 +87,30 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 		kill(forward_to, sig);
 }
 
+/*
+ * Installed before the output file is created: from then on a signal only
+ * sets the flag, and whatever stage the recording is at, it ends with a
+ * whole file (an END record after what was written). SA_RESTART keeps the
+ * setup's reads and writes going; poll is never restarted (signal(7)), so
+ * the loop still sees the flag at once.
+ */
 static void install_signals(void)
 {
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: poll must return to see the flag */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, &saved_int);
+	sigaction(SIGTERM, &sa, &saved_term);
+}
+
+/* In the command's process, before it waits for its start: the signals as the agent found them. */
+static void restore_signals(void)
+{
+	sigaction(SIGINT, &saved_int, NULL);
+	sigaction(SIGTERM, &saved_term, NULL);
 }
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
@@ -305,7 +322,8 @@ static int start_child(struct rec *R)
 	int go[2], err[2];
 	pid_t pid;
 
-	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+	/* go: a socket, so that releasing a command a signal already killed is EPIPE, not SIGPIPE. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) || pipe2(err, O_CLOEXEC)) {
 		fprintf(stderr, "kvmprof-agent: pipe: %s\n", strerror(errno));
 		return -errno;
 	}
@@ -320,6 +338,7 @@ static int start_child(struct rec *R)
 		char c;
 		int e;
 
+		restore_signals();
 		/* Wait until the events are on us, so the command runs profiled from its first instruction. */
 		close(go[1]);
 		close(err[0]);
@@ -339,13 +358,21 @@ static int start_child(struct rec *R)
 	return 0;
 }
 
-/* Lets the child exec; its exec error, if any, comes back through the close-on-exec pipe. */
+/*
+ * Lets the child exec; its exec error, if any, comes back through the
+ * close-on-exec pipe. -EINTR: a signal came first (the command is not run,
+ * or already died of the forwarded signal).
+ */
 static int release_child(struct rec *R)
 {
 	int e = 0;
 	ssize_t n;
 
-	if (write(R->go_fd, "g", 1) != 1) {
+	if (stop_signal)
+		return -EINTR;
+	if (send(R->go_fd, "g", 1, MSG_NOSIGNAL) != 1) {
+		if (stop_signal)
+			return -EINTR;
 		fprintf(stderr, "kvmprof-agent: starting %s: %s\n", R->o->argv[0], strerror(errno));
 		return -EIO;
 	}
@@ -609,7 +636,7 @@ static int exit_code(int status)
 int record_run(const struct record_opts *o)
 {
 	struct rec R;
-	int r, status = 0, ncpus;
+	int r, status = 0, ncpus, interrupted = 0;
 	bool ok = false;
 
 	memset(&R, 0, sizeof(R));
@@ -642,6 +669,7 @@ int record_run(const struct record_opts *o)
 	R.ncpus = ncpus;
 	raise_fd_limit();
 
+	install_signals();
 	if (open_output(&R))
 		goto out;
 	if (o->argv && start_child(&R))
@@ -665,7 +693,6 @@ int record_run(const struct record_opts *o)
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;
-	install_signals();
 	R.t_start = emit_now_ns();
 	/* A command's events come on at its exec (enable_on_exec); the others now. */
 	if (!(R.child > 0 && R.targets[0] == R.child))
@@ -675,14 +702,25 @@ int record_run(const struct record_opts *o)
 		goto write_error;
 	if (R.child > 0) {
 		forward_to = R.child;
-		if (release_child(&R)) {
+		r = release_child(&R);
+		if (r == -EINTR) {
+			/* Stopped before the command ran: it does not run, the file ends here, whole. */
+			close(R.go_fd);
+			R.go_fd = -1;
+			forward_to = 0;
+			waitpid(R.child, NULL, 0);
+			R.child = 0;
+			interrupted = stop_signal;
+			fprintf(stderr, "kvmprof-agent: %s before %s started; it was not run\n",
+				strsignal(interrupted), o->argv[0]);
+		} else if (r) {
 			/* Nothing was recorded: leave no half file behind. */
 			R.out_created = true;
 			goto out_abort;
 		}
 	}
 	R.recording = true;
-	r = record_loop(&R, &status);
+	r = interrupted ? 0 : record_loop(&R, &status);
 	perf_rings_enable(&R.rs, false);
 	if (!r)
 		r = perf_rings_drain(&R.rs, &R.conv);
@@ -729,5 +767,7 @@ out:
 	cleanup(&R);
 	if (!ok)
 		return 1;
+	if (interrupted)
+		return 128 + interrupted; /* as if the command had died of it */
 	return o->argv ? exit_code(status) : 0;
 }

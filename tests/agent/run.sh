@@ -315,6 +315,43 @@ else
 	fail sigterm-forwarded-to-command "the recording never started" "$T/term.err"
 fi
 
+# ---- Ctrl-C at any moment: from the instant the output file exists, SIGINT
+# leaves a whole file (an empty profile when it came before the command ran).
+# The delays run from the file's creation (the agent's first step that can
+# leave something behind) through the preamble into the recording proper.
+# set -m: a background job of a script otherwise starts with SIGINT ignored,
+# which would hide the default action this is about.
+early_bad=0 early_runs=0 early_empty=0 early_why=
+for round in 1 2; do
+	for ms in 0 5 10 20 50 100 200 500 1000 2000; do
+		f=$T/early-$round-$ms.data
+		early_runs=$((early_runs + 1))
+		set -m
+		"$AGENT" record -q -g -o "$f" -- "$FIX/split" 2000000 >/dev/null 2>"$T/early.err" &
+		rec=$!
+		set +m
+		until [ -e "$f" ] || ! kill -0 "$rec" 2>/dev/null; do :; done
+		[ "$ms" != 0 ] && sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
+		kill -INT "$rec" 2>/dev/null
+		wait "$rec"
+		rc=$?
+		"$AGENT" report -i "$f" >"$T/early.rep" 2>>"$T/early.err"
+		rrc=$?
+		if [ $rc -ne 130 ] || [ $rrc -ne 0 ] || ! sanitizer_clean "$T/early.err" ||
+			! grep -q ': [0-9]* samples, [0-9]* lost$' "$T/early.rep"; then
+			early_bad=$((early_bad + 1))
+			[ -z "$early_why" ] && early_why="SIGINT ${ms} ms after the file appeared: record exited $rc (want 130), report $rrc: $(grep -v 'no hardware PMU' "$T/early.err" | head -n 2 | tr '\n' ' ')"
+		elif grep -q ': 0 samples, 0 lost$' "$T/early.rep"; then
+			early_empty=$((early_empty + 1))
+		fi
+	done
+done
+if [ $early_bad -eq 0 ]; then
+	pass "sigint-early-whole-file ($early_runs runs at 0-2000 ms after the file appeared, all read back; $early_empty empty)"
+else
+	fail sigint-early-whole-file "$early_bad of $early_runs runs left a file report refuses; first: $early_why"
+fi
+
 # ---- export: kallsyms and the maps of a given process, as a complete stream
 sleep 600 &
 sl=$!

@@ -277,6 +277,42 @@ else
 	fail vm-killed-mid-run "the VMM did not start" "$T/kill.vmm"
 fi
 
+# ---- Ctrl-C at any moment: SIGINT from the instant the output file exists
+# leaves a file report reads (set -m: a script's background job would start
+# with SIGINT ignored). One VM serves every run.
+if start_vm early "start=/bin/matmul:128:100000,/bin/matmul:128:100000"; then
+	sleep 0.3
+	early_bad=0 early_runs=0 early_why=
+	for ms in 0 5 10 20 50 100 200 500; do
+		f=$T/early-$early_runs.data
+		early_runs=$((early_runs + 1))
+		set -m
+		"$KVMPROF" record --vm "$T/early.sock" --duration 20 -g -q -o "$f" 2>"$T/early.err" &
+		rpid=$!
+		set +m
+		until [ -e "$f" ] || ! kill -0 "$rpid" 2>/dev/null; do :; done
+		[ "$ms" != 0 ] && sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
+		kill -INT "$rpid" 2>/dev/null
+		timeout 20 tail --pid=$rpid -f /dev/null
+		wait $rpid
+		rc=$?
+		"$KVMPROF" report -i "$f" >"$T/early.rep" 2>>"$T/early.err"
+		rrc=$?
+		if [ $rc != 0 ] || [ $rrc != 0 ] || ! grep -q '^total ' "$T/early.rep" || ! sanitizer_clean "$T/early.err"; then
+			early_bad=$((early_bad + 1))
+			[ -z "$early_why" ] && early_why="SIGINT $ms ms after the file appeared: record exited $rc, report $rrc: $(head -n 2 "$T/early.err" | tr '\n' ' ')"
+		fi
+	done
+	stop_vm
+	if [ $early_bad = 0 ]; then
+		pass "sigint-early-whole-file ($early_runs runs at 0-500 ms after the file appeared, all read back)"
+	else
+		fail sigint-early-whole-file "$early_bad of $early_runs runs left a file report refuses; first: $early_why"
+	fi
+else
+	fail sigint-early-whole-file "the VMM did not start" "$T/early.vmm"
+fi
+
 # ---- fake VMMs: garbage, silence, endless lines, hang-ups, refusals, bad rings
 if ! command -v python3 >/dev/null; then
 	skip fake-vmm "python3 not installed"
