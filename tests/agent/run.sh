@@ -171,6 +171,60 @@ cp "$small" "$T/version.data"
 printf '\002\000' | dd of="$T/version.data" bs=1 seek=8 conv=notrunc status=none
 damaged wrong-version "$T/version.data" 'version 2\.[0-9]+, this build reads version 1'
 
+# ---- a recording cut short (kill -9): report refuses and points to
+# --recover, which reads every whole record before the cut (issue 10)
+"$AGENT" record -q -g -F 4000 -o "$T/k9.data" -- "$FIX/split" 100000000 >/dev/null 2>"$T/k9.err" &
+rec=$!
+k9_ready=false
+for _ in $(seq 240); do
+	# Samples are on disk once a copy of the live file recovers some.
+	if [ -s "$T/k9.data" ] && cp "$T/k9.data" "$T/k9.peek" &&
+		"$AGENT" report --recover -i "$T/k9.peek" 2>&1 >/dev/null | grep -q '([1-9][0-9]* samples)'; then
+		k9_ready=true
+		break
+	fi
+	sleep 0.25
+done
+kids=$(cat "/proc/$rec/task/$rec/children" 2>/dev/null)
+kill -KILL "$rec"
+wait "$rec" 2>/dev/null
+[ -n "$kids" ] && kill -KILL $kids 2>/dev/null
+if ! $k9_ready; then
+	fail kill9-recover "the recording never wrote samples" "$T/k9.err"
+else
+	"$AGENT" report -i "$T/k9.data" >"$T/k9.rep" 2>"$T/k9.rerr"
+	rc=$?
+	"$AGENT" report --recover -i "$T/k9.data" >"$T/k9r.rep" 2>"$T/k9r.err"
+	rrc=$?
+	if [ $rc = 1 ] && [ "$(grep -c . "$T/k9.rerr")" = 1 ] && grep -q 'k9.data: offset [0-9]*: .*--recover' "$T/k9.rerr" &&
+		[ $rrc = 0 ] && [ "$(grep -c . "$T/k9r.err")" = 1 ] &&
+		grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no END record' "$T/k9r.err" &&
+		[ -n "$(pct_of "$T/k9r.rep" split split_three_quarters)" ] && sanitizer_clean "$T/k9.rerr" && sanitizer_clean "$T/k9r.err"; then
+		pass "kill9-recover ($(cat "$T/k9r.err"))"
+	else
+		fail kill9-recover "report exited $rc (want 1, one line naming --recover), report --recover $rrc (want 0, one line, split's rows)" "$T/k9r.err"
+		sed 's/^/    /' "$T/k9.rerr"
+	fi
+fi
+
+# ---- two recordings joined by cat: refused (one file, one recording); --recover reads the first
+cat "$small" "$small" >"$T/twice.data"
+size1=$(stat -c %s "$small")
+"$AGENT" report -i "$T/twice.data" >"$T/twice.rep" 2>"$T/twice.err"
+rc=$?
+"$AGENT" report --recover -i "$T/twice.data" >"$T/twicer.rep" 2>"$T/twicer.err"
+rrc=$?
+"$AGENT" report -i "$small" >"$T/once.rep" 2>/dev/null
+if [ $rc = 1 ] && [ "$(grep -c . "$T/twice.err")" = 1 ] &&
+	grep -q "twice.data: offset $size1: data after the END record.*--recover" "$T/twice.err" &&
+	[ $rrc = 0 ] && grep -q "twice.data: read [0-9]* intact records ([0-9]* samples); at offset $size1: data after the END record.*; $size1 bytes from there on not used$" "$T/twicer.err" &&
+	cmp -s "$T/twicer.rep" "$T/once.rep" && sanitizer_clean "$T/twice.err" && sanitizer_clean "$T/twicer.err"; then
+	pass "data-after-end ($(cat "$T/twice.err"))"
+else
+	fail data-after-end "report exited $rc (want 1 naming offset $size1), --recover $rrc (want 0 and the first recording's report)" "$T/twicer.err"
+	sed 's/^/    /' "$T/twice.err"
+fi
+
 # ---- unknown event names list close matches
 "$AGENT" record -e cycels -a >/dev/null 2>"$T/unk.err"
 rc=$?
