@@ -277,6 +277,65 @@ else
 	fail vm-killed-mid-run "the VMM did not start" "$T/kill.vmm"
 fi
 
+# ---- kvmprof record killed with SIGKILL: report refuses and points to
+# --recover, which reads every whole record before the cut (issue 10)
+if start_vm k9 "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/k9.sock" --duration 30 -g -q -o "$T/k9.data" 2>"$T/k9.err" &
+	rpid=$!
+	k9_ready=false
+	for _ in $(seq 240); do
+		# Samples are on disk once a copy of the live file recovers some.
+		if [ -s "$T/k9.data" ] && cp "$T/k9.data" "$T/k9.peek" &&
+			"$KVMPROF" report --recover -i "$T/k9.peek" 2>&1 >/dev/null | grep -q '([1-9][0-9]* samples)'; then
+			k9_ready=true
+			break
+		fi
+		sleep 0.25
+	done
+	kill -KILL "$rpid"
+	wait "$rpid" 2>/dev/null
+	stop_vm
+	if ! $k9_ready; then
+		fail kill9-recover "the recording never wrote samples" "$T/k9.err"
+	else
+		"$KVMPROF" report -i "$T/k9.data" >"$T/k9.rep" 2>"$T/k9.rerr"
+		rc=$?
+		"$KVMPROF" report --recover -i "$T/k9.data" --guest-root "$ROOT" >"$T/k9r.rep" 2>"$T/k9r.err"
+		rrc=$?
+		n=$(awk '/^total / { print $2 }' "$T/k9r.rep")
+		if [ $rc = 1 ] && [ "$(grep -c . "$T/k9.rerr")" = 1 ] && grep -q 'k9.data: offset [0-9]*: .*--recover' "$T/k9.rerr" &&
+			[ $rrc = 0 ] && [ "$(grep -c . "$T/k9r.err")" = 1 ] &&
+			grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no END record' "$T/k9r.err" &&
+			[ "${n:-0}" -gt 0 ] && sanitizer_clean "$T/k9.rerr" "$T/k9r.err"; then
+			pass "kill9-recover ($(cat "$T/k9r.err"))"
+		else
+			fail kill9-recover "report exited $rc (want 1, one line naming --recover), report --recover $rrc (want 0, one line, $n samples in the table)" "$T/k9r.err"
+			sed 's/^/    /' "$T/k9.rerr"
+		fi
+	fi
+else
+	fail kill9-recover "the VMM did not start" "$T/k9.vmm"
+fi
+
+# ---- two recordings joined by cat: refused (one file, one recording); --recover reads the first
+cat "$T/demo.data" "$T/demo.data" >"$T/twice.data"
+size1=$(stat -c %s "$T/demo.data")
+"$KVMPROF" report -i "$T/twice.data" >"$T/twice.rep" 2>"$T/twice.err"
+rc=$?
+"$KVMPROF" report --recover -i "$T/twice.data" --guest-root "$ROOT" >"$T/twicer.rep" 2>"$T/twicer.err"
+rrc=$?
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" >"$T/once.rep" 2>/dev/null
+if [ $rc = 1 ] && [ "$(grep -c . "$T/twice.err")" = 1 ] &&
+	grep -q "twice.data: offset $size1: data after the END record.*--recover" "$T/twice.err" &&
+	[ $rrc = 0 ] && grep -q "twice.data: read [0-9]* intact records ([0-9]* samples); at offset $size1: data after the END record.*; $size1 bytes from there on not used$" "$T/twicer.err" &&
+	cmp -s <(tail -n +2 "$T/twicer.rep") <(tail -n +2 "$T/once.rep") && sanitizer_clean "$T/twice.err" "$T/twicer.err"; then
+	pass "data-after-end ($(cat "$T/twice.err"))"
+else
+	fail data-after-end "report exited $rc (want 1 naming offset $size1), --recover $rrc (want 0 and the first recording's report)" "$T/twicer.err"
+	sed 's/^/    /' "$T/twice.err"
+fi
+
 # ---- Ctrl-C at any moment: SIGINT from the instant the output file exists
 # leaves a file report reads (set -m: a script's background job would start
 # with SIGINT ignored). One VM serves every run.
