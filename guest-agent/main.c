@@ -22,7 +22,7 @@ static const char usage_text[] =
 	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-g] [-o FILE]\n"
 	"                            [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
-	"                            [--format text|folded|pprof|svg]\n"
+	"                            [--format text|folded|pprof|svg] [--recover]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
 	"       kvmprof-agent --help | --version\n";
 

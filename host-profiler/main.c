@@ -24,7 +24,7 @@ static const char usage_text[] =
 	"                      [--duration S] [--guest-export FILE] [-q]\n"
 	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
-	"                      [--format text|folded|pprof|svg] [-o OUT]\n"
+	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"       kvmprof stat --vm SOCKET [-e EVENT[,EVENT...]] [--duration S]\n"
 	"       kvmprof --help | --version\n";
 

@@ -180,7 +180,7 @@ static int add_file(struct profile *p, const char *path, bool guest, bool recove
 		char line[600];
 
 		kp_reader_damage_describe(kp_reader_damage(r), path, line, sizeof(line));
-		fprintf(stderr, "kvmprof: --recover: %s\n", line);
+		fprintf(stderr, "kvmprof: warning: --recover: %s\n", line); /* as kvmprof-agent's */
 	}
 	kp_reader_close(r);
 	return rc;
