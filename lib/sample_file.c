@@ -564,7 +564,7 @@ void kp_reader_damage_describe(const struct kp_reader_damage *d, const char *pat
 	snprintf(buf, len, "%s: read %llu intact records (%llu samples); at offset %llu: %s; %llu bytes from there "
 		 "on not used%s", path, (unsigned long long)d->records, (unsigned long long)d->samples,
 		 (unsigned long long)d->offset, d->what, (unsigned long long)d->skipped,
-		 d->end_missing ? "; no END record, so the recording's lost count and duration are unknown" : "");
+		 d->end_missing ? "; no valid END record, so the recording's lost count and duration are unknown" : "");
 }
 
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen)
