@@ -198,7 +198,7 @@ else
 	rrc=$?
 	if [ $rc = 1 ] && [ "$(grep -c . "$T/k9.rerr")" = 1 ] && grep -q 'k9.data: offset [0-9]*: .*--recover' "$T/k9.rerr" &&
 		[ $rrc = 0 ] && [ "$(grep -c . "$T/k9r.err")" = 1 ] &&
-		grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no END record' "$T/k9r.err" &&
+		grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no valid END record' "$T/k9r.err" &&
 		[ -n "$(pct_of "$T/k9r.rep" split split_three_quarters)" ] && sanitizer_clean "$T/k9.rerr" && sanitizer_clean "$T/k9r.err"; then
 		pass "kill9-recover ($(cat "$T/k9r.err"))"
 	else
