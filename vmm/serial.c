@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "serial.h"
@@ -37,10 +39,12 @@
 #define UART_MSR_DSR 0x20
 #define UART_MSR_CTS 0x10
 
-void serial_init(struct serial *s, int out_fd, void (*set_irq)(void *ctx, int level), void *irq_ctx)
+void serial_init(struct serial *s, const char *name, int out_fd, void (*set_irq)(void *ctx, int level),
+		 void *irq_ctx)
 {
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->lock, NULL);
+	s->name = name;
 	s->out_fd = out_fd;
 	s->set_irq = set_irq;
 	s->irq_ctx = irq_ctx;
@@ -49,7 +53,41 @@ void serial_init(struct serial *s, int out_fd, void (*set_irq)(void *ctx, int le
 
 void serial_destroy(struct serial *s)
 {
+	if (s->dropped)
+		fprintf(stderr, "kvmprof-vmm: %s: %llu bytes the guest wrote were dropped (the output stopped "
+			"taking them)\n", s->name, (unsigned long long)s->dropped);
 	pthread_mutex_destroy(&s->lock);
+}
+
+static uint64_t serial_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Whether a one-byte write will not block: a pipe, socket or terminal
+ * reports POLLOUT when it has room. Waits up to SERIAL_STALL_MS for room;
+ * signals (the sampler's and the stop kick) do not restart the clock.
+ */
+static bool serial_wait_writable(int fd)
+{
+	uint64_t deadline = serial_now_ms() + SERIAL_STALL_MS;
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	for (;;) {
+		uint64_t now = serial_now_ms();
+		int n = poll(&p, 1, now >= deadline ? 0 : (int)(deadline - now));
+
+		if (n > 0)
+			return true; /* room, or an error that write will report */
+		if (n == 0)
+			return false;
+		if (errno != EINTR)
+			return true;
+	}
 }
 
 static uint8_t serial_iir(const struct serial *s)
@@ -83,8 +121,20 @@ static void serial_transmit(struct serial *s, uint8_t byte)
 	}
 	if (s->tx_bytes++ == 0 && s->on_first_byte)
 		s->on_first_byte(s->first_byte_ctx);
-	if (s->out_fd < 0 || s->out_failed)
+	if (s->out_fd < 0)
 		return;
+	if (s->out_failed) {
+		s->dropped++;
+		return;
+	}
+	/* A reader that takes nothing for SERIAL_STALL_MS must not hold the vCPU (and the guest) forever. */
+	if (!serial_wait_writable(s->out_fd)) {
+		s->out_failed = true;
+		s->dropped++;
+		fprintf(stderr, "kvmprof-vmm: %s output stalled: its reader took no byte for %d s; what the guest "
+			"writes there from now on is dropped and counted\n", s->name, SERIAL_STALL_MS / 1000);
+		return;
+	}
 	for (;;) {
 		ssize_t n = write(s->out_fd, &byte, 1);
 		if (n == 1)
@@ -93,7 +143,8 @@ static void serial_transmit(struct serial *s, uint8_t byte)
 			continue;
 		/* The reader went away: keep the guest running, say so once. */
 		s->out_failed = true;
-		fprintf(stderr, "kvmprof-vmm: serial output stopped: %s\n", n < 0 ? strerror(errno) : "short write");
+		s->dropped++;
+		fprintf(stderr, "kvmprof-vmm: %s output stopped: %s\n", s->name, n < 0 ? strerror(errno) : "short write");
 		return;
 	}
 }

@@ -26,13 +26,24 @@ struct serial {
 	void (*set_irq)(void *ctx, int level);
 	void *irq_ctx;
 	int out_fd;          /* -1: output discarded */
-	bool out_failed;     /* the output went away; reported once */
+	const char *name;    /* "COM1" or "COM2", for messages */
+	bool out_failed;     /* the output went away or stalled; reported once */
 	uint64_t tx_bytes;
+	uint64_t dropped;    /* bytes the guest wrote after out_failed */
 	void (*on_first_byte)(void *ctx); /* boot-time measurement hook */
 	void *first_byte_ctx;
 };
 
-void serial_init(struct serial *s, int out_fd, void (*set_irq)(void *ctx, int level), void *irq_ctx);
+/*
+ * How long the UART waits for its reader (a socket, pipe or terminal) to
+ * take one byte before it calls the reader stalled and drops, counting,
+ * whatever the guest writes from then on: the vCPU never blocks longer.
+ */
+#define SERIAL_STALL_MS 5000
+
+void serial_init(struct serial *s, const char *name, int out_fd, void (*set_irq)(void *ctx, int level),
+		 void *irq_ctx);
+/* Says how many bytes were dropped, if any. */
 void serial_destroy(struct serial *s);
 
 /* Register access at offset 0-7 from the UART's base port. */

@@ -208,8 +208,8 @@ static int vm_create_devices(struct vm *vm)
 		if (vm->agent_fd < 0)
 			return vm->agent_fd;
 	}
-	serial_init(&vm->com1, vm->console_fd, vm_com1_irq, vm);
-	serial_init(&vm->com2, vm->agent_fd, vm_com2_irq, vm);
+	serial_init(&vm->com1, "COM1", vm->console_fd, vm_com1_irq, vm);
+	serial_init(&vm->com2, "COM2", vm->agent_fd, vm_com2_irq, vm);
 	rc = ioport_register(&vm->io, KVMPROF_COM1_PORT, 8, serial_io, &vm->com1);
 	if (!rc)
 		rc = ioport_register(&vm->io, KVMPROF_COM2_PORT, 8, serial_io, &vm->com2);
@@ -257,6 +257,10 @@ void vm_destroy(struct vm *vm)
 	}
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
+	if (vm->ran) {
+		serial_destroy(&vm->com1);
+		serial_destroy(&vm->com2);
+	}
 	if (vm->agent_fd >= 0)
 		close(vm->agent_fd);
 	if (vm->console_fd >= 0 && vm->console_fd != STDOUT_FILENO)

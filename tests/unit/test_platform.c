@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The machine description without KVM: memory map, MP table, option parsing, the 8250 model. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,7 +258,7 @@ static void test_serial_output_and_thri(void **state)
 
 	(void)state;
 	assert_int_equal(pipe(pipefd), 0);
-	serial_init(&s, pipefd[1], record_irq, &log);
+	serial_init(&s, "COM1", pipefd[1], record_irq, &log);
 	assert_int_equal(uart_in(&s, 2) & 0x0f, 0x01); /* no interrupt pending */
 	assert_int_equal(uart_in(&s, 5) & 0x60, 0x60); /* THRE | TEMT */
 	uart_out(&s, 0, 'h');
@@ -299,7 +300,7 @@ static void test_serial_receive(void **state)
 	uint8_t big[SERIAL_RX_FIFO + 10];
 
 	(void)state;
-	serial_init(&s, -1, record_irq, &log);
+	serial_init(&s, "COM1", -1, record_irq, &log);
 	uart_out(&s, 1, 0x01); /* RX interrupt */
 	assert_int_equal(serial_receive(&s, (const uint8_t *)"ab", 2), 2);
 	assert_int_equal(log.levels[log.n - 1], 1);
@@ -314,6 +315,50 @@ static void test_serial_receive(void **state)
 	serial_destroy(&s);
 }
 
+/*
+ * A reader that stops reading (a stalled agent-channel socket, a console
+ * pipe nobody drains): once the pipe is full the UART waits SERIAL_STALL_MS
+ * for room, then drops what follows and counts it; the guest's OUT never
+ * blocks for good. alarm() turns a hang into a failure.
+ */
+static void test_serial_stalled_reader(void **state)
+{
+	struct serial s;
+	struct irq_log log = { 0 };
+	int pipefd[2], size;
+	uint64_t passed, got = 0;
+	char buf[4096];
+	ssize_t n;
+
+	(void)state;
+	alarm(60);
+	assert_int_equal(pipe(pipefd), 0);
+	size = fcntl(pipefd[1], F_GETPIPE_SZ);
+	assert_true(size > 0);
+	serial_init(&s, "COM2", pipefd[1], record_irq, &log);
+	/* Until the pipe has no room: the last byte waited SERIAL_STALL_MS and was dropped. */
+	for (int i = 0; i <= size && !s.out_failed; i++)
+		uart_out(&s, 0, 'x');
+	assert_true(s.out_failed);
+	assert_int_equal(s.dropped, 1);
+	passed = s.tx_bytes - 1;
+	assert_true(passed > 0 && passed <= (uint64_t)size);
+	for (int i = 0; i < 1000; i++)
+		uart_out(&s, 0, 'z'); /* dropped at once: no more waiting */
+	assert_int_equal(s.dropped, 1001);
+	/* The reader gets exactly the bytes written before the stall. */
+	assert_int_equal(fcntl(pipefd[0], F_SETFL, O_NONBLOCK), 0);
+	while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) {
+		assert_null(memchr(buf, 'z', (size_t)n));
+		got += (uint64_t)n;
+	}
+	assert_int_equal(got, passed);
+	serial_destroy(&s);
+	alarm(0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_serial_output_and_thri),
 		cmocka_unit_test(test_serial_receive),
+		cmocka_unit_test(test_serial_stalled_reader),
 	};
 
 	return cmocka_run_group_tests_name("platform", tests, NULL, NULL);
