@@ -189,6 +189,8 @@ fi
 [ -f tests/e2e/guest-agent.sh ] && . tests/e2e/guest-agent.sh
 [ -f tests/e2e/control.sh ] && . tests/e2e/control.sh
 [ -f tests/e2e/guest-sampler.sh ] && . tests/e2e/guest-sampler.sh
+# shellcheck source=tests/e2e/hostile-guest.sh
+[ -f tests/e2e/hostile-guest.sh ] && . tests/e2e/hostile-guest.sh
 
 echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail = 0 ]

@@ -5,6 +5,7 @@
 #define GUEST_LIBC_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
