@@ -17,6 +17,8 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
                 qemu-system-x86 xz-utils zstd binutils libpfm4-dev \
                 libelf-dev libdw-dev zlib1g-dev liblzma-dev libbz2-dev \
                 libprotobuf-c-dev protobuf-c-compiler libjson-c-dev libbpf-dev
+# tests/fuzz: libFuzzer needs clang and its runtime (libclang_rt.fuzzer).
+DEB_PACKAGES += clang libclang-rt-14-dev
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.
 DEB_PACKAGES += libxml2-utils chromium python3
 
@@ -35,6 +37,7 @@ include guest-agent/agent.mk
 include host-profiler/host-profiler.mk
 include tests/tests.mk
 include tests/nested/nested.mk
+include tests/fuzz/fuzz.mk
 -include bench/bench.mk
 
 all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest $(BUILD)/kvmprof-agent $(BUILD)/kvmprof

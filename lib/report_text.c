@@ -197,7 +197,7 @@ static int print_callgraph(FILE *out, const struct profile *p, struct table *t, 
 	if (rs.nr > 1)
 		qsort(rs.stacks, rs.nr, sizeof(*rs.stacks), cmp_stacks);
 	for (i = 0, j = 0; i < nrows; i++) {
-		uint64_t shown = 0, other = 0;
+		uint64_t other = 0;
 		unsigned k = 0;
 
 		fprintf(out, "\n%8" PRIu64 " %6.2f%%  ", rows[i].count, pct(rows[i].count, p->events[rows[i].event].samples));
@@ -210,7 +210,6 @@ static int print_callgraph(FILE *out, const struct profile *p, struct table *t, 
 				other += rs.stacks[j].count;
 				continue;
 			}
-			shown += rs.stacks[j].count;
 			fprintf(out, "          %6.2f%%  ", pct(rs.stacks[j].count, rows[i].count));
 			print_chain(out, p, &rs, &rs.stacks[j], &rows[i]);
 			fputc('\n', out);

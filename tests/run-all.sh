@@ -6,7 +6,7 @@
 # host (no hardware counters, say) prints "SKIP name: why". A run that
 # executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
-# KVMPROF_SUITES="unit agent host e2e nested" (the default) picks suites.
+# KVMPROF_SUITES="unit fuzz agent host e2e nested" (the default) picks suites.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -32,11 +32,12 @@ unit_suite() {
 	fi
 }
 
-SUITES=" ${KVMPROF_SUITES:-unit agent host e2e nested} "
+SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host e2e nested} "
 want() { [[ $SUITES == *" $1 "* ]]; }
 
 run_suites() {
 	want unit && unit_suites
+	want fuzz && fuzz_suite
 	want agent && agent_suites
 	want host && host_suites
 	want e2e && e2e_suites
@@ -78,6 +79,12 @@ unit_suites() {
 	for bin in "$BUILD"/asan/tests/test_*; do
 		[ -f "$bin" ] && [ -x "$bin" ] && unit_suite "$bin" "asan:"
 	done
+}
+
+# Every libFuzzer target for a few seconds from its corpus (make fuzz runs them long).
+fuzz_suite() {
+	echo "== fuzz smoke: every libFuzzer target for ${FUZZ_SMOKE_SECONDS:-5} s (tests/fuzz, docs/fuzzing.md)"
+	FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-5} bash tests/fuzz/run.sh --smoke $(sed -n 's/^FUZZ_TARGETS := //p' tests/fuzz/fuzz.mk)
 }
 
 agent_suites() {

@@ -91,5 +91,5 @@ test: deps
 .PHONY: test-all
 test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent \
           $(BUILD)/asan/kvmprof $(FIXTURES) \
-          $(AGENT_FIXTURES)
+          $(AGENT_FIXTURES) fuzz-build
 	@bash tests/run-all.sh

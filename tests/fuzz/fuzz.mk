@@ -1,0 +1,76 @@
+# libFuzzer harnesses for every parser of outside input (tests/fuzz/README
+# in docs/fuzzing.md). Built with clang: the project's sources are compiled
+# again with -fsanitize=fuzzer-no-link,address,undefined into their own
+# objects under $(BUILD)/fuzz/obj, never mixed with gcc's.
+#   make fuzz                 each target for FUZZ_SECONDS (default 180) from its corpus
+#   make fuzz-smoke           each target for a few seconds (make test runs this)
+
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 180
+FUZZ_CFLAGS := -std=c17 -g -O1 -Wall -Wextra -Werror -Wno-gnu-variable-sized-type-not-at-end -D_GNU_SOURCE -Iinclude -MMD -MP \
+               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
+FUZZ_OBJ := $(BUILD)/fuzz/obj
+
+FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(FUZZ_OBJ)/gen/profile.pb-c.o
+FUZZ_VMM_OBJS := $(addprefix $(FUZZ_OBJ)/,$(VMM_PURE_SRCS:.c=.o))
+
+$(FUZZ_OBJ)/lib/%.o: lib/%.c | $(BUILD)/gen/profile.pb-c.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) -c $< -o $@
+
+$(FUZZ_OBJ)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(filter-out -Werror,$(FUZZ_CFLAGS)) -I$(BUILD)/gen -c $< -o $@
+
+$(FUZZ_OBJ)/vmm/%.o: vmm/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_OBJ)/vpmu/%.o: vpmu/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivpmu -c $< -o $@
+
+$(FUZZ_OBJ)/guest/cpio.o: guest/kernel/cpio.c guest/kernel/cpio.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_sample_file $(BUILD)/fuzz/fuzz_sample_records $(BUILD)/fuzz/fuzz_kallsyms \
+$(BUILD)/fuzz/fuzz_procfs: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(LIB_LIBS)
+
+$(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_VMM_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_VMM_OBJS) -lpthread
+
+$(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel $(FUZZ_LDFLAGS) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivpmu $(FUZZ_LDFLAGS) -o $@ $^ $(VPMU_LIBS)
+
+# control.c is compiled into its harness, which stands in for the VM calls it makes.
+$(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c vmm/control.c $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null) $(FUZZ_LDFLAGS) -o $@ \
+		$< $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(VMM_LIBS)
+
+# The seed corpora: small files in tests/fuzz/corpus/<target>/, plus seeds the
+# build makes from its own outputs (the fixtures, the bundled guest's kernel
+# and initrd, a real recording).
+$(BUILD)/fuzz/seeds.stamp: tests/fuzz/seeds.sh $(FIXTURES) $(GUEST_KERNEL) $(GUEST_INITRD) $(BUILD)/kvmprof-agent
+	@mkdir -p $(@D)
+	BUILD=$(BUILD) bash tests/fuzz/seeds.sh
+	@touch $@
+
+.PHONY: fuzz fuzz-build fuzz-smoke
+fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/seeds.stamp
+
+fuzz: fuzz-build
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	@BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-4} bash tests/fuzz/run.sh --smoke $(FUZZ_TARGETS)
+
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d)

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sample-file reader, profile building and every report format, over
+ * raw bytes: what `kvmprof report` and `kvmprof-agent report` do with a
+ * file from anywhere (a guest's agent channel included). The first byte
+ * picks plain or --recover reading and whether the stream is read as a
+ * guest's export (profile_add_guest_record); the rest is the file.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+#include "profile.h"
+#include "report.h"
+#include "sample_file.h"
+
+static void render_all(const struct profile *p)
+{
+	struct report_options ropt = { .sort = REPORT_SORT_PID_IMAGE_SYMBOL, .callgraph = true };
+	FILE *out = fuzz_sink();
+	uint32_t ev;
+
+	report_text(out, p, &ropt);
+	ropt.sort = REPORT_SORT_IMAGE_SYMBOL;
+	report_text(out, p, &ropt);
+	if (p->nr_events) {
+		ev = report_folded_event(p);
+		report_folded(out, p, ev);
+		report_svg(out, p, ev, NULL);
+	}
+	report_pprof(out, p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct profile_options opt = { 0 };
+	struct profile *p = NULL;
+	struct kp_reader *r;
+	struct kp_record rec;
+	char path[64], err[512];
+	int fd, rc;
+
+	if (size < 1)
+		return 0;
+	opt.recover = data[0] & 1;
+	fd = fuzz_memfd(data + 1, size - 1, path);
+	if (fd < 0)
+		return 0;
+	if (!(data[0] & 2)) {
+		if (!profile_load(&p, path, &opt, err, sizeof(err))) {
+			render_all(p);
+			profile_free(p);
+		}
+	} else if (!profile_new(&p, &opt)) {
+		/* An export stream, read as a guest's records. */
+		if (!kp_reader_open(&r, path, err, sizeof(err))) {
+			if (opt.recover)
+				kp_reader_recover(r);
+			rc = 0;
+			while (!rc && kp_reader_next(r, &rec, err, sizeof(err)) > 0)
+				rc = profile_add_guest_record(p, &rec);
+			kp_reader_close(r);
+			if (!rc && !profile_finish(p))
+				render_all(p);
+		}
+		profile_free(p);
+	}
+	close(fd);
+	return 0;
+}
