@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "procfs.h"
+#include "task_layout.h"
 
 static int layout_fail(char why[LAYOUT_WHY_MAX], int rc, const char *fmt, ...)
 {
@@ -131,6 +132,7 @@ int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct k
 	uint64_t current_task = 0, pcpu_hot = 0, per_cpu_offset = 0, off, pid, tgid, comm;
 	int64_t size, pid_size, tgid_size, comm_size, task_size;
 	uint32_t flags = 0;
+	char refused[LAYOUT_WHY_MAX];
 	struct btf *btf;
 	int32_t task_id, hot_id;
 	libbpf_print_fn_t old;
@@ -195,7 +197,12 @@ int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct k
 		.task_comm = (uint32_t)comm, .task_comm_size = (uint32_t)comm_size,
 		.task_size = (uint32_t)task_size,
 	};
-	rc = 0;
+	/* The VMM checks the layout again at sample-start; one it would refuse is not sent. */
+	rc = task_layout_check(out, refused, sizeof(refused));
+	if (rc) {
+		memset(out, 0, sizeof(*out));
+		layout_fail(why, rc, "kallsyms and %s give a layout no VMM can use: %s", btf_path, refused);
+	}
 out:
 	btf__free(btf);
 	return rc;

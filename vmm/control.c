@@ -415,7 +415,7 @@ static bool control_get_addr(struct json_object *o, uint64_t *v)
 
 /*
  * sample-start's "linux": a Linux guest's task layout (the agent's export,
- * through kvmprof record). Shape only here; guest_linux_check judges the
+ * through kvmprof record). Shape only here; task_layout_check judges the
  * numbers.
  */
 static const char *control_linux_layout(struct json_object *o, struct kp_rec_task_layout *l, char *buf,

@@ -177,47 +177,6 @@ int guest_desc_proc_info(const struct kp_guest_desc *d, const struct guest_mem *
 
 /* --- Linux guests ------------------------------------------------------------ */
 
-/*
- * The upper half, where x86-64 kernels live: from 0xff00000000000000 with
- * 5-level paging, 0xffff800000000000 with 4-level (the addresses between
- * are not canonical there, and guest_walk refuses them).
- */
-static bool kernel_half(uint64_t a)
-{
-	return a >= 0xff00000000000000ULL;
-}
-
-int guest_linux_check(const struct kp_rec_task_layout *l, char why[GUEST_DESC_WHY_MAX])
-{
-	if (l->kind != KP_LAYOUT_LINUX_X86_64)
-		return why_fail(why, "layout kind %llu, this VMM reads 1 (Linux x86-64)", l->kind);
-	if (l->flags & ~(uint32_t)KP_LAYOUT_PCPU_HOT)
-		return why_fail(why, "unknown layout flags 0x%llx", l->flags);
-	if (l->reserved)
-		return why_fail(why, "reserved field is 0x%llx, not 0", l->reserved);
-	/* An array of one u64 per CPU in the kernel's half, which the last vCPU's entry does not wrap. */
-	if (!kernel_half(l->per_cpu_offset) || l->per_cpu_offset > UINT64_MAX - 8ULL * KP_GDESC_MAX_CPUS ||
-	    l->per_cpu_offset % 8)
-		return why_fail(why, "per_cpu_offset 0x%llx is not an aligned kernel address", l->per_cpu_offset);
-	/*
-	 * The per-CPU variable: an offset from the CPU's base (x86-64 links
-	 * per-CPU data at 0) or, on kernels that do not, its kernel address.
-	 */
-	if (l->current_task >= GUEST_LINUX_PERCPU_REL_MAX && !kernel_half(l->current_task))
-		return why_fail(why, "current_task 0x%llx is neither a per-CPU offset nor a kernel address",
-				l->current_task);
-	if (l->current_task % 8)
-		return why_fail(why, "current_task 0x%llx is not 8-byte aligned", l->current_task);
-	if (l->task_size == 0 || l->task_size > GUEST_LINUX_TASK_MAX)
-		return why_fail(why, "task_struct size %llu (1 byte to 1 MiB)", l->task_size);
-	if (!field_ok(l->task_pid, 4, l->task_size) || !field_ok(l->task_tgid, 4, l->task_size))
-		return why_fail(why, "pid or tgid offset (%llu) outside task_struct", l->task_pid);
-	if (l->task_comm_size < 2 || l->task_comm_size > KP_LAYOUT_COMM_MAX ||
-	    !field_ok(l->task_comm, l->task_comm_size, l->task_size))
-		return why_fail(why, "comm field (offset %llu) empty, too large or outside task_struct", l->task_comm);
-	return 0;
-}
-
 int guest_linux_current(const struct kp_rec_task_layout *l, const struct guest_mem *mem,
 			const struct guest_paging *pg, unsigned int cpu, uint64_t *task, uint32_t *tgid,
 			uint32_t *pid)
@@ -227,16 +186,16 @@ int guest_linux_current(const struct kp_rec_task_layout *l, const struct guest_m
 
 	*task = 0;
 	*tgid = *pid = 0;
-	if (cpu >= KP_GDESC_MAX_CPUS)
+	if (cpu >= TASK_LAYOUT_MAX_CPUS)
 		return -EFAULT;
 	/* __per_cpu_offset[cpu]: this CPU's base, added with wrap-around as the kernel does. */
 	if (read_u64(mem, pg, l->per_cpu_offset + 8ULL * cpu, &base))
 		return -EFAULT;
 	slot = base + l->current_task;
-	if (!kernel_half(slot) || slot > UINT64_MAX - 8 || read_u64(mem, pg, slot, &t))
+	if (!task_layout_kernel_half(slot) || slot > UINT64_MAX - 8 || read_u64(mem, pg, slot, &t))
 		return -EFAULT;
 	/* Linux always has a current task (the idle one, too): 0 or a user address is a lie or a torn read. */
-	if (!kernel_half(t) || t > UINT64_MAX - GUEST_LINUX_TASK_MAX)
+	if (!task_layout_kernel_half(t) || t > UINT64_MAX - TASK_LAYOUT_TASK_MAX)
 		return -EFAULT;
 	if (l->task_tgid == l->task_pid + 4) {
 		/* pid_t pid; pid_t tgid; side by side, as in every Linux so far: one read. */
@@ -261,7 +220,7 @@ bool guest_linux_comm(const struct kp_rec_task_layout *l, const struct guest_mem
 	char buf[KP_LAYOUT_COMM_MAX];
 	size_t n;
 
-	if (!task || task > UINT64_MAX - GUEST_LINUX_TASK_MAX || l->task_comm_size > sizeof(buf) ||
+	if (!task || task > UINT64_MAX - TASK_LAYOUT_TASK_MAX || l->task_comm_size > sizeof(buf) ||
 	    guest_read_virt(mem, pg, task + l->task_comm, buf, l->task_comm_size))
 		goto unknown;
 	/* The kernel keeps comm NUL-terminated; a name filling the field is accepted, cut to the record's size. */

@@ -17,6 +17,7 @@
 #include "guest_walk.h"
 #include "kvmprof/guest_desc.h"
 #include "kvmprof/sample_format.h"
+#include "../lib/task_layout.h"
 
 #define GUEST_DESC_WHY_MAX 128
 
@@ -53,11 +54,7 @@ int guest_desc_proc_info(const struct kp_guest_desc *d, const struct guest_mem *
  * with sample-start): no descriptor in guest memory, but the kernel's own
  * per-CPU current-task pointer and task_struct offsets.
  */
-#define GUEST_LINUX_TASK_MAX (1u << 20)  /* task_size and every field below this */
-#define GUEST_LINUX_PERCPU_REL_MAX (1ULL << 32) /* a zero-based per-CPU offset is below this */
-
-/* 0 if l can be used; -EINVAL with the first reason in why otherwise. */
-int guest_linux_check(const struct kp_rec_task_layout *l, char why[GUEST_DESC_WHY_MAX]);
+/* Each function below expects a layout task_layout_check (lib/task_layout.h) accepted. */
 
 /*
  * The task Linux CPU cpu runs (cpu: the vCPU index; the VMM's ACPI and MP

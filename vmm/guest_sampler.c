@@ -564,7 +564,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 	if (req->lx) {
 		char why[GUEST_DESC_WHY_MAX];
 
-		if (guest_linux_check(req->lx, why))
+		if (task_layout_check(req->lx, why, sizeof(why)))
 			return gs_fail(err, -EINVAL, "linux layout refused: %s", why);
 	}
 	if (!gs_wait_tids(vm))

@@ -80,7 +80,7 @@ struct guest_sampler_request {
 	const char *event; /* "cpu-clock" or "cycles" */
 	uint64_t period;   /* events between samples (ns for cpu-clock) */
 	bool callgraph;
-	/* A Linux guest: where its current task lives (checked with guest_linux_check); NULL: the descriptor. */
+	/* A Linux guest: where its current task lives (checked with task_layout_check); NULL: the descriptor. */
 	const struct kp_rec_task_layout *lx;
 };
 

@@ -3,8 +3,11 @@
 # (build/asan/kvmprof-vmm) for the tests.
 
 VMM_SRCS := $(wildcard vmm/*.c)
-VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_OBJS)
-VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_ASAN_OBJS)
+# The Linux task-layout check is shared with the agent, which sends the layout (lib/task_layout.h).
+VMM_LIB_SRCS := lib/task_layout.c
+VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_OBJS)
+VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o \
+                 $(VPMU_ASAN_OBJS)
 # json-c parses and writes the control socket's JSON (vmm/control.c); Debian ships its .a for the static build.
 VMM_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
 VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz -lpthread -lrt
@@ -12,7 +15,7 @@ VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -l
 # The parts of the VMM that need no KVM: unit tests link these.
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
                  vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c \
-                 vmm/guest_walk.c vmm/guest_stack.c vmm/guest_desc.c
+                 vmm/guest_walk.c vmm/guest_stack.c vmm/guest_desc.c $(VMM_LIB_SRCS)
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf
 GUEST_INITRD := $(BUILD)/guest/initrd.cpio

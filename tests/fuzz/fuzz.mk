@@ -12,7 +12,7 @@ FUZZ_CFLAGS := -std=c17 -g -O1 -Wall -Wextra -Werror -Wno-gnu-variable-sized-typ
 FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 
-FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control
+FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(FUZZ_OBJ)/gen/profile.pb-c.o
@@ -33,6 +33,10 @@ $(FUZZ_OBJ)/vmm/%.o: vmm/%.c
 $(FUZZ_OBJ)/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivpmu -c $< -o $@
+
+$(FUZZ_OBJ)/guest-agent/%.o: guest-agent/%.c | $(BUILD)/gen/profile.pb-c.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
 $(FUZZ_OBJ)/guest/cpio.o: guest/kernel/cpio.c guest/kernel/cpio.h
 	@mkdir -p $(@D)
@@ -56,6 +60,12 @@ $(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c vmm/control.c $(VPMU_SRCS:
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null) $(FUZZ_LDFLAGS) -o $@ \
 		$< $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(VMM_LIBS)
 
+# The agent's task-layout reader (libbpf parses the BTF).
+$(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)/guest-agent/layout.o \
+		$(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_OBJ)/guest-agent/layout.o \
+		$(FUZZ_LIB_OBJS) -lbpf $(LIB_LIBS)
+
 # The seed corpora: small files in tests/fuzz/corpus/<target>/, plus seeds the
 # build makes from its own outputs (the fixtures, the bundled guest's kernel
 # and initrd, a real recording).
@@ -73,4 +83,4 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	@BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-4} bash tests/fuzz/run.sh --smoke $(FUZZ_TARGETS)
 
--include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d)
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d

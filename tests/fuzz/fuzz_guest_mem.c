@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		guest_desc_proc_info(&p.desc, &mem, &pg, proc_gva, &proc);
 		guest_desc_current(&p.desc, &mem, &pg, p.cpu % 8, &entry, &proc_gva, &pid);
 	}
-	if (!guest_linux_check(&p.lx, why) &&
+	if (!task_layout_check(&p.lx, why, sizeof(why)) &&
 	    !guest_linux_current(&p.lx, &mem, &pg, p.cpu % 8, &task, &tgid, &pid) && task)
 		guest_linux_comm(&p.lx, &mem, &pg, task, comm);
 	return 0;

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 OUT=$BUILD/fuzz/seeds
 rm -rf "$OUT"
-mkdir -p "$OUT"/{sample_file,sample_records,kallsyms,procfs,guest_mem,boot,cpio,vpmu_filter,control}
+mkdir -p "$OUT"/{sample_file,sample_records,kallsyms,procfs,guest_mem,boot,cpio,vpmu_filter,control,task_layout}
 
 # boot: the PVH fixtures and a cut bzImage header (a full bzImage is 8 MB: too slow to mutate).
 for f in "$BUILD"/fixtures/pvh-*.elf; do

@@ -206,6 +206,35 @@ static void test_layout_refusals(void **state)
 	assert_int_equal(l.kind, 0);
 }
 
+/*
+ * Layouts the kallsyms and BTF allow but the VMM's sample-start would
+ * refuse (found by fuzz_task_layout): the agent refuses them itself, with
+ * the VMM's reason (lib/task_layout.c, the one check both use).
+ */
+static void test_layout_refused_as_the_vmm_would(void **state)
+{
+	static const char misaligned_offsets[] = "ffffffff82a1e9a4 D __per_cpu_offset\n0000000000032000 D pcpu_hot\n";
+	static const char misaligned_hot[] = "ffffffff82a1e9a0 D __per_cpu_offset\n0000000000032004 D pcpu_hot\n";
+	static const char user_half_hot[] = "ffffffff82a1e9a0 D __per_cpu_offset\n0000000900000000 D pcpu_hot\n";
+	struct kp_rec_task_layout l;
+	char why[LAYOUT_WHY_MAX];
+
+	(void)state;
+	make_btf(true, 16, false);
+	assert_int_equal(layout_from(misaligned_offsets, strlen(misaligned_offsets), btf_file, &l, why), -EINVAL);
+	assert_non_null(strstr(why, "per_cpu_offset 0xffffffff82a1e9a4 is not an aligned kernel address"));
+	assert_int_equal(layout_from(misaligned_hot, strlen(misaligned_hot), btf_file, &l, why), -EINVAL);
+	assert_non_null(strstr(why, "not 8-byte aligned"));
+	assert_int_equal(layout_from(user_half_hot, strlen(user_half_hot), btf_file, &l, why), -EINVAL);
+	assert_non_null(strstr(why, "neither a per-CPU offset nor a kernel address"));
+	assert_int_equal(l.kind, 0);
+	/* A one-byte comm holds no name: only its NUL. */
+	make_btf(true, 1, false);
+	assert_int_equal(layout_from(ksyms_62, strlen(ksyms_62), btf_file, &l, why), -EINVAL);
+	assert_non_null(strstr(why, "comm field (1 bytes"));
+	unlink(btf_file);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_layout_running_kernel_btf),
 		cmocka_unit_test(test_layout_pcpu_hot_and_anonymous_members),
 		cmocka_unit_test(test_layout_refusals),
+		cmocka_unit_test(test_layout_refused_as_the_vmm_would),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -325,18 +325,18 @@ static void test_linux_check(void **state)
 
 	(void)state;
 	l = lx_good();
-	assert_int_equal(guest_linux_check(&l, why), 0);
+	assert_int_equal(task_layout_check(&l, why, sizeof(why)), 0);
 	l.current_task = K(0x1000); /* not zero-based (Linux 6.15+): an address */
-	assert_int_equal(guest_linux_check(&l, why), 0);
+	assert_int_equal(task_layout_check(&l, why, sizeof(why)), 0);
 	l = lx_good();
 	l.flags = KP_LAYOUT_PCPU_HOT;
-	assert_int_equal(guest_linux_check(&l, why), 0);
+	assert_int_equal(task_layout_check(&l, why, sizeof(why)), 0);
 #define LX_REFUSED(change)                                              \
 	do {                                                            \
 		l = lx_good();                                          \
 		change;                                                 \
 		why[0] = '\0';                                          \
-		assert_int_equal(guest_linux_check(&l, why), -EINVAL);  \
+		assert_int_equal(task_layout_check(&l, why, sizeof(why)), -EINVAL);  \
 		assert_true(why[0] != '\0');                            \
 	} while (0)
 	LX_REFUSED(l.kind = 2);
@@ -349,7 +349,7 @@ static void test_linux_check(void **state)
 	LX_REFUSED(l.current_task = 0x100000000ULL);          /* neither an offset nor a kernel address */
 	LX_REFUSED(l.current_task = 0x41);
 	LX_REFUSED(l.task_size = 0);
-	LX_REFUSED(l.task_size = GUEST_LINUX_TASK_MAX + 1);
+	LX_REFUSED(l.task_size = TASK_LAYOUT_TASK_MAX + 1);
 	LX_REFUSED(l.task_pid = 0x1000 - 3);
 	LX_REFUSED(l.task_tgid = 0xffffffff);
 	LX_REFUSED(l.task_comm_size = 1);
@@ -472,7 +472,7 @@ static void test_linux_fuzz(void **state)
 
 				put_u64(f, at, v);
 			}
-		l.task_size = 1 + (uint32_t)rand_r(&seed) % GUEST_LINUX_TASK_MAX;
+		l.task_size = 1 + (uint32_t)rand_r(&seed) % TASK_LAYOUT_TASK_MAX;
 		l.task_pid = (uint32_t)rand_r(&seed) % (l.task_size < 4 ? 1 : l.task_size - 3);
 		l.task_tgid = iter % 2 ? l.task_pid + 4 : (uint32_t)rand_r(&seed) % (l.task_size < 4 ? 1 : l.task_size - 3);
 		l.task_comm_size = 2 + (uint32_t)rand_r(&seed) % (KP_LAYOUT_COMM_MAX - 1);
@@ -480,7 +480,7 @@ static void test_linux_fuzz(void **state)
 		l.current_task = ((uint64_t)rand_r(&seed) % 0x40000) & ~7ULL;
 		if (iter % 5 == 0)
 			l.per_cpu_offset = (KBASE + (uint64_t)rand_r(&seed) % (RAM_SIZE + 0x4000)) & ~7ULL;
-		if (guest_linux_check(&l, why))
+		if (task_layout_check(&l, why, sizeof(why)))
 			continue;
 		if (guest_linux_current(&l, &f->mem, &f->pg, (uint32_t)rand_r(&seed) % 4, &task, &tgid, &pid) == 0)
 			assert_true(task >= KBASE && (int32_t)tgid >= 0 && (int32_t)pid >= 0);
