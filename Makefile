@@ -17,6 +17,9 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
                 qemu-system-x86 xz-utils zstd binutils libpfm4-dev \
                 libelf-dev libdw-dev zlib1g-dev liblzma-dev libbz2-dev \
                 libprotobuf-c-dev protobuf-c-compiler libjson-c-dev libbpf-dev
+# vmm/emu.c: the exact vPMU backend runs guest code in Unicorn (QEMU's TCG as a library)
+# and decodes each block once with Capstone.
+DEB_PACKAGES += libunicorn-dev libcapstone-dev
 # tests/fuzz: libFuzzer needs clang and its runtime (libclang_rt.fuzzer).
 DEB_PACKAGES += clang libclang-rt-14-dev
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.

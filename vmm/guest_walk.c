@@ -12,6 +12,8 @@
 #define PTE_P (1ULL << 0)
 #define PTE_RW (1ULL << 1)
 #define PTE_US (1ULL << 2)
+#define PTE_A (1ULL << 5)
+#define PTE_D (1ULL << 6)
 #define PTE_PS (1ULL << 7)
 #define PTE_XD (1ULL << 63)
 /* Bits 51:12: the architectural maximum; anything above RAM fails the bounds check anyway. */
@@ -83,11 +85,13 @@ static int read_entry(const struct guest_mem *mem, uint64_t gpa, uint64_t *entry
 	return 0;
 }
 
-int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
-			 struct guest_translation *out)
+/* mark: 0 reads only; PTE_A sets accessed bits on the way; PTE_A | PTE_D also the leaf's dirty bit. */
+static int walk(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+		struct guest_translation *out, uint64_t mark)
 {
 	struct guest_translation t = { .user = true, .writable = true };
-	unsigned int levels;
+	uint64_t *entries[5];
+	unsigned int levels, used = 0;
 	uint64_t table;
 
 	switch (pg->mode) {
@@ -121,6 +125,7 @@ int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging 
 			return -EFAULT;
 		if (!(entry & PTE_P) || (entry & reserved_bits(pg, level, entry)))
 			return -EFAULT;
+		entries[used++] = guest_mem_ptr(mem, table + ((gva >> shift) & 511) * 8, sizeof(uint64_t));
 		t.user = t.user && (entry & PTE_US);
 		t.writable = t.writable && (entry & PTE_RW);
 		t.nx = t.nx || (pg->nxe && (entry & PTE_XD));
@@ -135,8 +140,23 @@ int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging 
 	/* Only RAM is ever read: a mapping of the MMIO hole or past RAM is not followed. */
 	if (!guest_mem_ptr(mem, t.gpa, 1))
 		return -EFAULT;
+	/* As the CPU does: a locked OR, since the guest may update the same entries meanwhile. */
+	for (unsigned int i = 0; mark && i < used; i++)
+		__atomic_fetch_or(entries[i], i + 1 == used ? mark : (mark & PTE_A), __ATOMIC_RELAXED);
 	*out = t;
 	return 0;
+}
+
+int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+			 struct guest_translation *out)
+{
+	return walk(mem, pg, gva, out, 0);
+}
+
+int guest_walk_touch(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, bool write,
+		     struct guest_translation *out)
+{
+	return walk(mem, pg, gva, out, write ? PTE_A | PTE_D : PTE_A);
 }
 
 int guest_read_virt(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,

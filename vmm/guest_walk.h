@@ -73,6 +73,15 @@ int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging 
 			 struct guest_translation *out);
 
 /*
+ * guest_walk_translate for an access the guest itself makes (the emulation
+ * engine's): also sets the accessed bit of every entry on the way and, for
+ * a write, the dirty bit of the last one, as the CPU would. Checks no
+ * permission: out says what the entries allow.
+ */
+int guest_walk_touch(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, bool write,
+		     struct guest_translation *out);
+
+/*
  * Copies len bytes from guest-virtual gva, across as many pages as it spans,
  * each page translated and bounds-checked on its own (contiguous virtual
  * pages need not be contiguous in guest RAM). 0 or -EFAULT (-EINVAL for an

@@ -10,12 +10,15 @@ VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/a
                  $(VPMU_ASAN_OBJS)
 # json-c parses and writes the control socket's JSON (vmm/control.c); Debian ships its .a for the static build.
 VMM_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
-VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz -lpthread -lrt
+# Unicorn and Capstone: the emulation engine (vmm/emu.c); both ship .a files for the static build.
+EMU_LIBS := -lunicorn -lcapstone -lm
+VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz $(EMU_LIBS) -lpthread -lrt
 
 # The parts of the VMM that need no KVM: unit tests link these.
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
                  vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c \
-                 vmm/guest_walk.c vmm/guest_stack.c vmm/guest_desc.c $(VMM_LIB_SRCS)
+                 vmm/guest_walk.c vmm/guest_stack.c vmm/guest_desc.c vmm/emu.c vmm/emu_decode.c \
+                 $(VMM_LIB_SRCS)
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf
 GUEST_INITRD := $(BUILD)/guest/initrd.cpio
@@ -35,8 +38,10 @@ $(BUILD)/vmm/embedded_guest.o: vmm/embedded_guest.S $(GUEST_KERNEL) $(GUEST_INIT
 $(BUILD)/kvmprof-vmm: $(VMM_OBJS)
 	$(CC) $(HOST_CFLAGS) -o $@ $^ $(VMM_LIBS)
 
+# libunicorn.a carries its own crc32(), the same IEEE CRC-32 as zlib's (same table,
+# same pre- and post-inversion), so a static link may keep either one.
 $(BUILD)/kvmprof-vmm-static: $(VMM_OBJS)
-	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(VMM_LIBS)
+	$(CC) $(HOST_CFLAGS) -static -Wl,--allow-multiple-definition -o $@ $^ $(VMM_LIBS)
 
 $(BUILD)/asan/kvmprof-vmm: $(VMM_ASAN_OBJS)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(VMM_LIBS)

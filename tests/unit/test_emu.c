@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The emulation engine (vmm/emu.c) against hand-assembled guest code in a
+ * fake guest RAM with hand-built 4-level page tables: exact instruction and
+ * branch counts (the loops are assembler, so the counts are known), stops
+ * at the exact instruction for watches, hand-backs before the instructions
+ * and accesses KVM must do, the guest's page permissions, accessed and
+ * dirty bits, state that moves in and out (SSE, FS base), REP strings,
+ * self-modifying code, and code in the kernel half at CPL 0.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../vmm/emu.h"
+#include "../../vmm/guest_mem.h"
+
+#define P (1ULL << 0)
+#define RW (1ULL << 1)
+#define US (1ULL << 2)
+#define A (1ULL << 5)
+#define D (1ULL << 6)
+#define PS (1ULL << 7)
+#define XD (1ULL << 63)
+#define MiB (1024ULL * 1024)
+#define RAM_SIZE (16 * MiB)
+
+/* Guest-physical layout. */
+#define PML4 0x1000ULL
+#define PDPT_LO 0x2000ULL
+#define PD_LO 0x3000ULL
+#define PT_LO 0x4000ULL
+#define PDPT_HI 0x5000ULL
+#define PD_HI 0x6000ULL
+
+/* Guest-virtual layout (the user pages are 4 KiB pages of PT_LO). */
+#define UCODE 0x400000ULL   /* user, read-only, executable */
+#define UDATA 0x401000ULL   /* user, writable, NX */
+#define URO 0x402000ULL     /* user, read-only, NX */
+#define KPAGE 0x403000ULL   /* supervisor, writable */
+#define NOTPRESENT 0x404000ULL
+#define USTACK 0x405000ULL  /* user, writable, NX */
+#define UCODE_RW 0x406000ULL /* user, writable, executable: self-modifying code */
+#define UCODE2 0x407000ULL  /* user, executable: remapped by a test */
+#define KCODE 0xffffffff81000000ULL /* a 2 MiB supervisor page at physical 0x200000 */
+
+static struct guest_mem mem;
+static struct emu *emu;
+
+static uint64_t *pte(uint64_t table, uint64_t index)
+{
+	return (uint64_t *)(mem.host + table + 8 * index);
+}
+
+static uint64_t phys_of(uint64_t va)
+{
+	return 0x100000 + (va - UCODE);
+}
+
+static void map_user(uint64_t va, uint64_t flags)
+{
+	*pte(PT_LO, (va >> 12) & 511) = phys_of(va) | P | flags;
+}
+
+static int setup(void **state)
+{
+	char err[128];
+
+	(void)state;
+	mem.size = RAM_SIZE;
+	mem.host = aligned_alloc(4096, RAM_SIZE);
+	assert_non_null(mem.host);
+	memset(mem.host, 0, RAM_SIZE);
+	*pte(PML4, 0) = PDPT_LO | P | RW | US;
+	*pte(PDPT_LO, 0) = PD_LO | P | RW | US;
+	*pte(PD_LO, 2) = PT_LO | P | RW | US; /* 0x400000-0x5fffff */
+	map_user(UCODE, US);
+	map_user(UDATA, US | RW | XD);
+	map_user(URO, US | XD);
+	map_user(KPAGE, RW);
+	map_user(USTACK, US | RW | XD);
+	map_user(UCODE_RW, US | RW);
+	map_user(UCODE2, US);
+	*pte(PML4, 511) = PDPT_HI | P | RW;
+	*pte(PDPT_HI, 510) = PD_HI | P | RW;
+	*pte(PD_HI, 8) = 0x200000 | P | RW | PS; /* 0xffffffff81000000 */
+	assert_int_equal(emu_create(&emu, &mem, false, err, sizeof(err)), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	emu_destroy(emu);
+	free(mem.host);
+	return 0;
+}
+
+static void put_code(uint64_t va, const uint8_t *code, size_t len)
+{
+	uint64_t pa = va >= KCODE ? 0x200000 + (va - KCODE) : phys_of(va);
+
+	memcpy(mem.host + pa, code, len);
+}
+
+static struct emu_state user_state(uint64_t rip)
+{
+	struct emu_state st;
+
+	memset(&st, 0, sizeof(st));
+	st.regs.rip = rip;
+	st.regs.rsp = USTACK + 0x1000;
+	st.regs.rflags = 0x202;
+	st.sregs.cs = (struct kvm_segment){ .selector = 0x2b, .type = 0xb, .present = 1, .dpl = 3, .s = 1, .l = 1 };
+	st.sregs.ss = (struct kvm_segment){ .selector = 0x23, .type = 0x3, .present = 1, .dpl = 3, .s = 1 };
+	st.sregs.cr0 = 0x80050033; /* PG, WP, AM, NE, ET, MP, PE */
+	st.sregs.cr3 = PML4;
+	st.sregs.cr4 = 0x20; /* PAE */
+	st.sregs.efer = 0xd00; /* NXE, LMA, LME */
+	st.fpu.fcw = 0x37f;
+	st.fpu.mxcsr = 0x1f80;
+	return st;
+}
+
+static struct emu_state kernel_state(uint64_t rip)
+{
+	struct emu_state st = user_state(rip);
+
+	st.sregs.cs.dpl = 0;
+	st.sregs.cs.selector = 0x10;
+	st.sregs.ss.dpl = 0;
+	st.regs.rsp = KCODE + 0x100000;
+	return st;
+}
+
+static const struct emu_run_args plain = { .max_insns = UINT64_MAX };
+
+/* mov ecx, n; 1: dec ecx; jnz 1b; ud2 */
+static void put_loop(uint64_t va, uint32_t n)
+{
+	uint8_t code[] = { 0xb9, 0, 0, 0, 0, 0xff, 0xc9, 0x75, 0xfc, 0x0f, 0x0b };
+
+	memcpy(code + 1, &n, 4);
+	put_code(va, code, sizeof(code));
+}
+
+static void run_ok(struct emu_state *st, const struct emu_run_args *a, struct emu_result *r)
+{
+	assert_int_equal(emu_run(emu, st, a, r), 0);
+}
+
+static void test_loop_counts_exact(void **state)
+{
+	static const uint32_t sizes[] = { 1, 2, 1000, 10000000 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct emu_state st = user_state(UCODE);
+		struct emu_result r;
+		uint64_t n = sizes[i];
+
+		emu_invalidate(emu);
+		put_loop(UCODE, sizes[i]);
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, EMU_HB_SYSTEM); /* the ud2 */
+		assert_int_equal(st.regs.rip, UCODE + 9);
+		assert_int_equal(st.regs.rcx, 0);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1 + 2 * n);
+		assert_int_equal(r.counts.ev[0][EMU_EV_BRANCHES], n);
+		assert_int_equal(r.counts.ev[0][EMU_EV_TAKEN], n - 1);
+		assert_int_equal(r.counts.ev[1][EMU_EV_INSNS], 0);
+	}
+}
+
+/* mov ecx, 300; 1: inc eax; loop 1b; ud2: LOOP is a conditional branch too. */
+static void test_loop_instruction(void **state)
+{
+	static const uint8_t code[] = { 0xb9, 0x2c, 1, 0, 0, 0xff, 0xc0, 0xe2, 0xfc, 0x0f, 0x0b };
+	struct emu_state st = user_state(UCODE);
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE, code, sizeof(code));
+	run_ok(&st, &plain, &r);
+	assert_int_equal(st.regs.rax, 300);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 601);
+	assert_int_equal(r.counts.ev[0][EMU_EV_BRANCHES], 300);
+	assert_int_equal(r.counts.ev[0][EMU_EV_TAKEN], 299);
+}
+
+static void test_kernel_half_ring0(void **state)
+{
+	struct emu_state st = kernel_state(KCODE + 0x10);
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_loop(KCODE + 0x10, 1000);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(st.regs.rip, KCODE + 0x19);
+	assert_int_equal(r.counts.ev[1][EMU_EV_INSNS], 2001);
+	assert_int_equal(r.counts.ev[1][EMU_EV_BRANCHES], 1000);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 0);
+	/* The same code from ring 3 is a supervisor page: a fault before the first instruction. */
+	st = user_state(KCODE + 0x10);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_FAULT);
+	assert_int_equal(st.regs.rip, KCODE + 0x10);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 0);
+}
+
+/* An instruction watch stops right after its target instruction, wherever that is in a block. */
+static void test_watch_instructions(void **state)
+{
+	(void)state;
+	for (uint64_t target = 1; target <= 12; target++) {
+		struct emu_state st = user_state(UCODE);
+		struct emu_run_args a = { .max_insns = UINT64_MAX, .nwatch = 1,
+					  .watch = { { EMU_EV_INSNS, EMU_RING_USER, target } } };
+		struct emu_result r;
+		uint64_t total;
+
+		emu_invalidate(emu);
+		put_loop(UCODE, 1000);
+		run_ok(&st, &a, &r);
+		assert_int_equal(r.stop, EMU_STOP_WATCH);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], target);
+		/* After mov and k whole iterations RIP is at dec; after a dec, at jnz. */
+		assert_int_equal(st.regs.rip, target % 2 ? UCODE + 5 : UCODE + 7);
+		assert_int_equal(st.regs.rcx, 1000 - target / 2);
+		/* The rest runs to the ud2: the two runs add up to the whole loop. */
+		total = r.counts.ev[0][EMU_EV_INSNS];
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(total + r.counts.ev[0][EMU_EV_INSNS], 2001);
+	}
+	/* A watch for ring 0 does not fire in ring 3. */
+	{
+		struct emu_state st = user_state(UCODE);
+		struct emu_run_args a = { .max_insns = UINT64_MAX, .nwatch = 1,
+					  .watch = { { EMU_EV_INSNS, EMU_RING_KERNEL, 5 } } };
+		struct emu_result r;
+
+		run_ok(&st, &a, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2001);
+	}
+}
+
+static void test_watch_branches(void **state)
+{
+	struct emu_state st = user_state(UCODE);
+	struct emu_run_args a = { .max_insns = UINT64_MAX, .nwatch = 2,
+				  .watch = { { EMU_EV_BRANCHES, EMU_RING_USER, 5 },
+					     { EMU_EV_INSNS, EMU_RING_USER, 1000000 } } };
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_loop(UCODE, 1000);
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_WATCH);
+	assert_int_equal(r.watch_hit, 0);
+	assert_int_equal(r.counts.ev[0][EMU_EV_BRANCHES], 5);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 11);
+	assert_int_equal(st.regs.rip, UCODE + 5);
+	assert_int_equal(st.regs.rcx, 995);
+	/* Taken branches: the last jnz falls through. */
+	st = user_state(UCODE);
+	a.watch[0] = (struct emu_watch){ EMU_EV_TAKEN, EMU_RING_USER, 999 };
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_WATCH);
+	assert_int_equal(r.counts.ev[0][EMU_EV_TAKEN], 999);
+	assert_int_equal(st.regs.rip, UCODE + 5);
+	assert_int_equal(st.regs.rcx, 1);
+}
+
+static void test_budget(void **state)
+{
+	struct emu_state st = user_state(UCODE);
+	struct emu_run_args a = { .max_insns = 100 };
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_loop(UCODE, 100000);
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_BUDGET);
+	/* At a block boundary at or past the budget: one iteration is one block here. */
+	assert_true(r.counts.ev[0][EMU_EV_INSNS] >= 100 && r.counts.ev[0][EMU_EV_INSNS] <= 102);
+	assert_int_equal(st.regs.rcx, 100000 - (r.counts.ev[0][EMU_EV_INSNS] - 1) / 2);
+}
+
+/* mov rbx, addr; <op on [rbx]>; ud2 */
+static void put_access(const uint8_t *op, size_t oplen, uint64_t addr)
+{
+	uint8_t code[32] = { 0x48, 0xbb };
+
+	memcpy(code + 2, &addr, 8);
+	memcpy(code + 10, op, oplen);
+	code[10 + oplen] = 0x0f;
+	code[11 + oplen] = 0x0b;
+	put_code(UCODE, code, 12 + oplen);
+}
+
+static void test_permissions(void **state)
+{
+	static const uint8_t store[] = { 0x89, 0x03 }; /* mov [rbx], eax */
+	static const uint8_t load[] = { 0x8b, 0x03 };  /* mov eax, [rbx] */
+	static const uint8_t jump[] = { 0xff, 0xe3 };  /* jmp rbx */
+	static const struct {
+		const uint8_t *op;
+		uint64_t addr;
+		enum emu_handback want;
+		uint64_t insns, rip;
+	} cases[] = {
+		{ store, UDATA + 8, EMU_HB_SYSTEM, 2, UCODE + 12 },  /* allowed: runs to the ud2 */
+		{ store, URO + 8, EMU_HB_FAULT, 1, UCODE + 10 },     /* read-only */
+		{ load, URO + 8, EMU_HB_SYSTEM, 2, UCODE + 12 },
+		{ load, KPAGE, EMU_HB_FAULT, 1, UCODE + 10 },        /* supervisor page from ring 3 */
+		{ load, NOTPRESENT, EMU_HB_FAULT, 1, UCODE + 10 },
+		{ load, 0x0000800000000000ULL, EMU_HB_FAULT, 1, UCODE + 10 }, /* not canonical */
+		{ load, 16 * MiB - 2, EMU_HB_FAULT, 1, UCODE + 10 }, /* unmapped (identity page 0 is not there) */
+		{ jump, UDATA, EMU_HB_FAULT, 2, UDATA },             /* NX: the jump retires, the fetch faults */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct emu_state st = user_state(UCODE);
+		struct emu_result r;
+
+		emu_invalidate(emu);
+		put_access(cases[i].op, 2, cases[i].addr);
+		st.regs.rax = 0x1234;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, cases[i].want);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], cases[i].insns);
+		assert_int_equal(st.regs.rip, cases[i].rip);
+	}
+	assert_int_equal(*(uint32_t *)(mem.host + phys_of(UDATA + 8)), 0x1234);
+	assert_int_equal(*(uint32_t *)(mem.host + phys_of(URO + 8)), 0);
+}
+
+static void test_accessed_dirty(void **state)
+{
+	static const uint8_t load[] = { 0x8b, 0x03 };
+	static const uint8_t store[] = { 0x89, 0x03 };
+	uint64_t *data = pte(PT_LO, (UDATA >> 12) & 511);
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	*data &= ~(A | D);
+	*pte(PD_LO, 2) &= ~A;
+	emu_invalidate(emu);
+	put_access(load, 2, UDATA);
+	st = user_state(UCODE);
+	run_ok(&st, &plain, &r);
+	assert_true(*data & A);
+	assert_false(*data & D);
+	assert_true(*pte(PD_LO, 2) & A);
+	assert_false(*pte(PD_LO, 2) & D); /* only the last level has a dirty bit */
+	/* A write to the page now mapped read-only: the dirty bit, then the write. */
+	put_access(store, 2, UDATA);
+	emu_invalidate(emu);
+	st = user_state(UCODE);
+	run_ok(&st, &plain, &r); /* maps the code page, reads... */
+	assert_true(*data & D);
+	/* Read first, write second in one run: the page goes from read-only to writable. */
+	{
+		static const uint8_t both[] = { 0x8b, 0x0b, 0x89, 0x03 }; /* mov ecx,[rbx]; mov [rbx],eax */
+
+		*data &= ~(A | D);
+		emu_invalidate(emu);
+		put_access(both, 4, UDATA + 64);
+		st = user_state(UCODE);
+		st.regs.rax = 77;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 3);
+		assert_true(*data & D);
+		assert_int_equal(*(uint32_t *)(mem.host + phys_of(UDATA + 64)), 77);
+	}
+}
+
+static void test_handback_mid_block(void **state)
+{
+	/* mov eax,1; mov ebx,2; cpuid; ud2 */
+	static const uint8_t code[] = { 0xb8, 1, 0, 0, 0, 0xbb, 2, 0, 0, 0, 0x0f, 0xa2, 0x0f, 0x0b };
+	/* mov eax,1; rdtsc */
+	static const uint8_t tsc[] = { 0xb8, 1, 0, 0, 0, 0x0f, 0x31 };
+	/* mov eax,1; vpaddd ymm0,ymm1,ymm2 */
+	static const uint8_t avx[] = { 0xb8, 1, 0, 0, 0, 0xc5, 0xf5, 0xfe, 0xc2 };
+	/* mov eax,1; in al,0x60 */
+	static const uint8_t io[] = { 0xb8, 1, 0, 0, 0, 0xe4, 0x60 };
+	/* mov eax,1; mov ds,ax */
+	static const uint8_t seg[] = { 0xb8, 1, 0, 0, 0, 0x8e, 0xd8 };
+	/* mov eax,1; bytes that decode to nothing */
+	static const uint8_t bad[] = { 0xb8, 1, 0, 0, 0, 0x06 }; /* push es: none in 64-bit mode */
+	static const struct {
+		const uint8_t *code;
+		size_t len;
+		uint64_t insns, rip;
+		enum emu_handback why;
+	} cases[] = {
+		{ code, sizeof(code), 2, UCODE + 10, EMU_HB_HOST_VALUE },
+		{ tsc, sizeof(tsc), 1, UCODE + 5, EMU_HB_HOST_VALUE },
+		{ avx, sizeof(avx), 1, UCODE + 5, EMU_HB_UNMODELED },
+		{ io, sizeof(io), 1, UCODE + 5, EMU_HB_SYSTEM },
+		{ seg, sizeof(seg), 1, UCODE + 5, EMU_HB_SYSTEM },
+	};
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		emu_invalidate(emu);
+		put_code(UCODE, cases[i].code, cases[i].len);
+		st = user_state(UCODE);
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, cases[i].why);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], cases[i].insns);
+		assert_int_equal(st.regs.rip, cases[i].rip);
+		assert_int_equal(st.regs.rax, 1);
+	}
+	emu_invalidate(emu);
+	put_code(UCODE, bad, sizeof(bad));
+	st = user_state(UCODE);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_true(r.handback == EMU_HB_UNDECODABLE || r.handback == EMU_HB_REFUSED);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+	assert_int_equal(st.regs.rip, UCODE + 5);
+}
+
+static void test_rep_string_counts_once(void **state)
+{
+	/* mov esi, UDATA; mov edi, UDATA+0x800; mov ecx, 100; rep movsb; ud2 */
+	uint8_t code[] = { 0xbe, 0, 0, 0, 0, 0xbf, 0, 0, 0, 0, 0xb9, 100, 0, 0, 0, 0xf3, 0xa4, 0x0f, 0x0b };
+	uint32_t src = (uint32_t)UDATA, dst = (uint32_t)UDATA + 0x800;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	memcpy(code + 1, &src, 4);
+	memcpy(code + 6, &dst, 4);
+	for (int i = 0; i < 100; i++)
+		mem.host[phys_of(UDATA) + i] = (uint8_t)(i + 1);
+	emu_invalidate(emu);
+	put_code(UCODE, code, sizeof(code));
+	st = user_state(UCODE);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.handback, EMU_HB_SYSTEM);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 4);
+	assert_int_equal(r.counts.ev[0][EMU_EV_BRANCHES], 0);
+	assert_memory_equal(mem.host + phys_of(UDATA), mem.host + phys_of(UDATA) + 0x800, 100);
+	assert_int_equal(st.regs.rcx, 0);
+}
+
+static void test_sse_and_fs_state(void **state)
+{
+	/* paddd xmm0, xmm1; mov rax, fs:[8]; ud2 */
+	static const uint8_t code[] = { 0x66, 0x0f, 0xfe, 0xc1, 0x64, 0x48, 0x8b, 0x04, 0x25, 8, 0, 0, 0, 0x0f, 0x0b };
+	uint32_t a[4] = { 1, 2, 3, 4 }, b[4] = { 10, 20, 30, 40 }, sum[4] = { 11, 22, 33, 44 };
+	uint64_t v = 0x1122334455667788ULL;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE, code, sizeof(code));
+	memcpy(mem.host + phys_of(UDATA) + 0x108, &v, 8);
+	st = user_state(UCODE);
+	memcpy(st.fpu.xmm[0], a, 16);
+	memcpy(st.fpu.xmm[1], b, 16);
+	memset(st.fpu.xmm[15], 0xab, 16);
+	st.sregs.fs.base = UDATA + 0x100;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+	assert_memory_equal(st.fpu.xmm[0], sum, 16);
+	assert_memory_equal(st.fpu.xmm[1], b, 16);
+	assert_int_equal(st.fpu.xmm[15][7], 0xab);
+	assert_int_equal(st.fpu.mxcsr, 0x1f80);
+	assert_int_equal(st.fpu.fcw, 0x37f);
+	assert_int_equal(st.regs.rax, v);
+}
+
+static void test_self_modifying_code(void **state)
+{
+	/* mov rbx, X+1; mov byte [rbx], 2; X: mov eax, 1; ud2 */
+	uint8_t code[] = { 0x48, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0, 0xc6, 0x03, 0x02, 0xb8, 1, 0, 0, 0, 0x0f, 0x0b };
+	uint64_t x1 = UCODE_RW + 14;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	memcpy(code + 2, &x1, 8);
+	emu_invalidate(emu);
+	put_code(UCODE_RW, code, sizeof(code));
+	st = user_state(UCODE_RW);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 3);
+	assert_int_equal(st.regs.rax, 2);
+	/* The host (KVM's side) rewrites it again: after emu_invalidate the engine runs the new bytes. */
+	mem.host[phys_of(UCODE_RW) + 14] = 3;
+	emu_invalidate(emu);
+	st = user_state(UCODE_RW + 13);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(st.regs.rax, 3);
+}
+
+static void test_remapped_page(void **state)
+{
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_loop(UCODE2, 10);
+	st = user_state(UCODE2);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 21);
+	/* The guest points the page elsewhere (the loop with 20); the VMM invalidates, as after any KVM run. */
+	put_loop(UCODE_RW, 20);
+	*pte(PT_LO, (UCODE2 >> 12) & 511) = phys_of(UCODE_RW) | P | US;
+	emu_invalidate(emu);
+	st = user_state(UCODE2);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 41);
+	map_user(UCODE2, US);
+}
+
+static void test_unsupported_modes(void **state)
+{
+	struct emu_state st = user_state(UCODE);
+	struct emu_result r;
+
+	(void)state;
+	put_loop(UCODE, 10);
+	st.regs.rflags |= 1u << 8; /* TF: the guest is single-stepping itself */
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_MODE);
+	assert_int_equal(st.regs.rip, UCODE);
+	st = user_state(UCODE);
+	st.sregs.cs.l = 0; /* compatibility mode */
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.handback, EMU_HB_MODE);
+	st = user_state(UCODE);
+	st.sregs.cs.dpl = 1;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.handback, EMU_HB_MODE);
+}
+
+static void test_locked_on_smp(void **state)
+{
+	/* mov rbx, UDATA; lock inc dword [rbx]; ud2 */
+	static const uint8_t op[] = { 0xf0, 0xff, 0x03 };
+	struct emu *smp;
+	struct emu_state st;
+	struct emu_result r;
+	char err[128];
+
+	(void)state;
+	put_access(op, 3, UDATA);
+	emu_invalidate(emu);
+	st = user_state(UCODE);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+	assert_int_equal(emu_create(&smp, &mem, true, err, sizeof(err)), 0);
+	st = user_state(UCODE);
+	assert_int_equal(emu_run(smp, &st, &plain, &r), 0);
+	assert_int_equal(r.handback, EMU_HB_LOCKED);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+	assert_int_equal(st.regs.rip, UCODE + 10);
+	emu_destroy(smp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_loop_counts_exact),
+		cmocka_unit_test(test_loop_instruction),
+		cmocka_unit_test(test_kernel_half_ring0),
+		cmocka_unit_test(test_watch_instructions),
+		cmocka_unit_test(test_watch_branches),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_permissions),
+		cmocka_unit_test(test_accessed_dirty),
+		cmocka_unit_test(test_handback_mid_block),
+		cmocka_unit_test(test_rep_string_counts_once),
+		cmocka_unit_test(test_sse_and_fs_state),
+		cmocka_unit_test(test_self_modifying_code),
+		cmocka_unit_test(test_remapped_page),
+		cmocka_unit_test(test_unsupported_modes),
+		cmocka_unit_test(test_locked_on_smp),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The emulation engine (emu.h) on Unicorn 2. Unicorn runs flat (no paging of
+ * its own): a guest-virtual page is mapped into it, at its virtual address,
+ * onto the guest RAM page the guest's tables give, the first time the
+ * emulator touches it (an "unmapped" hook), after the VMM's walker and the
+ * checks the CPU would make. Counting uses one block hook: each translated
+ * block is decoded once (emu_decode.c) and the hook adds the previous
+ * block's instructions and branch when the next block starts, so the cost
+ * is per block, not per instruction. A block that must stop part-way (a
+ * hand-back instruction inside it, or an instruction watch that ends in it)
+ * is run again with Unicorn's instruction count, which is exact.
+ */
+#include "emu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unicorn/unicorn.h>
+
+#include "guest_walk.h"
+
+#define PAGE_SIZE 4096ULL
+#define PAGE_MASK (~(PAGE_SIZE - 1))
+#define X86_CR0_PE (1ULL << 0)
+#define X86_CR0_WP (1ULL << 16)
+#define X86_CR0_AM (1ULL << 18)
+#define X86_CR0_PG (1ULL << 31)
+#define X86_CR4_SMEP (1ULL << 20)
+#define X86_CR4_SMAP (1ULL << 21)
+#define EFER_LMA (1ULL << 10)
+#define RFLAGS_TF (1ULL << 8)
+#define RFLAGS_AC (1ULL << 18)
+/* Where Unicorn's own "until" stop can never trigger: not canonical with 4- or 5-level paging. */
+#define EMU_NEVER 0x8000000000000000ULL
+#define BLOCK_CACHE_SIZE 4096 /* power of two */
+
+struct emu {
+	uc_engine *uc;
+	uc_hook block_hook, mem_hook, precise_hook;
+	struct emu_decoder *dec;
+	const struct guest_mem *mem;
+	bool smp;
+
+	/* The context the current mappings were made for. */
+	bool mapped_valid;
+	uint64_t mapped_cr3;
+	unsigned int mapped_cpl;
+	uint64_t *pages;
+	size_t npages, pages_cap;
+	struct emu_block_info *cache[BLOCK_CACHE_SIZE];
+
+	/* This run. */
+	struct guest_paging pg;
+	unsigned int cpl, ring; /* ring: 0 for CPL 3, 1 for CPL 0 */
+	bool wp, smep, smap_enforced;
+	const struct emu_run_args *args;
+	struct emu_result *res;
+	uint64_t remaining[EMU_MAX_WATCHES]; /* events left before each watch fires; 0: not in this ring */
+	uint64_t run_insns;
+	const struct emu_block_info *prev; /* the block executing, not yet counted */
+	/* Why the block hook or the memory hook stopped Unicorn. */
+	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT } hook;
+	enum emu_stop hook_stop;
+	enum emu_handback hook_handback;
+	uint64_t partial_count; /* HOOK_PARTIAL: run this many instructions next */
+	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable */
+	bool in_partial;
+
+	struct emu_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* --- counting ------------------------------------------------------------ */
+
+/* Adds n events; a watch whose count reaches zero is the run's stop, once the instruction is done. */
+static void account(struct emu *e, enum emu_event ev, uint64_t n)
+{
+	if (!n)
+		return;
+	e->res->counts.ev[e->ring][ev] += n;
+	if (ev == EMU_EV_INSNS)
+		e->run_insns += n;
+	for (unsigned int i = 0; i < e->args->nwatch; i++) {
+		if (e->args->watch[i].event != ev || !e->remaining[i])
+			continue;
+		e->remaining[i] = e->remaining[i] > n ? e->remaining[i] - n : 0;
+		if (!e->remaining[i] && e->res->stop != EMU_STOP_WATCH) {
+			e->res->stop = EMU_STOP_WATCH;
+			e->res->watch_hit = i;
+		}
+	}
+}
+
+static void settle_at(struct emu *e, const struct emu_block_info *b, uint64_t rip);
+
+/*
+ * The block b ran and the next block starts at next, next_size bytes long
+ * (0: not known, when Unicorn stopped at rip = next).
+ */
+static void settle_full(struct emu *e, const struct emu_block_info *b, uint64_t next, uint32_t next_size)
+{
+	/* The emulator runs a REP string instruction as a block that jumps to itself per iteration. */
+	if (b->rep_string && next == b->addr)
+		return;
+	/*
+	 * A block starting inside b is a branch back into b only if b ends in
+	 * a branch and the new block ends where b does. Otherwise Unicorn cut
+	 * b short and goes on from inside it: its instruction count translates
+	 * blocks anew, and a store into the block being run makes it run the
+	 * rest again from the store, one instruction at first.
+	 */
+	if (next >= b->addr && next < b->addr + b->size &&
+	    (b->branch == EMU_BR_NONE || e->in_partial || next + next_size != b->addr + b->size)) {
+		settle_at(e, b, next);
+		return;
+	}
+	account(e, EMU_EV_INSNS, b->ninsns);
+	if (b->branch != EMU_BR_NONE) {
+		account(e, EMU_EV_BRANCHES, 1);
+		if (b->branch == EMU_BR_UNCOND || next != b->addr + b->size)
+			account(e, EMU_EV_TAKEN, 1);
+	}
+}
+
+/* Unicorn stopped with rip somewhere in or after b: count what retired. */
+static void settle_at(struct emu *e, const struct emu_block_info *b, uint64_t rip)
+{
+	if (rip >= b->addr && rip < b->addr + b->size) {
+		for (unsigned int i = 0; i <= b->ninsns; i++)
+			if (b->addr + b->offset[i] == rip) {
+				if (!b->rep_string)
+					account(e, EMU_EV_INSNS, i);
+				return;
+			}
+		/* Not an instruction start of b: cannot happen for a block Unicorn translated. */
+		return;
+	}
+	settle_full(e, b, rip, 0);
+}
+
+/* --- the block cache ----------------------------------------------------- */
+
+static unsigned int cache_slot(uint64_t addr)
+{
+	return (unsigned int)((addr ^ (addr >> 12) ^ (addr >> 24)) & (BLOCK_CACHE_SIZE - 1));
+}
+
+static void cache_clear(struct emu *e)
+{
+	for (unsigned int i = 0; i < BLOCK_CACHE_SIZE; i++) {
+		free(e->cache[i]);
+		e->cache[i] = NULL;
+	}
+}
+
+/* The decoded block at addr of size bytes, decoding it if it is new (NULL if its bytes cannot be read). */
+static const struct emu_block_info *block_lookup(struct emu *e, uint64_t addr, uint32_t size)
+{
+	unsigned int slot = cache_slot(addr);
+	struct emu_block_info *b = e->cache[slot];
+	uint8_t code[EMU_BLOCK_MAX_INSNS * 15];
+
+	if (b && b->addr == addr && b->size == size)
+		return b;
+	if (size > sizeof(code) || uc_mem_read(e->uc, addr, code, size) != UC_ERR_OK)
+		return NULL;
+	if (!b) {
+		b = malloc(sizeof(*b));
+		if (!b)
+			return NULL;
+		e->cache[slot] = b;
+	}
+	emu_decode_block(e->dec, addr, code, size, e->smp, b);
+	e->stats.blocks_decoded++;
+	return b;
+}
+
+/* --- hooks --------------------------------------------------------------- */
+
+static void hook_stop(struct emu *e, int kind, enum emu_stop stop, enum emu_handback hb)
+{
+	e->hook = kind;
+	e->hook_stop = stop;
+	e->hook_handback = hb;
+	uc_emu_stop(e->uc);
+}
+
+/* Runs as each translated block starts, before any of its instructions. */
+static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
+{
+	struct emu *e = opaque;
+	const struct emu_block_info *b;
+	uint64_t fits = UINT64_MAX;
+
+	(void)uc;
+	if (e->hook != HOOK_NONE)
+		return; /* already stopping */
+	if (e->prev)
+		settle_full(e, e->prev, addr, size);
+	e->prev = NULL;
+	if (e->res->stop == EMU_STOP_WATCH) {
+		hook_stop(e, HOOK_STOP, EMU_STOP_WATCH, EMU_HB_NONE);
+		return;
+	}
+	b = block_lookup(e, addr, size);
+	if (!b) {
+		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, EMU_HB_FAULT);
+		return;
+	}
+	if (e->in_partial) {
+		/* Unicorn's instruction count ends this run inside b: settle_at counts it. */
+		e->prev = b;
+		return;
+	}
+	if (b->ninsns == 0) {
+		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback);
+		return;
+	}
+	if (e->run_insns >= e->args->max_insns) {
+		hook_stop(e, HOOK_STOP, EMU_STOP_BUDGET, EMU_HB_NONE);
+		return;
+	}
+	/* An instruction watch that ends inside b, or a hand-back after its last decoded instruction. */
+	for (unsigned int i = 0; i < e->args->nwatch; i++)
+		if (e->args->watch[i].event == EMU_EV_INSNS && e->remaining[i] && e->remaining[i] < fits)
+			fits = e->remaining[i];
+	if (!b->rep_string && (fits < b->ninsns || b->handback != EMU_HB_NONE)) {
+		e->partial_count = fits < b->ninsns ? fits : b->ninsns;
+		hook_stop(e, HOOK_PARTIAL, EMU_STOP_BUDGET, EMU_HB_NONE);
+		return;
+	}
+	e->prev = b;
+}
+
+/* Guest permission checks for one access by the run's CPL, as the CPU makes them. */
+static bool access_allowed(const struct emu *e, const struct guest_translation *t, uc_mem_type type)
+{
+	bool write = type == UC_MEM_WRITE_UNMAPPED || type == UC_MEM_WRITE_PROT;
+	bool fetch = type == UC_MEM_FETCH_UNMAPPED || type == UC_MEM_FETCH_PROT;
+
+	if (e->cpl == 3 && !t->user)
+		return false;
+	if (write && !t->writable && (e->cpl == 3 || e->wp))
+		return false;
+	if (fetch && t->nx)
+		return false;
+	if (e->cpl == 0 && t->user && ((fetch && e->smep) || (!fetch && e->smap_enforced)))
+		return false;
+	return true;
+}
+
+static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t, bool write)
+{
+	uint32_t p = UC_PROT_READ;
+
+	if (!t->nx)
+		p |= UC_PROT_EXEC;
+	/* Writable only once written: the dirty bit is set on the first write, as by the CPU. */
+	if (write && (t->writable || (e->cpl == 0 && !e->wp)))
+		p |= UC_PROT_WRITE;
+	return p;
+}
+
+static bool remember_page(struct emu *e, uint64_t va)
+{
+	if (e->npages == e->pages_cap) {
+		size_t cap = e->pages_cap ? e->pages_cap * 2 : 256;
+		uint64_t *n = realloc(e->pages, cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		e->pages = n;
+		e->pages_cap = cap;
+	}
+	e->pages[e->npages++] = va;
+	return true;
+}
+
+/* Maps the page holding addr if the guest allows this access; false stops Unicorn with a fault. */
+static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
+{
+	struct emu *e = opaque;
+	uint64_t va = addr & PAGE_MASK;
+	bool write = type == UC_MEM_WRITE_UNMAPPED || type == UC_MEM_WRITE_PROT;
+	struct guest_translation t;
+	void *host;
+
+	(void)size;
+	(void)value;
+	if (e->hook != HOOK_NONE)
+		return false;
+	if (guest_walk_translate(e->mem, &e->pg, va, &t) || !access_allowed(e, &t, type)) {
+		e->hook = HOOK_FAULT;
+		return false;
+	}
+	if (type == UC_MEM_WRITE_PROT) {
+		/* Mapped read-only before and the guest allows the write: make it writable outside the hook. */
+		e->hook = HOOK_WRITE_PROTECT;
+		e->protect_page = va;
+		return false;
+	}
+	if (type != UC_MEM_READ_UNMAPPED && type != UC_MEM_WRITE_UNMAPPED && type != UC_MEM_FETCH_UNMAPPED) {
+		e->hook = HOOK_FAULT; /* a fetch from a no-execute mapping, or a read Unicorn refused */
+		return false;
+	}
+	host = guest_mem_ptr(e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
+	if (!host || guest_walk_touch(e->mem, &e->pg, va, write, &t) || !remember_page(e, va) ||
+	    uc_mem_map_ptr(uc, va, PAGE_SIZE, uc_perms(e, &t, write), host) != UC_ERR_OK) {
+		if (host && e->npages && e->pages[e->npages - 1] == va)
+			e->npages--;
+		e->hook = HOOK_FAULT;
+		return false;
+	}
+	e->stats.pages_mapped++;
+	return true;
+}
+
+/*
+ * Never called (its range is not canonical): with a memory hook present,
+ * Unicorn 2.0.1 restores RIP to the faulting instruction on a memory fault
+ * instead of the start of its block, whose earlier instructions have run.
+ */
+static void on_access_never(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
+{
+	(void)uc;
+	(void)type;
+	(void)addr;
+	(void)size;
+	(void)value;
+	(void)opaque;
+}
+
+/* --- state --------------------------------------------------------------- */
+
+static const int gpr_ids[] = {
+	UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI, UC_X86_REG_RDI,
+	UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+	UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15, UC_X86_REG_RIP, UC_X86_REG_RFLAGS,
+};
+#define NGPR (sizeof(gpr_ids) / sizeof(gpr_ids[0]))
+
+static void gpr_ptrs(struct kvm_regs *r, void *p[NGPR])
+{
+	__u64 *v[NGPR] = { &r->rax, &r->rbx, &r->rcx, &r->rdx, &r->rsi, &r->rdi, &r->rsp, &r->rbp,
+			      &r->r8,  &r->r9,  &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15,
+			      &r->rip, &r->rflags };
+
+	for (size_t i = 0; i < NGPR; i++)
+		p[i] = v[i];
+}
+
+/* KVM's FXSAVE-format x87 state holds ST(i); Unicorn addresses the physical registers. */
+static unsigned int fpu_top(const struct kvm_fpu *f)
+{
+	return (f->fsw >> 11) & 7;
+}
+
+static int state_load(struct emu *e, struct kvm_regs *regs, const struct kvm_sregs *s, const struct kvm_fpu *f)
+{
+	void *p[NGPR];
+	uint64_t fs = s->fs.base, gs = s->gs.base, fcw = f->fcw, fsw = f->fsw, ftw = 0, mxcsr = f->mxcsr;
+	unsigned int top = fpu_top(f);
+
+	gpr_ptrs(regs, p);
+	if (uc_reg_write_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK ||
+	    uc_reg_write(e->uc, UC_X86_REG_FS_BASE, &fs) != UC_ERR_OK ||
+	    uc_reg_write(e->uc, UC_X86_REG_GS_BASE, &gs) != UC_ERR_OK)
+		return -EIO;
+	/* The abridged tag (FXSAVE: 1 = valid) becomes the full one (11 = empty, 00 = valid). */
+	for (unsigned int i = 0; i < 8; i++)
+		if (!(f->ftwx & (1u << i)))
+			ftw |= 3ULL << (2 * i);
+	if (uc_reg_write(e->uc, UC_X86_REG_FPCW, &fcw) != UC_ERR_OK ||
+	    uc_reg_write(e->uc, UC_X86_REG_FPSW, &fsw) != UC_ERR_OK ||
+	    uc_reg_write(e->uc, UC_X86_REG_FPTAG, &ftw) != UC_ERR_OK ||
+	    uc_reg_write(e->uc, UC_X86_REG_MXCSR, &mxcsr) != UC_ERR_OK)
+		return -EIO;
+	for (unsigned int i = 0; i < 8; i++) {
+		uint8_t st[10];
+
+		memcpy(st, f->fpr[i], sizeof(st));
+		if (uc_reg_write(e->uc, UC_X86_REG_ST0 + (int)((top + i) & 7), st) != UC_ERR_OK)
+			return -EIO;
+	}
+	for (unsigned int i = 0; i < 16; i++)
+		if (uc_reg_write(e->uc, UC_X86_REG_XMM0 + (int)i, f->xmm[i]) != UC_ERR_OK)
+			return -EIO;
+	return 0;
+}
+
+static int state_save(struct emu *e, struct kvm_regs *regs, struct kvm_fpu *f)
+{
+	void *p[NGPR];
+	uint64_t fcw = 0, fsw = 0, ftw = 0, mxcsr = 0;
+	unsigned int top;
+
+	gpr_ptrs(regs, p);
+	if (uc_reg_read_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK)
+		return -EIO;
+	if (uc_reg_read(e->uc, UC_X86_REG_FPCW, &fcw) != UC_ERR_OK ||
+	    uc_reg_read(e->uc, UC_X86_REG_FPSW, &fsw) != UC_ERR_OK ||
+	    uc_reg_read(e->uc, UC_X86_REG_FPTAG, &ftw) != UC_ERR_OK ||
+	    uc_reg_read(e->uc, UC_X86_REG_MXCSR, &mxcsr) != UC_ERR_OK)
+		return -EIO;
+	f->fcw = (uint16_t)fcw;
+	f->fsw = (uint16_t)fsw;
+	f->mxcsr = (uint32_t)mxcsr;
+	f->ftwx = 0;
+	for (unsigned int i = 0; i < 8; i++)
+		if (((ftw >> (2 * i)) & 3) != 3)
+			f->ftwx |= (uint8_t)(1u << i);
+	top = fpu_top(f);
+	for (unsigned int i = 0; i < 8; i++) {
+		uint8_t st[10];
+
+		if (uc_reg_read(e->uc, UC_X86_REG_ST0 + (int)((top + i) & 7), st) != UC_ERR_OK)
+			return -EIO;
+		memset(f->fpr[i], 0, sizeof(f->fpr[i]));
+		memcpy(f->fpr[i], st, sizeof(st));
+	}
+	for (unsigned int i = 0; i < 16; i++)
+		if (uc_reg_read(e->uc, UC_X86_REG_XMM0 + (int)i, f->xmm[i]) != UC_ERR_OK)
+			return -EIO;
+	return 0;
+}
+
+/* --- lifecycle ----------------------------------------------------------- */
+
+int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *err, size_t err_size)
+{
+	struct emu *e = calloc(1, sizeof(*e));
+	uc_err ue;
+
+	if (!e)
+		return -ENOMEM;
+	e->mem = mem;
+	e->smp = smp;
+	ue = uc_open(UC_ARCH_X86, UC_MODE_64, &e->uc);
+	if (ue != UC_ERR_OK) {
+		snprintf(err, err_size, "Unicorn: %s", uc_strerror(ue));
+		free(e);
+		return -EINVAL;
+	}
+	/* A model with what compilers emit for x86-64-v2/v3 short of AVX, which TCG lacks (AVX is handed back). */
+	uc_ctl_set_cpu_model(e->uc, UC_CPU_X86_HASWELL);
+	if (emu_decoder_open(&e->dec)) {
+		snprintf(err, err_size, "Capstone: cannot open an x86-64 decoder");
+		uc_close(e->uc);
+		free(e);
+		return -EINVAL;
+	}
+	if (uc_hook_add(e->uc, &e->block_hook, UC_HOOK_BLOCK, (void *)on_block, e, 1, 0) != UC_ERR_OK ||
+	    uc_hook_add(e->uc, &e->mem_hook, UC_HOOK_MEM_UNMAPPED | UC_HOOK_MEM_PROT, (void *)on_memory, e, 1,
+			0) != UC_ERR_OK ||
+	    uc_hook_add(e->uc, &e->precise_hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)on_access_never, e,
+			EMU_NEVER, EMU_NEVER + 1) != UC_ERR_OK) {
+		snprintf(err, err_size, "Unicorn: cannot add its hooks");
+		emu_destroy(e);
+		return -EINVAL;
+	}
+	*out = e;
+	return 0;
+}
+
+void emu_invalidate(struct emu *e)
+{
+	for (size_t i = 0; i < e->npages; i++)
+		uc_mem_unmap(e->uc, e->pages[i], PAGE_SIZE);
+	e->npages = 0;
+	/* Unicorn keeps translated code across mappings and does not see writes made outside it. */
+	uc_ctl_flush_tlb(e->uc);
+	cache_clear(e);
+	e->mapped_valid = false;
+	e->stats.invalidations++;
+}
+
+void emu_destroy(struct emu *e)
+{
+	if (!e)
+		return;
+	cache_clear(e);
+	free(e->pages);
+	emu_decoder_close(e->dec);
+	if (e->uc)
+		uc_close(e->uc);
+	free(e);
+}
+
+void emu_get_stats(const struct emu *e, struct emu_stats *s)
+{
+	*s = e->stats;
+}
+
+/* --- running ------------------------------------------------------------- */
+
+/* The run's CPL and the paging checks, or a hand-back reason if the engine cannot run this state. */
+static enum emu_handback run_context(struct emu *e, const struct emu_state *st)
+{
+	const struct kvm_sregs *s = &st->sregs;
+
+	if (!(s->efer & EFER_LMA) || !(s->cr0 & X86_CR0_PG) || !(s->cr0 & X86_CR0_PE) || !s->cs.l)
+		return EMU_HB_MODE;
+	if (st->regs.rflags & RFLAGS_TF)
+		return EMU_HB_MODE;
+	e->cpl = s->cs.dpl;
+	if (e->cpl != 0 && e->cpl != 3)
+		return EMU_HB_MODE;
+	/* Alignment checking: Unicorn does not do it. */
+	if (e->cpl == 3 && (s->cr0 & X86_CR0_AM) && (st->regs.rflags & RFLAGS_AC))
+		return EMU_HB_MODE;
+	if (guest_paging_init(&e->pg, s->cr0, s->cr3, s->cr4, s->efer))
+		return EMU_HB_MODE;
+	e->ring = e->cpl == 3 ? 0 : 1;
+	e->wp = (s->cr0 & X86_CR0_WP) != 0;
+	e->smep = (s->cr4 & X86_CR4_SMEP) != 0;
+	e->smap_enforced = (s->cr4 & X86_CR4_SMAP) && !(st->regs.rflags & RFLAGS_AC);
+	return EMU_HB_NONE;
+}
+
+int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, struct emu_result *r)
+{
+	enum emu_handback why;
+	uint64_t t0 = now_ns(), rip;
+	struct kvm_regs saved = st->regs;
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->stop = EMU_STOP_BUDGET;
+	e->stats.runs++;
+	why = run_context(e, st);
+	if (why != EMU_HB_NONE) {
+		r->stop = EMU_STOP_HANDBACK;
+		r->handback = why;
+		e->stats.handbacks[why]++;
+		return 0;
+	}
+	/* Mappings carry the permissions of one CPL under one CR3. */
+	if (e->mapped_valid && (e->mapped_cr3 != st->sregs.cr3 || e->mapped_cpl != e->cpl))
+		emu_invalidate(e);
+	e->mapped_valid = true;
+	e->mapped_cr3 = st->sregs.cr3;
+	e->mapped_cpl = e->cpl;
+
+	e->args = a;
+	e->res = r;
+	e->run_insns = 0;
+	for (unsigned int i = 0; i < a->nwatch && i < EMU_MAX_WATCHES; i++)
+		e->remaining[i] = (a->watch[i].rings & (e->cpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL)) ?
+					  (a->watch[i].target ? a->watch[i].target : 1) : 0;
+	if (state_load(e, &st->regs, &st->sregs, &st->fpu)) {
+		rc = -EIO;
+		goto out;
+	}
+	rip = st->regs.rip;
+	e->partial_count = 0;
+	for (;;) {
+		uint64_t count = e->partial_count;
+		uc_err ue;
+
+		e->partial_count = 0;
+		e->hook = HOOK_NONE;
+		e->prev = NULL;
+		e->in_partial = count != 0;
+		/*
+		 * Unicorn's count is a per-instruction hook compiled into the
+		 * blocks it translates: a block translated before must be
+		 * translated again for the count to stop inside it, and after
+		 * the partial run again without the hook, to keep its speed.
+		 */
+		if (count)
+			uc_ctl_flush_tlb(e->uc);
+		ue = uc_emu_start(e->uc, rip, EMU_NEVER, 0, count);
+		if (count)
+			uc_ctl_flush_tlb(e->uc);
+		e->in_partial = false;
+		if (uc_reg_read(e->uc, UC_X86_REG_RIP, &rip) != UC_ERR_OK) {
+			rc = -EIO;
+			goto out;
+		}
+		/* Whatever stopped it, the instructions of the block in progress before rip retired. */
+		if (e->prev)
+			settle_at(e, e->prev, rip);
+		e->prev = NULL;
+		if (e->hook == HOOK_WRITE_PROTECT) {
+			struct guest_translation t;
+
+			/* The first write to a page the guest lets us write: dirty bit, then writable. */
+			if (guest_walk_touch(e->mem, &e->pg, e->protect_page, true, &t) ||
+			    uc_mem_protect(e->uc, e->protect_page, PAGE_SIZE, uc_perms(e, &t, true)) != UC_ERR_OK) {
+				why = EMU_HB_FAULT;
+				break;
+			}
+			continue;
+		}
+		if (e->hook == HOOK_FAULT) {
+			why = EMU_HB_FAULT;
+			break;
+		}
+		if (e->hook == HOOK_STOP) {
+			if (e->hook_stop == EMU_STOP_HANDBACK) {
+				why = e->hook_handback;
+				break;
+			}
+			r->stop = e->hook_stop;
+			why = EMU_HB_NONE;
+			break;
+		}
+		if (e->hook == HOOK_PARTIAL) {
+			continue; /* with the count the block hook set */
+		}
+		if (ue != UC_ERR_OK) {
+			/* An instruction Unicorn's CPU model lacks, or an exception it raised: KVM decides. */
+			why = ue == UC_ERR_INSN_INVALID ? EMU_HB_REFUSED : EMU_HB_REFUSED;
+			break;
+		}
+		/* The instruction count of a partial block ran out: a watch may have fired there. */
+		if (r->stop == EMU_STOP_WATCH) {
+			why = EMU_HB_NONE;
+			break;
+		}
+		if (count == 0) {
+			/* Unicorn returned on its own (HLT, say): KVM runs the next instruction. */
+			why = EMU_HB_REFUSED;
+			break;
+		}
+	}
+	if (why != EMU_HB_NONE) {
+		r->stop = EMU_STOP_HANDBACK;
+		r->handback = why;
+		e->stats.handbacks[why]++;
+	}
+	if (state_save(e, &st->regs, &st->fpu)) {
+		rc = -EIO;
+		goto out;
+	}
+	st->regs.rip = rip;
+out:
+	if (rc) {
+		st->regs = saved;
+		memset(r, 0, sizeof(*r));
+	}
+	e->stats.insns += r->counts.ev[0][EMU_EV_INSNS] + r->counts.ev[1][EMU_EV_INSNS];
+	e->stats.run_ns += now_ns() - t0;
+	e->args = NULL;
+	e->res = NULL;
+	return rc;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulation engine: runs a vCPU's guest code in an emulator (Unicorn 2,
+ * QEMU's TCG as a library) instead of KVM, on the same guest memory, and
+ * counts exactly what retires. The exact vPMU backend uses it for vCPUs
+ * whose enabled counters only an emulator can count on this host; it knows
+ * nothing about PMU models.
+ *
+ * What it guarantees:
+ * - State: a run starts from the KVM register state it is given (general
+ *   registers, RIP, RFLAGS, FS/GS bases, CR0/CR3/CR4/EFER, x87/SSE state as
+ *   KVM_GET_FPU has it) and leaves the same structures updated, so that KVM
+ *   resumes exactly where the engine stopped, at an instruction boundary.
+ * - Memory: the emulator runs flat; every guest-virtual page it touches is
+ *   translated by the VMM's page walker (guest_walk.h) under the run's CR3,
+ *   checked against the guest's present, user/supervisor, write and NX bits
+ *   (and SMEP/SMAP, CR0.WP in ring 0), its accessed bit set (and its dirty bit
+ *   on the first write), and mapped onto the guest RAM itself: no copy.
+ *   Mappings live until emu_invalidate(); call it whenever the guest ran in
+ *   KVM since the last run (its page tables may have changed).
+ * - One privilege level per run: the engine never executes an instruction
+ *   that can change CPL, so every instruction of a run counts in the run's
+ *   ring (counts[0] ring 3, counts[1] ring 0).
+ * - Hand-back: the engine stops *before* any instruction it must not run
+ *   (emu_decode.h lists the classes: system instructions, values only the
+ *   real CPU has, AVX and later, locked instructions with other vCPUs running,
+ *   undecodable bytes) and before any memory access the guest's page tables
+ *   refuse or that leaves RAM (KVM then raises the #PF or does the MMIO).
+ *   KVM executes that instruction; the engine has counted nothing for it.
+ * - Counting: instructions, near branches and taken near branches, exact.
+ *   A REP string instruction counts once, when it completes.
+ * - Watches: a run stops right after the instruction that brings a watched
+ *   count to its target, so an overflow happens on the exact instruction.
+ * - Budget: a run stops at the first block boundary at or past max_insns, so
+ *   that the VMM can look for due interrupts; it is not exact.
+ */
+#ifndef KVMPROF_EMU_H
+#define KVMPROF_EMU_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu_decode.h"
+#include "guest_mem.h"
+
+enum emu_event { EMU_EV_INSNS, EMU_EV_BRANCHES, EMU_EV_TAKEN, EMU_EV_COUNT };
+
+#define EMU_RING_USER 1u   /* CPL 3 */
+#define EMU_RING_KERNEL 2u /* CPL 0 */
+
+struct emu_counts {
+	uint64_t ev[2][EMU_EV_COUNT]; /* [0] ring 3, [1] ring 0 */
+};
+
+/* Stop once `target` more events of this kind retire in one of `rings`. */
+struct emu_watch {
+	enum emu_event event;
+	unsigned int rings;
+	uint64_t target; /* >= 1 */
+};
+
+#define EMU_MAX_WATCHES 11
+
+struct emu_run_args {
+	uint64_t max_insns; /* the budget: stop at a block boundary past it */
+	unsigned int nwatch;
+	struct emu_watch watch[EMU_MAX_WATCHES];
+};
+
+enum emu_stop {
+	EMU_STOP_BUDGET,   /* max_insns reached */
+	EMU_STOP_WATCH,    /* watch[watch_hit] reached its target */
+	EMU_STOP_HANDBACK, /* the instruction at RIP must run in KVM: handback says why */
+};
+
+struct emu_result {
+	enum emu_stop stop;
+	enum emu_handback handback;
+	unsigned int watch_hit;
+	struct emu_counts counts; /* what retired in this run */
+};
+
+/* The vCPU state that moves between KVM and the engine. */
+struct emu_state {
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu;
+};
+
+struct emu;
+
+/* smp: other vCPUs may run at the same time (locked instructions go to KVM). */
+int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *err, size_t err_size);
+void emu_destroy(struct emu *e);
+
+/* Drops every mapping and decoded block: the guest's page tables or code may have changed. */
+void emu_invalidate(struct emu *e);
+
+/*
+ * Runs from st until a stop; st is updated to where it stopped. Returns 0
+ * (the reason in r) or a negative errno when the engine itself failed (st is
+ * then unchanged and the caller should run the vCPU in KVM).
+ */
+int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, struct emu_result *r);
+
+/* Engine statistics, for --vpmu-stats. */
+struct emu_stats {
+	uint64_t runs, insns, handbacks[EMU_HB_COUNT], pages_mapped, blocks_decoded, invalidations;
+	uint64_t run_ns; /* time inside emu_run */
+};
+
+void emu_get_stats(const struct emu *e, struct emu_stats *s);
+
+#endif

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+#include "emu_decode.h"
+
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct emu_decoder {
+	csh cs;
+	cs_insn *insn;
+};
+
+const char *emu_handback_name(enum emu_handback why)
+{
+	static const char *const names[EMU_HB_COUNT] = {
+		[EMU_HB_NONE] = "none",
+		[EMU_HB_SYSTEM] = "system instruction",
+		[EMU_HB_HOST_VALUE] = "value from the host CPU",
+		[EMU_HB_UNMODELED] = "not modelled by the emulator",
+		[EMU_HB_LOCKED] = "locked instruction on SMP",
+		[EMU_HB_UNDECODABLE] = "undecodable bytes",
+		[EMU_HB_FAULT] = "page fault or MMIO",
+		[EMU_HB_MODE] = "not 64-bit mode, or TF/AC set",
+		[EMU_HB_REFUSED] = "refused by the emulator",
+	};
+
+	return why < EMU_HB_COUNT ? names[why] : "?";
+}
+
+int emu_decoder_open(struct emu_decoder **out)
+{
+	struct emu_decoder *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK) {
+		free(d);
+		return -EINVAL;
+	}
+	/* Operands and groups: segment and control-register operands, AVX groups. */
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	d->insn = cs_malloc(d->cs);
+	if (!d->insn) {
+		cs_close(&d->cs);
+		free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
+void emu_decoder_close(struct emu_decoder *d)
+{
+	if (!d)
+		return;
+	cs_free(d->insn, 1);
+	cs_close(&d->cs);
+	free(d);
+}
+
+static bool is_system_reg(x86_reg r)
+{
+	return (r >= X86_REG_CR0 && r <= X86_REG_CR15) || (r >= X86_REG_DR0 && r <= X86_REG_DR15) ||
+	       r == X86_REG_CS || r == X86_REG_DS || r == X86_REG_ES || r == X86_REG_FS || r == X86_REG_GS ||
+	       r == X86_REG_SS;
+}
+
+/* MOV to or from a control, debug or segment register; POP of a segment register. */
+static bool touches_system_reg(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (in->id != X86_INS_MOV && in->id != X86_INS_POP && in->id != X86_INS_PUSH)
+		return false;
+	for (uint8_t i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_REG && is_system_reg(x->operands[i].reg))
+			return true;
+	return false;
+}
+
+static enum emu_handback classify(csh cs, const cs_insn *in, bool smp)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	switch (in->id) {
+	case X86_INS_CLI: case X86_INS_STI: case X86_INS_HLT:
+	case X86_INS_IN: case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD:
+	case X86_INS_OUT: case X86_INS_OUTSB: case X86_INS_OUTSW: case X86_INS_OUTSD:
+	case X86_INS_POPF: case X86_INS_POPFD: case X86_INS_POPFQ:
+	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
+	case X86_INS_INT: case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
+	case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B:
+	case X86_INS_SYSCALL: case X86_INS_SYSRET: case X86_INS_SYSENTER: case X86_INS_SYSEXIT:
+	case X86_INS_LJMP: case X86_INS_LCALL: case X86_INS_RETF: case X86_INS_RETFQ:
+	case X86_INS_RDMSR: case X86_INS_WRMSR: case X86_INS_RDPMC:
+	case X86_INS_LGDT: case X86_INS_LIDT: case X86_INS_LLDT: case X86_INS_LTR:
+	case X86_INS_SGDT: case X86_INS_SIDT: case X86_INS_SLDT: case X86_INS_STR:
+	case X86_INS_SMSW: case X86_INS_LMSW: case X86_INS_CLTS:
+	case X86_INS_INVLPG: case X86_INS_INVLPGA: case X86_INS_INVPCID: case X86_INS_WBINVD: case X86_INS_INVD:
+	case X86_INS_SWAPGS: case X86_INS_RDFSBASE: case X86_INS_RDGSBASE: case X86_INS_WRFSBASE:
+	case X86_INS_WRGSBASE: case X86_INS_MONITOR: case X86_INS_MWAIT:
+	case X86_INS_LAR: case X86_INS_LSL: case X86_INS_VERR: case X86_INS_VERW:
+	case X86_INS_LDS: case X86_INS_LES: case X86_INS_LFS: case X86_INS_LGS: case X86_INS_LSS:
+	case X86_INS_CLAC: case X86_INS_STAC: case X86_INS_RSM: case X86_INS_SKINIT:
+	case X86_INS_XSETBV:
+		return EMU_HB_SYSTEM;
+	case X86_INS_CPUID: case X86_INS_RDTSC: case X86_INS_RDTSCP: case X86_INS_RDRAND: case X86_INS_RDSEED:
+	case X86_INS_XGETBV:
+		return EMU_HB_HOST_VALUE;
+	case X86_INS_XSAVE: case X86_INS_XSAVE64: case X86_INS_XSAVEC: case X86_INS_XSAVEC64:
+	case X86_INS_XSAVEOPT: case X86_INS_XSAVEOPT64: case X86_INS_XSAVES: case X86_INS_XSAVES64:
+	case X86_INS_XRSTOR: case X86_INS_XRSTOR64: case X86_INS_XRSTORS: case X86_INS_XRSTORS64:
+	case X86_INS_XBEGIN: case X86_INS_XEND: case X86_INS_XABORT: case X86_INS_XTEST:
+	case X86_INS_ENCLS: case X86_INS_ENCLU:
+		return EMU_HB_UNMODELED;
+	default:
+		break;
+	}
+	if (cs_insn_group(cs, in, X86_GRP_PRIVILEGE) || cs_insn_group(cs, in, X86_GRP_INT) ||
+	    cs_insn_group(cs, in, X86_GRP_IRET) || cs_insn_group(cs, in, X86_GRP_VM) ||
+	    cs_insn_group(cs, in, X86_GRP_FSGSBASE) || cs_insn_group(cs, in, X86_GRP_SMAP) ||
+	    touches_system_reg(in))
+		return EMU_HB_SYSTEM;
+	if (cs_insn_group(cs, in, X86_GRP_AVX) || cs_insn_group(cs, in, X86_GRP_AVX2) ||
+	    cs_insn_group(cs, in, X86_GRP_AVX512) || cs_insn_group(cs, in, X86_GRP_FMA) ||
+	    cs_insn_group(cs, in, X86_GRP_FMA4) || cs_insn_group(cs, in, X86_GRP_F16C) ||
+	    cs_insn_group(cs, in, X86_GRP_XOP) || cs_insn_group(cs, in, X86_GRP_RTM) ||
+	    cs_insn_group(cs, in, X86_GRP_SGX) || cs_insn_group(cs, in, X86_GRP_3DNOW))
+		return EMU_HB_UNMODELED;
+	if (smp) {
+		bool mem_operand = false;
+
+		for (uint8_t i = 0; i < x->op_count; i++)
+			mem_operand |= x->operands[i].type == X86_OP_MEM;
+		/* XCHG with memory is locked without the prefix. */
+		if (x->prefix[0] == X86_PREFIX_LOCK || (in->id == X86_INS_XCHG && mem_operand))
+			return EMU_HB_LOCKED;
+	}
+	return EMU_HB_NONE;
+}
+
+static enum emu_branch branch_kind(csh cs, const cs_insn *in)
+{
+	switch (in->id) {
+	case X86_INS_JMP: case X86_INS_CALL: case X86_INS_RET:
+		return EMU_BR_UNCOND;
+	/* Capstone 4 puts LOOP in no JUMP group. */
+	case X86_INS_LOOP: case X86_INS_LOOPE: case X86_INS_LOOPNE: case X86_INS_JRCXZ: case X86_INS_JECXZ:
+		return EMU_BR_COND;
+	default:
+		break;
+	}
+	if (cs_insn_group(cs, in, X86_GRP_JUMP))
+		return EMU_BR_COND; /* Jcc */
+	return EMU_BR_NONE;
+}
+
+static bool is_rep_string(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (x->prefix[0] != X86_PREFIX_REP && x->prefix[0] != X86_PREFIX_REPNE)
+		return false;
+	switch (in->id) {
+	case X86_INS_MOVSB: case X86_INS_MOVSW: case X86_INS_MOVSD: case X86_INS_MOVSQ:
+	case X86_INS_STOSB: case X86_INS_STOSW: case X86_INS_STOSD: case X86_INS_STOSQ:
+	case X86_INS_LODSB: case X86_INS_LODSW: case X86_INS_LODSD: case X86_INS_LODSQ:
+	case X86_INS_SCASB: case X86_INS_SCASW: case X86_INS_SCASD: case X86_INS_SCASQ:
+	case X86_INS_CMPSB: case X86_INS_CMPSW: case X86_INS_CMPSD: case X86_INS_CMPSQ:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
+		      struct emu_block_info *info)
+{
+	const uint8_t *p = code;
+	size_t left = len;
+	uint64_t pc = addr;
+
+	memset(info, 0, offsetof(struct emu_block_info, offset));
+	info->addr = addr;
+	info->size = (uint32_t)len;
+	info->offset[0] = 0;
+	while (left && info->ninsns < EMU_BLOCK_MAX_INSNS) {
+		if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->insn)) {
+			info->handback = EMU_HB_UNDECODABLE;
+			break;
+		}
+		info->handback = classify(d->cs, d->insn, smp);
+		if (info->handback != EMU_HB_NONE)
+			break;
+		info->branch = branch_kind(d->cs, d->insn);
+		if (info->ninsns == 0)
+			info->rep_string = is_rep_string(d->insn);
+		else
+			info->rep_string = false;
+		info->ninsns++;
+		info->offset[info->ninsns] = (uint16_t)(p - code);
+	}
+	if (info->handback != EMU_HB_NONE)
+		info->branch = EMU_BR_NONE; /* the block's end is not reached in the emulator */
+	if (info->ninsns != 1)
+		info->rep_string = false;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the emulation engine (emu.h) needs to know about the instructions of
+ * one translated block, decoded once with Capstone: how many there are, where
+ * each starts, whether the block ends in a branch (and of what kind), and the
+ * first instruction the emulator must not run itself ("hand-back"), with the
+ * reason. Pure code over a byte buffer: the unit tests drive it directly.
+ */
+#ifndef KVMPROF_EMU_DECODE_H
+#define KVMPROF_EMU_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why an instruction goes back to KVM instead of running in the emulator. */
+enum emu_handback {
+	EMU_HB_NONE,
+	EMU_HB_SYSTEM,      /* privileged, I/O, CPL/IOPL-dependent, interrupts, far transfers, segment loads */
+	EMU_HB_HOST_VALUE,  /* its result comes from the real CPU or KVM: CPUID, RDTSC(P), RDPID, RDRAND, RDSEED, XGETBV */
+	EMU_HB_UNMODELED,   /* the emulator does not model it faithfully: AVX and later, XSAVE family, TSX, SGX */
+	EMU_HB_LOCKED,      /* a locked read-modify-write while other vCPUs run (the emulator's are not atomic) */
+	EMU_HB_UNDECODABLE, /* no valid instruction at this address (KVM raises the #UD) */
+	EMU_HB_FAULT,       /* a memory access the guest's page tables refuse, or outside RAM (KVM raises #PF or does MMIO) */
+	EMU_HB_MODE,        /* the vCPU is not in 64-bit long mode, or has TF/AC set */
+	EMU_HB_REFUSED,     /* the emulator refused it (an instruction its CPU model lacks) */
+	EMU_HB_COUNT,
+};
+
+const char *emu_handback_name(enum emu_handback why);
+
+enum emu_branch {
+	EMU_BR_NONE,
+	EMU_BR_COND,   /* Jcc, LOOP*, JRCXZ: taken or not */
+	EMU_BR_UNCOND, /* near JMP, CALL, RET: always taken */
+};
+
+#define EMU_BLOCK_MAX_INSNS 512
+
+struct emu_block_info {
+	uint64_t addr;
+	uint32_t size;         /* bytes, as the emulator translated the block */
+	uint16_t ninsns;       /* instructions decoded before the first hand-back (all if none) */
+	enum emu_handback handback; /* of instruction number ninsns, if any */
+	enum emu_branch branch;     /* of the last instruction, when there is no hand-back */
+	bool rep_string;       /* the block is one REP-prefixed string instruction (the emulator loops it) */
+	uint16_t offset[EMU_BLOCK_MAX_INSNS + 1]; /* start of each instruction; offset[ninsns] its end */
+};
+
+struct emu_decoder;
+
+int emu_decoder_open(struct emu_decoder **out);
+void emu_decoder_close(struct emu_decoder *d);
+
+/*
+ * Decodes the block at addr whose bytes are code[0..len) (len: the block's
+ * size). smp makes locked instructions hand-backs. Fills info; never fails (an undecodable byte ends
+ * the block with EMU_HB_UNDECODABLE).
+ */
+void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
+		      struct emu_block_info *info);
+
+#endif
