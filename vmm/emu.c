@@ -62,11 +62,11 @@ struct emu {
 	uint64_t run_insns;
 	const struct emu_block_info *prev; /* the block executing, not yet counted */
 	/* Why the block hook or the memory hook stopped Unicorn. */
-	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT } hook;
+	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT, HOOK_MAP_CODE } hook;
 	enum emu_stop hook_stop;
 	enum emu_handback hook_handback;
-	uint64_t partial_count; /* HOOK_PARTIAL: run this many instructions next */
-	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable */
+	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
+	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable; HOOK_MAP_CODE: to map */
 	bool in_partial;
 
 	struct emu_stats stats;
@@ -235,7 +235,7 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 		if (e->args->watch[i].event == EMU_EV_INSNS && e->remaining[i] && e->remaining[i] < fits)
 			fits = e->remaining[i];
 	if (!b->rep_string && (fits < b->ninsns || b->handback != EMU_HB_NONE)) {
-		e->partial_count = fits < b->ninsns ? fits : b->ninsns;
+		e->partial_until = b->addr + b->offset[fits < b->ninsns ? fits : b->ninsns];
 		hook_stop(e, HOOK_PARTIAL, EMU_STOP_BUDGET, EMU_HB_NONE);
 		return;
 	}
@@ -286,6 +286,25 @@ static bool remember_page(struct emu *e, uint64_t va)
 	return true;
 }
 
+/* Maps guest-virtual page va onto its guest RAM page, with the permissions this access needs. */
+static int map_page(struct emu *e, uint64_t va, bool write)
+{
+	struct guest_translation t;
+	void *host;
+
+	if (guest_walk_touch(e->mem, &e->pg, va, write, &t))
+		return -EFAULT;
+	host = guest_mem_ptr(e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
+	if (!host || !remember_page(e, va))
+		return -EFAULT;
+	if (uc_mem_map_ptr(e->uc, va, PAGE_SIZE, uc_perms(e, &t, write), host) != UC_ERR_OK) {
+		e->npages--;
+		return -EFAULT;
+	}
+	e->stats.pages_mapped++;
+	return 0;
+}
+
 /* Maps the page holding addr if the guest allows this access; false stops Unicorn with a fault. */
 static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
 {
@@ -293,8 +312,8 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	uint64_t va = addr & PAGE_MASK;
 	bool write = type == UC_MEM_WRITE_UNMAPPED || type == UC_MEM_WRITE_PROT;
 	struct guest_translation t;
-	void *host;
 
+	(void)uc;
 	(void)size;
 	(void)value;
 	if (e->hook != HOOK_NONE)
@@ -313,15 +332,22 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 		e->hook = HOOK_FAULT; /* a fetch from a no-execute mapping, or a read Unicorn refused */
 		return false;
 	}
-	host = guest_mem_ptr(e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || guest_walk_touch(e->mem, &e->pg, va, write, &t) || !remember_page(e, va) ||
-	    uc_mem_map_ptr(uc, va, PAGE_SIZE, uc_perms(e, &t, write), host) != UC_ERR_OK) {
-		if (host && e->npages && e->pages[e->npages - 1] == va)
-			e->npages--;
+	if (type == UC_MEM_FETCH_UNMAPPED) {
+		/*
+		 * Code pages are mapped between runs, not while Unicorn translates
+		 * the block that needs them: a block translated across a mapping
+		 * made in this hook cannot be found again to be invalidated
+		 * (Unicorn 2.0.1), and invalidating blocks is how partial runs and
+		 * code the guest changed in KVM work.
+		 */
+		e->hook = HOOK_MAP_CODE;
+		e->protect_page = va;
+		return false;
+	}
+	if (map_page(e, va, write)) {
 		e->hook = HOOK_FAULT;
 		return false;
 	}
-	e->stats.pages_mapped++;
 	return true;
 }
 
@@ -474,11 +500,15 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 
 void emu_invalidate(struct emu *e)
 {
-	for (size_t i = 0; i < e->npages; i++)
+	/*
+	 * Unicorn keeps translated code across mappings and does not see writes
+	 * made outside it: drop each page's blocks, then the page.
+	 */
+	for (size_t i = 0; i < e->npages; i++) {
+		uc_ctl_remove_cache(e->uc, e->pages[i], e->pages[i] + PAGE_SIZE);
 		uc_mem_unmap(e->uc, e->pages[i], PAGE_SIZE);
+	}
 	e->npages = 0;
-	/* Unicorn keeps translated code across mappings and does not see writes made outside it. */
-	uc_ctl_flush_tlb(e->uc);
 	cache_clear(e);
 	e->mapped_valid = false;
 	e->stats.invalidations++;
@@ -562,26 +592,27 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		goto out;
 	}
 	rip = st->regs.rip;
-	e->partial_count = 0;
+	e->partial_until = 0;
 	for (;;) {
-		uint64_t count = e->partial_count;
+		uint64_t until = e->partial_until ? e->partial_until : EMU_NEVER;
 		uc_err ue;
 
-		e->partial_count = 0;
+		e->partial_until = 0;
 		e->hook = HOOK_NONE;
 		e->prev = NULL;
-		e->in_partial = count != 0;
+		e->in_partial = until != EMU_NEVER;
 		/*
-		 * Unicorn's count is a per-instruction hook compiled into the
-		 * blocks it translates: a block translated before must be
-		 * translated again for the count to stop inside it, and after
-		 * the partial run again without the hook, to keep its speed.
+		 * A partial block runs to an "until" address inside it. Unicorn
+		 * compiles that stop into the block when it translates it, so the
+		 * block is translated anew for the partial run and again after it.
+		 * (Its instruction count is no alternative: leaving count mode
+		 * flushes every translated block, ~40 ms here.)
 		 */
-		if (count)
-			uc_ctl_flush_tlb(e->uc);
-		ue = uc_emu_start(e->uc, rip, EMU_NEVER, 0, count);
-		if (count)
-			uc_ctl_flush_tlb(e->uc);
+		if (e->in_partial)
+			uc_ctl_remove_cache(e->uc, rip, rip + 1);
+		ue = uc_emu_start(e->uc, rip, until, 0, 0);
+		if (e->in_partial)
+			uc_ctl_remove_cache(e->uc, rip, rip + 1);
 		e->in_partial = false;
 		if (uc_reg_read(e->uc, UC_X86_REG_RIP, &rip) != UC_ERR_OK) {
 			rc = -EIO;
@@ -602,6 +633,13 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			}
 			continue;
 		}
+		if (e->hook == HOOK_MAP_CODE) {
+			if (map_page(e, e->protect_page, false)) {
+				why = EMU_HB_FAULT;
+				break;
+			}
+			continue;
+		}
 		if (e->hook == HOOK_FAULT) {
 			why = EMU_HB_FAULT;
 			break;
@@ -615,20 +653,19 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			why = EMU_HB_NONE;
 			break;
 		}
-		if (e->hook == HOOK_PARTIAL) {
-			continue; /* with the count the block hook set */
-		}
+		if (e->hook == HOOK_PARTIAL)
+			continue; /* to the "until" the block hook set */
 		if (ue != UC_ERR_OK) {
 			/* An instruction Unicorn's CPU model lacks, or an exception it raised: KVM decides. */
-			why = ue == UC_ERR_INSN_INVALID ? EMU_HB_REFUSED : EMU_HB_REFUSED;
+			why = EMU_HB_REFUSED;
 			break;
 		}
-		/* The instruction count of a partial block ran out: a watch may have fired there. */
+		/* A partial block reached its end: a watch may have fired there. */
 		if (r->stop == EMU_STOP_WATCH) {
 			why = EMU_HB_NONE;
 			break;
 		}
-		if (count == 0) {
+		if (until == EMU_NEVER) {
 			/* Unicorn returned on its own (HLT, say): KVM runs the next instruction. */
 			why = EMU_HB_REFUSED;
 			break;

@@ -174,6 +174,47 @@ static bool is_rep_string(const cs_insn *in)
 	}
 }
 
+void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
+		    struct emu_insn_info *out)
+{
+	const uint8_t *p = code;
+	size_t left = len;
+	uint64_t pc = addr;
+	const cs_x86 *x;
+
+	memset(out, 0, sizeof(*out));
+	out->vector = -1;
+	if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->insn)) {
+		out->handback = EMU_HB_UNDECODABLE;
+		out->vector = 6;
+		return;
+	}
+	x = &d->insn->detail->x86;
+	out->len = (uint8_t)d->insn->size;
+	out->handback = classify(d->cs, d->insn, smp);
+	out->branch = branch_kind(d->cs, d->insn);
+	out->is_ret = d->insn->id == X86_INS_RET;
+	out->is_iret = d->insn->id == X86_INS_IRETQ || d->insn->id == X86_INS_IRET || d->insn->id == X86_INS_IRETD;
+	if (out->branch != EMU_BR_NONE && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		out->has_target = true;
+		out->target = (uint64_t)x->operands[0].imm;
+	}
+	switch (d->insn->id) {
+	case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B:
+		out->vector = 6;
+		break;
+	case X86_INS_INT3:
+		out->vector = 3;
+		break;
+	case X86_INS_INT:
+		if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
+			out->vector = (int)(x->operands[0].imm & 0xff);
+		break;
+	default:
+		break;
+	}
+}
+
 void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
 		      struct emu_block_info *info)
 {

@@ -60,4 +60,18 @@ void emu_decoder_close(struct emu_decoder *d);
 void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
 		      struct emu_block_info *info);
 
+/* One instruction, for the VMM when KVM runs it in the emulator's place. */
+struct emu_insn_info {
+	uint8_t len;              /* 0: undecodable */
+	enum emu_handback handback;
+	enum emu_branch branch;
+	bool has_target;          /* a near branch with an immediate target */
+	uint64_t target;
+	bool is_ret, is_iret;     /* the next RIP is on the stack */
+	int vector;               /* the exception or interrupt it raises for sure (#UD, #BP, INT n), or -1 */
+};
+
+void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
+		    struct emu_insn_info *out);
+
 #endif

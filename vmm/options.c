@@ -38,9 +38,11 @@ static const char usage_text[] =
 	"  --vpmu-counters N     offer N general-purpose counters (default: the\n"
 	"                        model's maximum, 6 for amd, 8 for intel)\n"
 	"  --vpmu-backend=KIND   emulated (host perf_event per counter), kvm (KVM's\n"
-	"                        in-kernel vPMU) or auto (kvm if it works, else\n"
-	"                        emulated, else no PMU); default auto. clock: for\n"
-	"                        hosts without hardware counters, cycles from the\n"
+	"                        in-kernel vPMU), exact (instructions and branches\n"
+	"                        counted by running counting vCPUs in an emulator,\n"
+	"                        cycles from run time; for hosts without hardware\n"
+	"                        counters) or auto (kvm if it works, else emulated,\n"
+	"                        else exact); default auto. clock: cycles from the\n"
 	"                        vCPU thread's run time at 1 GHz, other events 0\n"
 	"  --vpmu-mode=MODE      cpu-switch (count guest execution only, default) or\n"
 	"                        domain-switch (also the VMM's work for the guest)\n"
@@ -216,8 +218,10 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 				cfg->vpmu.backend = VPMU_BACKEND_KVM;
 			else if (!strcmp(optarg, "clock"))
 				cfg->vpmu.backend = VPMU_BACKEND_CLOCK;
+			else if (!strcmp(optarg, "exact"))
+				cfg->vpmu.backend = VPMU_BACKEND_EXACT;
 			else
-				return bad(err, "--vpmu-backend '%s': must be emulated, kvm, clock or auto", optarg);
+				return bad(err, "--vpmu-backend '%s': must be emulated, kvm, exact, clock or auto", optarg);
 			break;
 		case OPT_VPMU_MODE:
 			if (!strcmp(optarg, "cpu-switch"))

@@ -106,19 +106,24 @@ int vmm_pmu_setup(struct vm *vm)
 	case VPMU_BACKEND_CLOCK:
 		pmu->backend = VPMU_BACKEND_CLOCK;
 		break;
-	case VPMU_BACKEND_AUTO:
-		if (kvm_ok) {
-			pmu->backend = VPMU_BACKEND_KVM;
-		} else if (perf_ok) {
-			pmu->backend = VPMU_BACKEND_EMULATED;
-		} else {
-			fprintf(stderr, "kvmprof-vmm: vPMU: off, the guest runs without a PMU: %s\n", perf_reason);
-			pmu->cfg.model = VPMU_MODEL_OFF;
-			pmu->cfg.n_gp = pmu->cfg.n_fixed = 0;
-			vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, NULL, err);
-			return 0;
-		}
+	case VPMU_BACKEND_EXACT:
+		pmu->backend = VPMU_BACKEND_EXACT;
 		break;
+	case VPMU_BACKEND_AUTO:
+		if (kvm_ok)
+			pmu->backend = VPMU_BACKEND_KVM;
+		else if (perf_ok)
+			pmu->backend = VPMU_BACKEND_EMULATED;
+		else
+			pmu->backend = VPMU_BACKEND_EXACT; /* no hardware counters: the emulator counts */
+		break;
+	}
+	if (pmu->backend == VPMU_BACKEND_EXACT) {
+		if (vm->cfg->trace_pmi_on || vm->cfg->trace_tick_on)
+			return pmu_fail("--vpmu-backend=%s: --vpmu-trace-pmi and --vpmu-trace-tick need the debug "
+					"registers the exact backend uses; use --vpmu-backend=clock with them",
+					o->backend == VPMU_BACKEND_AUTO ? "auto (exact here)" : "exact");
+		pmu->cfg.exact = true;
 	}
 	if (pmu->backend == VPMU_BACKEND_KVM) {
 		if (vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, pmu->cfg.filter, err))
@@ -132,6 +137,8 @@ int vmm_pmu_setup(struct vm *vm)
 		model_name(model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
 		pmu->backend == VPMU_BACKEND_CLOCK ?
 			"clock backend (cycles = vCPU thread run time at 1 GHz, other events read 0)" :
+		pmu->backend == VPMU_BACKEND_EXACT ?
+			"exact backend (instructions and branches counted in an emulator, cycles from run time)" :
 			"emulated backend",
 		o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch",
 		o->backend == VPMU_BACKEND_AUTO ? " (in-kernel vPMU unusable: " : "",
@@ -144,7 +151,8 @@ int vmm_pmu_setup(struct vm *vm)
 static bool emulating(const struct vm *vm)
 {
 	return vm->pmu.cfg.model != VPMU_MODEL_OFF &&
-	       (vm->pmu.backend == VPMU_BACKEND_EMULATED || vm->pmu.backend == VPMU_BACKEND_CLOCK);
+	       (vm->pmu.backend == VPMU_BACKEND_EMULATED || vm->pmu.backend == VPMU_BACKEND_CLOCK ||
+		vm->pmu.backend == VPMU_BACKEND_EXACT);
 }
 
 /* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
@@ -186,9 +194,13 @@ int vcpu_pmu_init(struct vcpu *vcpu)
 	struct vcpu_pmu *p = &vcpu->pmu;
 
 	vpmu_perf_backend_init(&p->perf, SIGUSR1);
-	vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id,
-		       vcpu->vm->pmu.backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
-		       &p->perf, pmu_inject_pmi, vcpu);
+	vpmu_exact_backend_init(&p->exact, SIGUSR1);
+	if (vcpu->vm->pmu.backend == VPMU_BACKEND_EXACT)
+		vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
+	else
+		vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id,
+			       vcpu->vm->pmu.backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
+			       &p->perf, pmu_inject_pmi, vcpu);
 	return 0;
 }
 
@@ -283,17 +295,26 @@ static void pmu_arm_exit_timer(struct vcpu_pmu *p, uint64_t deadline_ns)
 	p->timer_armed = deadline_ns != 0;
 }
 
+void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns)
+{
+	pmu_arm_exit_timer(&vcpu->pmu, ns);
+}
+
 void vcpu_pmu_before_run(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = &vcpu->pmu;
-	uint64_t now;
+	uint64_t now, deadline;
 
 	if (!emulating(vcpu->vm))
 		return;
 	now = now_ns();
 	vpmu_vcpu_prepare_entry(&p->v, now);
 	/* After the reprogramming: a counter enabled by this exit's WRMSR needs its timer now. */
-	pmu_arm_exit_timer(p, vpmu_vcpu_exit_deadline(&p->v, now));
+	deadline = vpmu_vcpu_exit_deadline(&p->v, now);
+	/* A KVM step of the exact backend must come back even if the guest leaves it: see vcpu_exact.h. */
+	if (vcpu->exact.stepping && (!deadline || deadline > 1000000))
+		deadline = 1000000;
+	pmu_arm_exit_timer(p, deadline);
 	vpmu_vcpu_enter(&p->v, now);
 }
 
@@ -365,6 +386,7 @@ void vmm_pmu_print_stats(struct vm *vm)
 		}
 		fputc('\n', stderr);
 	}
+	vcpu_exact_print_stats(vm);
 	if (s.time_enabled_ns)
 		fprintf(stderr, "  host multiplexing: counters ran %.1f%% of the time they were enabled%s\n",
 			100.0 * (double)s.time_running_ns / (double)s.time_enabled_ns,

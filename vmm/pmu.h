@@ -5,13 +5,20 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "../vpmu/backend_exact.h"
 #include "../vpmu/backend_perf.h"
 #include "../vpmu/vpmu.h"
 
 struct vm;
 struct vcpu;
 
-enum vmm_vpmu_backend { VPMU_BACKEND_AUTO, VPMU_BACKEND_EMULATED, VPMU_BACKEND_KVM, VPMU_BACKEND_CLOCK };
+enum vmm_vpmu_backend {
+	VPMU_BACKEND_AUTO,
+	VPMU_BACKEND_EMULATED,
+	VPMU_BACKEND_KVM,
+	VPMU_BACKEND_CLOCK,
+	VPMU_BACKEND_EXACT,
+};
 
 /* What the command line asked for. */
 struct vmm_vpmu_options {
@@ -34,6 +41,7 @@ struct vmm_pmu {
 struct vcpu_pmu {
 	struct vpmu_vcpu v;
 	struct vpmu_perf_backend perf;
+	struct vpmu_exact_backend exact;
 	timer_t exit_timer;
 	bool timer_created, timer_armed;
 	uint64_t exits;
@@ -50,6 +58,8 @@ struct kvm_cpuid2 *vmm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid);
 /* Run-loop hooks, on the vCPU thread. */
 void vcpu_pmu_before_run(struct vcpu *vcpu);
 void vcpu_pmu_after_run(struct vcpu *vcpu);
+/* Makes KVM_RUN return within ns (a one-shot timer signal to the vCPU thread). */
+void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns);
 /* KVM_EXIT_X86_RDMSR / WRMSR. */
 void vcpu_pmu_handle_msr(struct vcpu *vcpu);
 

@@ -97,6 +97,11 @@ int vcpu_create(struct vm *vm, unsigned int id)
 	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
 	cpuid = vmm_pmu_cpuid(vm, cpuid);
 	vcpu_pmu_init(vcpu);
+	rc = vcpu_exact_init(vcpu);
+	if (rc) {
+		free(cpuid);
+		return rc;
+	}
 	rc = pmi_trace_init(vcpu);
 	if (rc) {
 		fprintf(stderr, "kvmprof-vmm: --vpmu-trace-pmi: %s\n", strerror(-rc));
@@ -122,6 +127,7 @@ int vcpu_create(struct vm *vm, unsigned int id)
 void vcpu_destroy(struct vcpu *vcpu)
 {
 	vcpu_pmu_destroy(vcpu);
+	vcpu_exact_destroy(vcpu);
 	pmi_trace_destroy(vcpu);
 	if (vcpu->run)
 		munmap(vcpu->run, vcpu->vm->run_size);
@@ -230,7 +236,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	case KVM_EXIT_INTR:
 		return true;
 	case KVM_EXIT_DEBUG:
-		if (pmi_trace_debug_exit(vcpu))
+		if (vcpu_exact_debug_exit(vcpu) || pmi_trace_debug_exit(vcpu))
 			return true;
 		vcpu_crash(vcpu, "unexpected debug exit");
 		return false;
@@ -280,19 +286,28 @@ void *vcpu_thread(void *arg)
 	/* The host profiler opens its perf events on this thread id (control socket "vcpus"). */
 	__atomic_store_n(&vcpu->tid, gettid(), __ATOMIC_RELEASE);
 	while (!vm_stopping(vm)) {
+		bool kvm_ran = true;
 		int rc;
 
 		vcpu_pmu_before_run(vcpu);
 		guest_sampler_before_run(vcpu);
-		rc = ioctl(vcpu->fd, KVM_RUN, 0);
+		/* The exact vPMU backend runs counting vCPUs in its emulator, and KVM in steps. */
+		if (vcpu_exact_active(vcpu))
+			rc = vcpu_exact_run(vcpu, &kvm_ran);
+		else
+			rc = ioctl(vcpu->fd, KVM_RUN, 0);
 		guest_sampler_after_run(vcpu);
 		vcpu_pmu_after_run(vcpu);
+		if (!kvm_ran)
+			continue; /* the emulator stopped (a slice's end, an overflow): no exit to handle */
 		if (rc < 0) {
 			int err = errno;
 
 			pmi_trace_after_run(vcpu, rc, err);
-			if (err == EINTR)
+			if (err == EINTR) {
+				vcpu_exact_after_exit(vcpu);
 				continue;
+			}
 			if (err == EAGAIN) {
 				/*
 				 * The PVM host returns EAGAIN while an AP waits for its SIPI
@@ -313,6 +328,8 @@ void *vcpu_thread(void *arg)
 		pmi_trace_after_run(vcpu, rc, 0);
 		if (!vcpu_handle_exit(vcpu))
 			break;
+		if (vcpu->run->exit_reason != KVM_EXIT_DEBUG)
+			vcpu_exact_after_exit(vcpu);
 	}
 	return NULL;
 }

@@ -11,6 +11,7 @@
 #include "boot.h"
 #include "guest_mem.h"
 #include "guest_sampler.h"
+#include "vcpu_exact.h"
 #include "ioport.h"
 #include "kvmprof/platform.h"
 #include "pmi_trace.h"
@@ -55,6 +56,7 @@ struct vcpu {
 	struct vcpu_pmu pmu;
 	struct pmi_trace_vcpu trace;
 	struct guest_sampler_vcpu sampler; /* guest sampling for the host profiler */
+	struct vcpu_exact exact;           /* the exact vPMU backend's engine and KVM steps */
 };
 
 struct vm {

@@ -74,6 +74,14 @@ enum vpmu_host_vendor { VPMU_HOST_AMD, VPMU_HOST_INTEL, VPMU_HOST_OTHER };
 #define EVTSEL_CMASK 0xff000000ULL
 #define AMD_EVTSEL_EVENT_HI 0xf00000000ULL /* event select bits 11:8 */
 
+/* Events the exact backend counts by running the guest in an emulator (vmm/emu.h). */
+enum vpmu_exact_kind {
+	VPMU_EXACT_NONE,
+	VPMU_EXACT_INSNS,    /* instructions retired */
+	VPMU_EXACT_BRANCHES, /* branch instructions retired */
+	VPMU_EXACT_TAKEN,    /* taken branch instructions retired */
+};
+
 /* What a host counter must count for one virtual counter. */
 struct vpmu_event {
 	uint32_t type;     /* PERF_TYPE_HARDWARE or PERF_TYPE_RAW */
@@ -82,6 +90,7 @@ struct vpmu_event {
 	bool count_kernel; /* guest OS bit */
 	bool translated;   /* architectural event mapped to a generic host event */
 	bool is_cycles;    /* core or reference cycles: the clock backend can count these */
+	enum vpmu_exact_kind exact; /* what an emulator counts for it, or NONE */
 };
 
 /* --- event filter (KVM_SET_PMU_EVENT_FILTER semantics) ------------------- */
@@ -122,6 +131,11 @@ struct vpmu_config {
 	unsigned int n_gp;    /* general-purpose counters offered */
 	unsigned int n_fixed; /* Intel: 3; AMD: 0 */
 	const struct vpmu_filter *filter; /* NULL: everything allowed */
+	/*
+	 * The exact backend: events an emulator counts are countable whatever
+	 * the host, and the Intel model's CPUID marks the others unavailable.
+	 */
+	bool exact;
 };
 
 /*
@@ -244,6 +258,9 @@ void vpmu_vcpu_after_run(struct vpmu_vcpu *v, uint64_t now_ns);
  * notices counter overflow at VM exits): ns, or 0 when nothing needs it.
  */
 uint64_t vpmu_vcpu_exit_deadline(const struct vpmu_vcpu *v, uint64_t now_ns);
+
+/* Events until counter idx overflows, if its overflow raises a PMI; 0 otherwise. */
+uint64_t vpmu_counter_pmi_distance(const struct vpmu_vcpu *v, unsigned int idx);
 
 /* Effective enable of a counter: local enable, global enable, filter. */
 bool vpmu_counter_enabled(const struct vpmu_vcpu *v, unsigned int idx);

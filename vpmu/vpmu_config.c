@@ -71,7 +71,13 @@ void vpmu_cpuid_adjust(const struct vpmu_config *cfg, struct vpmu_cpuid_leaf *le
 	case 0xa:
 		if (intel) {
 			leaf->eax = 2 | (cfg->n_gp << 8) | (VPMU_WIDTH << 16) | (7u << 24);
-			leaf->ebx = 0; /* all seven architectural events available */
+			/*
+			 * EBX: a set bit marks an architectural event unavailable. All
+			 * seven, except under the exact backend, which counts cycles,
+			 * instructions, reference cycles and branches, and not LLC
+			 * references (bit 3), LLC misses (4) or branch mispredicts (6).
+			 */
+			leaf->ebx = cfg->exact ? (1u << 3 | 1u << 4 | 1u << 6) : 0;
 			leaf->ecx = 0;
 			leaf->edx = cfg->n_fixed | (VPMU_WIDTH << 5);
 		} else {

@@ -168,6 +168,13 @@ static void vpmu_sync(struct vpmu_vcpu *v, bool attribute, uint64_t now)
 	}
 }
 
+uint64_t vpmu_counter_pmi_distance(const struct vpmu_vcpu *v, unsigned int idx)
+{
+	if (idx >= VPMU_MAX_COUNTERS || !v->ctr[idx].programmed || !counter_wants_pmi(v, idx))
+		return 0;
+	return VPMU_COUNTER_MASK + 1 - v->ctr[idx].count;
+}
+
 static void arm_counter(struct vpmu_vcpu *v, unsigned int idx)
 {
 	if (v->ops->arm && v->ctr[idx].programmed)

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: MIT
+/* The exact vPMU backend in the run loop (vcpu_exact.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "../vpmu/backend_exact.h"
+#include "guest_walk.h"
+#include "vm.h"
+
+/* Instructions between looks for due interrupts: about a millisecond of guest time in the engine. */
+#define EXACT_SLICE_INSNS 100000
+#define APIC_TPR 0x80
+#define APIC_ISR 0x100
+#define APIC_IRR 0x200
+#define RFLAGS_IF (1ULL << 9)
+#define DR7_L(i) (1ULL << (2 * (i)))
+
+int vcpu_exact_init(struct vcpu *vcpu)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	char err[160];
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	if (vcpu->vm->pmu.backend != VPMU_BACKEND_EXACT || vcpu->vm->pmu.cfg.model == VPMU_MODEL_OFF)
+		return 0;
+	rc = emu_create(&x->emu, &vcpu->vm->mem, vcpu->vm->cfg->ncpus > 1, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: exact vPMU backend: %s\n", err);
+		return rc;
+	}
+	rc = emu_decoder_open(&x->dec);
+	if (rc)
+		fprintf(stderr, "kvmprof-vmm: exact vPMU backend: cannot open an instruction decoder\n");
+	return rc;
+}
+
+void vcpu_exact_destroy(struct vcpu *vcpu)
+{
+	emu_destroy(vcpu->exact.emu);
+	emu_decoder_close(vcpu->exact.dec);
+	vcpu->exact.emu = NULL;
+	vcpu->exact.dec = NULL;
+}
+
+bool vcpu_exact_active(struct vcpu *vcpu)
+{
+	return vcpu->exact.emu && (vcpu->exact.stepping || vpmu_exact_rings(&vcpu->pmu.v) != 0);
+}
+
+static int get_state(struct vcpu *vcpu, struct emu_state *st)
+{
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &st->regs) < 0 || ioctl(vcpu->fd, KVM_GET_SREGS, &st->sregs) < 0 ||
+	    ioctl(vcpu->fd, KVM_GET_FPU, &st->fpu) < 0)
+		return -errno;
+	return 0;
+}
+
+static int paging_of(const struct emu_state *st, struct guest_paging *pg)
+{
+	return guest_paging_init(pg, st->sregs.cr0, st->sregs.cr3, st->sregs.cr4, st->sregs.efer);
+}
+
+/* The handler of IDT vector vec (a 64-bit gate), or 0. Read through the VMM's page walker. */
+static uint64_t idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
+{
+	struct guest_paging pg;
+	uint8_t g[16];
+
+	if (vec > 255 || st->sregs.idt.limit < vec * 16 + 15 || paging_of(st, &pg) ||
+	    guest_read_virt(&vcpu->vm->mem, &pg, st->sregs.idt.base + vec * 16, g, 16) || !(g[5] & 0x80))
+		return 0;
+	return (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 | (uint64_t)g[7] << 24 |
+	       (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 | (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
+}
+
+/* The highest vector requested in the LAPIC's IRR, or -1; *deliverable if its class beats TPR and ISR. */
+static int lapic_pending(struct vcpu *vcpu, bool *deliverable)
+{
+	struct kvm_lapic_state lapic;
+	int irr = -1, isr = -1;
+	uint32_t tpr;
+
+	*deliverable = false;
+	if (ioctl(vcpu->fd, KVM_GET_LAPIC, &lapic) < 0)
+		return -1;
+	for (int i = 7; i >= 0 && (irr < 0 || isr < 0); i--) {
+		uint32_t r, s;
+
+		memcpy(&r, lapic.regs + APIC_IRR + 16 * i, 4);
+		memcpy(&s, lapic.regs + APIC_ISR + 16 * i, 4);
+		if (r && irr < 0)
+			irr = 32 * i + 31 - __builtin_clz(r);
+		if (s && isr < 0)
+			isr = 32 * i + 31 - __builtin_clz(s);
+	}
+	memcpy(&tpr, lapic.regs + APIC_TPR, 4);
+	if (irr >= 16)
+		*deliverable = (irr >> 4) > (int)((tpr & 0xff) >> 4) && (isr < 0 || (irr >> 4) > (isr >> 4));
+	return irr >= 16 ? irr : -1;
+}
+
+/* Vectors whose frame has an error code below RIP. */
+static bool pushes_error_code(int vec)
+{
+	return vec == 8 || (vec >= 10 && vec <= 14) || vec == 17 || vec == 21 || vec == 29 || vec == 30;
+}
+
+/*
+ * Clears flags in the RFLAGS image of an interrupt frame in guest memory:
+ * RF, which an interrupt delivered at an instruction sets so that the
+ * IRETQ back suppresses instruction breakpoints there (ours too), and TF,
+ * which a single-stepped instruction that raised an exception pushes (the
+ * guest's IRETQ would bring the VMM's stepping back). Neither means
+ * anything else to a guest whose debug registers the VMM holds.
+ */
+static void clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags)
+{
+	struct guest_translation t;
+	uint64_t *rflags;
+
+	if (gva % 8 || guest_walk_translate(&vcpu->vm->mem, pg, gva, &t))
+		return;
+	rflags = guest_mem_ptr(&vcpu->vm->mem, t.gpa, 8);
+	if (rflags)
+		__atomic_fetch_and(rflags, ~flags, __ATOMIC_RELAXED);
+}
+
+#define RFLAGS_TF (1ULL << 8)
+#define RFLAGS_RF (1ULL << 16)
+#define DR6_BS (1ULL << 14)
+
+/* A segment descriptor from the guest's GDT, as KVM's segment state; false if absent or not readable. */
+static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg,
+			uint16_t sel, struct kvm_segment *out)
+{
+	uint64_t d;
+
+	if ((sel & 4) || sel < 8 || st->sregs.gdt.limit < (sel & ~7u) + 7u ||
+	    guest_read_virt(&vcpu->vm->mem, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
+		return false;
+	*out = (struct kvm_segment){
+		.base = ((d >> 16) & 0xffffff) | ((d >> 32) & 0xff000000),
+		.limit = (uint32_t)((d & 0xffff) | ((d >> 32) & 0xf0000)),
+		.selector = sel,
+		.type = (d >> 40) & 0xf,
+		.s = (d >> 44) & 1,
+		.dpl = (d >> 45) & 3,
+		.present = (d >> 47) & 1,
+		.avl = (d >> 52) & 1,
+		.l = (d >> 53) & 1,
+		.db = (d >> 54) & 1,
+		.g = (d >> 55) & 1,
+	};
+	if (out->g)
+		out->limit = (out->limit << 12) | 0xfff;
+	return out->present;
+}
+
+/*
+ * IRETQ from ring 0 back to ring 3, done here: KVM cannot be stopped in
+ * guest ring 3 on this host (breakpoints and single steps do not fire
+ * there), so the vCPU must reach ring 3 in the engine. Returns false if
+ * the frame is not a plain 64-bit return to ring 3 (KVM then runs it).
+ */
+static bool iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
+{
+	struct kvm_segment cs, ss;
+	struct kvm_vcpu_events ev;
+	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
+
+	if (guest_read_virt(&vcpu->vm->mem, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
+	    !gdt_segment(vcpu, st, pg, (uint16_t)f[1], &cs) || !gdt_segment(vcpu, st, pg, (uint16_t)f[4], &ss) ||
+	    !cs.s || !(cs.type & 8) || !cs.l || cs.dpl != 3 || !ss.s || (ss.type & 0xa) != 2 || ss.dpl != 3)
+		return false;
+	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		return false;
+	st->regs.rip = f[0];
+	/* From ring 0 every flag loads but VM and VIF/VIP; bit 1 is always set; RF is dropped. */
+	st->regs.rflags = (f[2] & 0x3f7fd5ULL & ~RFLAGS_RF) | 2;
+	st->regs.rsp = f[3];
+	cs.base = 0; /* 64-bit code: base 0 */
+	st->sregs.cs = cs;
+	st->sregs.ss = ss;
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &st->sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
+		return false;
+	/* IRETQ ends NMI blocking; KVM saw none. */
+	if (ev.nmi.masked) {
+		ev.nmi.masked = 0;
+		ev.flags = 0;
+		ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev);
+	}
+	return true;
+}
+
+/* A breakpoint after the instruction (it completed; taken: at a branch target) or on a handler. */
+static void add_bp(struct vcpu_exact *x, uint64_t addr, bool taken, int vector)
+{
+	if (!addr || x->nbp == 4)
+		return;
+	for (unsigned int i = 0; i < x->nbp; i++)
+		if (x->bp[i] == addr)
+			return;
+	x->step_taken_bp[x->nbp] = taken;
+	x->bp_vector[x->nbp] = vector;
+	x->bp[x->nbp++] = addr;
+}
+
+/*
+ * Enters KVM for one instruction, or one event delivery, and comes back
+ * where the vCPU goes next: see vcpu_exact.h. Guest ring 3 runs natively
+ * on this host and execution breakpoints there do not fire, so an
+ * instruction that should complete in ring 3 (or an IRETQ to ring 3) is
+ * single-stepped; in ring 0 (emulated by KVM) breakpoints after it do.
+ */
+static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
+	struct emu_insn_info in = { .vector = -1 };
+	struct guest_paging pg;
+	uint8_t code[15];
+	uint64_t rip = st->regs.rip;
+	bool irq_deliverable, paging_ok = !paging_of(st, &pg);
+	int irq;
+
+	x->nbp = 0;
+	x->single_step = false;
+	x->step_branch = false;
+	x->step_ring = st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL;
+	if (event < 0 && paging_ok) {
+		/* As many bytes as can be read, up to the instruction's longest. */
+		size_t n = sizeof(code);
+
+		while (n && guest_read_virt(&vcpu->vm->mem, &pg, rip, code, n))
+			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
+		if (n)
+			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
+	}
+	if (event < 0 && in.len) {
+		uint64_t frame[3];
+
+		x->step_branch = in.branch != EMU_BR_NONE || in.is_iret;
+		if (in.is_iret && guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
+			clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
+			if ((frame[1] & 3) == 3)
+				x->single_step = true; /* back to ring 3 */
+			else
+				add_bp(x, frame[0], true, -1);
+		} else if (st->sregs.cs.dpl == 3 && in.vector < 0) {
+			x->single_step = true;
+		} else if (in.is_ret && paging_ok &&
+			   guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rsp, frame, 8) == 0) {
+			add_bp(x, frame[0], true, -1);
+		} else if (!in.is_ret && in.vector < 0) {
+			add_bp(x, rip + in.len, false, -1);
+			if (in.has_target)
+				add_bp(x, in.target, true, -1);
+		}
+	}
+	x->bp_after = x->nbp;
+	/* Handlers: the event being delivered, the instruction's own exception, a page fault. */
+	if (event >= 0)
+		add_bp(x, idt_handler(vcpu, st, (unsigned int)event), false, event);
+	if (in.vector >= 0)
+		add_bp(x, idt_handler(vcpu, st, (unsigned int)in.vector), false, in.vector);
+	if (why == EMU_HB_FAULT || (event < 0 && !in.len))
+		add_bp(x, idt_handler(vcpu, st, 14), false, 14);
+	irq = lapic_pending(vcpu, &irq_deliverable);
+	if (irq >= 0)
+		add_bp(x, idt_handler(vcpu, st, (unsigned int)irq), false, irq);
+	if (st->sregs.cs.dpl == 3 && event < 0)
+		add_bp(x, idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
+	for (unsigned int i = 0; i < x->nbp; i++) {
+		dbg.arch.debugreg[i] = x->bp[i];
+		dbg.arch.debugreg[7] |= DR7_L(i);
+	}
+	if (x->single_step)
+		dbg.control |= KVM_GUESTDBG_SINGLESTEP;
+	if (ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+		x->stats.engine_errors++;
+		x->nbp = 0;
+	}
+	x->stepping = true;
+	x->kvm_ran = true;
+	x->stats.steps++;
+	if (event >= 0)
+		x->stats.events_delivered++;
+	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
+	vcpu_pmu_force_exit(vcpu, 1000000);
+	*kvm_ran = true;
+	return ioctl(vcpu->fd, KVM_RUN, 0);
+}
+
+static void step_end(struct vcpu *vcpu)
+{
+	struct kvm_guest_debug off = { 0 };
+
+	ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &off);
+	vcpu->exact.stepping = false;
+	vcpu->exact.nbp = 0;
+}
+
+static void count_completed(struct vcpu *vcpu, bool taken)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+
+	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, x->step_ring, 1);
+	if (x->step_branch) {
+		vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_BRANCHES, x->step_ring, 1);
+		if (taken)
+			vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_TAKEN, x->step_ring, 1);
+	}
+	x->stats.step_insns++;
+}
+
+bool vcpu_exact_debug_exit(struct vcpu *vcpu)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	uint64_t pc = vcpu->run->debug.arch.pc, dr6 = vcpu->run->debug.arch.dr6;
+	unsigned int hit;
+
+	if (!x->stepping)
+		return false;
+	for (hit = 0; hit < x->nbp && x->bp[hit] != pc; hit++)
+		;
+	if (hit < x->bp_after) {
+		count_completed(vcpu, x->step_taken_bp[hit]);
+	} else if (hit < x->nbp) {
+		/* A handler: the instruction faulted (it did not retire) or an event came first. */
+		x->stats.steps_faulted++;
+		if (x->single_step) {
+			struct emu_state st;
+			struct guest_paging pg;
+			int vec = x->bp_vector[hit];
+
+			/* The frame the CPU just pushed holds the TF of our stepping. */
+			if (!get_state(vcpu, &st) && !paging_of(&st, &pg))
+				clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + (pushes_error_code(vec) ? 8 : 0),
+						  RFLAGS_TF);
+		}
+	} else if (x->single_step && (dr6 & DR6_BS)) {
+		/* The single step: the instruction completed (an IRETQ: a taken far branch). */
+		count_completed(vcpu, true);
+	} else {
+		return false;
+	}
+	step_end(vcpu);
+	return true;
+}
+
+void vcpu_exact_after_exit(struct vcpu *vcpu)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	struct kvm_sregs s;
+	struct kvm_regs r;
+
+	if (!x->stepping || ioctl(vcpu->fd, KVM_GET_SREGS, &s) < 0 || ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0)
+		return;
+	if (s.cs.dpl != 3)
+		return;
+	for (unsigned int i = 0; i < x->nbp; i++)
+		if (x->bp[i] == r.rip)
+			return; /* about to hit it */
+	/* Guest ring-3 code is running natively, and no breakpoint brought it back: take it back now. */
+	x->stats.escapes++;
+	step_end(vcpu);
+}
+
+static bool is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
+{
+	uint8_t b[2];
+
+	/* REX.W IRET (48 cf), the only IRET a 64-bit kernel returns to user mode with. */
+	return !guest_read_virt(&vcpu->vm->mem, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
+}
+
+/* The IRETQ done by iret_to_user retired in ring 0, a taken far branch. */
+static void count_iret(struct vcpu *vcpu)
+{
+	vcpu->exact.step_ring = VPMU_EXACT_RING_KERNEL;
+	vcpu->exact.step_branch = true;
+	count_completed(vcpu, true);
+	vcpu->exact.stats.irets++;
+}
+
+static enum emu_event emu_event_of(enum vpmu_exact_kind k)
+{
+	return k == VPMU_EXACT_BRANCHES ? EMU_EV_BRANCHES : k == VPMU_EXACT_TAKEN ? EMU_EV_TAKEN : EMU_EV_INSNS;
+}
+
+static void add_counts(struct vcpu *vcpu, const struct emu_counts *c)
+{
+	static const enum vpmu_exact_kind kinds[EMU_EV_COUNT] = {
+		[EMU_EV_INSNS] = VPMU_EXACT_INSNS, [EMU_EV_BRANCHES] = VPMU_EXACT_BRANCHES,
+		[EMU_EV_TAKEN] = VPMU_EXACT_TAKEN,
+	};
+
+	for (unsigned int e = 0; e < EMU_EV_COUNT; e++) {
+		vpmu_exact_add(&vcpu->pmu.v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
+		vpmu_exact_add(&vcpu->pmu.v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
+	}
+}
+
+int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	struct vpmu_exact_watch w[VPMU_MAX_COUNTERS];
+	struct emu_run_args a = { .max_insns = EXACT_SLICE_INSNS };
+	struct kvm_vcpu_events ev;
+	struct emu_result r;
+	struct emu_state st;
+	bool deliverable;
+	unsigned int n;
+	int irq;
+
+	*kvm_ran = true;
+	if (x->stepping)
+		return ioctl(vcpu->fd, KVM_RUN, 0);
+	if (get_state(vcpu, &st) || ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0) {
+		x->stats.engine_errors++;
+		return ioctl(vcpu->fd, KVM_RUN, 0);
+	}
+	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
+	if (ev.nmi.pending || ev.nmi.injected)
+		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
+	irq = lapic_pending(vcpu, &deliverable);
+	if (irq >= 0 && deliverable && (st.regs.rflags & RFLAGS_IF)) {
+		if (!ev.interrupt.shadow)
+			return step(vcpu, &st, EMU_HB_NONE, irq, kvm_ran);
+		/* After STI or MOV SS the CPU delivers it one instruction later: run exactly that one. */
+		a.nwatch = 1;
+		a.watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER | EMU_RING_KERNEL, 1 };
+	}
+	if (x->kvm_ran) {
+		emu_invalidate(x->emu);
+		x->kvm_ran = false;
+	}
+	n = vpmu_exact_watches(&vcpu->pmu.v, w);
+	for (unsigned int i = 0; i < n && a.nwatch < EMU_MAX_WATCHES; i++)
+		a.watch[a.nwatch++] = (struct emu_watch){ emu_event_of(w[i].kind),
+							  (w[i].rings & VPMU_EXACT_RING_USER ? EMU_RING_USER : 0) |
+								  (w[i].rings & VPMU_EXACT_RING_KERNEL ? EMU_RING_KERNEL : 0),
+							  w[i].events };
+	x->stats.engine_runs++;
+	if (emu_run(x->emu, &st, &a, &r)) {
+		x->stats.engine_errors++;
+		return step(vcpu, &st, EMU_HB_REFUSED, -1, kvm_ran);
+	}
+	add_counts(vcpu, &r.counts);
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &st.regs) < 0 || ioctl(vcpu->fd, KVM_SET_FPU, &st.fpu) < 0) {
+		fprintf(stderr, "kvmprof-vmm: vCPU %u: exact backend: cannot give the state back to KVM: %s\n",
+			vcpu->id, strerror(errno));
+		return -1;
+	}
+	if (r.stop == EMU_STOP_HANDBACK) {
+		struct guest_paging pg;
+
+		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !paging_of(&st, &pg) &&
+		    is_iretq(vcpu, &st, &pg) && iret_to_user(vcpu, &st, &pg)) {
+			count_iret(vcpu);
+			*kvm_ran = false;
+			return 0;
+		}
+		return step(vcpu, &st, r.handback, -1, kvm_ran);
+	}
+	*kvm_ran = false;
+	return 0;
+}
+
+void vcpu_exact_print_stats(struct vm *vm)
+{
+	struct vcpu_exact_stats t = { 0 };
+	struct emu_stats e = { 0 };
+	bool any = false;
+
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
+		const struct vcpu_exact *x = &vm->vcpu[i].exact;
+		struct emu_stats s;
+
+		if (!x->emu)
+			continue;
+		any = true;
+		emu_get_stats(x->emu, &s);
+		e.runs += s.runs;
+		e.insns += s.insns;
+		e.pages_mapped += s.pages_mapped;
+		e.blocks_decoded += s.blocks_decoded;
+		e.invalidations += s.invalidations;
+		e.run_ns += s.run_ns;
+		for (unsigned int h = 0; h < EMU_HB_COUNT; h++)
+			e.handbacks[h] += s.handbacks[h];
+		t.engine_runs += x->stats.engine_runs;
+		t.steps += x->stats.steps;
+		t.step_insns += x->stats.step_insns;
+		t.steps_faulted += x->stats.steps_faulted;
+		t.escapes += x->stats.escapes;
+		t.engine_errors += x->stats.engine_errors;
+		t.events_delivered += x->stats.events_delivered;
+	}
+	if (!any)
+		return;
+	fprintf(stderr,
+		"  exact backend: %llu instructions in the emulator (%.1f M/s while in it), %llu KVM steps "
+		"(%llu instructions completed in KVM, %llu faulted or delivered an event, %llu NMIs/interrupts)\n"
+		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
+		"pages mapped %llu, blocks decoded %llu\n    hand-backs:",
+		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
+		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
+		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
+		(unsigned long long)t.engine_errors, (unsigned long long)e.pages_mapped,
+		(unsigned long long)e.blocks_decoded);
+	for (unsigned int h = 1; h < EMU_HB_COUNT; h++)
+		if (e.handbacks[h])
+			fprintf(stderr, " %s %llu,", emu_handback_name(h), (unsigned long long)e.handbacks[h]);
+	fputc('\n', stderr);
+}

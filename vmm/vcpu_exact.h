@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exact vPMU backend's side of the run loop. While one of a vCPU's
+ * enabled counters counts instructions or branches, the vCPU runs in the
+ * emulation engine (emu.h) instead of KVM, in ring 3 and ring 0 alike,
+ * and the engine's exact counts feed the counters. KVM still does what
+ * only it can: an instruction the engine hands back, and the delivery of
+ * interrupts and NMIs (PMIs). That is a "KVM step": the vCPU enters KVM
+ * with hardware breakpoints on the places it can come back to (the next
+ * instruction, a branch or IRETQ target, the handler of the exception the
+ * instruction raises, the handler of a pending NMI or interrupt), and the
+ * first breakpoint hit brings it back to the engine. The stepped
+ * instruction counts once if it completed (a breakpoint after it hit),
+ * not at all if it faulted.
+ *
+ * Where the vCPU goes somewhere no breakpoint covers (a handler KVM ran
+ * natively that switches processes, say), it has "escaped": the VMM finds
+ * it at the next exit (a 1 ms timer makes one), goes back to the engine,
+ * and counts the escape; what ran natively meanwhile is not counted.
+ */
+#ifndef KVMPROF_VCPU_EXACT_H
+#define KVMPROF_VCPU_EXACT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu.h"
+
+struct vcpu;
+struct vm;
+
+struct vcpu_exact_stats {
+	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets;
+	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
+};
+
+struct vcpu_exact {
+	struct emu *emu;
+	struct emu_decoder *dec;
+	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
+	bool kvm_ran;      /* the guest ran in KVM since the engine last ran: its tables may differ */
+	uint64_t bp[4];
+	unsigned int nbp;
+	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
+	int bp_vector[4];      /* the vector whose handler bp[i] is, or -1 */
+	bool single_step;      /* the step uses the trap flag (guest ring 3 runs natively here) */
+	bool step_branch, step_taken_bp[4];
+	unsigned int step_ring; /* VPMU_EXACT_RING_* of the stepped instruction */
+	struct vcpu_exact_stats stats;
+};
+
+int vcpu_exact_init(struct vcpu *vcpu);
+void vcpu_exact_destroy(struct vcpu *vcpu);
+
+/* Whether the vCPU runs through vcpu_exact_run() rather than a plain KVM_RUN now. */
+bool vcpu_exact_active(struct vcpu *vcpu);
+
+/*
+ * Runs the vCPU once: in the engine (returns 0 with *kvm_ran false: no exit
+ * to handle) or as a KVM step (returns KVM_RUN's result, *kvm_ran true).
+ */
+int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran);
+
+/* A KVM_EXIT_DEBUG: true if it is a step's breakpoint (handled). */
+bool vcpu_exact_debug_exit(struct vcpu *vcpu);
+
+/* After any other exit of a step: finds an escaped vCPU. */
+void vcpu_exact_after_exit(struct vcpu *vcpu);
+
+void vcpu_exact_print_stats(struct vm *vm);
+
+#endif
