@@ -48,7 +48,11 @@ struct emu {
 	bool mapped_valid;
 	uint64_t mapped_cr3;
 	unsigned int mapped_cpl;
-	uint64_t *pages;
+	bool mapped_smep_smap;
+	struct mapped_page {
+		uint64_t va;
+		bool ring3_ok; /* ring 3 may access it as mapped: user page, writable only if the guest says so */
+	} *pages;
 	size_t npages, pages_cap;
 	struct emu_block_info *cache[BLOCK_CACHE_SIZE];
 
@@ -271,19 +275,42 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	return p;
 }
 
-static bool remember_page(struct emu *e, uint64_t va)
+static bool remember_page(struct emu *e, uint64_t va, bool ring3_ok)
 {
 	if (e->npages == e->pages_cap) {
 		size_t cap = e->pages_cap ? e->pages_cap * 2 : 256;
-		uint64_t *n = realloc(e->pages, cap * sizeof(*n));
+		struct mapped_page *n = realloc(e->pages, cap * sizeof(*n));
 
 		if (!n)
 			return false;
 		e->pages = n;
 		e->pages_cap = cap;
 	}
-	e->pages[e->npages++] = va;
+	e->pages[e->npages++] = (struct mapped_page){ va, ring3_ok };
 	return true;
+}
+
+static void unmap_page(struct emu *e, uint64_t va)
+{
+	/* Unicorn keeps translated code across mappings and does not see writes made outside it. */
+	uc_ctl_remove_cache(e->uc, va, va + PAGE_SIZE);
+	uc_mem_unmap(e->uc, va, PAGE_SIZE);
+}
+
+/* Drops the pages ring 3 must not see as mapped (when the vCPU goes from ring 0 to ring 3). */
+static void drop_ring0_pages(struct emu *e)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < e->npages; i++) {
+		if (e->pages[i].ring3_ok)
+			e->pages[kept++] = e->pages[i];
+		else
+			unmap_page(e, e->pages[i].va);
+	}
+	if (kept != e->npages)
+		cache_clear(e);
+	e->npages = kept;
 }
 
 /* Maps guest-virtual page va onto its guest RAM page, with the permissions this access needs. */
@@ -295,7 +322,7 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 	if (guest_walk_touch(e->mem, &e->pg, va, write, &t))
 		return -EFAULT;
 	host = guest_mem_ptr(e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || !remember_page(e, va))
+	if (!host || !remember_page(e, va, t.user && (!write || t.writable)))
 		return -EFAULT;
 	if (uc_mem_map_ptr(e->uc, va, PAGE_SIZE, uc_perms(e, &t, write), host) != UC_ERR_OK) {
 		e->npages--;
@@ -500,14 +527,8 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 
 void emu_invalidate(struct emu *e)
 {
-	/*
-	 * Unicorn keeps translated code across mappings and does not see writes
-	 * made outside it: drop each page's blocks, then the page.
-	 */
-	for (size_t i = 0; i < e->npages; i++) {
-		uc_ctl_remove_cache(e->uc, e->pages[i], e->pages[i] + PAGE_SIZE);
-		uc_mem_unmap(e->uc, e->pages[i], PAGE_SIZE);
-	}
+	for (size_t i = 0; i < e->npages; i++)
+		unmap_page(e, e->pages[i].va);
 	e->npages = 0;
 	cache_clear(e);
 	e->mapped_valid = false;
@@ -574,12 +595,22 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		e->stats.handbacks[why]++;
 		return 0;
 	}
-	/* Mappings carry the permissions of one CPL under one CR3. */
-	if (e->mapped_valid && (e->mapped_cr3 != st->sregs.cr3 || e->mapped_cpl != e->cpl))
+	/*
+	 * Mappings belong to one CR3, like TLB entries (the VMM invalidates
+	 * them where the guest would flush its TLB). Ring 0 may use every page
+	 * ring 3 may (unless SMEP or SMAP forbid); going to ring 3 drops the
+	 * rest.
+	 */
+	if (e->mapped_valid && (e->mapped_cr3 != st->sregs.cr3 ||
+				(e->cpl == 0 && e->mapped_cpl != 0 && (e->smep || e->smap_enforced)) ||
+				(e->cpl == 0 && e->mapped_smep_smap)))
 		emu_invalidate(e);
+	else if (e->mapped_valid && e->cpl == 3 && e->mapped_cpl != 3)
+		drop_ring0_pages(e);
 	e->mapped_valid = true;
 	e->mapped_cr3 = st->sregs.cr3;
 	e->mapped_cpl = e->cpl;
+	e->mapped_smep_smap = e->cpl == 0 && (e->smep || e->smap_enforced);
 
 	e->args = a;
 	e->res = r;
@@ -631,6 +662,9 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 				why = EMU_HB_FAULT;
 				break;
 			}
+			for (size_t i = 0; i < e->npages; i++)
+				if (e->pages[i].va == e->protect_page)
+					e->pages[i].ring3_ok = t.user && t.writable;
 			continue;
 		}
 		if (e->hook == HOOK_MAP_CODE) {

@@ -16,8 +16,11 @@
  *   checked against the guest's present, user/supervisor, write and NX bits
  *   (and SMEP/SMAP, CR0.WP in ring 0), its accessed bit set (and its dirty bit
  *   on the first write), and mapped onto the guest RAM itself: no copy.
- *   Mappings live until emu_invalidate(); call it whenever the guest ran in
- *   KVM since the last run (its page tables may have changed).
+ *   Mappings are the engine's TLB: they live until the CR3 changes or
+ *   emu_invalidate(), which the VMM calls where the guest's own TLB would
+ *   be flushed (MOV to a control register, INVLPG, INVPCID, WRMSR run in
+ *   KVM) and whenever the guest ran in KVM for longer than one instruction.
+ *   Going from ring 0 to ring 3 drops the pages ring 3 may not use.
  * - One privilege level per run: the engine never executes an instruction
  *   that can change CPL, so every instruction of a run counts in the run's
  *   ring (counts[0] ring 3, counts[1] ring 0).

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 
 #include "../vpmu/backend_exact.h"
 #include "guest_walk.h"
@@ -14,6 +15,10 @@
 #define APIC_TPR 0x80
 #define APIC_ISR 0x100
 #define APIC_IRR 0x200
+#define APIC_LVTT 0x320
+#define APIC_TMCCT 0x390
+#define APIC_TDCR 0x3e0
+#define APIC_LVT_MASKED (1u << 16)
 #define RFLAGS_IF (1ULL << 9)
 #define DR7_L(i) (1ULL << (2 * (i)))
 
@@ -76,16 +81,64 @@ static uint64_t idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsig
 	       (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 | (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
 }
 
-/* The highest vector requested in the LAPIC's IRR, or -1; *deliverable if its class beats TPR and ISR. */
-static int lapic_pending(struct vcpu *vcpu, bool *deliverable)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
+{
+	uint32_t v;
+
+	memcpy(&v, l->regs + off, 4);
+	return v;
+}
+
+/*
+ * Whether the LAPIC timer has expired since the last look. KVM turns an
+ * expiry into an IRR bit only when the vCPU next enters KVM_RUN, which a
+ * vCPU in the engine does not: the VMM follows the timer itself, from
+ * the count KVM reports (one-shot and periodic modes; KVM's APIC bus runs
+ * at 1 GHz), and returns the timer's vector when it is due.
+ */
+static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	uint32_t lvtt = lapic_reg(l, APIC_LVTT), tdcr = lapic_reg(l, APIC_TDCR), cur = lapic_reg(l, APIC_TMCCT);
+	unsigned int code = (tdcr & 3) | ((tdcr & 8) >> 1);
+	uint64_t now = now_ns(), div = code == 7 ? 1 : 2ULL << code;
+	bool expired = x->timer_next && now >= x->timer_next;
+
+	if ((lvtt & APIC_LVT_MASKED) || ((lvtt >> 17) & 3) > 1) {
+		x->timer_next = 0; /* masked, or TSC-deadline mode: not followed (see docs/vpmu.md) */
+		return -1;
+	}
+	x->timer_next = cur ? now + (uint64_t)cur * div : 0;
+	if (expired)
+		x->timer_due = true;
+	return x->timer_due && (lvtt & 0xff) >= 16 ? (int)(lvtt & 0xff) : -1;
+}
+
+/*
+ * The highest vector requested in the LAPIC's IRR, or -1; *deliverable if
+ * its class beats TPR and ISR; *timer_vector: the LAPIC timer's, or -1.
+ */
+static int lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector)
 {
 	struct kvm_lapic_state lapic;
-	int irr = -1, isr = -1;
+	int irr = -1, isr = -1, timer;
 	uint32_t tpr;
 
 	*deliverable = false;
+	*timer_vector = -1;
 	if (ioctl(vcpu->fd, KVM_GET_LAPIC, &lapic) < 0)
 		return -1;
+	timer = lapic_timer_due(vcpu, &lapic);
+	if (!(lapic_reg(&lapic, APIC_LVTT) & APIC_LVT_MASKED) && (lapic_reg(&lapic, APIC_LVTT) & 0xff) >= 16)
+		*timer_vector = (int)(lapic_reg(&lapic, APIC_LVTT) & 0xff);
 	for (int i = 7; i >= 0 && (irr < 0 || isr < 0); i--) {
 		uint32_t r, s;
 
@@ -97,6 +150,9 @@ static int lapic_pending(struct vcpu *vcpu, bool *deliverable)
 			isr = 32 * i + 31 - __builtin_clz(s);
 	}
 	memcpy(&tpr, lapic.regs + APIC_TPR, 4);
+	/* An expired timer is an IRR bit KVM will set at the next entry. */
+	if (timer > irr)
+		irr = timer;
 	if (irr >= 16)
 		*deliverable = (irr >> 4) > (int)((tpr & 0xff) >> 4) && (isr < 0 || (irr >> 4) > (isr >> 4));
 	return irr >= 16 ? irr : -1;
@@ -224,9 +280,11 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	uint8_t code[15];
 	uint64_t rip = st->regs.rip;
 	bool irq_deliverable, paging_ok = !paging_of(st, &pg);
-	int irq;
+	int irq, timer_vector;
 
 	x->nbp = 0;
+	x->step_rip = rip;
+	x->step_len = 0;
 	x->single_step = false;
 	x->step_branch = false;
 	x->step_ring = st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL;
@@ -242,6 +300,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	if (event < 0 && in.len) {
 		uint64_t frame[3];
 
+		x->step_len = in.len;
 		x->step_branch = in.branch != EMU_BR_NONE || in.is_iret;
 		if (in.is_iret && guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
 			clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
@@ -268,9 +327,12 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 		add_bp(x, idt_handler(vcpu, st, (unsigned int)in.vector), false, in.vector);
 	if (why == EMU_HB_FAULT || (event < 0 && !in.len))
 		add_bp(x, idt_handler(vcpu, st, 14), false, 14);
-	irq = lapic_pending(vcpu, &irq_deliverable);
+	irq = lapic_pending(vcpu, &irq_deliverable, &timer_vector);
 	if (irq >= 0)
 		add_bp(x, idt_handler(vcpu, st, (unsigned int)irq), false, irq);
+	/* The timer may expire while KVM runs the instruction (an I/O exit, say). */
+	if (timer_vector >= 0)
+		add_bp(x, idt_handler(vcpu, st, (unsigned int)timer_vector), false, timer_vector);
 	if (st->sregs.cs.dpl == 3 && event < 0)
 		add_bp(x, idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
 	for (unsigned int i = 0; i < x->nbp; i++) {
@@ -284,10 +346,13 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 		x->nbp = 0;
 	}
 	x->stepping = true;
-	x->kvm_ran = true;
+	/* A KVM step runs one instruction: only one that changes translations makes the engine's stale. */
+	if (in.flushes_tlb || (event < 0 && !in.len))
+		x->flush = true;
 	x->stats.steps++;
 	if (event >= 0)
 		x->stats.events_delivered++;
+	x->timer_due = false; /* any entry lets KVM raise the expired timer's IRR bit */
 	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
 	vcpu_pmu_force_exit(vcpu, 1000000);
 	*kvm_ran = true;
@@ -303,17 +368,34 @@ static void step_end(struct vcpu *vcpu)
 	vcpu->exact.nbp = 0;
 }
 
+/*
+ * The stepped instruction completed. Its events are added at the vCPU's
+ * next run, inside the window the vPMU attributes to the guest (in
+ * cpu-switch mode what accrues between the exit and the next entry is the
+ * VMM's, and dropped).
+ */
 static void count_completed(struct vcpu *vcpu, bool taken)
 {
 	struct vcpu_exact *x = &vcpu->exact;
 
-	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, x->step_ring, 1);
+	x->owed_ring = x->step_ring;
+	x->owed[VPMU_EXACT_INSNS]++;
 	if (x->step_branch) {
-		vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_BRANCHES, x->step_ring, 1);
+		x->owed[VPMU_EXACT_BRANCHES]++;
 		if (taken)
-			vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_TAKEN, x->step_ring, 1);
+			x->owed[VPMU_EXACT_TAKEN]++;
 	}
 	x->stats.step_insns++;
+}
+
+static void pay_owed(struct vcpu *vcpu)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+
+	for (unsigned int k = VPMU_EXACT_INSNS; k <= VPMU_EXACT_TAKEN; k++) {
+		vpmu_exact_add(&vcpu->pmu.v, (enum vpmu_exact_kind)k, x->owed_ring, x->owed[k]);
+		x->owed[k] = 0;
+	}
 }
 
 bool vcpu_exact_debug_exit(struct vcpu *vcpu)
@@ -329,17 +411,25 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 	if (hit < x->bp_after) {
 		count_completed(vcpu, x->step_taken_bp[hit]);
 	} else if (hit < x->nbp) {
-		/* A handler: the instruction faulted (it did not retire) or an event came first. */
-		x->stats.steps_faulted++;
-		if (x->single_step) {
-			struct emu_state st;
-			struct guest_paging pg;
-			int vec = x->bp_vector[hit];
+		/*
+		 * A handler. The frame the CPU pushed says whether the stepped
+		 * instruction completed first (an interrupt after it, a trap such
+		 * as INT n) or not (a fault, or an event delivered before it).
+		 */
+		struct emu_state st;
+		struct guest_paging pg;
+		int vec = x->bp_vector[hit];
+		uint64_t off = pushes_error_code(vec) ? 8 : 0, frame_rip;
 
-			/* The frame the CPU just pushed holds the TF of our stepping. */
-			if (!get_state(vcpu, &st) && !paging_of(&st, &pg))
-				clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + (pushes_error_code(vec) ? 8 : 0),
-						  RFLAGS_TF);
+		if (!get_state(vcpu, &st) && !paging_of(&st, &pg)) {
+			if (x->step_len && !guest_read_virt(&vcpu->vm->mem, &pg, st.regs.rsp + off, &frame_rip, 8) &&
+			    frame_rip != x->step_rip)
+				count_completed(vcpu, frame_rip != x->step_rip + x->step_len);
+			else
+				x->stats.steps_faulted++;
+			/* The frame holds the TF of our stepping. */
+			if (x->single_step)
+				clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + off, RFLAGS_TF);
 		}
 	} else if (x->single_step && (dr6 & DR6_BS)) {
 		/* The single step: the instruction completed (an IRETQ: a taken far branch). */
@@ -366,6 +456,7 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 			return; /* about to hit it */
 	/* Guest ring-3 code is running natively, and no breakpoint brought it back: take it back now. */
 	x->stats.escapes++;
+	x->flush = true;
 	step_end(vcpu);
 }
 
@@ -414,11 +505,12 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	struct emu_state st;
 	bool deliverable;
 	unsigned int n;
-	int irq;
+	int irq, timer_vector;
 
 	*kvm_ran = true;
 	if (x->stepping)
 		return ioctl(vcpu->fd, KVM_RUN, 0);
+	pay_owed(vcpu);
 	if (get_state(vcpu, &st) || ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0) {
 		x->stats.engine_errors++;
 		return ioctl(vcpu->fd, KVM_RUN, 0);
@@ -426,7 +518,7 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
 	if (ev.nmi.pending || ev.nmi.injected)
 		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
-	irq = lapic_pending(vcpu, &deliverable);
+	irq = lapic_pending(vcpu, &deliverable, &timer_vector);
 	if (irq >= 0 && deliverable && (st.regs.rflags & RFLAGS_IF)) {
 		if (!ev.interrupt.shadow)
 			return step(vcpu, &st, EMU_HB_NONE, irq, kvm_ran);
@@ -434,9 +526,9 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 		a.nwatch = 1;
 		a.watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER | EMU_RING_KERNEL, 1 };
 	}
-	if (x->kvm_ran) {
+	if (x->flush) {
 		emu_invalidate(x->emu);
-		x->kvm_ran = false;
+		x->flush = false;
 	}
 	n = vpmu_exact_watches(&vcpu->pmu.v, w);
 	for (unsigned int i = 0; i < n && a.nwatch < EMU_MAX_WATCHES; i++)

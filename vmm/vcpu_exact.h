@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../vpmu/vpmu.h"
 #include "emu.h"
 
 struct vcpu;
@@ -38,7 +39,7 @@ struct vcpu_exact {
 	struct emu *emu;
 	struct emu_decoder *dec;
 	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
-	bool kvm_ran;      /* the guest ran in KVM since the engine last ran: its tables may differ */
+	bool flush;        /* the guest may have changed translations in KVM: the engine's mappings go */
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
@@ -46,6 +47,12 @@ struct vcpu_exact {
 	bool single_step;      /* the step uses the trap flag (guest ring 3 runs natively here) */
 	bool step_branch, step_taken_bp[4];
 	unsigned int step_ring; /* VPMU_EXACT_RING_* of the stepped instruction */
+	uint64_t step_rip;      /* where it is */
+	unsigned int step_len;  /* its length; 0: an event delivery, or not decoded */
+	uint64_t owed[VPMU_EXACT_TAKEN + 1]; /* events of a completed step, added at the next run */
+	unsigned int owed_ring;
+	uint64_t timer_next; /* CLOCK_MONOTONIC ns of the LAPIC timer's next expiry, as last seen; 0: none */
+	bool timer_due;      /* it expired while the vCPU was in the engine */
 	struct vcpu_exact_stats stats;
 };
 
