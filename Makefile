@@ -65,8 +65,9 @@ deps:
 # - system-wide: kvmprof, on the host, samples the VMM's threads and has the
 #   VMM sample the guest (through --control), into $(RUN_DIR)/system.data.
 # Then both reports, read on the host against the guest's own ELF files.
-# Hosts without hardware counters get the clock backend, which counts
-# cycles from run time.
+# Hosts without hardware counters get the exact backend: the vCPUs run in an
+# emulator while the demos count their instructions (exact counts), and
+# cycles come from run time.
 RUN_DIR := $(BUILD)/run
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/kvmprof guest
@@ -74,8 +75,8 @@ run: deps
 	@if $(BUILD)/kvmprof-vmm --vpmu-backend=emulated --cmdline "quiet start=/bin/exit" >/dev/null 2>&1; then \
 		backend=auto; \
 	else \
-		echo "run: this host has no hardware performance counters; the vPMU counts cycles from time (--vpmu-backend=clock)"; \
-		backend=clock; \
+		echo "run: this host has no hardware performance counters; the vPMU counts instructions exactly in an emulator and cycles from time (--vpmu-backend=exact)"; \
+		backend=exact; \
 	fi; \
 	sock=$(RUN_DIR)/vmm.sock; rm -f $$sock $(RUN_DIR)/system.data; \
 	echo "run: $(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock" \

@@ -230,7 +230,7 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback);
 		return;
 	}
-	if (e->run_insns >= e->args->max_insns) {
+	if (e->run_insns >= e->args->max_insns || (e->args->stop_flag && *e->args->stop_flag)) {
 		hook_stop(e, HOOK_STOP, EMU_STOP_BUDGET, EMU_HB_NONE);
 		return;
 	}

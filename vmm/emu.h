@@ -67,6 +67,8 @@ struct emu_watch {
 
 struct emu_run_args {
 	uint64_t max_insns; /* the budget: stop at a block boundary past it */
+	/* Non-zero: stop at the next block boundary, as for the budget (a signal handler sets it). */
+	const volatile uint8_t *stop_flag;
 	unsigned int nwatch;
 	struct emu_watch watch[EMU_MAX_WATCHES];
 };

@@ -200,8 +200,11 @@ void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, s
 		out->target = (uint64_t)x->operands[0].imm;
 	}
 	switch (d->insn->id) {
-	case X86_INS_INVLPG: case X86_INS_INVLPGA: case X86_INS_INVPCID: case X86_INS_LMSW: case X86_INS_WRMSR:
+	case X86_INS_INVLPG: case X86_INS_INVLPGA: case X86_INS_INVPCID: case X86_INS_LMSW:
 		out->flushes_tlb = true;
+		break;
+	case X86_INS_WRMSR:
+		out->is_wrmsr = true;
 		break;
 	case X86_INS_MOV:
 		out->flushes_tlb = x->op_count == 2 && x->operands[0].type == X86_OP_REG &&

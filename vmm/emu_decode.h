@@ -69,7 +69,8 @@ struct emu_insn_info {
 	uint64_t target;
 	bool is_ret, is_iret;     /* the next RIP is on the stack */
 	int vector;               /* the exception or interrupt it raises for sure (#UD, #BP, INT n), or -1 */
-	bool flushes_tlb;         /* MOV to a control register, INVLPG, INVPCID, LMSW, WRMSR: translations may change */
+	bool flushes_tlb;         /* MOV to a control register, INVLPG, INVPCID, LMSW: translations may change */
+	bool is_wrmsr;
 };
 
 void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,

@@ -12,6 +12,8 @@
 
 /* Instructions between looks for due interrupts: about a millisecond of guest time in the engine. */
 #define EXACT_SLICE_INSNS 100000
+#define MSR_EFER 0xc0000080u
+#define MSR_PAT 0x277u
 #define APIC_TPR 0x80
 #define APIC_ISR 0x100
 #define APIC_IRR 0x200
@@ -25,20 +27,30 @@
 int vcpu_exact_init(struct vcpu *vcpu)
 {
 	struct vcpu_exact *x = &vcpu->exact;
+
+	memset(x, 0, sizeof(*x));
+	x->enabled = vcpu->vm->pmu.backend == VPMU_BACKEND_EXACT && vcpu->vm->pmu.cfg.model != VPMU_MODEL_OFF;
+	return 0;
+}
+
+/* The engine comes with the first counter that needs it: a guest that counts nothing pays nothing. */
+static int engine_start(struct vcpu *vcpu)
+{
+	struct vcpu_exact *x = &vcpu->exact;
 	char err[160];
 	int rc;
 
-	memset(x, 0, sizeof(*x));
-	if (vcpu->vm->pmu.backend != VPMU_BACKEND_EXACT || vcpu->vm->pmu.cfg.model == VPMU_MODEL_OFF)
-		return 0;
 	rc = emu_create(&x->emu, &vcpu->vm->mem, vcpu->vm->cfg->ncpus > 1, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "kvmprof-vmm: exact vPMU backend: %s\n", err);
 		return rc;
 	}
 	rc = emu_decoder_open(&x->dec);
-	if (rc)
+	if (rc) {
 		fprintf(stderr, "kvmprof-vmm: exact vPMU backend: cannot open an instruction decoder\n");
+		emu_destroy(x->emu);
+		x->emu = NULL;
+	}
 	return rc;
 }
 
@@ -52,7 +64,16 @@ void vcpu_exact_destroy(struct vcpu *vcpu)
 
 bool vcpu_exact_active(struct vcpu *vcpu)
 {
-	return vcpu->exact.emu && (vcpu->exact.stepping || vpmu_exact_rings(&vcpu->pmu.v) != 0);
+	struct vcpu_exact *x = &vcpu->exact;
+
+	if (!x->enabled || (!x->stepping && !vpmu_exact_rings(&vcpu->pmu.v)))
+		return false;
+	if (!x->emu && engine_start(vcpu)) {
+		/* Without its engine the vCPU runs in KVM and exact counters stay where they are. */
+		x->enabled = false;
+		return false;
+	}
+	return true;
 }
 
 static int get_state(struct vcpu *vcpu, struct emu_state *st)
@@ -347,7 +368,8 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	}
 	x->stepping = true;
 	/* A KVM step runs one instruction: only one that changes translations makes the engine's stale. */
-	if (in.flushes_tlb || (event < 0 && !in.len))
+	if (in.flushes_tlb || (event < 0 && !in.len) ||
+	    (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)))
 		x->flush = true;
 	x->stats.steps++;
 	if (event >= 0)
@@ -499,7 +521,8 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 {
 	struct vcpu_exact *x = &vcpu->exact;
 	struct vpmu_exact_watch w[VPMU_MAX_COUNTERS];
-	struct emu_run_args a = { .max_insns = EXACT_SLICE_INSNS };
+	/* immediate_exit: the guest sampler's signal and a stop request set it, as for KVM_RUN. */
+	struct emu_run_args a = { .max_insns = EXACT_SLICE_INSNS, .stop_flag = &vcpu->run->immediate_exit };
 	struct kvm_vcpu_events ev;
 	struct emu_result r;
 	struct emu_state st;
@@ -547,12 +570,17 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 			vcpu->id, strerror(errno));
 		return -1;
 	}
+	/* Where readers of KVM's synced registers (the guest sampler) look; KVM ignores them unless marked dirty. */
+	vcpu->run->s.regs.regs = st.regs;
+	vcpu->run->s.regs.sregs = st.sregs;
 	if (r.stop == EMU_STOP_HANDBACK) {
 		struct guest_paging pg;
 
 		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !paging_of(&st, &pg) &&
 		    is_iretq(vcpu, &st, &pg) && iret_to_user(vcpu, &st, &pg)) {
 			count_iret(vcpu);
+			vcpu->run->s.regs.regs = st.regs;
+			vcpu->run->s.regs.sregs = st.sregs;
 			*kvm_ran = false;
 			return 0;
 		}

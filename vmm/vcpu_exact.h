@@ -36,7 +36,8 @@ struct vcpu_exact_stats {
 };
 
 struct vcpu_exact {
-	struct emu *emu;
+	bool enabled;      /* the VM uses the exact backend */
+	struct emu *emu;   /* started when a counter first needs it */
 	struct emu_decoder *dec;
 	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
 	bool flush;        /* the guest may have changed translations in KVM: the engine's mappings go */

@@ -29,7 +29,7 @@ static void hash_fill(unsigned char *p, size_t n)
 
 int main(int argc, char **argv)
 {
-	long iters = atol_def(argc > 1 ? argv[1] : NULL, 5000);
+	long iters = atol_def(argc > 1 ? argv[1] : NULL, 300);
 	long size = atol_def(argc > 2 ? argv[2] : NULL, 65536);
 	if (iters < 1 || size < 1 || size > MAX_SIZE) {
 		printf("usage: hash [iterations] [size (1..%d)]\n", MAX_SIZE);

@@ -47,7 +47,7 @@ __attribute__((noinline)) static uint64_t matmul_checksum(const uint32_t *m, int
 int main(int argc, char **argv)
 {
 	long n = atol_def(argc > 1 ? argv[1] : NULL, 128);
-	long iters = atol_def(argc > 2 ? argv[2] : NULL, 300);
+	long iters = atol_def(argc > 2 ? argv[2] : NULL, 20);
 	if (n < 1 || n > MAX_N || iters < 1) {
 		printf("usage: matmul [n (1..%d)] [iterations]\n", MAX_N);
 		return 2;

@@ -10,8 +10,11 @@
 # so the cases run on the clock backend (cycles from the vCPU thread's run
 # time, PMIs delivered the same way) and the emulated case says SKIP.
 
-: "${MATMUL_LINE:=matmul: n=128 iters=300 checksum=0x3697eac860bdf7f0}"
-: "${HASH_LINE:=hash: size=65536 iters=5000 hash=0xb8837405aac77dab}"
+# The profiled workload: three times the demos' defaults, so that sampling
+# every 10^6 cycles (1 ms on the clock backend) gives several hundred samples.
+AGENT_WORK=/bin/matmul+128+60:/bin/hash+900
+AGENT_MATMUL_LINE='matmul: n=128 iters=60 checksum=0x078d7288845245ed'
+AGENT_HASH_LINE='hash: size=65536 iters=900 hash=0x621788137fc47f69'
 AGENT_GUEST=(--kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
 AGENT_REPORT=$BUILD/kvmprof-agent
 AGENT_CHECK=$TMP/sample_check
@@ -40,12 +43,12 @@ agent_profile() {
 	shift
 	rm -f "$TMP/agent.data"
 	vmm "$@" --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-		--cmdline "quiet start=/bin/agent" --timeout 90
+		--cmdline "quiet start=/bin/agent:$AGENT_WORK" --timeout 90
 	local samples lost
 	samples=$(agent_field samples)
 	lost=$(agent_field lost)
 	if [ "$rc" != 0 ]; then bad "$name" "exit code $rc"; return
-	elif ! grep -qxF "$MATMUL_LINE" "$TMP/out" || ! grep -qxF "$HASH_LINE" "$TMP/out"; then
+	elif ! grep -qxF "$AGENT_MATMUL_LINE" "$TMP/out" || ! grep -qxF "$AGENT_HASH_LINE" "$TMP/out"; then
 		bad "$name" "a demo's result line is missing or wrong under sampling"; return
 	elif [ -z "$samples" ] || [ "$samples" -lt 200 ]; then
 		bad "$name" "summary: '$(grep '^agent:' "$TMP/out")' (expected 200 samples or more)"; return

@@ -6,7 +6,8 @@
 # descriptor. Sourced by tests/e2e/run.sh (uses ok, bad, $TMP, $VMM, $BUILD).
 GS_CLIENT=$TMP/ring_client
 GS_SOCK=$TMP/gs.sock
-GS_GUEST=(--cpus 2 --control "$GS_SOCK" --kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
+# The clock backend: these cases are about the VMM's own sampling, not the guest's counters.
+GS_GUEST=(--cpus 2 --vpmu-backend=clock --control "$GS_SOCK" --kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
 
 # gs_boot CMDLINE: starts the VMM in the background (gs_pid), waits for its socket.
 gs_boot() {

@@ -134,7 +134,7 @@ hg_flood() {
 	rm -f "$sock"
 	t0=$(date +%s)
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	( $VMM --cpus 2 "${HG_GUEST[@]}" --control "$sock" --agent-channel "$TMP/flood.chan" --timeout 240 \
+	( $VMM --cpus 2 --vpmu-backend=clock "${HG_GUEST[@]}" --control "$sock" --agent-channel "$TMP/flood.chan" --timeout 240 \
 		--cmdline "quiet start=/bin/spam:$((HG_FLOOD_S * 1000)):0:both" 2>"$TMP/flood.err";
 	  echo $? >"$TMP/flood.rc" ) |
 		python3 -c '

@@ -176,8 +176,8 @@ else
 	if grep -q 'the host cannot count hardware events' <<<"$perf_probe"; then ok vpmu-emulated-refused-without-hw-counters
 	else bad vpmu-emulated-refused-without-hw-counters "$perf_probe"; fi
 	vmm --kernel "$FIX/pvh-exit0.elf"
-	if [ $rc = 0 ] && grep -q 'vPMU: off, the guest runs without a PMU: the host cannot count' "$TMP/err"; then ok vpmu-auto-without-hw-counters
-	else bad vpmu-auto-without-hw-counters "rc=$rc"; fi
+	if [ $rc = 0 ] && grep -q 'vPMU: .* exact backend' "$TMP/err"; then ok vpmu-auto-without-hw-counters-is-exact
+	else bad vpmu-auto-without-hw-counters-is-exact "rc=$rc: $(head -c 300 "$TMP/err")"; fi
 fi
 
 # --- the bundled guest ------------------------------------------------------

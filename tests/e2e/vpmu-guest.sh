@@ -10,8 +10,8 @@
 # so exact counts are skipped and sampling and filtering use cycles.
 
 # The demo result lines (as in bundled-guest.sh): counting must not change them.
-: "${MATMUL_LINE:=matmul: n=128 iters=300 checksum=0x3697eac860bdf7f0}"
-: "${HASH_LINE:=hash: size=65536 iters=5000 hash=0xb8837405aac77dab}"
+: "${MATMUL_LINE:=matmul: n=128 iters=20 checksum=0x1168211bfa944dd3}"
+: "${HASH_LINE:=hash: size=65536 iters=300 hash=0xd8a8fce5aa0c0bad}"
 
 # pmu_field NAME KEY: the value of KEY= on the first "pmutest NAME:" line of $TMP/out.
 pmu_field() {
@@ -109,6 +109,64 @@ else
 	skip vpmu-guest-loop-preempted-and-migrated "no hardware counters on this host"
 fi
 
+# --- exact counts on every host: the exact backend (vmm/emu.c) ----------------
+# The vCPU runs in an emulator while its counter counts instructions or
+# branches, so the counts are exact with no tolerance: 2N+1 and N for
+# `pmutest loop N` (see above), on both models, also when preempted by two
+# other processes on two vCPUs (and so migrated). Overflow: K periods of P
+# instructions give exactly K PMIs, none of them late (overshoot 0: no
+# instruction retired between the overflow and the PMI) and every recorded
+# RIP in the sampled loop.
+for model in amd intel; do
+	for n in 10000000 1000; do
+		vmm --vpmu=$model --vpmu-backend=exact --cmdline "start=/bin/pmutest:loop:$n" --timeout 60
+		i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
+		b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
+		if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then ok "vpmu-exact-loop-$model-$n"
+		else bad "vpmu-exact-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
+	done
+done
+vmm --vpmu-backend=exact --cpus 2 --timeout 120 \
+	--cmdline "start=/bin/pmutest:loop:20000000,/bin/matmul:64:20,/bin/hash:65536:100"
+i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
+b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
+if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then ok vpmu-exact-loop-preempted-and-migrated
+else bad vpmu-exact-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
+for model in amd intel; do
+	vmm --vpmu=$model --vpmu-backend=exact --vpmu-stats --cmdline "start=/bin/pmutest:pmi:1000000:100" --timeout 60
+	p=$(pmu_field pmi pmis) e=$(pmu_field pmi expected) r=$(pmu_field pmi rips_in_loop) o=$(pmu_field pmi overshoot_max)
+	if [ "$rc" = 0 ] && [ -n "$p" ] && [ "$p" = "$e" ] && [ "$o" = 0 ] && [ -n "$r" ] && [ "${r%/*}" = "${r#*/}" ] &&
+		[ "${r%/*}" -gt 0 ]; then ok "vpmu-exact-pmi-$model"
+	else bad "vpmu-exact-pmi-$model" "rc=$rc pmis=$p expected=$e overshoot_max=$o rips_in_loop=$r"; fi
+done
+# OS and USR bits: `pmutest portio N` counts user+kernel and user-only around
+# N port writes by the kernel (a 3-instruction loop: out, sub, jne). The
+# user-only count is the fixed 15 user instructions between the start and
+# stop calls. The kernel part is at least the 3N of the loop; the rest is
+# the system-call paths (~600) and timer ticks taken meanwhile (a few
+# hundred instructions each, a run of ~0.2 s): under 3N + 5000.
+vmm --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
+i=$(pmu_field portio instructions) u=$(pmu_field portio user_instructions)
+if [ "$rc" = 0 ] && [ "$u" = 15 ] && [ -n "$i" ] && [ $((i - u)) -ge 6000 ] && [ $((i - u)) -lt 11000 ]; then
+	ok vpmu-exact-user-and-kernel
+	echo "    2000 port writes: $i instructions user+kernel, $u user"
+else bad vpmu-exact-user-and-kernel "rc=$rc instructions=$i user_instructions=$u (want 15 user, 6000..10999 kernel)"; fi
+# Counting must not change what the programs compute.
+vmm --vpmu=off --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout 60
+grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/plain"
+vmm --vpmu-backend=exact --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout 60
+grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/exact"
+if [ "$rc" = 0 ] && [ "$(wc -l <"$TMP/exact")" = 2 ] && cmp -s "$TMP/plain" "$TMP/exact" &&
+	grep -qxE 'matmul: instructions=38199020 cycles=[1-9][0-9]*' "$TMP/out"; then ok vpmu-exact-demos-unchanged
+else bad vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
+# A hostile guest: garbage into every PMU MSR around an exactly counted loop, on 2 vCPUs.
+vmm --vpmu-backend=exact --cpus 2 --timeout 60 \
+	--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
+i=$(pmu_field loop instructions)
+if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && [ "$i" = 2000001 ]; then
+	ok vpmu-exact-fuzz
+else bad vpmu-exact-fuzz "rc=$rc loop instructions=$i (want 2000001)"; fi
+
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "start=/bin/pmutest:cycles" --timeout 60
 	c=$(pmu_field cycles cycles)
@@ -164,8 +222,9 @@ if [ $PMU_HW = 1 ]; then
 	else bad vpmu-guest-portio-domain-switch-counts-more "cpu-switch=$cpu domain-switch=$dom"; fi
 else
 	# Run time cannot tell them apart: the VMM spends ~0.3 us of user time per
-	# port exit, within the noise of the emulated guest kernel around it.
-	skip vpmu-guest-portio-domain-switch-counts-more "no hardware counters on this host (needs instruction counts)"
+	# port exit, within the noise of the emulated guest kernel around it; and
+	# the exact backend counts guest instructions only, not the VMM's own.
+	skip vpmu-guest-portio-domain-switch-counts-more "no hardware counters on this host (the VMM's own instructions need them)"
 fi
 
 # --- hostile guest: garbage in every PMU MSR; #GP where the model says ----------
