@@ -40,3 +40,9 @@ bench-host: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof $(BUILD)/bench/agent-work \
 		$(BUILD)/bench/ring-client guest
 	@bash bench/host.sh
+
+bench: bench-exact
+.PHONY: bench-exact
+bench-exact: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm guest
+	@bash bench/exact.sh

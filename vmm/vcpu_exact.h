@@ -33,6 +33,8 @@ struct vm;
 struct vcpu_exact_stats {
 	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
+	uint64_t transfer_ns;      /* in vcpu_exact_run around the engine: state in and out, checks */
+	uint64_t step_ns;          /* from a step's start to its breakpoint */
 };
 
 struct vcpu_exact {
@@ -54,6 +56,7 @@ struct vcpu_exact {
 	unsigned int owed_ring;
 	uint64_t timer_next; /* CLOCK_MONOTONIC ns of the LAPIC timer's next expiry, as last seen; 0: none */
 	bool timer_due;      /* it expired while the vCPU was in the engine */
+	uint64_t step_start_ns;
 	struct vcpu_exact_stats stats;
 };
 
