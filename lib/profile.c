@@ -679,8 +679,8 @@ static struct symtab *image_symtab(struct profile *p, uint32_t img)
 	if (is->tried)
 		return is->st;
 	is->tried = 1;
-	/* "[vdso]", "//anon", "[heap]": names, not files. */
-	if (!im->path || im->path[0] != '/')
+	/* "[vdso]", "//anon" (a JIT's code: the exact backend's emulator), "[heap]": names, not files. */
+	if (!im->path || im->path[0] != '/' || im->path[1] == '/')
 		return NULL;
 	if (!is->host_path) {
 		dir = im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
