@@ -22,6 +22,8 @@
  *   fuzz               garbage into every PMU MSR of both vendors, read back,
  *                      then a counted loop                    (needs pmutest)
  *   gp                 #GP where the model must raise it      (needs pmutest)
+ *   toggle N           counter 0 switched on and off N times, a few user
+ *                      instructions apart; its user-mode count (needs pmutest)
  *   args               bad arguments get the documented errors (-ENODEV for
  *                      all without a PMU); the test calls -ENOSYS without
  *                      `pmutest`
@@ -336,6 +338,51 @@ static void check_value(const char *what, uint32_t msr, uint64_t expect)
 	}
 }
 
+/*
+ * toggle N: counter 0 counts user-mode instructions and is switched on and
+ * off N times in a row through the raw MSR calls, a handful of user
+ * instructions apart (a storm of reprogramming). Every on-off pair counts
+ * the same user code (from the return of the enabling call to the UD2 of
+ * the disabling one), so an exact PMU counts N times what N=1 counts.
+ */
+static int cmd_toggle(long n)
+{
+	struct pmu_info in;
+	long r = pmu_info(&in);
+	uint64_t v = 0;
+	uint32_t sel, ctr;
+	const uint64_t on = 0x4100c0ULL, off = 0x0100c0ULL; /* instructions, USR; EN or not */
+
+	if (r)
+		return fail("toggle", r);
+	if (n < 1 || n > 1000000) {
+		printf("usage: pmutest toggle N (1..1000000)\n");
+		return 2;
+	}
+	if (pmu_test_rdmsr(0xc1, &v) == -GUEST_ENOSYS) {
+		printf("pmutest toggle: needs the pmutest kernel command-line flag\n");
+		return 2;
+	}
+	if (in.model == PMU_MODEL_INTEL) {
+		sel = 0x186;
+		ctr = 0xc1;
+		pmu_test_wrmsr(0x38f, 1); /* GLOBAL_CTRL: counter 0 */
+	} else {
+		sel = 0xc0010000;
+		ctr = 0xc0010004;
+	}
+	pmu_test_wrmsr(sel, off);
+	pmu_test_wrmsr(ctr, 0);
+	for (long i = 0; i < n; i++) {
+		pmu_test_wrmsr(sel, on);
+		pmu_test_wrmsr(sel, off);
+	}
+	if ((r = pmu_test_rdmsr(ctr, &v)))
+		return fail("toggle", r);
+	printf("pmutest toggle: toggles=%ld instructions=%lu\n", n, v);
+	return 0;
+}
+
 static int cmd_gp(void)
 {
 	struct pmu_info in;
@@ -510,8 +557,11 @@ int main(int argc, char **argv)
 		return cmd_fuzz();
 	if (!strcmp(cmd, "gp"))
 		return cmd_gp();
+	if (!strcmp(cmd, "toggle"))
+		return cmd_toggle(atol_def(a2, 1000));
 	if (!strcmp(cmd, "args"))
 		return cmd_args();
-	printf("usage: pmutest info|loop N|cycles|pmi P K [keep] [cycles]|event SEL UMASK [N]|portio N|fuzz|gp|args\n");
+	printf("usage: pmutest info|loop N|cycles|pmi P K [keep] [cycles]|event SEL UMASK [N]|portio N|fuzz|gp|toggle N|"
+	       "args\n");
 	return 2;
 }

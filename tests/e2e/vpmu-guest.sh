@@ -159,6 +159,18 @@ grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/exact"
 if [ "$rc" = 0 ] && [ "$(wc -l <"$TMP/exact")" = 2 ] && cmp -s "$TMP/plain" "$TMP/exact" &&
 	grep -qxE 'matmul: instructions=38199020 cycles=[1-9][0-9]*' "$TMP/out"; then ok vpmu-exact-demos-unchanged
 else bad vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
+# A reprogramming storm: counter 0 switched on and off 1000 times, a few
+# user instructions apart (pmutest toggle): every on-off pair counts the
+# same user code, so 1000 pairs count exactly 1000 times what one does.
+for model in amd intel; do
+	vmm --vpmu=$model --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:toggle:1" --timeout 60
+	one=$(pmu_field toggle instructions) one_rc=$rc
+	vmm --vpmu=$model --vpmu-backend=exact --cpus 2 --cmdline "pmutest start=/bin/pmutest:toggle:1000,/bin/hash:100" --timeout 60
+	many=$(pmu_field toggle instructions)
+	if [ "$one_rc" = 0 ] && [ "$rc" = 0 ] && [ "${one:-0}" -gt 0 ] && [ "$many" = $((one * 1000)) ]; then
+		ok "vpmu-exact-toggle-storm-$model"
+	else bad "vpmu-exact-toggle-storm-$model" "rc=$one_rc/$rc: 1 toggle counts $one, 1000 count $many (want 1000 times)"; fi
+done
 # A hostile guest: garbage into every PMU MSR around an exactly counted loop, on 2 vCPUs.
 vmm --vpmu-backend=exact --cpus 2 --timeout 60 \
 	--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
