@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exact backend's vPMU side (vpmu/backend_exact.c) without KVM or the
+ * emulator: which guest events it counts exactly on either model and host,
+ * how engine counts reach the guest's counters by ring, where the engine
+ * must stop for an overflow (the watch), the overflow and PMI landing on
+ * the event that crosses 2^48, and the Intel model's CPUID saying which
+ * architectural events exist.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../vpmu/backend_exact.h"
+
+#define EN (1ULL << 22)
+#define INT (1ULL << 20)
+#define USR (1ULL << 16)
+#define OS (1ULL << 17)
+
+static unsigned int pmis;
+
+static bool count_pmi(void *ctx)
+{
+	(void)ctx;
+	pmis++;
+	return true;
+}
+
+struct setup {
+	struct vpmu_config cfg;
+	struct vpmu_vcpu v;
+	struct vpmu_exact_backend b;
+};
+
+static void setup_model(struct setup *s, enum vpmu_model model, enum vpmu_host_vendor host)
+{
+	char err[VPMU_ERR_MAX];
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(vpmu_config_init(&s->cfg, model, 0, VPMU_MODE_CPU_SWITCH, host, err), 0);
+	s->cfg.exact = true;
+	vpmu_exact_backend_init(&s->b, 0);
+	vpmu_vcpu_init(&s->v, &s->cfg, 0, &vpmu_exact_ops, &s->b, count_pmi, NULL);
+	pmis = 0;
+}
+
+/* One run of the guest: the VMM's calls around it, with the engine's counts in between. */
+static void run(struct setup *s, enum vpmu_exact_kind kind, unsigned int ring, uint64_t n)
+{
+	vpmu_vcpu_before_run(&s->v, 1000);
+	vpmu_exact_add(&s->v, kind, ring, n);
+	vpmu_vcpu_after_run(&s->v, 2000);
+}
+
+static uint64_t read_msr(struct setup *s, uint32_t msr)
+{
+	uint64_t v = 0;
+
+	assert_int_equal(vpmu_msr_read(&s->v, msr, &v), VPMU_MSR_OK);
+	return v;
+}
+
+/* Instructions, branches and taken branches are exact on both models and any host; cycles come from the clock. */
+static void test_exact_kinds(void **state)
+{
+	static const struct {
+		enum vpmu_model model;
+		uint64_t ctl;
+		enum vpmu_exact_kind kind;
+	} cases[] = {
+		{ VPMU_MODEL_AMD, 0xc0, VPMU_EXACT_INSNS },      { VPMU_MODEL_AMD, 0xc2, VPMU_EXACT_BRANCHES },
+		{ VPMU_MODEL_AMD, 0xc4, VPMU_EXACT_TAKEN },      { VPMU_MODEL_AMD, 0x76, VPMU_EXACT_NONE },
+		{ VPMU_MODEL_INTEL, 0xc0, VPMU_EXACT_INSNS },    { VPMU_MODEL_INTEL, 0xc4, VPMU_EXACT_BRANCHES },
+		{ VPMU_MODEL_INTEL, 0x20c4, VPMU_EXACT_TAKEN },  { VPMU_MODEL_INTEL, 0xc5, VPMU_EXACT_NONE },
+		{ VPMU_MODEL_INTEL, 0xc0 | (1ULL << 23), VPMU_EXACT_NONE }, /* inverted: not what retires */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int host = VPMU_HOST_AMD; host <= VPMU_HOST_OTHER; host++) {
+			struct setup s;
+			struct vpmu_event ev;
+			int rc;
+
+			setup_model(&s, cases[i].model, (enum vpmu_host_vendor)host);
+			rc = vpmu_event_translate(&s.cfg, 0, cases[i].ctl | EN | USR, &ev);
+			if (cases[i].kind != VPMU_EXACT_NONE) {
+				assert_int_equal(rc, 0);
+				assert_int_equal(ev.exact, cases[i].kind);
+			} else {
+				assert_int_equal(ev.exact, VPMU_EXACT_NONE);
+			}
+		}
+}
+
+/* Engine counts go to the counters of their kind whose USR/OS bits match the ring they retired in. */
+static void test_counts_by_ring(void **state)
+{
+	struct setup s;
+
+	(void)state;
+	setup_model(&s, VPMU_MODEL_AMD, VPMU_HOST_AMD);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 0, 0xc0 | EN | USR), VPMU_MSR_OK);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 1, 0xc0 | EN | OS), VPMU_MSR_OK);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 2, 0xc2 | EN | USR | OS), VPMU_MSR_OK);
+	assert_int_equal(vpmu_exact_rings(&s.v), 0); /* programmed at the next entry */
+	run(&s, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 1000);
+	assert_int_equal(vpmu_exact_rings(&s.v), VPMU_EXACT_RING_USER | VPMU_EXACT_RING_KERNEL);
+	run(&s, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 2001);
+	run(&s, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 17);
+	run(&s, VPMU_EXACT_BRANCHES, VPMU_EXACT_RING_USER, 5);
+	run(&s, VPMU_EXACT_BRANCHES, VPMU_EXACT_RING_KERNEL, 7);
+	/* The entry programs them, so the first run counts too: 1000 + 2001 user instructions. */
+	assert_int_equal(read_msr(&s, MSR_K7_PERFCTR0 + 0), 3001);
+	assert_int_equal(read_msr(&s, MSR_K7_PERFCTR0 + 1), 17);
+	assert_int_equal(read_msr(&s, MSR_K7_PERFCTR0 + 2), 12);
+	/* Disabled: no longer counted, and no longer a reason to run in the emulator. */
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 0, 0xc0 | USR), VPMU_MSR_OK);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 1, 0), VPMU_MSR_OK);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 2, 0), VPMU_MSR_OK);
+	run(&s, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 50);
+	assert_int_equal(read_msr(&s, MSR_K7_PERFCTR0 + 0), 3001);
+	assert_int_equal(vpmu_exact_rings(&s.v), 0);
+}
+
+/* A counter with its interrupt bit is a watch at exactly the events left to 2^48; crossing it raises one PMI. */
+static void test_watch_and_overflow(void **state)
+{
+	struct vpmu_exact_watch w[VPMU_MAX_COUNTERS];
+	struct setup s;
+
+	(void)state;
+	setup_model(&s, VPMU_MODEL_INTEL, VPMU_HOST_AMD);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_IA32_PMC0_FULL, VPMU_COUNTER_MASK + 1 - 1000), VPMU_MSR_OK);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_IA32_PERFEVTSEL0, 0xc0 | EN | USR | INT), VPMU_MSR_OK);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_IA32_PERFEVTSEL0 + 1, 0xc4 | EN | USR), VPMU_MSR_OK);
+	vpmu_vcpu_before_run(&s.v, 1000);
+	assert_int_equal(vpmu_exact_watches(&s.v, w), 1); /* the branch counter raises no PMI */
+	assert_int_equal(w[0].kind, VPMU_EXACT_INSNS);
+	assert_int_equal(w[0].rings, VPMU_EXACT_RING_USER);
+	assert_int_equal(w[0].events, 1000);
+	vpmu_exact_add(&s.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 400);
+	/* Counted in this run but not yet synced: the watch is what is left. */
+	assert_int_equal(vpmu_exact_watches(&s.v, w), 1);
+	assert_int_equal(w[0].events, 600);
+	vpmu_exact_add(&s.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 600);
+	vpmu_vcpu_after_run(&s.v, 2000);
+	assert_int_equal(read_msr(&s, MSR_CORE_PERF_GLOBAL_STATUS) & 1, 1);
+	assert_int_equal(read_msr(&s, MSR_IA32_PMC0), 0);
+	vpmu_vcpu_before_run(&s.v, 3000);
+	assert_int_equal(pmis, 1);
+}
+
+/* Intel model, exact backend: leaf 0xA EBX marks LLC references, LLC misses and branch mispredicts unavailable. */
+static void test_cpuid_events(void **state)
+{
+	struct setup s;
+	struct vpmu_cpuid_leaf leaf = { .function = 0xa };
+
+	(void)state;
+	setup_model(&s, VPMU_MODEL_INTEL, VPMU_HOST_AMD);
+	vpmu_cpuid_adjust(&s.cfg, &leaf);
+	assert_int_equal(leaf.ebx, (1u << 3) | (1u << 4) | (1u << 6));
+	assert_int_equal((leaf.eax >> 24) & 0xff, 7);
+	s.cfg.exact = false;
+	leaf = (struct vpmu_cpuid_leaf){ .function = 0xa };
+	vpmu_cpuid_adjust(&s.cfg, &leaf);
+	assert_int_equal(leaf.ebx, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_kinds),
+		cmocka_unit_test(test_counts_by_ring),
+		cmocka_unit_test(test_watch_and_overflow),
+		cmocka_unit_test(test_cpuid_events),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
