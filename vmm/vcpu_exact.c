@@ -122,24 +122,29 @@ static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
  * Whether the LAPIC timer has expired since the last look. KVM turns an
  * expiry into an IRR bit only when the vCPU next enters KVM_RUN, which a
  * vCPU in the engine does not: the VMM follows the timer itself, from
- * the count KVM reports (one-shot and periodic modes; KVM's APIC bus runs
- * at 1 GHz), and returns the timer's vector when it is due.
+ * the count KVM reports (one-shot and periodic modes), and returns the
+ * timer's vector when it is due.
  */
 static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
 {
 	struct vcpu_exact *x = &vcpu->exact;
-	uint32_t lvtt = lapic_reg(l, APIC_LVTT), tdcr = lapic_reg(l, APIC_TDCR), cur = lapic_reg(l, APIC_TMCCT);
-	unsigned int code = (tdcr & 3) | ((tdcr & 8) >> 1);
-	uint64_t now = now_ns(), div = code == 7 ? 1 : 2ULL << code;
-	bool expired = x->timer_next && now >= x->timer_next;
+	uint32_t lvtt = lapic_reg(l, APIC_LVTT), cur = lapic_reg(l, APIC_TMCCT);
+	bool periodic = ((lvtt >> 17) & 3) == 1;
 
 	if ((lvtt & APIC_LVT_MASKED) || ((lvtt >> 17) & 3) > 1) {
-		x->timer_next = 0; /* masked, or TSC-deadline mode: not followed (see docs/vpmu.md) */
+		x->timer_seen = false; /* masked, or TSC-deadline mode: not followed (see docs/vpmu.md) */
 		return -1;
 	}
-	x->timer_next = cur ? now + (uint64_t)cur * div : 0;
-	if (expired)
+	/*
+	 * KVM reports the count left to the timer's next expiry; its timer
+	 * callback moves that expiry a period on (periodic) or to none
+	 * (one-shot). A count that went up, or to 0, is that callback having
+	 * run: the tick is pending in KVM.
+	 */
+	if (x->timer_seen && ((periodic && cur > x->timer_cur) || (!periodic && !cur && x->timer_cur)))
 		x->timer_due = true;
+	x->timer_seen = true;
+	x->timer_cur = cur;
 	return x->timer_due && (lvtt & 0xff) >= 16 ? (int)(lvtt & 0xff) : -1;
 }
 
@@ -171,6 +176,7 @@ static int lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector
 			isr = 32 * i + 31 - __builtin_clz(s);
 	}
 	memcpy(&tpr, lapic.regs + APIC_TPR, 4);
+	vcpu->exact.irr_vector = irr;
 	/* An expired timer is an IRR bit KVM will set at the next entry. */
 	if (timer > irr)
 		irr = timer;
@@ -273,6 +279,12 @@ static bool iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct g
 }
 
 /* A breakpoint after the instruction (it completed; taken: at a branch target) or on a handler. */
+/* Whether the vector lapic_pending() last returned is an IRR bit, not a tick KVM still holds. */
+static bool irq_in_irr(struct vcpu *vcpu)
+{
+	return vcpu->exact.irr_vector >= 16;
+}
+
 static void add_bp(struct vcpu_exact *x, uint64_t addr, bool taken, int vector)
 {
 	if (!addr || x->nbp == 4)
@@ -309,7 +321,8 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	x->single_step = false;
 	x->step_branch = false;
 	x->step_ring = st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL;
-	if (event < 0 && paging_ok) {
+	/* An event KVM may not deliver after all: in ring 0 the breakpoints after the instruction catch that. */
+	if ((event < 0 || st->sregs.cs.dpl == 0) && paging_ok) {
 		/* As many bytes as can be read, up to the instruction's longest. */
 		size_t n = sizeof(code);
 
@@ -318,7 +331,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 		if (n)
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
 	}
-	if (event < 0 && in.len) {
+	if (in.len && (event < 0 || st->sregs.cs.dpl == 0)) {
 		uint64_t frame[3];
 
 		x->step_len = in.len;
@@ -375,7 +388,12 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	x->step_start_ns = now_ns();
 	if (event >= 0)
 		x->stats.events_delivered++;
-	x->timer_due = false; /* any entry lets KVM raise the expired timer's IRR bit */
+	/*
+	 * Any entry lets KVM take an expired timer: forget it, and the expiry
+	 * it was computed from, lest a tick KVM has delivered be taken as due.
+	 */
+	x->timer_due = false;
+	x->timer_seen = false;
 	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
 	vcpu_pmu_force_exit(vcpu, 1000000);
 	*kvm_ran = true;
@@ -471,6 +489,17 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 	struct kvm_sregs s;
 	struct kvm_regs r;
 
+	switch (vcpu->run->exit_reason) {
+	case KVM_EXIT_IO:
+	case KVM_EXIT_MMIO:
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		/* KVM finishes these (RIP past the instruction, the value read) only at the next KVM_RUN. */
+		x->exit_unfinished = true;
+		break;
+	default:
+		break;
+	}
 	if (!x->stepping || ioctl(vcpu->fd, KVM_GET_SREGS, &s) < 0 || ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0)
 		return;
 	if (s.cs.dpl != 3)
@@ -482,6 +511,41 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 	x->stats.escapes++;
 	x->flush = true;
 	step_end(vcpu);
+}
+
+/*
+ * RDMSR or WRMSR of a register the vPMU owns, in ring 0: what KVM would
+ * have exited to the VMM for, done without entering KVM. Returns false for
+ * anything else, and for an access that must raise #GP (KVM raises it).
+ */
+static bool pmu_msr_in_place(struct vcpu *vcpu, struct emu_state *st)
+{
+	uint32_t msr = (uint32_t)st->regs.rcx;
+	struct guest_paging pg;
+	uint64_t val;
+	uint8_t b[2];
+	int rc;
+
+	if (st->sregs.cs.dpl != 0 || paging_of(st, &pg) ||
+	    guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
+	    !vpmu_msr_owned(&vcpu->vm->pmu.cfg, msr))
+		return false;
+	if (b[1] == 0x30) {
+		/* A write that #GPs changes nothing: KVM then runs it and the VMM answers again, with the #GP. */
+		val = (st->regs.rdx << 32) | (uint32_t)st->regs.rax;
+		rc = vpmu_msr_write(&vcpu->pmu.v, msr, val);
+	} else {
+		rc = vpmu_msr_read(&vcpu->pmu.v, msr, &val);
+		if (rc == VPMU_MSR_OK) {
+			st->regs.rax = (uint32_t)val;
+			st->regs.rdx = val >> 32;
+		}
+	}
+	if (rc != VPMU_MSR_OK)
+		return false;
+	st->regs.rip += 2;
+	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
+	return true;
 }
 
 static bool is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
@@ -538,15 +602,32 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	if (x->stepping)
 		return ioctl(vcpu->fd, KVM_RUN, 0);
 	t0 = now_ns();
+	if (x->exit_unfinished) {
+		/* Let KVM finish the exit without running guest code: KVM_RUN with immediate_exit (api.rst). */
+		x->exit_unfinished = false;
+		__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELAXED);
+		ioctl(vcpu->fd, KVM_RUN, 0);
+		if (!vm_stopping(vcpu->vm))
+			__atomic_store_n(&vcpu->run->immediate_exit, 0, __ATOMIC_RELAXED);
+	}
 	pay_owed(vcpu);
 	if (get_state(vcpu, &st) || ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0) {
 		x->stats.engine_errors++;
 		return ioctl(vcpu->fd, KVM_RUN, 0);
 	}
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
-	if (ev.nmi.pending || ev.nmi.injected)
+	if ((ev.nmi.pending || ev.nmi.injected) && (!ev.nmi.masked || st.sregs.cs.dpl == 0))
 		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
 	irq = lapic_pending(vcpu, &deliverable, &timer_vector);
+	/*
+	 * In ring 3 only what KVM surely delivers on entry may be stepped for:
+	 * an IRR bit. A tick KVM holds as a pending timer is delivered on the
+	 * way in to ring 0 here, not into ring 3 (seen on this host: ring 3
+	 * ran on natively); it waits for the vCPU's next entry to ring 0 (a
+	 * system call, a PMI, any KVM step), whose step watches its handler.
+	 */
+	if (irq >= 0 && st.sregs.cs.dpl == 3 && !irq_in_irr(vcpu))
+		irq = -1;
 	if (irq >= 0 && deliverable && (st.regs.rflags & RFLAGS_IF)) {
 		if (!ev.interrupt.shadow)
 			return step(vcpu, &st, EMU_HB_NONE, irq, kvm_ran);
@@ -572,6 +653,11 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	}
 	t2 = now_ns();
 	add_counts(vcpu, &r.counts);
+	/* The guest kernel's own PMU registers: answered here, without a KVM step (the PMI handler's). */
+	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && pmu_msr_in_place(vcpu, &st)) {
+		r.stop = EMU_STOP_BUDGET;
+		x->stats.msrs_in_place++;
+	}
 	if (ioctl(vcpu->fd, KVM_SET_REGS, &st.regs) < 0 || ioctl(vcpu->fd, KVM_SET_FPU, &st.fpu) < 0) {
 		fprintf(stderr, "kvmprof-vmm: vCPU %u: exact backend: cannot give the state back to KVM: %s\n",
 			vcpu->id, strerror(errno));
@@ -630,6 +716,7 @@ void vcpu_exact_print_stats(struct vm *vm)
 		t.transfer_ns += x->stats.transfer_ns;
 		t.step_ns += x->stats.step_ns;
 		t.irets += x->stats.irets;
+		t.msrs_in_place += x->stats.msrs_in_place;
 	}
 	if (!any)
 		return;
@@ -649,8 +736,9 @@ void vcpu_exact_print_stats(struct vm *vm)
 	fputc('\n', stderr);
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
-		"IRETQs to ring 3 done by the VMM %llu\n",
+		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
-		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets);
+		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
+		(unsigned long long)t.msrs_in_place);
 }

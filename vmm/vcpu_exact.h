@@ -31,7 +31,7 @@ struct vcpu;
 struct vm;
 
 struct vcpu_exact_stats {
-	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets;
+	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
 	uint64_t transfer_ns;      /* in vcpu_exact_run around the engine: state in and out, checks */
 	uint64_t step_ns;          /* from a step's start to its breakpoint */
@@ -43,6 +43,7 @@ struct vcpu_exact {
 	struct emu_decoder *dec;
 	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
 	bool flush;        /* the guest may have changed translations in KVM: the engine's mappings go */
+	bool exit_unfinished; /* KVM's last exit completes at the next KVM_RUN (I/O, MMIO, MSR) */
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
@@ -54,8 +55,10 @@ struct vcpu_exact {
 	unsigned int step_len;  /* its length; 0: an event delivery, or not decoded */
 	uint64_t owed[VPMU_EXACT_TAKEN + 1]; /* events of a completed step, added at the next run */
 	unsigned int owed_ring;
-	uint64_t timer_next; /* CLOCK_MONOTONIC ns of the LAPIC timer's next expiry, as last seen; 0: none */
+	bool timer_seen;     /* timer_cur holds the LAPIC timer's count at the last look */
+	uint32_t timer_cur;
 	bool timer_due;      /* it expired while the vCPU was in the engine */
+	int irr_vector;      /* the highest IRR bit at the last look, or -1 */
 	uint64_t step_start_ns;
 	struct vcpu_exact_stats stats;
 };
