@@ -63,6 +63,7 @@ struct emu {
 	const struct emu_run_args *args;
 	struct emu_result *res;
 	uint64_t remaining[EMU_MAX_WATCHES]; /* events left before each watch fires; 0: not in this ring */
+	unsigned int nwatch_ring;            /* watches of this run's ring */
 	uint64_t run_insns;
 	const struct emu_block_info *prev; /* the block executing, not yet counted */
 	/* Why the block hook or the memory hook stopped Unicorn. */
@@ -94,6 +95,8 @@ static void account(struct emu *e, enum emu_event ev, uint64_t n)
 	e->res->counts.ev[e->ring][ev] += n;
 	if (ev == EMU_EV_INSNS)
 		e->run_insns += n;
+	if (!e->nwatch_ring)
+		return; /* the common case: nothing to stop for in this ring */
 	for (unsigned int i = 0; i < e->args->nwatch; i++) {
 		if (e->args->watch[i].event != ev || !e->remaining[i])
 			continue;
@@ -615,9 +618,12 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	e->args = a;
 	e->res = r;
 	e->run_insns = 0;
-	for (unsigned int i = 0; i < a->nwatch && i < EMU_MAX_WATCHES; i++)
+	e->nwatch_ring = 0;
+	for (unsigned int i = 0; i < a->nwatch && i < EMU_MAX_WATCHES; i++) {
 		e->remaining[i] = (a->watch[i].rings & (e->cpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL)) ?
 					  (a->watch[i].target ? a->watch[i].target : 1) : 0;
+		e->nwatch_ring += e->remaining[i] != 0;
+	}
 	if (state_load(e, &st->regs, &st->sregs, &st->fpu)) {
 		rc = -EIO;
 		goto out;
