@@ -316,6 +316,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	int irq, timer_vector;
 
 	x->nbp = 0;
+	x->step_regs = st->regs;
 	x->step_rip = rip;
 	x->step_len = 0;
 	x->single_step = false;
@@ -507,6 +508,9 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 	for (unsigned int i = 0; i < x->nbp; i++)
 		if (x->bp[i] == r.rip)
 			return; /* about to hit it */
+	/* Nothing ran: KVM_RUN returned for a signal before entering the guest. The step goes on. */
+	if (!memcmp(&r, &x->step_regs, sizeof(r)))
+		return;
 	/* Guest ring-3 code is running natively, and no breakpoint brought it back: take it back now. */
 	x->stats.escapes++;
 	x->flush = true;

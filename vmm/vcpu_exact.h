@@ -52,6 +52,7 @@ struct vcpu_exact {
 	bool step_branch, step_taken_bp[4];
 	unsigned int step_ring; /* VPMU_EXACT_RING_* of the stepped instruction */
 	uint64_t step_rip;      /* where it is */
+	struct kvm_regs step_regs; /* the registers KVM got for the step */
 	unsigned int step_len;  /* its length; 0: an event delivery, or not decoded */
 	uint64_t owed[VPMU_EXACT_TAKEN + 1]; /* events of a completed step, added at the next run */
 	unsigned int owed_ring;
