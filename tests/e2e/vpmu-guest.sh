@@ -159,6 +159,18 @@ grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/exact"
 if [ "$rc" = 0 ] && [ "$(wc -l <"$TMP/exact")" = 2 ] && cmp -s "$TMP/plain" "$TMP/exact" &&
 	grep -qxE 'matmul: instructions=38199020 cycles=[1-9][0-9]*' "$TMP/out"; then ok vpmu-exact-demos-unchanged
 else bad vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
+# Domain-switch mode counts the same guest instructions (the exact backend
+# does not count the VMM's own), and a filtered event reads 0 while the
+# branches beside it stay exact.
+vmm --vpmu-backend=exact --vpmu-mode=domain-switch --cmdline "start=/bin/pmutest:loop:1000" --timeout 60
+i=$(pmu_field loop instructions) b=$(pmu_field loop branches)
+if [ "$rc" = 0 ] && [ "$i" = 2001 ] && [ "$b" = 1000 ]; then ok vpmu-exact-domain-switch
+else bad vpmu-exact-domain-switch "rc=$rc instructions=$i branches=$b (want 2001 and 1000)"; fi
+printf 'action deny\nevent 0xc0 0x00\n' >"$TMP/deny-insns.filter"
+vmm --vpmu=amd --vpmu-backend=exact --vpmu-filter "$TMP/deny-insns.filter" --cmdline "start=/bin/pmutest:loop:1000" --timeout 60
+i=$(pmu_field loop instructions) b=$(pmu_field loop branches)
+if [ "$rc" = 0 ] && [ "$i" = 0 ] && [ "$b" = 1000 ]; then ok vpmu-exact-filter
+else bad vpmu-exact-filter "rc=$rc instructions=$i branches=$b (want 0: denied, and 1000)"; fi
 # A reprogramming storm: counter 0 switched on and off 1000 times, a few
 # user instructions apart (pmutest toggle): every on-off pair counts the
 # same user code, so 1000 pairs count exactly 1000 times what one does.
