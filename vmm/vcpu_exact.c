@@ -62,12 +62,34 @@ void vcpu_exact_destroy(struct vcpu *vcpu)
 	vcpu->exact.dec = NULL;
 }
 
+/*
+ * The vCPU's state between engine runs stays in x->state: KVM's copy is
+ * brought up to date only before KVM runs the vCPU, saving the ioctls of
+ * the many engine runs that follow each other (slice ends, signals).
+ */
+static int state_to_kvm(struct vcpu *vcpu)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+
+	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 ||
+			     ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu) < 0)) {
+		fprintf(stderr, "kvmprof-vmm: vCPU %u: exact backend: cannot give the state back to KVM: %s\n",
+			vcpu->id, strerror(errno));
+		return -errno;
+	}
+	x->kvm_stale = false;
+	x->state_valid = false; /* KVM is about to change it */
+	return 0;
+}
+
 bool vcpu_exact_active(struct vcpu *vcpu)
 {
 	struct vcpu_exact *x = &vcpu->exact;
 
-	if (!x->enabled || (!x->stepping && !vpmu_exact_rings(&vcpu->pmu.v)))
+	if (!x->enabled || (!x->stepping && !vpmu_exact_rings(&vcpu->pmu.v))) {
+		state_to_kvm(vcpu); /* KVM runs the vCPU next */
 		return false;
+	}
 	if (!x->emu && engine_start(vcpu)) {
 		/* Without its engine the vCPU runs in KVM and exact counters stay where they are. */
 		x->enabled = false;
@@ -398,6 +420,8 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
 	vcpu_pmu_force_exit(vcpu, 1000000);
 	*kvm_ran = true;
+	if (state_to_kvm(vcpu))
+		return -1;
 	return ioctl(vcpu->fd, KVM_RUN, 0);
 }
 
@@ -615,10 +639,14 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 			__atomic_store_n(&vcpu->run->immediate_exit, 0, __ATOMIC_RELAXED);
 	}
 	pay_owed(vcpu);
-	if (get_state(vcpu, &st) || ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0) {
+	if (!x->state_valid && !get_state(vcpu, &x->state))
+		x->state_valid = true;
+	if (!x->state_valid || ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0) {
 		x->stats.engine_errors++;
+		state_to_kvm(vcpu);
 		return ioctl(vcpu->fd, KVM_RUN, 0);
 	}
+	st = x->state;
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
 	if ((ev.nmi.pending || ev.nmi.injected) && (!ev.nmi.masked || st.sregs.cs.dpl == 0))
 		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
@@ -662,11 +690,8 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.msrs_in_place++;
 	}
-	if (ioctl(vcpu->fd, KVM_SET_REGS, &st.regs) < 0 || ioctl(vcpu->fd, KVM_SET_FPU, &st.fpu) < 0) {
-		fprintf(stderr, "kvmprof-vmm: vCPU %u: exact backend: cannot give the state back to KVM: %s\n",
-			vcpu->id, strerror(errno));
-		return -1;
-	}
+	x->state = st;
+	x->kvm_stale = true;
 	/* Where readers of KVM's synced registers (the guest sampler) look; KVM ignores them unless marked dirty. */
 	vcpu->run->s.regs.regs = st.regs;
 	vcpu->run->s.regs.sregs = st.sregs;
@@ -677,6 +702,7 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !paging_of(&st, &pg) &&
 		    is_iretq(vcpu, &st, &pg) && iret_to_user(vcpu, &st, &pg)) {
 			count_iret(vcpu);
+			x->state = st;
 			vcpu->run->s.regs.regs = st.regs;
 			vcpu->run->s.regs.sregs = st.sregs;
 			*kvm_ran = false;

@@ -44,6 +44,9 @@ struct vcpu_exact {
 	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
 	bool flush;        /* the guest may have changed translations in KVM: the engine's mappings go */
 	bool exit_unfinished; /* KVM's last exit completes at the next KVM_RUN (I/O, MMIO, MSR) */
+	struct emu_state state; /* the vCPU's state as the engine left it */
+	bool state_valid;       /* state is current (KVM has not run since) */
+	bool kvm_stale;         /* KVM's registers and FPU are older than state */
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
