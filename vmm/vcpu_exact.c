@@ -13,6 +13,9 @@
 /* Instructions between looks for due interrupts: about a millisecond of guest time in the engine. */
 #define EXACT_SLICE_INSNS 100000
 #define MSR_EFER 0xc0000080u
+#define MSR_IA32_TSC 0x10u
+#define MSR_TSC_AUX 0xc0000103u
+#define X86_CR4_TSD (1ULL << 2)
 #define MSR_PAT 0x277u
 #define APIC_TPR 0x80
 #define APIC_ISR 0x100
@@ -576,6 +579,44 @@ static bool pmu_msr_in_place(struct vcpu *vcpu, struct emu_state *st)
 	return true;
 }
 
+/*
+ * RDTSC and RDTSCP, done by the VMM with the guest's TSC as KVM keeps it
+ * (KVM_GET_MSRS of IA32_TSC and TSC_AUX). In ring 3 this is the only way:
+ * KVM would run them natively there, beyond the reach of a breakpoint.
+ * False where CR4.TSD makes them fault in ring 3 (KVM raises the #GP).
+ */
+static bool tsc_in_place(struct vcpu *vcpu, struct emu_state *st)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e[2];
+	} m = { .hdr.nmsrs = 2, .e = { { .index = MSR_IA32_TSC }, { .index = MSR_TSC_AUX } } };
+	struct guest_paging pg;
+	uint8_t b[3];
+	unsigned int len;
+
+	if (paging_of(st, &pg) || guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
+		return false;
+	if (b[1] == 0x31)
+		len = 2; /* RDTSC */
+	else if (b[1] == 0x01 && !guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
+		len = 3; /* RDTSCP */
+	else
+		return false;
+	if ((st->sregs.cr4 & X86_CR4_TSD) && st->sregs.cs.dpl != 0)
+		return false;
+	if (ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 2)
+		return false;
+	st->regs.rax = (uint32_t)m.e[0].data;
+	st->regs.rdx = m.e[0].data >> 32;
+	if (len == 3)
+		st->regs.rcx = (uint32_t)m.e[1].data;
+	st->regs.rip += len;
+	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS,
+		       st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL, 1);
+	return true;
+}
+
 static bool is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
 {
 	uint8_t b[2];
@@ -689,6 +730,9 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && pmu_msr_in_place(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.msrs_in_place++;
+	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && tsc_in_place(vcpu, &st)) {
+		r.stop = EMU_STOP_BUDGET;
+		x->stats.tsc_in_place++;
 	}
 	x->state = st;
 	x->kvm_stale = true;
@@ -747,6 +791,7 @@ void vcpu_exact_print_stats(struct vm *vm)
 		t.step_ns += x->stats.step_ns;
 		t.irets += x->stats.irets;
 		t.msrs_in_place += x->stats.msrs_in_place;
+		t.tsc_in_place += x->stats.tsc_in_place;
 	}
 	if (!any)
 		return;
@@ -766,9 +811,9 @@ void vcpu_exact_print_stats(struct vm *vm)
 	fputc('\n', stderr);
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
-		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu\n",
+		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
-		(unsigned long long)t.msrs_in_place);
+		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place);
 }

@@ -31,7 +31,7 @@ struct vcpu;
 struct vm;
 
 struct vcpu_exact_stats {
-	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place;
+	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
 	uint64_t transfer_ns;      /* in vcpu_exact_run around the engine: state in and out, checks */
 	uint64_t step_ns;          /* from a step's start to its breakpoint */

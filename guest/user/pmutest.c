@@ -8,6 +8,7 @@
  *   info               the model the kernel found
  *   loop N             user-mode instructions and branches of N iterations of
  *                      `dec %rcx; jnz`: exactly 2N+1 and N (see counted_loop)
+ *   tsc N              the same with an RDTSC in each iteration: 3N+1 and N
  *   cycles             user-mode cycles (> 0) and instructions of a loop
  *   pmi P K [keep] [cycles]
  *                      samples instructions with period P over K*P of them:
@@ -55,6 +56,23 @@ __attribute__((noinline)) static long counted_loop(unsigned long n)
 			 : "=a"(ret), "+c"(n)
 			 : [start] "i"(SYS_pmu_start), [stop] "i"(SYS_pmu_stop)
 			 : "memory", "cc");
+	return ret;
+}
+
+/* As counted_loop, with an RDTSC in each iteration: 3N + 1 user-mode instructions, N branches. */
+__attribute__((noinline)) static long counted_tsc_loop(unsigned long n)
+{
+	long ret;
+	__asm__ volatile("mov %[start], %%eax\n\t"
+			 "ud2\n\t"
+			 "1: rdtsc\n\t"
+			 "dec %%rcx\n\t"
+			 "jnz 1b\n\t"
+			 "mov %[stop], %%eax\n\t"
+			 "ud2"
+			 : "=a"(ret), "+c"(n)
+			 : [start] "i"(SYS_pmu_start), [stop] "i"(SYS_pmu_stop)
+			 : "rdx", "memory", "cc");
 	return ret;
 }
 
@@ -126,6 +144,32 @@ static int cmd_loop(long n)
 	       "expected_branches=%lu\n",
 	       n, c[0], c[1], 2 * (unsigned long)n + LOOP_EXTRA_INSNS,
 	       (unsigned long)n + LOOP_EXTRA_BRANCHES);
+	return 0;
+}
+
+/* tsc N: user-mode instructions and branches of N iterations of `rdtsc; dec; jnz`. */
+static int cmd_tsc(long n)
+{
+	struct pmu_event ev[2] = {
+		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR },
+		{ .kind = PMU_BRANCHES, .flags = PMU_USR },
+	};
+	uint64_t c[2];
+	long r;
+	if (n < 1) {
+		printf("usage: pmutest tsc N (N >= 1)\n");
+		return 2;
+	}
+	if ((r = pmu_open(ev, 2)))
+		return fail("tsc", r);
+	if ((r = counted_tsc_loop((unsigned long)n)))
+		return fail("tsc", r);
+	if ((r = pmu_read(c, 2)) != 2)
+		return fail("tsc", r);
+	pmu_close();
+	printf("pmutest tsc: iterations=%ld instructions=%lu branches=%lu expected_instructions=%lu "
+	       "expected_branches=%lu\n",
+	       n, c[0], c[1], 3 * (unsigned long)n + LOOP_EXTRA_INSNS, (unsigned long)n + LOOP_EXTRA_BRANCHES);
 	return 0;
 }
 
@@ -539,6 +583,8 @@ int main(int argc, char **argv)
 		return cmd_loop(atol_def(a2, 10000000));
 	if (!strcmp(cmd, "cycles"))
 		return cmd_cycles();
+	if (!strcmp(cmd, "tsc"))
+		return cmd_tsc(atol_def(a2, 1000));
 	if (!strcmp(cmd, "pmi"))
 	{
 		int keep = 0, cycles = 0;
@@ -561,7 +607,7 @@ int main(int argc, char **argv)
 		return cmd_toggle(atol_def(a2, 1000));
 	if (!strcmp(cmd, "args"))
 		return cmd_args();
-	printf("usage: pmutest info|loop N|cycles|pmi P K [keep] [cycles]|event SEL UMASK [N]|portio N|fuzz|gp|toggle N|"
-	       "args\n");
+	printf("usage: pmutest info|loop N|tsc N|cycles|pmi P K [keep] [cycles]|event SEL UMASK [N]|portio N|fuzz|gp|"
+	       "toggle N|args\n");
 	return 2;
 }

@@ -159,6 +159,12 @@ grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/exact"
 if [ "$rc" = 0 ] && [ "$(wc -l <"$TMP/exact")" = 2 ] && cmp -s "$TMP/plain" "$TMP/exact" &&
 	grep -qxE 'matmul: instructions=38199020 cycles=[1-9][0-9]*' "$TMP/out"; then ok vpmu-exact-demos-unchanged
 else bad vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
+# RDTSC in ring 3, which the VMM does in place: `pmutest tsc N` is 3N+1 and N.
+vmm --vpmu-backend=exact --cmdline "start=/bin/pmutest:tsc:1000" --timeout 60
+i=$(pmu_field tsc instructions) ei=$(pmu_field tsc expected_instructions)
+b=$(pmu_field tsc branches) eb=$(pmu_field tsc expected_branches)
+if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then ok vpmu-exact-rdtsc-in-ring-3
+else bad vpmu-exact-rdtsc-in-ring-3 "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
 # Domain-switch mode counts the same guest instructions (the exact backend
 # does not count the VMM's own), and a filtered event reads 0 while the
 # branches beside it stay exact.
