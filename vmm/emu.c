@@ -311,8 +311,10 @@ static void drop_ring0_pages(struct emu *e)
 		else
 			unmap_page(e, e->pages[i].va);
 	}
-	if (kept != e->npages)
-		cache_clear(e);
+	/*
+	 * The decoded blocks stay: the same CR3 with no TLB flush between maps
+	 * the same pages again when the vCPU is back in ring 0.
+	 */
 	e->npages = kept;
 }
 
