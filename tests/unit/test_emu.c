@@ -586,6 +586,55 @@ static void test_locked_on_smp(void **state)
 	emu_destroy(smp);
 }
 
+/* What the VMM learns of one instruction before KVM runs it in the engine's place. */
+static void test_decode_one(void **state)
+{
+	static const struct {
+		uint8_t code[15];
+		size_t len;
+		uint8_t want_len;
+		enum emu_handback hb;
+		int vector;
+		bool flush, wrmsr, iret, ret, target;
+		uint64_t to;
+	} cases[] = {
+		{ .code = { 0x0f, 0x0b }, .len = 2, .want_len = 2, .hb = EMU_HB_SYSTEM, .vector = 6 },      /* ud2 */
+		{ .code = { 0xcc }, .len = 1, .want_len = 1, .hb = EMU_HB_SYSTEM, .vector = 3 },            /* int3 */
+		{ .code = { 0xcd, 0x80 }, .len = 2, .want_len = 2, .hb = EMU_HB_SYSTEM, .vector = 0x80 },   /* int 0x80 */
+		{ .code = { 0x0f, 0x30 }, .len = 2, .want_len = 2, .hb = EMU_HB_SYSTEM, .vector = -1, .wrmsr = true },
+		{ .code = { 0x0f, 0x22, 0xd8 }, .len = 3, .want_len = 3, .hb = EMU_HB_SYSTEM, .vector = -1, .flush = true },
+		{ .code = { 0x0f, 0x01, 0x38 }, .len = 3, .want_len = 3, .hb = EMU_HB_SYSTEM, .vector = -1, .flush = true },
+		{ .code = { 0x48, 0xcf }, .len = 2, .want_len = 2, .hb = EMU_HB_SYSTEM, .vector = -1, .iret = true },
+		{ .code = { 0xc3 }, .len = 1, .want_len = 1, .hb = EMU_HB_NONE, .vector = -1, .ret = true },
+		{ .code = { 0xe8, 0x10, 0, 0, 0 }, .len = 5, .want_len = 5, .hb = EMU_HB_NONE, .vector = -1, .target = true,
+		  .to = 0x1015 }, /* call */
+		{ .code = { 0x75, 0xfc }, .len = 2, .want_len = 2, .hb = EMU_HB_NONE, .vector = -1, .target = true,
+		  .to = 0xffe }, /* jnz */
+		{ .code = { 0x0f, 0xa2 }, .len = 2, .want_len = 2, .hb = EMU_HB_HOST_VALUE, .vector = -1 }, /* cpuid */
+		{ .code = { 0x06 }, .len = 1, .want_len = 0, .hb = EMU_HB_UNDECODABLE, .vector = 6 }, /* push es: none in 64-bit */
+	};
+	struct emu_decoder *d;
+
+	(void)state;
+	assert_int_equal(emu_decoder_open(&d), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct emu_insn_info in;
+
+		emu_decode_one(d, 0x1000, cases[i].code, cases[i].len, false, &in);
+		assert_int_equal(in.len, cases[i].want_len);
+		assert_int_equal(in.handback, cases[i].hb);
+		assert_int_equal(in.vector, cases[i].vector);
+		assert_int_equal(in.flushes_tlb, cases[i].flush);
+		assert_int_equal(in.is_wrmsr, cases[i].wrmsr);
+		assert_int_equal(in.is_iret, cases[i].iret);
+		assert_int_equal(in.is_ret, cases[i].ret);
+		assert_int_equal(in.has_target, cases[i].target);
+		if (cases[i].target)
+			assert_int_equal(in.target, cases[i].to);
+	}
+	emu_decoder_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -604,6 +653,7 @@ int main(void)
 		cmocka_unit_test(test_remapped_page),
 		cmocka_unit_test(test_unsupported_modes),
 		cmocka_unit_test(test_locked_on_smp),
+		cmocka_unit_test(test_decode_one),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
