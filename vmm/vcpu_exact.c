@@ -7,23 +7,15 @@
 #include <time.h>
 
 #include "../vpmu/backend_exact.h"
+#include "exact_guest.h"
+#include "exact_lapic.h"
 #include "guest_walk.h"
 #include "vm.h"
 
 /* Instructions between looks for due interrupts: about a millisecond of guest time in the engine. */
 #define EXACT_SLICE_INSNS 100000
 #define MSR_EFER 0xc0000080u
-#define MSR_IA32_TSC 0x10u
-#define MSR_TSC_AUX 0xc0000103u
-#define X86_CR4_TSD (1ULL << 2)
 #define MSR_PAT 0x277u
-#define APIC_TPR 0x80
-#define APIC_ISR 0x100
-#define APIC_IRR 0x200
-#define APIC_LVTT 0x320
-#define APIC_TMCCT 0x390
-#define APIC_TDCR 0x3e0
-#define APIC_LVT_MASKED (1u << 16)
 #define RFLAGS_IF (1ULL << 9)
 #define DR7_L(i) (1ULL << (2 * (i)))
 
@@ -109,24 +101,6 @@ static int get_state(struct vcpu *vcpu, struct emu_state *st)
 	return 0;
 }
 
-static int paging_of(const struct emu_state *st, struct guest_paging *pg)
-{
-	return guest_paging_init(pg, st->sregs.cr0, st->sregs.cr3, st->sregs.cr4, st->sregs.efer);
-}
-
-/* The handler of IDT vector vec (a 64-bit gate), or 0. Read through the VMM's page walker. */
-static uint64_t idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
-{
-	struct guest_paging pg;
-	uint8_t g[16];
-
-	if (vec > 255 || st->sregs.idt.limit < vec * 16 + 15 || paging_of(st, &pg) ||
-	    guest_read_virt(&vcpu->vm->mem, &pg, st->sregs.idt.base + vec * 16, g, 16) || !(g[5] & 0x80))
-		return 0;
-	return (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 | (uint64_t)g[7] << 24 |
-	       (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 | (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -135,176 +109,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
-{
-	uint32_t v;
-
-	memcpy(&v, l->regs + off, 4);
-	return v;
-}
-
-/*
- * Whether the LAPIC timer has expired since the last look. KVM turns an
- * expiry into an IRR bit only when the vCPU next enters KVM_RUN, which a
- * vCPU in the engine does not: the VMM follows the timer itself, from
- * the count KVM reports (one-shot and periodic modes), and returns the
- * timer's vector when it is due.
- */
-static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
-{
-	struct vcpu_exact *x = &vcpu->exact;
-	uint32_t lvtt = lapic_reg(l, APIC_LVTT), cur = lapic_reg(l, APIC_TMCCT);
-	bool periodic = ((lvtt >> 17) & 3) == 1;
-
-	if ((lvtt & APIC_LVT_MASKED) || ((lvtt >> 17) & 3) > 1) {
-		x->timer_seen = false; /* masked, or TSC-deadline mode: not followed (see docs/vpmu.md) */
-		return -1;
-	}
-	/*
-	 * KVM reports the count left to the timer's next expiry; its timer
-	 * callback moves that expiry a period on (periodic) or to none
-	 * (one-shot). A count that went up, or to 0, is that callback having
-	 * run: the tick is pending in KVM.
-	 */
-	if (x->timer_seen && ((periodic && cur > x->timer_cur) || (!periodic && !cur && x->timer_cur)))
-		x->timer_due = true;
-	x->timer_seen = true;
-	x->timer_cur = cur;
-	return x->timer_due && (lvtt & 0xff) >= 16 ? (int)(lvtt & 0xff) : -1;
-}
-
-/*
- * The highest vector requested in the LAPIC's IRR, or -1; *deliverable if
- * its class beats TPR and ISR; *timer_vector: the LAPIC timer's, or -1.
- */
-static int lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector)
-{
-	struct kvm_lapic_state lapic;
-	int irr = -1, isr = -1, timer;
-	uint32_t tpr;
-
-	*deliverable = false;
-	*timer_vector = -1;
-	if (ioctl(vcpu->fd, KVM_GET_LAPIC, &lapic) < 0)
-		return -1;
-	timer = lapic_timer_due(vcpu, &lapic);
-	if (!(lapic_reg(&lapic, APIC_LVTT) & APIC_LVT_MASKED) && (lapic_reg(&lapic, APIC_LVTT) & 0xff) >= 16)
-		*timer_vector = (int)(lapic_reg(&lapic, APIC_LVTT) & 0xff);
-	for (int i = 7; i >= 0 && (irr < 0 || isr < 0); i--) {
-		uint32_t r, s;
-
-		memcpy(&r, lapic.regs + APIC_IRR + 16 * i, 4);
-		memcpy(&s, lapic.regs + APIC_ISR + 16 * i, 4);
-		if (r && irr < 0)
-			irr = 32 * i + 31 - __builtin_clz(r);
-		if (s && isr < 0)
-			isr = 32 * i + 31 - __builtin_clz(s);
-	}
-	memcpy(&tpr, lapic.regs + APIC_TPR, 4);
-	vcpu->exact.irr_vector = irr;
-	/* An expired timer is an IRR bit KVM will set at the next entry. */
-	if (timer > irr)
-		irr = timer;
-	if (irr >= 16)
-		*deliverable = (irr >> 4) > (int)((tpr & 0xff) >> 4) && (isr < 0 || (irr >> 4) > (isr >> 4));
-	return irr >= 16 ? irr : -1;
-}
-
-/* Vectors whose frame has an error code below RIP. */
-static bool pushes_error_code(int vec)
-{
-	return vec == 8 || (vec >= 10 && vec <= 14) || vec == 17 || vec == 21 || vec == 29 || vec == 30;
-}
-
-/*
- * Clears flags in the RFLAGS image of an interrupt frame in guest memory:
- * RF, which an interrupt delivered at an instruction sets so that the
- * IRETQ back suppresses instruction breakpoints there (ours too), and TF,
- * which a single-stepped instruction that raised an exception pushes (the
- * guest's IRETQ would bring the VMM's stepping back). Neither means
- * anything else to a guest whose debug registers the VMM holds.
- */
-static void clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags)
-{
-	struct guest_translation t;
-	uint64_t *rflags;
-
-	if (gva % 8 || guest_walk_translate(&vcpu->vm->mem, pg, gva, &t))
-		return;
-	rflags = guest_mem_ptr(&vcpu->vm->mem, t.gpa, 8);
-	if (rflags)
-		__atomic_fetch_and(rflags, ~flags, __ATOMIC_RELAXED);
-}
-
-#define RFLAGS_TF (1ULL << 8)
-#define RFLAGS_RF (1ULL << 16)
 #define DR6_BS (1ULL << 14)
 
-/* A segment descriptor from the guest's GDT, as KVM's segment state; false if absent or not readable. */
-static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg,
-			uint16_t sel, struct kvm_segment *out)
-{
-	uint64_t d;
-
-	if ((sel & 4) || sel < 8 || st->sregs.gdt.limit < (sel & ~7u) + 7u ||
-	    guest_read_virt(&vcpu->vm->mem, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
-		return false;
-	*out = (struct kvm_segment){
-		.base = ((d >> 16) & 0xffffff) | ((d >> 32) & 0xff000000),
-		.limit = (uint32_t)((d & 0xffff) | ((d >> 32) & 0xf0000)),
-		.selector = sel,
-		.type = (d >> 40) & 0xf,
-		.s = (d >> 44) & 1,
-		.dpl = (d >> 45) & 3,
-		.present = (d >> 47) & 1,
-		.avl = (d >> 52) & 1,
-		.l = (d >> 53) & 1,
-		.db = (d >> 54) & 1,
-		.g = (d >> 55) & 1,
-	};
-	if (out->g)
-		out->limit = (out->limit << 12) | 0xfff;
-	return out->present;
-}
-
-/*
- * IRETQ from ring 0 back to ring 3, done here: KVM cannot be stopped in
- * guest ring 3 on this host (breakpoints and single steps do not fire
- * there), so the vCPU must reach ring 3 in the engine. Returns false if
- * the frame is not a plain 64-bit return to ring 3 (KVM then runs it).
- */
-static bool iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
-{
-	struct kvm_segment cs, ss;
-	struct kvm_vcpu_events ev;
-	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
-
-	if (guest_read_virt(&vcpu->vm->mem, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
-	    !gdt_segment(vcpu, st, pg, (uint16_t)f[1], &cs) || !gdt_segment(vcpu, st, pg, (uint16_t)f[4], &ss) ||
-	    !cs.s || !(cs.type & 8) || !cs.l || cs.dpl != 3 || !ss.s || (ss.type & 0xa) != 2 || ss.dpl != 3)
-		return false;
-	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
-		return false;
-	st->regs.rip = f[0];
-	/* From ring 0 every flag loads but VM and VIF/VIP; bit 1 is always set; RF is dropped. */
-	st->regs.rflags = (f[2] & 0x3f7fd5ULL & ~RFLAGS_RF) | 2;
-	st->regs.rsp = f[3];
-	cs.base = 0; /* 64-bit code: base 0 */
-	st->sregs.cs = cs;
-	st->sregs.ss = ss;
-	if (ioctl(vcpu->fd, KVM_SET_SREGS, &st->sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
-		return false;
-	/* IRETQ ends NMI blocking; KVM saw none. */
-	if (ev.nmi.masked) {
-		ev.nmi.masked = 0;
-		ev.flags = 0;
-		ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev);
-	}
-	return true;
-}
-
 /* A breakpoint after the instruction (it completed; taken: at a branch target) or on a handler. */
-/* Whether the vector lapic_pending() last returned is an IRR bit, not a tick KVM still holds. */
+/* Whether the vector exact_lapic_pending() last returned is an IRR bit, not a tick KVM still holds. */
 static bool irq_in_irr(struct vcpu *vcpu)
 {
 	return vcpu->exact.irr_vector >= 16;
@@ -337,7 +145,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	struct guest_paging pg;
 	uint8_t code[15];
 	uint64_t rip = st->regs.rip;
-	bool irq_deliverable, paging_ok = !paging_of(st, &pg);
+	bool irq_deliverable, paging_ok = !exact_paging(st, &pg);
 	int irq, timer_vector;
 
 	x->nbp = 0;
@@ -363,7 +171,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 		x->step_len = in.len;
 		x->step_branch = in.branch != EMU_BR_NONE || in.is_iret;
 		if (in.is_iret && guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
-			clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
+			exact_clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
 			if ((frame[1] & 3) == 3)
 				x->single_step = true; /* back to ring 3 */
 			else
@@ -382,19 +190,19 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	x->bp_after = x->nbp;
 	/* Handlers: the event being delivered, the instruction's own exception, a page fault. */
 	if (event >= 0)
-		add_bp(x, idt_handler(vcpu, st, (unsigned int)event), false, event);
+		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)event), false, event);
 	if (in.vector >= 0)
-		add_bp(x, idt_handler(vcpu, st, (unsigned int)in.vector), false, in.vector);
+		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)in.vector), false, in.vector);
 	if (why == EMU_HB_FAULT || (event < 0 && !in.len))
-		add_bp(x, idt_handler(vcpu, st, 14), false, 14);
-	irq = lapic_pending(vcpu, &irq_deliverable, &timer_vector);
+		add_bp(x, exact_idt_handler(vcpu, st, 14), false, 14);
+	irq = exact_lapic_pending(vcpu, &irq_deliverable, &timer_vector);
 	if (irq >= 0)
-		add_bp(x, idt_handler(vcpu, st, (unsigned int)irq), false, irq);
+		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)irq), false, irq);
 	/* The timer may expire while KVM runs the instruction (an I/O exit, say). */
 	if (timer_vector >= 0)
-		add_bp(x, idt_handler(vcpu, st, (unsigned int)timer_vector), false, timer_vector);
+		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)timer_vector), false, timer_vector);
 	if (st->sregs.cs.dpl == 3 && event < 0)
-		add_bp(x, idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
+		add_bp(x, exact_idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
 	for (unsigned int i = 0; i < x->nbp; i++) {
 		dbg.arch.debugreg[i] = x->bp[i];
 		dbg.arch.debugreg[7] |= DR7_L(i);
@@ -489,9 +297,9 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 		struct emu_state st;
 		struct guest_paging pg;
 		int vec = x->bp_vector[hit];
-		uint64_t off = pushes_error_code(vec) ? 8 : 0, frame_rip;
+		uint64_t off = exact_pushes_error_code(vec) ? 8 : 0, frame_rip;
 
-		if (!get_state(vcpu, &st) && !paging_of(&st, &pg)) {
+		if (!get_state(vcpu, &st) && !exact_paging(&st, &pg)) {
 			if (x->step_len && !guest_read_virt(&vcpu->vm->mem, &pg, st.regs.rsp + off, &frame_rip, 8) &&
 			    frame_rip != x->step_rip)
 				count_completed(vcpu, frame_rip != x->step_rip + x->step_len);
@@ -499,7 +307,7 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 				x->stats.steps_faulted++;
 			/* The frame holds the TF of our stepping. */
 			if (x->single_step)
-				clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + off, RFLAGS_TF);
+				exact_clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + off, RFLAGS_TF);
 		}
 	} else if (x->single_step && (dr6 & DR6_BS)) {
 		/* The single step: the instruction completed (an IRETQ: a taken far branch). */
@@ -542,87 +350,6 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 	x->stats.escapes++;
 	x->flush = true;
 	step_end(vcpu);
-}
-
-/*
- * RDMSR or WRMSR of a register the vPMU owns, in ring 0: what KVM would
- * have exited to the VMM for, done without entering KVM. Returns false for
- * anything else, and for an access that must raise #GP (KVM raises it).
- */
-static bool pmu_msr_in_place(struct vcpu *vcpu, struct emu_state *st)
-{
-	uint32_t msr = (uint32_t)st->regs.rcx;
-	struct guest_paging pg;
-	uint64_t val;
-	uint8_t b[2];
-	int rc;
-
-	if (st->sregs.cs.dpl != 0 || paging_of(st, &pg) ||
-	    guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
-	    !vpmu_msr_owned(&vcpu->vm->pmu.cfg, msr))
-		return false;
-	if (b[1] == 0x30) {
-		/* A write that #GPs changes nothing: KVM then runs it and the VMM answers again, with the #GP. */
-		val = (st->regs.rdx << 32) | (uint32_t)st->regs.rax;
-		rc = vpmu_msr_write(&vcpu->pmu.v, msr, val);
-	} else {
-		rc = vpmu_msr_read(&vcpu->pmu.v, msr, &val);
-		if (rc == VPMU_MSR_OK) {
-			st->regs.rax = (uint32_t)val;
-			st->regs.rdx = val >> 32;
-		}
-	}
-	if (rc != VPMU_MSR_OK)
-		return false;
-	st->regs.rip += 2;
-	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
-	return true;
-}
-
-/*
- * RDTSC and RDTSCP, done by the VMM with the guest's TSC as KVM keeps it
- * (KVM_GET_MSRS of IA32_TSC and TSC_AUX). In ring 3 this is the only way:
- * KVM would run them natively there, beyond the reach of a breakpoint.
- * False where CR4.TSD makes them fault in ring 3 (KVM raises the #GP).
- */
-static bool tsc_in_place(struct vcpu *vcpu, struct emu_state *st)
-{
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry e[2];
-	} m = { .hdr.nmsrs = 2, .e = { { .index = MSR_IA32_TSC }, { .index = MSR_TSC_AUX } } };
-	struct guest_paging pg;
-	uint8_t b[3];
-	unsigned int len;
-
-	if (paging_of(st, &pg) || guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
-		return false;
-	if (b[1] == 0x31)
-		len = 2; /* RDTSC */
-	else if (b[1] == 0x01 && !guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
-		len = 3; /* RDTSCP */
-	else
-		return false;
-	if ((st->sregs.cr4 & X86_CR4_TSD) && st->sregs.cs.dpl != 0)
-		return false;
-	if (ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 2)
-		return false;
-	st->regs.rax = (uint32_t)m.e[0].data;
-	st->regs.rdx = m.e[0].data >> 32;
-	if (len == 3)
-		st->regs.rcx = (uint32_t)m.e[1].data;
-	st->regs.rip += len;
-	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS,
-		       st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL, 1);
-	return true;
-}
-
-static bool is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
-{
-	uint8_t b[2];
-
-	/* REX.W IRET (48 cf), the only IRET a 64-bit kernel returns to user mode with. */
-	return !guest_read_virt(&vcpu->vm->mem, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
 }
 
 /* The IRETQ done by iret_to_user retired in ring 0, a taken far branch. */
@@ -691,7 +418,7 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
 	if ((ev.nmi.pending || ev.nmi.injected) && (!ev.nmi.masked || st.sregs.cs.dpl == 0))
 		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
-	irq = lapic_pending(vcpu, &deliverable, &timer_vector);
+	irq = exact_lapic_pending(vcpu, &deliverable, &timer_vector);
 	/*
 	 * In ring 3 only what KVM surely delivers on entry may be stepped for:
 	 * an IRR bit. A tick KVM holds as a pending timer is delivered on the
@@ -727,10 +454,10 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	t2 = now_ns();
 	add_counts(vcpu, &r.counts);
 	/* The guest kernel's own PMU registers: answered here, without a KVM step (the PMI handler's). */
-	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && pmu_msr_in_place(vcpu, &st)) {
+	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && exact_pmu_msr(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.msrs_in_place++;
-	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && tsc_in_place(vcpu, &st)) {
+	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && exact_rdtsc(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.tsc_in_place++;
 	}
@@ -743,8 +470,8 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	if (r.stop == EMU_STOP_HANDBACK) {
 		struct guest_paging pg;
 
-		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !paging_of(&st, &pg) &&
-		    is_iretq(vcpu, &st, &pg) && iret_to_user(vcpu, &st, &pg)) {
+		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !exact_paging(&st, &pg) &&
+		    exact_is_iretq(vcpu, &st, &pg) && exact_iret_to_user(vcpu, &st, &pg)) {
 			count_iret(vcpu);
 			x->state = st;
 			vcpu->run->s.regs.regs = st.regs;

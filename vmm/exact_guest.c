@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the VMM does in the guest's place for the exact backend
+ * (vcpu_exact.h): reading the guest's IDT and GDT, IRETQ back to ring 3,
+ * the guest kernel's PMU MSR accesses, RDTSC(P), and the interrupt frames
+ * a KVM step leaves. Every guest address goes through the page walker.
+ */
+#include "exact_guest.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "../vpmu/backend_exact.h"
+#include "vm.h"
+
+#define MSR_IA32_TSC 0x10u
+#define MSR_TSC_AUX 0xc0000103u
+#define X86_CR4_TSD (1ULL << 2)
+
+int exact_paging(const struct emu_state *st, struct guest_paging *pg)
+{
+	return guest_paging_init(pg, st->sregs.cr0, st->sregs.cr3, st->sregs.cr4, st->sregs.efer);
+}
+
+/* The handler of IDT vector vec (a 64-bit gate), or 0. Read through the VMM's page walker. */
+uint64_t exact_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
+{
+	struct guest_paging pg;
+	uint8_t g[16];
+
+	if (vec > 255 || st->sregs.idt.limit < vec * 16 + 15 || exact_paging(st, &pg) ||
+	    guest_read_virt(&vcpu->vm->mem, &pg, st->sregs.idt.base + vec * 16, g, 16) || !(g[5] & 0x80))
+		return 0;
+	return (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 | (uint64_t)g[7] << 24 |
+	       (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 | (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
+}
+
+/* Vectors whose frame has an error code below RIP. */
+bool exact_pushes_error_code(int vec)
+{
+	return vec == 8 || (vec >= 10 && vec <= 14) || vec == 17 || vec == 21 || vec == 29 || vec == 30;
+}
+
+/*
+ * Clears flags in the RFLAGS image of an interrupt frame in guest memory:
+ * RF, which an interrupt delivered at an instruction sets so that the
+ * IRETQ back suppresses instruction breakpoints there (ours too), and TF,
+ * which a single-stepped instruction that raised an exception pushes (the
+ * guest's IRETQ would bring the VMM's stepping back). Neither means
+ * anything else to a guest whose debug registers the VMM holds.
+ */
+void exact_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags)
+{
+	struct guest_translation t;
+	uint64_t *rflags;
+
+	if (gva % 8 || guest_walk_translate(&vcpu->vm->mem, pg, gva, &t))
+		return;
+	rflags = guest_mem_ptr(&vcpu->vm->mem, t.gpa, 8);
+	if (rflags)
+		__atomic_fetch_and(rflags, ~flags, __ATOMIC_RELAXED);
+}
+
+/* A segment descriptor from the guest's GDT, as KVM's segment state; false if absent or not readable. */
+static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg,
+			uint16_t sel, struct kvm_segment *out)
+{
+	uint64_t d;
+
+	if ((sel & 4) || sel < 8 || st->sregs.gdt.limit < (sel & ~7u) + 7u ||
+	    guest_read_virt(&vcpu->vm->mem, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
+		return false;
+	*out = (struct kvm_segment){
+		.base = ((d >> 16) & 0xffffff) | ((d >> 32) & 0xff000000),
+		.limit = (uint32_t)((d & 0xffff) | ((d >> 32) & 0xf0000)),
+		.selector = sel,
+		.type = (d >> 40) & 0xf,
+		.s = (d >> 44) & 1,
+		.dpl = (d >> 45) & 3,
+		.present = (d >> 47) & 1,
+		.avl = (d >> 52) & 1,
+		.l = (d >> 53) & 1,
+		.db = (d >> 54) & 1,
+		.g = (d >> 55) & 1,
+	};
+	if (out->g)
+		out->limit = (out->limit << 12) | 0xfff;
+	return out->present;
+}
+
+/*
+ * IRETQ from ring 0 back to ring 3, done here: KVM cannot be stopped in
+ * guest ring 3 on this host (breakpoints and single steps do not fire
+ * there), so the vCPU must reach ring 3 in the engine. Returns false if
+ * the frame is not a plain 64-bit return to ring 3 (KVM then runs it).
+ */
+bool exact_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
+{
+	struct kvm_segment cs, ss;
+	struct kvm_vcpu_events ev;
+	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
+
+	if (guest_read_virt(&vcpu->vm->mem, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
+	    !gdt_segment(vcpu, st, pg, (uint16_t)f[1], &cs) || !gdt_segment(vcpu, st, pg, (uint16_t)f[4], &ss) ||
+	    !cs.s || !(cs.type & 8) || !cs.l || cs.dpl != 3 || !ss.s || (ss.type & 0xa) != 2 || ss.dpl != 3)
+		return false;
+	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		return false;
+	st->regs.rip = f[0];
+	/* From ring 0 every flag loads but VM and VIF/VIP; bit 1 is always set; RF is dropped. */
+	st->regs.rflags = (f[2] & 0x3f7fd5ULL & ~RFLAGS_RF) | 2;
+	st->regs.rsp = f[3];
+	cs.base = 0; /* 64-bit code: base 0 */
+	st->sregs.cs = cs;
+	st->sregs.ss = ss;
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &st->sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
+		return false;
+	/* IRETQ ends NMI blocking; KVM saw none. */
+	if (ev.nmi.masked) {
+		ev.nmi.masked = 0;
+		ev.flags = 0;
+		ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev);
+	}
+	return true;
+}
+
+/*
+ * RDMSR or WRMSR of a register the vPMU owns, in ring 0: what KVM would
+ * have exited to the VMM for, done without entering KVM. Returns false for
+ * anything else, and for an access that must raise #GP (KVM raises it).
+ */
+bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
+{
+	uint32_t msr = (uint32_t)st->regs.rcx;
+	struct guest_paging pg;
+	uint64_t val;
+	uint8_t b[2];
+	int rc;
+
+	if (st->sregs.cs.dpl != 0 || exact_paging(st, &pg) ||
+	    guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
+	    !vpmu_msr_owned(&vcpu->vm->pmu.cfg, msr))
+		return false;
+	if (b[1] == 0x30) {
+		/* A write that #GPs changes nothing: KVM then runs it and the VMM answers again, with the #GP. */
+		val = (st->regs.rdx << 32) | (uint32_t)st->regs.rax;
+		rc = vpmu_msr_write(&vcpu->pmu.v, msr, val);
+	} else {
+		rc = vpmu_msr_read(&vcpu->pmu.v, msr, &val);
+		if (rc == VPMU_MSR_OK) {
+			st->regs.rax = (uint32_t)val;
+			st->regs.rdx = val >> 32;
+		}
+	}
+	if (rc != VPMU_MSR_OK)
+		return false;
+	st->regs.rip += 2;
+	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
+	return true;
+}
+
+/*
+ * RDTSC and RDTSCP, done by the VMM with the guest's TSC as KVM keeps it
+ * (KVM_GET_MSRS of IA32_TSC and TSC_AUX). In ring 3 this is the only way:
+ * KVM would run them natively there, beyond the reach of a breakpoint.
+ * False where CR4.TSD makes them fault in ring 3 (KVM raises the #GP).
+ */
+bool exact_rdtsc(struct vcpu *vcpu, struct emu_state *st)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e[2];
+	} m = { .hdr.nmsrs = 2, .e = { { .index = MSR_IA32_TSC }, { .index = MSR_TSC_AUX } } };
+	struct guest_paging pg;
+	uint8_t b[3];
+	unsigned int len;
+
+	if (exact_paging(st, &pg) || guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
+		return false;
+	if (b[1] == 0x31)
+		len = 2; /* RDTSC */
+	else if (b[1] == 0x01 && !guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
+		len = 3; /* RDTSCP */
+	else
+		return false;
+	if ((st->sregs.cr4 & X86_CR4_TSD) && st->sregs.cs.dpl != 0)
+		return false;
+	if (ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 2)
+		return false;
+	st->regs.rax = (uint32_t)m.e[0].data;
+	st->regs.rdx = m.e[0].data >> 32;
+	if (len == 3)
+		st->regs.rcx = (uint32_t)m.e[1].data;
+	st->regs.rip += len;
+	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS,
+		       st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL, 1);
+	return true;
+}
+
+bool exact_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
+{
+	uint8_t b[2];
+
+	/* REX.W IRET (48 cf), the only IRET a 64-bit kernel returns to user mode with. */
+	return !guest_read_virt(&vcpu->vm->mem, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
+}
