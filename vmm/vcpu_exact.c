@@ -485,6 +485,12 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	return 0;
 }
 
+static void add_u64s(uint64_t *sum, const uint64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sum[i] += v[i];
+}
+
 void vcpu_exact_print_stats(struct vm *vm)
 {
 	struct vcpu_exact_stats t = { 0 };
@@ -499,26 +505,9 @@ void vcpu_exact_print_stats(struct vm *vm)
 			continue;
 		any = true;
 		emu_get_stats(x->emu, &s);
-		e.runs += s.runs;
-		e.insns += s.insns;
-		e.pages_mapped += s.pages_mapped;
-		e.blocks_decoded += s.blocks_decoded;
-		e.invalidations += s.invalidations;
-		e.run_ns += s.run_ns;
-		for (unsigned int h = 0; h < EMU_HB_COUNT; h++)
-			e.handbacks[h] += s.handbacks[h];
-		t.engine_runs += x->stats.engine_runs;
-		t.steps += x->stats.steps;
-		t.step_insns += x->stats.step_insns;
-		t.steps_faulted += x->stats.steps_faulted;
-		t.escapes += x->stats.escapes;
-		t.engine_errors += x->stats.engine_errors;
-		t.events_delivered += x->stats.events_delivered;
-		t.transfer_ns += x->stats.transfer_ns;
-		t.step_ns += x->stats.step_ns;
-		t.irets += x->stats.irets;
-		t.msrs_in_place += x->stats.msrs_in_place;
-		t.tsc_in_place += x->stats.tsc_in_place;
+		/* Both are all uint64_t counters: summed field by field. */
+		add_u64s((uint64_t *)&e, (const uint64_t *)&s, sizeof(e) / sizeof(uint64_t));
+		add_u64s((uint64_t *)&t, (const uint64_t *)&x->stats, sizeof(t) / sizeof(uint64_t));
 	}
 	if (!any)
 		return;

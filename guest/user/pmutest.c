@@ -121,7 +121,11 @@ static int cmd_info(void)
 	return 0;
 }
 
-static int cmd_loop(long n)
+/*
+ * loop N, tsc N: user-mode instructions and branches of a counted loop of N
+ * iterations (per_iter instructions each, one of them the branch).
+ */
+static int counted(const char *name, long (*loop)(unsigned long), unsigned long per_iter, long n)
 {
 	struct pmu_event ev[2] = {
 		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR },
@@ -130,46 +134,20 @@ static int cmd_loop(long n)
 	uint64_t c[2];
 	long r;
 	if (n < 1) {
-		printf("usage: pmutest loop N (N >= 1)\n");
+		printf("usage: pmutest %s N (N >= 1)\n", name);
 		return 2;
 	}
 	if ((r = pmu_open(ev, 2)))
-		return fail("loop", r);
-	if ((r = counted_loop((unsigned long)n)))
-		return fail("loop", r);
+		return fail(name, r);
+	if ((r = loop((unsigned long)n)))
+		return fail(name, r);
 	if ((r = pmu_read(c, 2)) != 2)
-		return fail("loop", r);
+		return fail(name, r);
 	pmu_close();
-	printf("pmutest loop: iterations=%ld instructions=%lu branches=%lu expected_instructions=%lu "
+	printf("pmutest %s: iterations=%ld instructions=%lu branches=%lu expected_instructions=%lu "
 	       "expected_branches=%lu\n",
-	       n, c[0], c[1], 2 * (unsigned long)n + LOOP_EXTRA_INSNS,
+	       name, n, c[0], c[1], per_iter * (unsigned long)n + LOOP_EXTRA_INSNS,
 	       (unsigned long)n + LOOP_EXTRA_BRANCHES);
-	return 0;
-}
-
-/* tsc N: user-mode instructions and branches of N iterations of `rdtsc; dec; jnz`. */
-static int cmd_tsc(long n)
-{
-	struct pmu_event ev[2] = {
-		{ .kind = PMU_INSTRUCTIONS, .flags = PMU_USR },
-		{ .kind = PMU_BRANCHES, .flags = PMU_USR },
-	};
-	uint64_t c[2];
-	long r;
-	if (n < 1) {
-		printf("usage: pmutest tsc N (N >= 1)\n");
-		return 2;
-	}
-	if ((r = pmu_open(ev, 2)))
-		return fail("tsc", r);
-	if ((r = counted_tsc_loop((unsigned long)n)))
-		return fail("tsc", r);
-	if ((r = pmu_read(c, 2)) != 2)
-		return fail("tsc", r);
-	pmu_close();
-	printf("pmutest tsc: iterations=%ld instructions=%lu branches=%lu expected_instructions=%lu "
-	       "expected_branches=%lu\n",
-	       n, c[0], c[1], 3 * (unsigned long)n + LOOP_EXTRA_INSNS, (unsigned long)n + LOOP_EXTRA_BRANCHES);
 	return 0;
 }
 
@@ -580,11 +558,11 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "info"))
 		return cmd_info();
 	if (!strcmp(cmd, "loop"))
-		return cmd_loop(atol_def(a2, 10000000));
+		return counted("loop", counted_loop, 2, atol_def(a2, 10000000));
 	if (!strcmp(cmd, "cycles"))
 		return cmd_cycles();
 	if (!strcmp(cmd, "tsc"))
-		return cmd_tsc(atol_def(a2, 1000));
+		return counted("tsc", counted_tsc_loop, 3, atol_def(a2, 1000));
 	if (!strcmp(cmd, "pmi"))
 	{
 		int keep = 0, cycles = 0;
