@@ -152,69 +152,6 @@ static void print_warning(void *ctx, const char *msg)
 	fprintf(stderr, "kvmprof: warning: %s\n", msg);
 }
 
-/* Adds every record of a sample file; guest: as the guest's; recover: what is intact of it. */
-static int add_file(struct profile *p, const char *path, bool guest, bool recover, char *err, size_t errlen)
-{
-	struct kp_reader *r;
-	struct kp_record rec = { 0 };
-	int rc = kp_reader_open(&r, path, err, errlen);
-
-	if (rc)
-		return rc;
-	if (recover)
-		kp_reader_recover(r);
-	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
-		/* An export's META (command=export, its time) would stand in for the recording's in the header. */
-		if (guest && rec.type == KP_REC_META)
-			continue;
-		/* An export's END counts belong to that stream; the recording's END is the one that matters. */
-		rc = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
-		if (rc) {
-			snprintf(err, errlen, "%s: offset %llu: %s", path, (unsigned long long)rec.offset, strerror(-rc));
-			break;
-		}
-	}
-	if (!rc && !guest && rec.type == KP_REC_END)
-		rc = profile_add_record(p, &rec); /* the END record: duration, lost */
-	if (!rc && kp_reader_damage(r)) {
-		char line[600];
-
-		kp_reader_damage_describe(kp_reader_damage(r), path, line, sizeof(line));
-		fprintf(stderr, "kvmprof: warning: --recover: %s\n", line); /* as kvmprof-agent's */
-	}
-	kp_reader_close(r);
-	return rc;
-}
-
-static int load(struct profile **out, const struct args *a, char *err, size_t errlen)
-{
-	struct profile_options popt = {
-		.guest_root = a->guest_root, .guest_kernel_path = a->guest_kernel,
-		.guest_kallsyms_path = a->guest_kallsyms, .warn = print_warning,
-	};
-	struct profile *p;
-	int rc = profile_new(&p, &popt);
-
-	if (rc) {
-		snprintf(err, errlen, "%s", strerror(-rc));
-		return rc;
-	}
-	rc = add_file(p, a->input, false, a->recover, err, errlen);
-	if (!rc && a->guest_export)
-		rc = add_file(p, a->guest_export, true, a->recover, err, errlen);
-	if (!rc) {
-		rc = profile_finish(p);
-		if (rc)
-			snprintf(err, errlen, "%s: %s", a->input, strerror(-rc));
-	}
-	if (rc) {
-		profile_free(p);
-		return rc < 0 ? rc : -EINVAL;
-	}
-	*out = p;
-	return 0;
-}
-
 static const char *meta(const struct profile *p, const char *key)
 {
 	const char *v = NULL;
@@ -414,7 +351,11 @@ int host_report_main(int argc, char **argv)
 	rc = report_check_output("kvmprof report", a.format, a.output);
 	if (rc)
 		return rc;
-	rc = load(&p, &a, err, sizeof(err));
+	rc = profile_load(&p, a.input,
+			  &(struct profile_options){ .guest_root = a.guest_root, .guest_kernel_path = a.guest_kernel,
+						     .guest_kallsyms_path = a.guest_kallsyms, .recover = a.recover,
+						     .guest_export_path = a.guest_export, .warn = print_warning },
+			  err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "kvmprof: %s%s\n", err,
 			rc == -EBADMSG ? " (`kvmprof report --recover` reads what precedes the damage)" : "");

@@ -47,6 +47,11 @@ struct profile_options {
 	 * and tells the user through warn where the damage is and what was lost.
 	 */
 	bool recover;
+	/*
+	 * profile_load only: a guest's `kvmprof-agent export` stream read after
+	 * the recording, as the guest's (profile_add_guest_record). NULL: none.
+	 */
+	const char *guest_export_path;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -140,8 +145,10 @@ int profile_finish(struct profile *p);
 void profile_free(struct profile *p);
 
 /*
- * Reads a whole sample file into a finished profile. Reader errors come
- * back as their one-line message in err (and a negative value).
+ * Reads a whole sample file into a finished profile, END included (the
+ * recording's duration and lost count), then opt->guest_export_path if
+ * set. Reader errors come back as their one-line message in err (and a
+ * negative value: -EBADMSG for a damaged file read without opt->recover).
  */
 int profile_load(struct profile **out, const char *path, const struct profile_options *opt,
 		 char *err, size_t errlen);

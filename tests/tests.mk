@@ -76,7 +76,7 @@ $(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
 
-test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES)
+test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES) $(BUILD)/kvmprof
 	@KVMPROF_SUITES=agent bash tests/run-all.sh
 
 test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel

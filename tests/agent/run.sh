@@ -70,6 +70,28 @@ else
 	fail record-summary "no summary line on stderr" "$T/split.err"
 fi
 
+# ---- one file, two report commands: kvmprof-agent report and kvmprof report
+# read it through the same loader, so their pprof agrees wherever both say
+# something (duration from END, sample types, values by leaf function; the
+# process labels differ on purpose: kvmprof tags them with the domain).
+KVMPROF=${KVMPROF:-$BUILD/kvmprof}
+if [ ! -x "$KVMPROF" ]; then
+	fail same-file-both-reports "$KVMPROF missing (make $KVMPROF)"
+elif "$AGENT" report -i "$T/split.data" -f pprof -o "$T/split-agent.pb.gz" 2>"$T/both.err" &&
+	"$KVMPROF" report -i "$T/split.data" -f pprof -o "$T/split-host.pb.gz" 2>>"$T/both.err" &&
+	python3 tests/agent/pprof_summary.py "$T/split-agent.pb.gz" >"$T/split-agent.sum" 2>>"$T/both.err" &&
+	python3 tests/agent/pprof_summary.py "$T/split-host.pb.gz" >"$T/split-host.sum" 2>>"$T/both.err"; then
+	if ! diff "$T/split-agent.sum" "$T/split-host.sum" >"$T/both.diff"; then
+		fail same-file-both-reports "the two pprof profiles differ (< kvmprof-agent, > kvmprof)" "$T/both.diff"
+	elif grep -q '^duration_nanos 0$' "$T/split-agent.sum" || ! sanitizer_clean "$T/both.err"; then
+		fail same-file-both-reports "no duration_nanos (END not read), or a sanitizer report" "$T/both.err"
+	else
+		pass "same-file-both-reports ($(head -n 1 "$T/split-agent.sum"), $(grep -c '^leaf ' "$T/split-agent.sum") leaf functions)"
+	fi
+else
+	fail same-file-both-reports "a report or its pprof summary failed" "$T/both.err"
+fi
+
 # ---- the no-PMU fallback (or hardware sampling where there is a PMU)
 has_pmu=false
 for d in /sys/bus/event_source/devices/cpu /sys/bus/event_source/devices/cpu_core /sys/bus/event_source/devices/cpu_atom; do

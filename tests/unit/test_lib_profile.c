@@ -338,6 +338,36 @@ static void test_hostile(void **state)
 	profile_free(p);
 }
 
+/*
+ * END is the last record and kp_reader_next hands it out with its 0 (no
+ * more records), not a 1: the loader must still take the duration and
+ * lost count from it (pprof's duration_nanos, "samples lost in all").
+ */
+static void test_end_record_kept(void **state)
+{
+	struct kp_rec_lost lost = { .event_id = 1, .lost = 3 };
+	struct kp_writer *w;
+	struct profile *p;
+	int fd;
+
+	(void)state;
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	assert_int_equal(fx_event(w, 1, "cycles", 1000, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 10, 1, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(kp_writer_add(w, KP_REC_LOST, &lost, sizeof(lost)), 0);
+	/* END counts more lost samples than the LOST records: the larger count stands. */
+	assert_int_equal(kp_writer_close(w, 42, 123456789), 0);
+	close(fd);
+	p = load(NULL);
+	assert_true(p->has_end);
+	assert_int_equal(p->duration_ns, 123456789);
+	assert_int_equal(p->lost, 42);
+	assert_int_equal(p->events[0].lost, 3);
+	assert_int_equal(p->nr_samples, 1);
+	profile_free(p);
+}
+
 static void test_reader_errors(void **state)
 {
 	struct profile_options opt = { 0 };
@@ -368,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_sources),
 		cmocka_unit_test(test_module_image_again),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_end_record_kept),
 		cmocka_unit_test(test_reader_errors),
 	};
 

@@ -3,7 +3,8 @@
  * lib/profile with two namespaces: a host-side recording where the VMM
  * (native) and the guest use the same pid, the same file name and the same
  * kernel addresses, which must resolve each in its own domain; a guest's
- * export read with profile_add_guest_record; the guest kernel from its ELF.
+ * export read as the guest's (profile_load's guest_export_path), whose own
+ * META and END stay out; the guest kernel from its ELF.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -102,27 +103,12 @@ static void write_files(void)
 	/* A guest's export: plain native records that describe the guest. */
 	w = fx_writer(export_path, &fd);
 	assert_non_null(w);
+	assert_int_equal(kp_writer_meta(w, "command", "export"), 0);
 	assert_int_equal(fx_comm(w, 12, 12, 1, 0, "exported"), 0);
 	assert_int_equal(fx_mmap(w, 12, 1, 0x40000000, 0x40000, 0, "/bin/fx", NULL, 0), 0);
-	assert_int_equal(fx_close(w, fd), 0);
-}
-
-static int add_file(struct profile *p, const char *path, bool guest)
-{
-	struct kp_reader *r;
-	struct kp_record rec;
-	char err[512];
-	int rc = kp_reader_open(&r, path, err, sizeof(err));
-
-	if (rc)
-		return rc;
-	while ((rc = kp_reader_next(r, &rec, err, sizeof(err))) > 0) {
-		rc = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
-		if (rc)
-			break;
-	}
-	kp_reader_close(r);
-	return rc;
+	/* The export's own END counts are that stream's, not the recording's. */
+	assert_int_equal(kp_writer_close(w, 7, 5000), 0);
+	close(fd);
 }
 
 static const char *func_of(const struct profile *p, size_t i)
@@ -139,16 +125,21 @@ static const struct profile_image *image_of(const struct profile *p, size_t i)
 
 static void test_domains_apart(void **state)
 {
-	struct profile_options opt = { .guest_root = dir, .guest_kallsyms_path = gks_path };
+	struct profile_options opt = { .guest_root = dir, .guest_kallsyms_path = gks_path,
+				       .guest_export_path = export_path };
 	struct profile *p;
+	char err[512];
 
 	(void)state;
 	write_files();
-	assert_int_equal(profile_new(&p, &opt), 0);
-	assert_int_equal(add_file(p, data_path, false), 0);
-	assert_int_equal(add_file(p, export_path, true), 0);
-	assert_int_equal(profile_finish(p), 0);
+	assert_int_equal(profile_load(&p, data_path, &opt, err, sizeof(err)), 0);
 	assert_int_equal(p->nr_samples, 6);
+	/* The recording's END (fx_close: 0 lost, 1000 ns), not the export's; nor the export's META. */
+	assert_true(p->has_end);
+	assert_int_equal(p->duration_ns, 1000);
+	assert_int_equal(p->lost, 0);
+	for (size_t i = 0; i < p->nr_meta; i++)
+		assert_string_not_equal(p->meta[i].value, "export");
 
 	assert_string_equal(func_of(p, 0), "alpha");
 	assert_int_equal(p->samples[0].domain, KP_DOMAIN_NATIVE);

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sample files into a profile: the one loader both report commands use
+ * (kvmprof-agent report, kvmprof report with a guest's export).
+ */
+#include "profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sample_file.h"
+#include "utf8.h"
+
+static void warn_damage(const struct profile_options *opt, const struct kp_reader_damage *d, const char *path)
+{
+	char line[600], msg[640];
+
+	if (!opt || !opt->warn)
+		return;
+	kp_reader_damage_describe(d, path, line, sizeof(line));
+	snprintf(msg, sizeof(msg), "--recover: %s", line);
+	utf8_sanitize(msg, '?', NULL); /* as profile.c's warnings: nothing raw for the terminal */
+	opt->warn(opt->warn_ctx, msg);
+}
+
+/*
+ * Adds every record of one stream. A guest export's META (command=export,
+ * its time) would stand in for the recording's in the header, and its END
+ * counts are that stream's: both stay out. The recording's END comes with
+ * kp_reader_next's 0, not among the records it returns 1 for.
+ */
+static int add_file(struct profile *p, const char *path, bool guest, const struct profile_options *opt,
+		    char *err, size_t errlen)
+{
+	struct kp_reader *r;
+	struct kp_record rec = { 0 };
+	int rc = kp_reader_open(&r, path, err, errlen), added = 0;
+
+	if (rc)
+		return rc;
+	if (opt && opt->recover)
+		kp_reader_recover(r);
+	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
+		if (guest && rec.type == KP_REC_META)
+			continue;
+		added = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
+		if (added)
+			break;
+	}
+	if (!rc && !guest && rec.type == KP_REC_END)
+		added = profile_add_record(p, &rec);
+	if (added) {
+		snprintf(err, errlen, "%s: offset %llu: %s", path, (unsigned long long)rec.offset, strerror(-added));
+		rc = added;
+	} else if (!rc && kp_reader_damage(r)) {
+		warn_damage(opt, kp_reader_damage(r), path);
+	}
+	kp_reader_close(r);
+	return rc;
+}
+
+int profile_load(struct profile **out, const char *path, const struct profile_options *opt, char *err,
+		 size_t errlen)
+{
+	struct profile *p;
+	int rc = profile_new(&p, opt);
+
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = add_file(p, path, false, opt, err, errlen);
+	if (!rc && opt && opt->guest_export_path)
+		rc = add_file(p, opt->guest_export_path, true, opt, err, errlen);
+	if (!rc) {
+		rc = profile_finish(p);
+		if (rc)
+			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+	}
+	if (rc) {
+		profile_free(p);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	*out = p;
+	return 0;
+}
