@@ -9,20 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "profile_state.h"
 #include "sample_file.h"
-#include "utf8.h"
-
-static void warn_damage(const struct profile_options *opt, const struct kp_reader_damage *d, const char *path)
-{
-	char line[600], msg[640];
-
-	if (!opt || !opt->warn)
-		return;
-	kp_reader_damage_describe(d, path, line, sizeof(line));
-	snprintf(msg, sizeof(msg), "--recover: %s", line);
-	utf8_sanitize(msg, '?', NULL); /* as profile.c's warnings: nothing raw for the terminal */
-	opt->warn(opt->warn_ctx, msg);
-}
 
 /*
  * Adds every record of one stream. A guest export's META (command=export,
@@ -30,8 +18,7 @@ static void warn_damage(const struct profile_options *opt, const struct kp_reade
  * counts are that stream's: both stay out. The recording's END comes with
  * kp_reader_next's 0, not among the records it returns 1 for.
  */
-static int add_file(struct profile *p, const char *path, bool guest, const struct profile_options *opt,
-		    char *err, size_t errlen)
+static int add_file(struct profile *p, const char *path, bool guest, char *err, size_t errlen)
 {
 	struct kp_reader *r;
 	struct kp_record rec = { 0 };
@@ -39,7 +26,7 @@ static int add_file(struct profile *p, const char *path, bool guest, const struc
 
 	if (rc)
 		return rc;
-	if (opt && opt->recover)
+	if (p->state->opt.recover)
 		kp_reader_recover(r);
 	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
 		if (guest && rec.type == KP_REC_META)
@@ -54,7 +41,10 @@ static int add_file(struct profile *p, const char *path, bool guest, const struc
 		snprintf(err, errlen, "%s: offset %llu: %s", path, (unsigned long long)rec.offset, strerror(-added));
 		rc = added;
 	} else if (!rc && kp_reader_damage(r)) {
-		warn_damage(opt, kp_reader_damage(r), path);
+		char line[600];
+
+		kp_reader_damage_describe(kp_reader_damage(r), path, line, sizeof(line));
+		profile_warn(p, "--recover: %s", line);
 	}
 	kp_reader_close(r);
 	return rc;
@@ -70,9 +60,9 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	rc = add_file(p, path, false, opt, err, errlen);
+	rc = add_file(p, path, false, err, errlen);
 	if (!rc && opt && opt->guest_export_path)
-		rc = add_file(p, opt->guest_export_path, true, opt, err, errlen);
+		rc = add_file(p, opt->guest_export_path, true, err, errlen);
 	if (!rc) {
 		rc = profile_finish(p);
 		if (rc)

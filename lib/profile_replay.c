@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Process state replayed in (time, stream order): FORK copies the parent's
+ * maps, an exec COMM starts an empty address space, EXIT keeps the maps
+ * (samples of exited processes resolve), a pid seen again after EXIT
+ * starts afresh.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "profile_state.h"
+
+static uint32_t new_mm(struct profile *p, uint32_t pid, uint8_t domain)
+{
+	struct profile_state *ps = p->state;
+	int64_t prev = keymap_get(&ps->mm_by_pid, pid, domain);
+	struct mm *mm;
+
+	if (grow_array(&ps->mms, &ps->mms_cap, ps->nr_mms + 1, sizeof(*ps->mms)))
+		return PROFILE_NONE;
+	mm = &ps->mms[ps->nr_mms];
+	*mm = (struct mm){ .pid = pid, .comm = PROFILE_NONE, .prev = prev >= 0 ? (uint32_t)prev : PROFILE_NONE,
+			   .domain = domain };
+	if (keymap_put(&ps->mm_by_pid, pid, domain, (uint32_t)ps->nr_mms))
+		return PROFILE_NONE;
+	return (uint32_t)ps->nr_mms++;
+}
+
+static int copy_maps(struct profile *p, uint32_t dst, uint32_t src)
+{
+	struct profile_state *ps = p->state;
+	struct mm *d = &ps->mms[dst], *s = &ps->mms[src];
+
+	d->comm = s->comm;
+	if (!s->nr)
+		return 0;
+	if (ps->total_maps + s->nr > MAPS_TOTAL_MAX) {
+		if (!ps->maps_warned)
+			profile_warn(p, "more than %u mappings in all: later ones ignored", MAPS_TOTAL_MAX);
+		ps->maps_warned = true;
+		return 0;
+	}
+	if (grow_array(&d->maps, &d->cap, s->nr, sizeof(*d->maps)))
+		return -ENOMEM;
+	memcpy(d->maps, s->maps, s->nr * sizeof(*s->maps));
+	d->nr = s->nr;
+	ps->total_maps += s->nr;
+	return 0;
+}
+
+/* The pid's address space now; a fresh one if it has none or it exited. */
+static uint32_t current_mm(struct profile *p, uint32_t pid, uint8_t domain)
+{
+	int64_t v = keymap_get(&p->state->mm_by_pid, pid, domain);
+
+	if (v >= 0 && !p->state->mms[v].exited)
+		return (uint32_t)v;
+	return new_mm(p, pid, domain);
+}
+
+int profile_replay_mmap(struct profile *p, const struct op *op)
+{
+	struct profile_state *ps = p->state;
+	uint32_t idx;
+	struct mm *mm;
+
+	if (op->pid == KP_PID_KERNEL) {
+		struct domain_state *d = &ps->dom[op->domain];
+
+		if (d->kernel_mm == PROFILE_NONE) {
+			/* The kernel's maps live outside the pid table: no process can replace them. */
+			if (grow_array(&ps->mms, &ps->mms_cap, ps->nr_mms + 1, sizeof(*ps->mms)))
+				return -ENOMEM;
+			ps->mms[ps->nr_mms] = (struct mm){ .pid = KP_PID_KERNEL, .comm = PROFILE_NONE,
+							   .prev = PROFILE_NONE, .domain = op->domain };
+			d->kernel_mm = (uint32_t)ps->nr_mms++;
+		}
+		idx = d->kernel_mm;
+	} else {
+		idx = current_mm(p, op->pid, op->domain);
+		if (idx == PROFILE_NONE)
+			return -ENOMEM;
+	}
+	mm = &ps->mms[idx];
+	if (mm->nr >= MAPS_PER_MM_MAX || ps->total_maps >= MAPS_TOTAL_MAX) {
+		if (!ps->maps_warned)
+			profile_warn(p, "pid %u: too many mappings: later ones ignored", op->pid);
+		ps->maps_warned = true;
+		return 0;
+	}
+	if (grow_array(&mm->maps, &mm->cap, mm->nr + 1, sizeof(*mm->maps)))
+		return -ENOMEM;
+	mm->maps[mm->nr++] = op->map;
+	ps->total_maps++;
+	return 0;
+}
+
+static int apply_op(struct profile *p, const struct op *op)
+{
+	struct profile_state *ps = p->state;
+	uint32_t idx;
+	int64_t parent;
+
+	switch (op->kind) {
+	case OP_MMAP:
+		return profile_replay_mmap(p, op);
+	case OP_COMM:
+		if (op->flags & KP_COMM_EXEC) {
+			/* exec: a new program, none of the old mappings. */
+			idx = new_mm(p, op->pid, op->domain);
+		} else {
+			idx = current_mm(p, op->pid, op->domain);
+			/* A thread's own name doesn't rename its process. */
+			if (idx != PROFILE_NONE && op->tid != op->pid && ps->mms[idx].comm != PROFILE_NONE)
+				return 0;
+		}
+		if (idx == PROFILE_NONE)
+			return -ENOMEM;
+		ps->mms[idx].comm = op->comm;
+		return 0;
+	case OP_FORK:
+		/* A new thread shares its process's address space: nothing to do. */
+		if (op->tid != op->pid)
+			return 0;
+		parent = keymap_get(&ps->mm_by_pid, op->ppid, op->domain);
+		idx = new_mm(p, op->pid, op->domain);
+		if (idx == PROFILE_NONE)
+			return -ENOMEM;
+		return parent >= 0 && (uint32_t)parent != idx ? copy_maps(p, idx, (uint32_t)parent) : 0;
+	case OP_EXIT: {
+		int64_t v = keymap_get(&ps->mm_by_pid, op->pid, op->domain);
+
+		/* Keep the maps: samples recorded before EXIT still resolve against them. */
+		if (v >= 0 && op->tid == op->pid)
+			ps->mms[v].exited = true;
+		return 0;
+	}
+	}
+	return 0;
+}
+
+static int cmp_op(const void *a, const void *b)
+{
+	const struct op *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int profile_replay(struct profile *p, const uint32_t *order, uint32_t *sample_mm)
+{
+	struct profile_state *ps = p->state;
+	size_t i, o = 0;
+
+	if (ps->nr_ops > 1)
+		qsort(ps->ops, ps->nr_ops, sizeof(*ps->ops), cmp_op);
+	/* Walk samples and state changes together in (time, stream order). */
+	for (i = 0; i < p->nr_samples; i++) {
+		struct profile_sample *s = &p->samples[order[i]];
+		uint64_t seq = ps->sample_seq[order[i]];
+		int64_t mm;
+
+		while (o < ps->nr_ops && (ps->ops[o].time < s->time ||
+					  (ps->ops[o].time == s->time && ps->ops[o].seq < seq))) {
+			if (apply_op(p, &ps->ops[o++]))
+				return -ENOMEM;
+		}
+		mm = keymap_get(&ps->mm_by_pid, s->pid, s->domain);
+		sample_mm[order[i]] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
+		if (mm >= 0)
+			s->comm = ps->mms[mm].comm;
+	}
+	for (; o < ps->nr_ops; o++)
+		if (apply_op(p, &ps->ops[o]))
+			return -ENOMEM;
+	return 0;
+}

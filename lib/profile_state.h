@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model's private state, shared by its parts (perf's util/
+ * keeps the same jobs apart):
+ *   profile.c            the tables (strings, commands, images, events) and
+ *                        profile_finish, which runs the steps below in order
+ *   profile_ingest.c     records in: what each one adds, kept for later
+ *   profile_replay.c     process state replayed in (time, stream order)
+ *   profile_intervals.c  an address space as sorted, non-overlapping maps
+ *   profile_symbolize.c  addresses to locations, functions and images
+ *   profile_load.c       sample files in (both report commands' loader)
+ * Nothing outside these files includes it.
+ */
+#ifndef KVMPROF_PROFILE_STATE_H
+#define KVMPROF_PROFILE_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keymap.h"
+#include "profile.h"
+
+/* Bounds against hostile input: beyond these, maps are dropped with a warning. */
+#define MAPS_PER_MM_MAX 65536
+#define MAPS_TOTAL_MAX (1u << 22)
+#define KSYMS_TEXT_MAX (256u << 20)
+
+struct map {
+	uint64_t start, end, pgoff;
+	uint32_t image;
+};
+
+struct mm {
+	uint32_t pid, comm, prev; /* prev: the pid's earlier address space, or PROFILE_NONE */
+	uint8_t domain;
+	bool exited, built;
+	struct map *maps; /* as recorded, oldest first */
+	size_t nr, cap;
+	struct map *ivs;  /* non-overlapping, sorted, newer maps winning; built on first lookup */
+	size_t nr_ivs;
+};
+
+enum op_kind { OP_COMM, OP_MMAP, OP_FORK, OP_EXIT };
+
+/* A process-state record, kept until profile_finish replays them in order. */
+struct op {
+	uint64_t time, seq;
+	uint32_t kind, pid, tid, ppid, flags, comm;
+	uint8_t domain;
+	struct map map;
+};
+
+struct image_state {
+	struct symtab *st;
+	int tried;
+	bool host_path; /* a file on this machine (--guest-kernel): no root prefix */
+};
+
+/* What each namespace (enum kp_domain) has of its own kernel. */
+struct domain_state {
+	char *ksyms;
+	size_t ksyms_len, ksyms_cap;
+	bool ksyms_warned;
+	struct kallsyms *ks;
+	uint32_t kernel_image, unknown_image, kernel_mm;
+};
+
+#define NR_DOMAINS 2
+
+struct profile_state {
+	struct profile_options opt;
+	size_t events_cap, images_cap, funcs_cap, locs_cap, samples_cap, comms_cap, meta_cap;
+	struct keymap event_by_id, image_by_key, func_by_key, loc_by_key, comm_by_str, strs;
+	char **str_list;
+	size_t nr_strs, strs_cap;
+	struct image_state *istate;
+	size_t istate_cap;
+
+	struct op *ops;
+	size_t nr_ops, ops_cap;
+	uint64_t seq;
+	uint64_t *raw; /* callchains as recorded, indexed like frames */
+	size_t nr_raw, raw_cap;
+	uint64_t *sample_seq;
+	size_t sample_seq_cap;
+	uint64_t lost_sum, end_lost;
+
+	struct domain_state dom[NR_DOMAINS];
+	bool has_guest; /* a guest record came: the guest's pseudo images are made */
+
+	/* Descriptors of opt.root and opt.guest_root (by domain): -1 none, -2 not opened yet. */
+	int root_fd[NR_DOMAINS];
+	bool guest_files_warned;
+
+	struct mm *mms;
+	size_t nr_mms, mms_cap, total_maps;
+	struct keymap mm_by_pid; /* the current address space of each (pid, domain) */
+	bool maps_warned, finished;
+};
+
+/* Warnings for the user through opt.warn (made safe for the terminal first). */
+void profile_warn(struct profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One stored copy of a string; NULL when out of memory. */
+const char *profile_intern(struct profile *p, const char *s);
+/*
+ * The image for a recorded path and build-id, or a pseudo image (path NULL)
+ * called `name`. PROFILE_NONE when out of memory.
+ */
+uint32_t profile_image_id(struct profile *p, const char *path, const char *name, const uint8_t *bid,
+			  uint8_t bid_size, bool kernel, uint8_t domain);
+/* The index of the event with a recorded id, added if new. PROFILE_NONE when out of memory. */
+uint32_t profile_event_index(struct profile *p, uint32_t id);
+
+/* profile_replay.c */
+/*
+ * Replays every process-state record in (time, stream order) along the
+ * samples in `order` (by time): sample_mm[i] gets sample i's address space
+ * at its time (PROFILE_NONE: none), and its command when it has one.
+ */
+int profile_replay(struct profile *p, const uint32_t *order, uint32_t *sample_mm);
+/* Adds one mapping to its process's (or the kernel's) current address space. */
+int profile_replay_mmap(struct profile *p, const struct op *op);
+
+/* profile_intervals.c */
+/* The map covering addr in an address space (newer maps win), or NULL. */
+const struct map *mm_find_map(struct mm *mm, uint64_t addr);
+
+/* profile_symbolize.c */
+/* A domain's kernel symbols: its KSYMS records, else its --kallsyms file. 0 or -ENOMEM. */
+int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
+/* --guest-kernel: the guest kernel's ELF (a host path) covers every guest kernel address. */
+int profile_add_guest_kernel_elf(struct profile *p);
+/* Turns a sample's recorded ip and callchain into locations (frames). 0 or -ENOMEM. */
+int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm);
+
+#endif
