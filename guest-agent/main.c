@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent_record.h"
+#include "agent_report.h"
 #include "cli.h"
 #include "events.h"
 #include "export.h"
-#include "record.h"
-#include "report.h"
+#include "record_cli.h"
 
 #define AGENT_VERSION "0.1"
 
@@ -62,109 +63,68 @@ static const char help_text[] =
 	"  --all-symbols    all of /proc/kallsyms; by default only text symbols go\n"
 	"                  (program counters land only in code; half the bytes)\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	return cli_usage_error("kvmprof-agent", usage_text, fmt, arg);
-}
+#define usage_error(...) cli_usage_error("kvmprof-agent", usage_text, __VA_ARGS__)
 
 static int bad_number(char opt, const char *arg, const char *what)
 {
 	return cli_bad_number("kvmprof-agent", usage_text, opt, arg, what);
 }
 
-static int add_event(struct record_opts *o, const char *spec)
+/* What to profile: -a, -p PID or a command (record -m too). */
+static int record_option(int c, const char *arg, void *ctx)
 {
-	int r;
+	struct agent_record_opts *o = ctx;
+	unsigned long long v;
 
-	if (o->nevents == RECORD_MAX_EVENTS) {
-		fprintf(stderr, "kvmprof-agent: at most %d events\n", RECORD_MAX_EVENTS);
-		return 2;
+	switch (c) {
+	case 'a':
+		o->all = true;
+		return 0;
+	case 'p':
+		if (cli_parse_num(arg, 1, INT_MAX, &v))
+			return bad_number('p', arg, "a process id");
+		o->pid = (pid_t)v;
+		return 0;
+	case 'm':
+		if (cli_parse_num(arg, 1, 1u << 16, &v) || (v & (v - 1)))
+			return bad_number('m', arg, "a power of two between 1 and 65536");
+		o->mmap_pages = (unsigned)v;
+		return 0;
 	}
-	r = cli_parse_event("kvmprof-agent", spec, &o->events[o->nevents]);
-	if (r)
-		return r;
-	o->nevents++;
-	return 0;
+	return -1;
 }
 
 static int cmd_record(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "event", required_argument, NULL, 'e' },    { "freq", required_argument, NULL, 'F' },
-		{ "count", required_argument, NULL, 'c' },    { "callgraph", no_argument, NULL, 'g' },
-		{ "call-graph", no_argument, NULL, 'g' },     { "output", required_argument, NULL, 'o' },
-		{ "all-cpus", no_argument, NULL, 'a' },       { "pid", required_argument, NULL, 'p' },
-		{ "mmap-pages", required_argument, NULL, 'm' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+	static const struct option own_longopts[] = {
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
 	};
-	static struct record_opts o; /* large (events); static keeps it off the stack */
-	unsigned long long v;
-	int c, r;
+	static struct agent_record_opts o; /* large (events); static keeps it off the stack */
+	const struct record_cli cli = {
+		.prog = "kvmprof-agent", .usage = usage_text, .help = help_text,
+		.max_events = RECORD_MAX_EVENTS, .max_freq = 1000000, .stop_at_command = true,
+		.own_shortopts = "ap:m:", .own_longopts = own_longopts, .own_option = record_option, .ctx = &o,
+	};
+	int r;
 
 	memset(&o, 0, sizeof(o));
-	optind = 1;
-	opterr = 0;
-	/* '+': the command's own options are not ours. */
-	while ((c = getopt_long(argc, argv, "+:e:F:c:go:ap:m:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			r = add_event(&o, optarg);
-			if (r)
-				return r;
-			break;
-		case 'F':
-			if (cli_parse_num(optarg, 1, 1000000, &v))
-				return bad_number('F', optarg, "a sampling frequency of 1 to 1000000 Hz");
-			o.freq = v;
-			break;
-		case 'c':
-			if (cli_parse_num(optarg, 1, ULLONG_MAX, &v))
-				return bad_number('c', optarg, "a sampling period of at least 1 event");
-			o.period = v;
-			break;
-		case 'g':
-			o.callgraph = true;
-			break;
-		case 'o':
-			if (!*optarg)
-				return usage_error("-o needs a file name%s", "");
-			o.output = optarg;
-			break;
-		case 'a':
-			o.all = true;
-			break;
-		case 'p':
-			if (cli_parse_num(optarg, 1, INT_MAX, &v))
-				return bad_number('p', optarg, "a process id");
-			o.pid = (pid_t)v;
-			break;
-		case 'm':
-			if (cli_parse_num(optarg, 1, 1u << 16, &v) || (v & (v - 1)))
-				return bad_number('m', optarg, "a power of two between 1 and 65536");
-			o.mmap_pages = (unsigned)v;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'h':
-			printf("%s%s", usage_text, help_text);
-			return 0;
-		case ':':
-			return usage_error("record: option %s needs an argument", argv[optind - 1]);
-		default:
-			return usage_error("record: unknown option %s", argv[optind - 1]);
-		}
-	}
-	if (o.freq && o.period)
-		return usage_error("record: -F and -c exclude each other%s", "");
+	r = record_cli_parse(&cli, argc, argv, &o.rec);
+	if (r >= 0)
+		return r;
+	r = record_cli_check_rate(&cli, &o.rec);
+	if (r >= 0)
+		return r;
 	if (optind < argc)
 		o.argv = argv + optind;
 	else if (optind > 1 && !strcmp(argv[optind - 1], "--"))
-		return usage_error("record: missing command after --%s", "");
+		return usage_error("record: missing command after --");
 	if (o.pid && (o.all || o.argv))
-		return usage_error("record: -p excludes -a and a command%s", "");
+		return usage_error("record: -p excludes -a and a command");
 	if (!o.all && !o.pid && !o.argv)
-		return usage_error("record: nothing to profile: give -a, -p PID or -- CMD%s", "");
+		return usage_error("record: nothing to profile: give -a, -p PID or -- CMD");
 	return record_run(&o);
 }
 
@@ -187,7 +147,7 @@ static int cmd_export(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			if (!*optarg)
-				return usage_error("-o needs a file name%s", "");
+				return usage_error("-o needs a file name");
 			o.output = optarg;
 			break;
 		case 'A':

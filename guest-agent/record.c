@@ -16,7 +16,7 @@
  * Per-task events with inherit must be per CPU: the kernel refuses to mmap
  * an inherited event that follows a task on any CPU (cpu == -1).
  */
-#include "record.h"
+#include "agent_record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 #define POLL_MS 100
 
 struct rec {
-	const struct record_opts *o;
+	const struct agent_record_opts *o;
 	struct events_event ev[RECORD_MAX_EVENTS];
 	uint32_t ev_flags[RECORD_MAX_EVENTS];
 	uint64_t ev_rate[RECORD_MAX_EVENTS]; /* period, or Hz with KP_EVENT_FREQ */
@@ -136,11 +136,11 @@ static void raise_fd_limit(void)
 
 static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_event_attr *a)
 {
-	const struct record_opts *o = R->o;
+	const struct agent_record_opts *o = R->o;
 
 	*a = R->ev[idx].attr;
 	a->size = sizeof(*a);
-	a->sample_type = CONVERT_SAMPLE_TYPE | (o->callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_type = CONVERT_SAMPLE_TYPE | (o->rec.callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
 	if (R->ev_flags[idx] & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate[idx];
@@ -173,7 +173,7 @@ static void fall_back(struct rec *R, int idx)
 	events_cpu_clock(&R->ev[idx]);
 	memcpy(R->ev[idx].name, asked, sizeof(asked));
 	R->ev_flags[idx] = KP_EVENT_FREQ | KP_EVENT_FALLBACK;
-	R->ev_rate[idx] = R->o->freq ? R->o->freq : RECORD_DEFAULT_HZ;
+	R->ev_rate[idx] = R->o->rec.freq ? R->o->rec.freq : RECORD_DEFAULT_HZ;
 }
 
 static void drop_event(struct rec *R, int idx)
@@ -231,7 +231,7 @@ static int probe_event(struct rec *R, int idx, bool *fell_back)
 				drop_event(R, idx);
 				return 1;
 			}
-			uint64_t hz = R->o->freq ? R->o->freq : RECORD_DEFAULT_HZ;
+			uint64_t hz = R->o->rec.freq ? R->o->rec.freq : RECORD_DEFAULT_HZ;
 
 			fprintf(stderr,
 				"kvmprof-agent: no hardware PMU (perf_event_open %s: %s); sampling cpu-clock at %" PRIu64
@@ -394,7 +394,7 @@ static int release_child(struct rec *R)
 
 static int set_targets(struct rec *R)
 {
-	const struct record_opts *o = R->o;
+	const struct agent_record_opts *o = R->o;
 
 	if (o->all || !o->pid) {
 		R->targets = malloc(sizeof(*R->targets));
@@ -421,7 +421,7 @@ static int set_targets(struct rec *R)
 /* ---- the file's preamble ---- */
 
 /* What META "command" says was profiled. */
-static void describe_target(const struct record_opts *o, char *cmd, size_t len)
+static void describe_target(const struct agent_record_opts *o, char *cmd, size_t len)
 {
 	size_t n = 0;
 
@@ -556,7 +556,7 @@ static int loop_step(void *ctx, short pidfd_revents)
 
 static int record_loop(struct rec *R, int *child_status)
 {
-	struct loop L = { .R = R, .child_status = child_status, .tty = !R->o->quiet && isatty(2),
+	struct loop L = { .R = R, .child_status = child_status, .tty = !R->o->rec.quiet && isatty(2),
 			  .last_progress = emit_now_ns(), .pidfd = -1 };
 	int r;
 
@@ -589,7 +589,7 @@ static void cleanup(struct rec *R)
  */
 static int open_output(struct rec *R)
 {
-	const char *out = R->o->output ? R->o->output : RECORD_DEFAULT_OUTPUT;
+	const char *out = R->o->rec.output ? R->o->rec.output : RECORD_DEFAULT_OUTPUT;
 
 	R->out_name = out;
 	if (!strcmp(out, "-")) {
@@ -633,7 +633,7 @@ static int exit_code(int status)
 	return 1;
 }
 
-int record_run(const struct record_opts *o)
+int record_run(const struct agent_record_opts *o)
 {
 	struct rec R;
 	int r, status = 0, ncpus, interrupted = 0;
@@ -645,9 +645,9 @@ int record_run(const struct record_opts *o)
 	R.go_fd = R.exec_err_fd = -1;
 	stop_signal = 0;
 	forward_to = 0;
-	if (o->nevents) {
-		R.nev = o->nevents;
-		memcpy(R.ev, o->events, sizeof(R.ev[0]) * (size_t)o->nevents);
+	if (o->rec.nevents) {
+		R.nev = o->rec.nevents;
+		memcpy(R.ev, o->rec.events, sizeof(R.ev[0]) * (size_t)o->rec.nevents);
 	} else {
 		char unk[8], err[64];
 
@@ -656,10 +656,10 @@ int record_run(const struct record_opts *o)
 	}
 	for (int i = 0; i < R.nev; i++) {
 		/* NAME:PERIOD wins, then -c, then -F (default 1000 Hz). */
-		uint64_t p = R.ev[i].period ? R.ev[i].period : o->period;
+		uint64_t p = R.ev[i].period ? R.ev[i].period : o->rec.period;
 
 		R.ev_flags[i] = p ? 0 : KP_EVENT_FREQ;
-		R.ev_rate[i] = p ? p : (o->freq ? o->freq : RECORD_DEFAULT_HZ);
+		R.ev_rate[i] = p ? p : (o->rec.freq ? o->rec.freq : RECORD_DEFAULT_HZ);
 	}
 	ncpus = procfs_online_cpus(R.cpus, MAX_CPUS);
 	if (ncpus < 0) {
@@ -689,7 +689,7 @@ int record_run(const struct record_opts *o)
 	R.conv.e = &R.e;
 	R.conv.ids = R.rs.ids;
 	R.conv.nids = R.rs.nids;
-	R.conv.callchain = o->callgraph;
+	R.conv.callchain = o->rec.callgraph;
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;

@@ -1,21 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `kvmprof-agent report`: the command line over the profile model and the
- * renderers in lib/. Messages for the user are made here, nowhere deeper.
+ * `kvmprof-agent report`: its own options (sort keys, caller chains,
+ * --kallsyms) and renderers over the report command in lib/report_cli.c.
  */
-#include "report.h"
+#include "agent_report.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* The library's report.h: a plain "report.h" here is this directory's. */
-#include "../lib/report.h"
 #include "cli.h"
-#include "profile.h"
+#include "report.h"
+#include "report_cli.h"
 
 static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
@@ -48,100 +43,48 @@ static const char report_help[] =
 	"else the kernel ELF the sample file names. A file whose build-id differs from\n"
 	"the recorded one is not used. Samples without a symbol show as [unknown].\n";
 
-struct report_args {
-	const char *input, *output, *root, *kallsyms;
-	bool recover;
-	enum report_format format;
+/* The options that are this command's own. */
+struct agent_report_args {
+	const char *kallsyms;
 	struct report_options opt;
 };
 
-static int usage_error(const char *fmt, const char *arg)
+static int own_option(int c, const char *arg, void *ctx)
 {
-	return cli_usage_error("kvmprof-agent report", report_usage, fmt, arg);
-}
+	struct agent_report_args *a = ctx;
 
-/* Returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, struct report_args *a)
-{
-	static const struct option longopts[] = {
-		{ "input", required_argument, NULL, 'i' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "callgraph", no_argument, NULL, 'g' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "guest-root", required_argument, NULL, 'r' },
-		{ "kallsyms", required_argument, NULL, 'k' },
-		{ "recover", no_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	*a = (struct report_args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT };
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:s:gf:o:r:k:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			a->input = optarg;
-			break;
-		case 's':
-			if (!strcmp(optarg, "image,symbol"))
-				a->opt.sort = REPORT_SORT_IMAGE_SYMBOL;
-			else if (!strcmp(optarg, "pid,image,symbol"))
-				a->opt.sort = REPORT_SORT_PID_IMAGE_SYMBOL;
-			else
-				return usage_error("unknown sort keys '%s' (image,symbol or pid,image,symbol)", optarg);
-			break;
-		case 'g':
-			a->opt.callgraph = true;
-			break;
-		case 'f':
-			if (report_parse_format(optarg, &a->format))
-				return usage_error("unknown format '%s' (text, folded, pprof or svg)", optarg);
-			break;
-		case 'o':
-			a->output = optarg;
-			break;
-		case 'r':
-			a->root = optarg;
-			break;
-		case 'k':
-			a->kallsyms = optarg;
-			break;
-		case 'R':
-			a->recover = true;
-			break;
-		case 'h':
-			printf("%s%s", report_usage, report_help);
-			return 0;
-		case ':':
-			return usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		}
+	switch (c) {
+	case 's':
+		if (!strcmp(arg, "image,symbol"))
+			a->opt.sort = REPORT_SORT_IMAGE_SYMBOL;
+		else if (!strcmp(arg, "pid,image,symbol"))
+			a->opt.sort = REPORT_SORT_PID_IMAGE_SYMBOL;
+		else
+			return cli_usage_error("kvmprof-agent report", report_usage,
+					       "unknown sort keys '%s' (image,symbol or pid,image,symbol)", arg);
+		return 0;
+	case 'g':
+		a->opt.callgraph = true;
+		return 0;
+	case 'k':
+		a->kallsyms = arg;
+		return 0;
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
 	return -1;
 }
 
-static void print_warning(void *ctx, const char *msg)
+/* The recorded system's files under --guest-root; its kernel symbols from --kallsyms when the file has none. */
+static void profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
 {
-	(void)ctx;
-	fprintf(stderr, "kvmprof-agent: warning: %s\n", msg);
+	const struct agent_report_args *own = ctx;
+
+	popt->root = a->root;
+	popt->kallsyms_path = own->kallsyms;
 }
 
-struct render_ctx {
-	const struct profile *p;
-	const struct report_args *a;
-};
-
-static int render(FILE *out, void *ctx)
+static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
-	const struct render_ctx *rctx = ctx;
-	const struct profile *p = rctx->p;
-	const struct report_args *a = rctx->a;
+	const struct agent_report_args *own = ctx;
 	uint32_t ev;
 	size_t i, others = 0;
 
@@ -158,38 +101,24 @@ static int render(FILE *out, void *ctx)
 	case REPORT_FORMAT_PPROF:
 		return report_pprof(out, p);
 	default:
-		return report_text(out, p, &a->opt);
+		return report_text(out, p, &own->opt);
 	}
 }
 
 int agent_report_main(int argc, char **argv)
 {
-	struct profile_options popt = { .warn = print_warning };
-	struct report_args a;
-	struct profile *p;
-	char err[512];
-	int rc, status;
+	static const struct option own_longopts[] = {
+		{ "sort", required_argument, NULL, 's' },
+		{ "callgraph", no_argument, NULL, 'g' },
+		{ "kallsyms", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct agent_report_args own = { 0 };
+	const struct report_cli cli = {
+		.prog = "kvmprof-agent", .cmd = "kvmprof-agent report", .usage = report_usage, .help = report_help,
+		.own_shortopts = "s:gk:", .own_longopts = own_longopts, .own_option = own_option,
+		.profile_options = profile_options, .render = render, .note_unresolved = true, .ctx = &own,
+	};
 
-	rc = parse_args(argc, argv, &a);
-	if (rc >= 0)
-		return rc;
-	rc = report_check_output("kvmprof-agent report", a.format, a.output);
-	if (rc)
-		return rc;
-	popt.root = a.root;
-	popt.kallsyms_path = a.kallsyms;
-	popt.recover = a.recover;
-	rc = profile_load(&p, a.input, &popt, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "kvmprof-agent: %s%s\n", err,
-			rc == -EBADMSG ? " (`kvmprof-agent report --recover` reads what precedes the damage)" : "");
-		return 1;
-	}
-	status = report_write("kvmprof-agent", a.output, a.format, render, &(struct render_ctx){ p, &a });
-	/* The table has its own footer; the other formats say it here. */
-	if (!status && a.format != REPORT_FORMAT_TEXT && p->unresolved)
-		fprintf(stderr, "kvmprof-agent: %" PRIu64 " of %zu samples have no symbol\n", p->unresolved,
-			p->nr_samples);
-	profile_free(p);
-	return status;
+	return report_cli_main(&cli, argc, argv);
 }

@@ -13,8 +13,9 @@
 
 #include "cli.h"
 #include "events.h"
-#include "record.h"
-#include "report.h"
+#include "host_record.h"
+#include "host_report.h"
+#include "record_cli.h"
 #include "stat.h"
 
 #define KVMPROF_VERSION "0.1"
@@ -55,89 +56,53 @@ static const char help_text[] =
 	"stat options:\n"
 	"  --vm SOCKET, -e EVENTS (comma-separated; default task-clock), --duration S\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	return cli_usage_error("kvmprof", usage_text, fmt, arg);
-}
+#define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
 
-static int bad_number(char opt, const char *arg, const char *what)
+/* Which VM, for how long, and a Linux guest's task layout. */
+static int record_option(int c, const char *arg, void *ctx)
 {
-	return cli_bad_number("kvmprof", usage_text, opt, arg, what);
+	struct host_record_opts *o = ctx;
+
+	switch (c) {
+	case 'v':
+		o->vm = arg;
+		return 0;
+	case 'd':
+		if (cli_parse_seconds(arg, &o->duration))
+			return usage_error("--duration '%s': expected seconds (> 0)", arg);
+		return 0;
+	case 'x':
+		o->guest_export = arg;
+		return 0;
+	}
+	return -1;
 }
 
 static int cmd_record(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "vm", required_argument, NULL, 'v' },	    { "event", required_argument, NULL, 'e' },
-		{ "freq", required_argument, NULL, 'F' },    { "count", required_argument, NULL, 'c' },
-		{ "callgraph", no_argument, NULL, 'g' },     { "call-graph", no_argument, NULL, 'g' },
-		{ "output", required_argument, NULL, 'o' },  { "duration", required_argument, NULL, 'd' },
-		{ "quiet", no_argument, NULL, 'q' },	     { "help", no_argument, NULL, 'h' },
+	static const struct option own_longopts[] = {
+		{ "vm", required_argument, NULL, 'v' },
+		{ "duration", required_argument, NULL, 'd' },
 		{ "guest-export", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_record_opts o;
-	unsigned long long v;
-	int c, r;
+	const struct record_cli cli = {
+		.prog = "kvmprof", .usage = usage_text, .help = help_text, .max_events = 1, .max_freq = 100000,
+		.own_shortopts = "v:d:x:", .own_longopts = own_longopts, .own_option = record_option, .ctx = &o,
+	};
+	int r;
 
 	memset(&o, 0, sizeof(o));
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":v:e:F:c:go:d:qx:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			o.vm = optarg;
-			break;
-		case 'e':
-			r = cli_parse_event("kvmprof", optarg, &o.event);
-			if (r)
-				return r;
-			o.event_given = true;
-			break;
-		case 'F':
-			if (cli_parse_num(optarg, 1, 100000, &v))
-				return bad_number('F', optarg, "a sampling frequency of 1 to 100000 Hz");
-			o.freq = v;
-			break;
-		case 'c':
-			if (cli_parse_num(optarg, 1, ULLONG_MAX, &v))
-				return bad_number('c', optarg, "a sampling period of at least 1 event");
-			o.period = v;
-			break;
-		case 'g':
-			o.callgraph = true;
-			break;
-		case 'o':
-			if (!*optarg)
-				return usage_error("-o needs a file name%s", "");
-			o.output = optarg;
-			break;
-		case 'd':
-			if (cli_parse_seconds(optarg, &o.duration))
-				return usage_error("--duration '%s': expected seconds (> 0)", optarg);
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'x':
-			o.guest_export = optarg;
-			break;
-		case 'h':
-			printf("%s%s", usage_text, help_text);
-			return 0;
-		case ':':
-			return usage_error("record: option %s needs an argument", argv[optind - 1]);
-		default:
-			return usage_error("record: unknown option %s", argv[optind - 1]);
-		}
-	}
+	r = record_cli_parse(&cli, argc, argv, &o.rec);
+	if (r >= 0)
+		return r;
 	if (optind < argc)
 		return usage_error("record: unexpected argument '%s'", argv[optind]);
 	if (!o.vm)
-		return usage_error("record: --vm SOCKET is required (kvmprof-vmm --control SOCKET)%s", "");
-	if (o.freq && o.period)
-		return usage_error("record: -F and -c exclude each other%s", "");
-	return host_record_run(&o);
+		return usage_error("record: --vm SOCKET is required (kvmprof-vmm --control SOCKET)");
+	r = record_cli_check_rate(&cli, &o.rec);
+	return r >= 0 ? r : host_record_run(&o);
 }
 
 static int cmd_stat(int argc, char **argv)
@@ -166,7 +131,7 @@ static int cmd_stat(int argc, char **argv)
 			for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 				if (o.nevents == HOST_STAT_MAX_EVENTS) {
 					free(list);
-					return usage_error("stat: at most 8 events%s", "");
+					return usage_error("stat: at most %d events", HOST_STAT_MAX_EVENTS);
 				}
 				r = cli_parse_event("kvmprof", tok, &o.events[o.nevents]);
 				if (r) {
@@ -194,7 +159,7 @@ static int cmd_stat(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("stat: unexpected argument '%s'", argv[optind]);
 	if (!o.vm)
-		return usage_error("stat: --vm SOCKET is required%s", "");
+		return usage_error("stat: --vm SOCKET is required");
 	return host_stat_run(&o);
 }
 

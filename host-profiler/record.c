@@ -20,7 +20,7 @@
  *    address range is taken from the host's kallsyms. So every sample in
  *    the file is in exactly one domain and none is counted twice.
  */
-#include "record.h"
+#include "host_record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -168,23 +168,23 @@ static void pick_event(struct hrec *R)
 	const struct host_record_opts *o = R->o;
 	uint64_t p;
 
-	if (o->event_given) {
-		R->ev = o->event;
+	if (o->rec.nevents) {
+		R->ev = o->rec.events[0];
 	} else {
 		char unk[8], err[64];
 
 		events_parse("cycles", &R->ev, unk, sizeof(unk), err, sizeof(err));
 	}
-	p = R->ev.period ? R->ev.period : o->period;
+	p = R->ev.period ? R->ev.period : o->rec.period;
 	R->ev_flags = p ? 0 : KP_EVENT_FREQ;
-	R->ev_rate = p ? p : (o->freq ? o->freq : HOST_RECORD_DEFAULT_HZ);
+	R->ev_rate = p ? p : (o->rec.freq ? o->rec.freq : RECORD_DEFAULT_HZ);
 }
 
 static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_attr *a)
 {
 	*a = R->ev.attr;
 	a->size = sizeof(*a);
-	a->sample_type = CONVERT_SAMPLE_TYPE | (R->o->callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_type = CONVERT_SAMPLE_TYPE | (R->o->rec.callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
 	if (R->ev_flags & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate;
@@ -233,9 +233,9 @@ static int probe_event(struct hrec *R)
 
 		if (events_is_hardware(&R->ev.attr) && no_pmu_errno(e) && !(R->ev_flags & KP_EVENT_FALLBACK)) {
 			char asked[KP_EVENT_NAME_MAX];
-			uint64_t hz = R->o->freq ? R->o->freq : HOST_RECORD_DEFAULT_HZ;
+			uint64_t hz = R->o->rec.freq ? R->o->rec.freq : RECORD_DEFAULT_HZ;
 
-			if (R->o->event_given)
+			if (R->o->rec.nevents)
 				fprintf(stderr, "kvmprof: no hardware PMU (perf_event_open %s: %s); sampling cpu-clock at %" PRIu64
 					" Hz instead\n", R->ev.name, strerror(e), hz);
 			snprintf(R->pmu, sizeof(R->pmu), "none (perf_event_open %s: %s); cpu-clock fallback", R->ev.name,
@@ -243,7 +243,7 @@ static int probe_event(struct hrec *R)
 			memcpy(asked, R->ev.name, sizeof(asked));
 			events_cpu_clock(&R->ev);
 			/* The default event is not something the user asked for: name the clock. */
-			if (R->o->event_given)
+			if (R->o->rec.nevents)
 				memcpy(R->ev.name, asked, sizeof(asked));
 			R->ev_flags = KP_EVENT_FREQ | KP_EVENT_FALLBACK;
 			R->ev_rate = hz;
@@ -538,7 +538,7 @@ static void start_guest_sampling(struct hrec *R)
 		json_object_object_add(req, "freq", json_object_new_int64((int64_t)R->ev_rate));
 	else
 		json_object_object_add(req, "period", json_object_new_int64((int64_t)R->ev_rate));
-	json_object_object_add(req, "callgraph", json_object_new_boolean(R->o->callgraph));
+	json_object_object_add(req, "callgraph", json_object_new_boolean(R->o->rec.callgraph));
 	if (R->has_layout)
 		json_object_object_add(req, "linux", layout_json(&R->layout));
 	r = vm_client_call(&R->vm, req, &reply, &fd, VM_CLIENT_TIMEOUT_MS, err, sizeof(err));
@@ -663,7 +663,7 @@ static int loop_step(void *ctx, short vm_revents)
 
 static int record_loop(struct hrec *R)
 {
-	struct loop L = { .R = R, .tty = !R->o->quiet && isatty(2), .last_progress = emit_now_ns(),
+	struct loop L = { .R = R, .tty = !R->o->rec.quiet && isatty(2), .last_progress = emit_now_ns(),
 			  .end = R->o->duration > 0 ? R->t_start + (uint64_t)(R->o->duration * 1e9) : 0 };
 	/* The control socket too: the VMM closing it means the VM is gone. */
 	int r = perf_rings_loop(&R->rs, &R->conv, R->vm.fd, POLL_MS, loop_step, &L);
@@ -721,7 +721,7 @@ static int finish(struct hrec *R)
 int host_record_run(const struct host_record_opts *o)
 {
 	static struct hrec R; /* large; static keeps it off the stack */
-	const char *out = o->output ? o->output : HOST_RECORD_DEFAULT_OUTPUT;
+	const char *out = o->rec.output ? o->rec.output : RECORD_DEFAULT_OUTPUT;
 	struct rlimit rl;
 	int r, ncpus;
 	bool ok = false;
@@ -762,7 +762,7 @@ int host_record_run(const struct host_record_opts *o)
 	if (r)
 		goto write_error;
 	emit_init(&R.e, R.w);
-	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->callgraph,
+	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->rec.callgraph,
 				       .keep_sample = keep_host_sample, .keep_ctx = &R };
 	r = write_preamble(&R);
 	if (r)

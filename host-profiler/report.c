@@ -10,10 +10,9 @@
  * VMM samples its vCPUs with the same event and rate (kvmprof record asks
  * it to), so a sample stands for the same amount of time on both sides.
  */
-#include "report.h"
+#include "host_report.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +21,8 @@
 #include "cli.h"
 #include "grow.h"
 #include "keymap.h"
-/* The library's report.h: a plain "report.h" here is this directory's. */
-#include "../lib/report.h"
+#include "report.h"
+#include "report_cli.h"
 
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
@@ -52,10 +51,10 @@ static const char help[] =
 	"                          full disk; a corrupt record; data after END) up to the\n"
 	"                          damage, and say where it is and how much was lost\n";
 
-struct args {
-	const char *input, *output, *guest_root, *guest_kernel, *guest_kallsyms, *guest_export;
-	enum report_format format;
-	bool by_process, recover;
+/* The options that are this command's own. */
+struct host_report_args {
+	const char *guest_kernel, *guest_kallsyms, *guest_export;
+	bool by_process;
 };
 
 static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
@@ -70,86 +69,51 @@ enum host_layer host_layer_of(const struct profile_sample *s)
 	return s->cpl == KP_CPL_KERNEL ? HOST_LAYER_HOST_KERNEL : HOST_LAYER_VMM_USER;
 }
 
-const char *host_layer_name(enum host_layer l)
+static int own_option(int c, const char *arg, void *ctx)
 {
-	return (unsigned)l < HOST_LAYER_COUNT ? layer_names[l] : "?";
-}
+	struct host_report_args *a = ctx;
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	return cli_usage_error("kvmprof report", usage, fmt, arg);
-}
-
-static int parse_args(int argc, char **argv, struct args *a)
-{
-	static const struct option longopts[] = {
-		{ "input", required_argument, NULL, 'i' },	    { "guest-root", required_argument, NULL, 'r' },
-		{ "guest-kernel", required_argument, NULL, 'k' },   { "guest-kallsyms", required_argument, NULL, 'K' },
-		{ "guest-export", required_argument, NULL, 'x' },   { "sort", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },	    { "output", required_argument, NULL, 'o' },
-		{ "recover", no_argument, NULL, 'R' },		    { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	*a = (struct args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT, .by_process = true };
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:r:k:K:x:s:f:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			a->input = optarg;
-			break;
-		case 'r':
-			a->guest_root = optarg;
-			break;
-		case 'k':
-			a->guest_kernel = optarg;
-			break;
-		case 'K':
-			a->guest_kallsyms = optarg;
-			break;
-		case 'x':
-			a->guest_export = optarg;
-			break;
-		case 's':
-			if (!strcmp(optarg, "domain,process,symbol"))
-				a->by_process = true;
-			else if (!strcmp(optarg, "domain,symbol"))
-				a->by_process = false;
-			else
-				return usage_error("unknown sort keys '%s' (domain,process,symbol or domain,symbol)", optarg);
-			break;
-		case 'f':
-			if (report_parse_format(optarg, &a->format))
-				return usage_error("unknown format '%s' (text, folded, pprof or svg)", optarg);
-			break;
-		case 'o':
-			a->output = optarg;
-			break;
-		case 'R':
-			a->recover = true;
-			break;
-		case 'h':
-			printf("%s%s", usage, help);
-			return 0;
-		case ':':
-			return usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		}
+	switch (c) {
+	case 'k':
+		a->guest_kernel = arg;
+		return 0;
+	case 'K':
+		a->guest_kallsyms = arg;
+		return 0;
+	case 'x':
+		a->guest_export = arg;
+		return 0;
+	case 's':
+		if (!strcmp(arg, "domain,process,symbol"))
+			a->by_process = true;
+		else if (!strcmp(arg, "domain,symbol"))
+			a->by_process = false;
+		else
+			return cli_usage_error("kvmprof report", usage,
+					       "unknown sort keys '%s' (domain,process,symbol or domain,symbol)", arg);
+		return 0;
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (a->guest_kernel && a->guest_kallsyms)
-		return usage_error("--guest-kernel and --guest-kallsyms exclude each other%s", "");
 	return -1;
 }
 
-static void print_warning(void *ctx, const char *msg)
+static int check_args(void *ctx)
 {
-	(void)ctx;
-	fprintf(stderr, "kvmprof: warning: %s\n", msg);
+	const struct host_report_args *a = ctx;
+
+	if (a->guest_kernel && a->guest_kallsyms)
+		return cli_usage_error("kvmprof report", usage, "--guest-kernel and --guest-kallsyms exclude each other");
+	return -1;
+}
+
+/* Everything here but the host's own kernel is the guest's: its root, kernel symbols and export. */
+static void profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
+{
+	const struct host_report_args *own = ctx;
+
+	popt->guest_root = a->root;
+	popt->guest_kernel_path = own->guest_kernel;
+	popt->guest_kallsyms_path = own->guest_kallsyms;
+	popt->guest_export_path = own->guest_export;
 }
 
 static const char *meta(const struct profile *p, const char *key)
@@ -163,9 +127,11 @@ static const char *meta(const struct profile *p, const char *key)
 }
 
 /* "[guest] matmul": each sample's command names its domain, for every renderer. */
-static int tag_commands(struct profile *p)
+static int tag_commands(struct profile *p, void *ctx)
 {
 	char name[96];
+
+	(void)ctx;
 
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
@@ -215,7 +181,7 @@ static int cmp_rows(const void *x, const void *y, void *arg)
 	return c ? c : (a->pid > b->pid) - (a->pid < b->pid);
 }
 
-static int print_text(FILE *out, const struct profile *p, const struct args *a)
+static int print_text(FILE *out, const struct profile *p, const char *input, bool by_process)
 {
 	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples;
 	const char *v, *guest = meta(p, "guest_sampling"), *in_guest = meta(p, "host_samples_in_guest");
@@ -224,7 +190,7 @@ static int print_text(FILE *out, const struct profile *p, const struct args *a)
 	struct keymap index = { 0 };
 	int rc = 0;
 
-	fprintf(out, "kvmprof system-wide profile: %s\n", a->input);
+	fprintf(out, "kvmprof system-wide profile: %s\n", input);
 	if ((v = meta(p, "command")))
 		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
 	for (size_t i = 0; i < p->nr_events; i++)
@@ -255,8 +221,8 @@ static int print_text(FILE *out, const struct profile *p, const struct args *a)
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		uint32_t layer = host_layer_of(s), func = p->locs[p->frames[s->first_frame]].func;
-		uint64_t k1 = (uint64_t)layer << 32 | (a->by_process ? s->comm : 0);
-		uint64_t k2 = (a->by_process ? (uint64_t)s->pid << 32 : 0) | func;
+		uint64_t k1 = (uint64_t)layer << 32 | (by_process ? s->comm : 0);
+		uint64_t k2 = (by_process ? (uint64_t)s->pid << 32 : 0) | func;
 		int64_t idx = keymap_get(&index, k1, k2);
 
 		if (idx < 0) {
@@ -272,7 +238,7 @@ static int print_text(FILE *out, const struct profile *p, const struct args *a)
 	if (nr > 1)
 		qsort_r(rows, nr, sizeof(*rows), cmp_rows, (void *)p);
 	fprintf(out, "\n%10s %8s  %-13s", "samples", "%", "domain");
-	if (a->by_process)
+	if (by_process)
 		fprintf(out, " %-28s", "process");
 	fprintf(out, " %-20s %s\n", "image", "symbol");
 	for (size_t i = 0; i < nr; i++) {
@@ -281,7 +247,7 @@ static int print_text(FILE *out, const struct profile *p, const struct args *a)
 
 		fprintf(out, "%10" PRIu64 " %7.2f%%  %-13s", r->count, 100.0 * (double)r->count / (double)total,
 			layer_names[r->layer]);
-		if (a->by_process) {
+		if (by_process) {
 			snprintf(proc, sizeof(proc), "%s [%u]", p->comms[r->comm], r->pid);
 			fprintf(out, " %-28s", proc);
 		}
@@ -311,16 +277,9 @@ static uint32_t merge_events(struct profile *p)
 	return ev;
 }
 
-struct render_ctx {
-	struct profile *p;
-	const struct args *a;
-};
-
-static int render(FILE *out, void *ctx)
+static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
-	const struct render_ctx *rctx = ctx;
-	struct profile *p = rctx->p;
-	const struct args *a = rctx->a;
+	const struct host_report_args *own = ctx;
 	struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
 	uint32_t ev;
 
@@ -334,39 +293,26 @@ static int render(FILE *out, void *ctx)
 	case REPORT_FORMAT_PPROF:
 		return report_pprof(out, p);
 	default:
-		return print_text(out, p, a);
+		return print_text(out, p, a->input, own->by_process);
 	}
 }
 
 int host_report_main(int argc, char **argv)
 {
-	struct args a;
-	struct profile *p;
-	char err[512];
-	int rc, status;
+	static const struct option own_longopts[] = {
+		{ "guest-kernel", required_argument, NULL, 'k' },
+		{ "guest-kallsyms", required_argument, NULL, 'K' },
+		{ "guest-export", required_argument, NULL, 'x' },
+		{ "sort", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct host_report_args own = { .by_process = true };
+	const struct report_cli cli = {
+		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
+		.own_shortopts = "k:K:x:s:", .own_longopts = own_longopts, .own_option = own_option,
+		.check = check_args, .profile_options = profile_options, .prepare = tag_commands, .render = render,
+		.ctx = &own,
+	};
 
-	rc = parse_args(argc, argv, &a);
-	if (rc >= 0)
-		return rc;
-	rc = report_check_output("kvmprof report", a.format, a.output);
-	if (rc)
-		return rc;
-	rc = profile_load(&p, a.input,
-			  &(struct profile_options){ .guest_root = a.guest_root, .guest_kernel_path = a.guest_kernel,
-						     .guest_kallsyms_path = a.guest_kallsyms, .recover = a.recover,
-						     .guest_export_path = a.guest_export, .warn = print_warning },
-			  err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "kvmprof: %s%s\n", err,
-			rc == -EBADMSG ? " (`kvmprof report --recover` reads what precedes the damage)" : "");
-		return 1;
-	}
-	if (tag_commands(p)) {
-		fprintf(stderr, "kvmprof: out of memory\n");
-		profile_free(p);
-		return 1;
-	}
-	status = report_write("kvmprof", a.output, a.format, render, &(struct render_ctx){ p, &a });
-	profile_free(p);
-	return status;
+	return report_cli_main(&cli, argc, argv);
 }

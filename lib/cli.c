@@ -2,13 +2,18 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-int cli_usage_error(const char *prog, const char *usage, const char *fmt, const char *arg)
+int cli_usage_error(const char *prog, const char *usage, const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "%s: ", prog);
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\n%s", usage);
 	return 2;
 }

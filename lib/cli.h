@@ -11,8 +11,8 @@
 
 #include "events.h"
 
-/* "prog: " fmt (with arg) "\n" usage, on stderr. fmt has one %s. */
-int cli_usage_error(const char *prog, const char *usage, const char *fmt, const char *arg);
+/* "prog: " and the message (printf's fmt and arguments), a newline, then usage, on stderr. */
+int cli_usage_error(const char *prog, const char *usage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "prog: -F 'arg': expected WHAT\n" usage, on stderr: a number out of range or not one. */
 int cli_bad_number(const char *prog, const char *usage, char opt, const char *arg, const char *what);
 

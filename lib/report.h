@@ -27,28 +27,6 @@ struct report_options {
 	unsigned callgraph_chains; /* chains shown per row; 0: 5 */
 };
 
-/*
- * What the report commands of both programs share around the renderers:
- * the -f/--format names, the refusal to write binary to a terminal, and
- * writing to -o FILE or standard output with the same error messages.
- */
-enum report_format { REPORT_FORMAT_TEXT, REPORT_FORMAT_FOLDED, REPORT_FORMAT_PPROF, REPORT_FORMAT_SVG };
-
-/* "text", "folded", "pprof" or "svg". 0 or -EINVAL. */
-int report_parse_format(const char *name, enum report_format *out);
-/*
- * pprof is binary: without -o it must not go to a terminal. 0, or 2 after
- * "cmd: pprof output is binary: ..." on stderr (cmd: "kvmprof report").
- */
-int report_check_output(const char *cmd, enum report_format format, const char *output);
-/*
- * Opens output ("wb" for pprof; NULL: standard output), calls render on it
- * and closes it. A failure is said on stderr as "prog: OUTPUT: reason".
- * 0, or 1 when opening, rendering (render's -errno) or closing failed.
- */
-int report_write(const char *prog, const char *output, enum report_format format,
-		 int (*render)(FILE *out, void *ctx), void *ctx);
-
 int report_text(FILE *out, const struct profile *p, const struct report_options *opt);
 /*
  * "comm;image`outer;...;image`inner count" lines, sorted, for the event at

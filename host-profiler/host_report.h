@@ -17,7 +17,6 @@ enum host_layer {
 
 /* The one domain a sample is in: guest or native (the VMM's threads), by its privilege level. */
 enum host_layer host_layer_of(const struct profile_sample *s);
-const char *host_layer_name(enum host_layer l);
 
 /* argv[0] is "report". Returns the exit status. */
 int host_report_main(int argc, char **argv);

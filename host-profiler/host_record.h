@@ -9,25 +9,14 @@
 #ifndef HOST_RECORD_H
 #define HOST_RECORD_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "events.h"
-
-#define HOST_RECORD_DEFAULT_HZ 1000
-#define HOST_RECORD_DEFAULT_OUTPUT "kvmprof.data"
+#include "record_cli.h"
 
 struct host_record_opts {
+	/* -e, -F, -c, -g, -o, -q; one event (events[0] when nevents is 1), else cycles, or cpu-clock without a PMU */
+	struct record_opts rec;
 	const char *vm;      /* --vm: the control socket */
-	struct events_event event;
-	bool event_given;    /* -e; else cycles, or cpu-clock without a PMU */
-	uint64_t freq;       /* -F; 0: not given */
-	uint64_t period;     /* -c; 0: not given */
-	bool callgraph;      /* --callgraph */
-	const char *output;  /* -o */
 	double duration;     /* --duration seconds; 0: until Ctrl-C or the VM exits */
 	const char *guest_export; /* --guest-export: a Linux guest's `kvmprof-agent export`, for its task layout */
-	bool quiet;
 };
 
 /* Prints its own messages. Returns the exit status: 0, or 1 when nothing usable was recorded. */

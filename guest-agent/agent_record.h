@@ -8,27 +8,16 @@
 #define AGENT_RECORD_H
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <sys/types.h>
 
-#include "events.h"
+#include "record_cli.h"
 
-#define RECORD_DEFAULT_HZ 1000
-#define RECORD_DEFAULT_OUTPUT "kvmprof.data"
-#define RECORD_MAX_EVENTS 16
-
-struct record_opts {
-	struct events_event events[RECORD_MAX_EVENTS];
-	int nevents;        /* 0: cycles */
-	uint64_t freq;      /* -F; 0: not given */
-	uint64_t period;    /* -c; 0: not given */
-	bool callgraph;     /* -g */
-	const char *output; /* -o */
+struct agent_record_opts {
+	struct record_opts rec; /* -e, -F, -c, -g, -o, -q */
 	bool all;           /* -a */
 	pid_t pid;          /* -p; 0: none */
 	char **argv;        /* -- CMD ARGS; NULL: none */
-	unsigned mmap_pages; /* per CPU ring, power of two; 0: default */
-	bool quiet;         /* no progress line (the summary still comes) */
+	unsigned mmap_pages; /* -m: per CPU ring, power of two; 0: default */
 };
 
 /*
@@ -37,6 +26,6 @@ struct record_opts {
  * edge). Returns the exit status for the CLI: the command's status for
  * `-- CMD`, 0 otherwise, 1 on errors.
  */
-int record_run(const struct record_opts *o);
+int record_run(const struct agent_record_opts *o);
 
 #endif

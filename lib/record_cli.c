@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+#include "record_cli.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct option shared_longopts[] = {
+	{ "event", required_argument, NULL, 'e' },  { "freq", required_argument, NULL, 'F' },
+	{ "count", required_argument, NULL, 'c' },  { "callgraph", no_argument, NULL, 'g' },
+	{ "call-graph", no_argument, NULL, 'g' },   { "output", required_argument, NULL, 'o' },
+	{ "quiet", no_argument, NULL, 'q' },	    { "help", no_argument, NULL, 'h' },
+};
+#define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
+#define OWN_MAX 16
+
+static int add_event(const struct record_cli *cli, struct record_opts *o, const char *spec)
+{
+	int r;
+
+	if (cli->max_events == 1) {
+		r = cli_parse_event(cli->prog, spec, &o->events[0]);
+		if (!r)
+			o->nevents = 1;
+		return r;
+	}
+	if (o->nevents == cli->max_events) {
+		fprintf(stderr, "%s: at most %d events\n", cli->prog, cli->max_events);
+		return 2;
+	}
+	r = cli_parse_event(cli->prog, spec, &o->events[o->nevents]);
+	if (!r)
+		o->nevents++;
+	return r;
+}
+
+static int shared_option(const struct record_cli *cli, int c, struct record_opts *o)
+{
+	char what[64];
+	unsigned long long v;
+
+	switch (c) {
+	case 'e':
+		return add_event(cli, o, optarg);
+	case 'F':
+		if (cli_parse_num(optarg, 1, cli->max_freq, &v)) {
+			snprintf(what, sizeof(what), "a sampling frequency of 1 to %llu Hz", cli->max_freq);
+			return cli_bad_number(cli->prog, cli->usage, 'F', optarg, what);
+		}
+		o->freq = v;
+		return 0;
+	case 'c':
+		if (cli_parse_num(optarg, 1, ULLONG_MAX, &v))
+			return cli_bad_number(cli->prog, cli->usage, 'c', optarg, "a sampling period of at least 1 event");
+		o->period = v;
+		return 0;
+	case 'g':
+		o->callgraph = true;
+		return 0;
+	case 'o':
+		if (!*optarg)
+			return cli_usage_error(cli->prog, cli->usage, "-o needs a file name");
+		o->output = optarg;
+		return 0;
+	case 'q':
+		o->quiet = true;
+		return 0;
+	}
+	return -1;
+}
+
+int record_cli_parse(const struct record_cli *cli, int argc, char **argv, struct record_opts *o)
+{
+	struct option longopts[NR_SHARED + OWN_MAX + 1];
+	char shortopts[128];
+	size_t n = NR_SHARED;
+	int c, r;
+
+	memcpy(longopts, shared_longopts, sizeof(shared_longopts));
+	for (const struct option *own = cli->own_longopts; own && own->name && n < NR_SHARED + OWN_MAX; own++)
+		longopts[n++] = *own;
+	longopts[n] = (struct option){ 0 };
+	snprintf(shortopts, sizeof(shortopts), "%s:e:F:c:go:qh%s", cli->stop_at_command ? "+" : "",
+		 cli->own_shortopts ? cli->own_shortopts : "");
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			printf("%s%s", cli->usage, cli->help);
+			return 0;
+		case ':':
+			return cli_usage_error(cli->prog, cli->usage, "record: option %s needs an argument",
+					       argv[optind - 1]);
+		case '?':
+			return cli_usage_error(cli->prog, cli->usage, "record: unknown option %s", argv[optind - 1]);
+		}
+		r = shared_option(cli, c, o);
+		if (r < 0)
+			r = cli->own_option ? cli->own_option(c, optarg, cli->ctx) : -1;
+		if (r < 0)
+			return cli_usage_error(cli->prog, cli->usage, "record: unknown option %s", argv[optind - 1]);
+		if (r)
+			return r;
+	}
+	return -1;
+}
+
+int record_cli_check_rate(const struct record_cli *cli, const struct record_opts *o)
+{
+	if (o->freq && o->period)
+		return cli_usage_error(cli->prog, cli->usage, "record: -F and -c exclude each other");
+	return -1;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#include "report_cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct option shared_longopts[] = {
+	{ "input", required_argument, NULL, 'i' },  { "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' }, { "guest-root", required_argument, NULL, 'r' },
+	{ "recover", no_argument, NULL, 'R' },	    { "help", no_argument, NULL, 'h' },
+};
+#define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
+#define OWN_MAX 16
+
+/* "text", "folded", "pprof" or "svg". 0 or -EINVAL. */
+static int parse_format(const char *name, enum report_format *out)
+{
+	static const char *const names[] = {
+		[REPORT_FORMAT_TEXT] = "text",
+		[REPORT_FORMAT_FOLDED] = "folded",
+		[REPORT_FORMAT_PPROF] = "pprof",
+		[REPORT_FORMAT_SVG] = "svg",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(name, names[i])) {
+			*out = (enum report_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* -1 to go on, else the exit status. */
+static int parse_args(const struct report_cli *cli, int argc, char **argv, struct report_cli_args *a)
+{
+	struct option longopts[NR_SHARED + OWN_MAX + 1];
+	char shortopts[128];
+	size_t n = NR_SHARED;
+	int c, r;
+
+	memcpy(longopts, shared_longopts, sizeof(shared_longopts));
+	for (const struct option *own = cli->own_longopts; own && own->name && n < NR_SHARED + OWN_MAX; own++)
+		longopts[n++] = *own;
+	longopts[n] = (struct option){ 0 };
+	snprintf(shortopts, sizeof(shortopts), ":i:f:o:r:h%s", cli->own_shortopts ? cli->own_shortopts : "");
+	*a = (struct report_cli_args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT };
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			a->input = optarg;
+			continue;
+		case 'f':
+			if (parse_format(optarg, &a->format))
+				return cli_usage_error(cli->cmd, cli->usage, "unknown format '%s' (text, folded, pprof or svg)",
+						       optarg);
+			continue;
+		case 'o':
+			a->output = optarg;
+			continue;
+		case 'r':
+			a->root = optarg;
+			continue;
+		case 'R':
+			a->recover = true;
+			continue;
+		case 'h':
+			printf("%s%s", cli->usage, cli->help);
+			return 0;
+		case ':':
+			return cli_usage_error(cli->cmd, cli->usage, "option '%s' needs an argument", argv[optind - 1]);
+		case '?':
+			return cli_usage_error(cli->cmd, cli->usage, "unknown option '%s'", argv[optind - 1]);
+		}
+		r = cli->own_option ? cli->own_option(c, optarg, cli->ctx) : -1;
+		if (r < 0)
+			return cli_usage_error(cli->cmd, cli->usage, "unknown option '%s'", argv[optind - 1]);
+		if (r)
+			return r;
+	}
+	if (optind < argc)
+		return cli_usage_error(cli->cmd, cli->usage, "unexpected argument '%s'", argv[optind]);
+	return cli->check ? cli->check(cli->ctx) : -1;
+}
+
+/* pprof is binary: without -o it must not go to a terminal. 0 or 2. */
+static int check_output(const char *cmd, enum report_format format, const char *output)
+{
+	/* Checked before the (possibly long) load, so the mistake is told at once. */
+	if (format == REPORT_FORMAT_PPROF && !output && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "%s: pprof output is binary: give -o FILE or redirect it\n", cmd);
+		return 2;
+	}
+	return 0;
+}
+
+/* Renders to output ("wb" for pprof; NULL: standard output). 0, or 1 after "prog: OUTPUT: reason". */
+static int write_report(const struct report_cli *cli, const struct report_cli_args *a, struct profile *p)
+{
+	FILE *out = stdout;
+	int rc, status = 0;
+
+	if (a->output) {
+		out = fopen(a->output, a->format == REPORT_FORMAT_PPROF ? "wb" : "w");
+		if (!out) {
+			fprintf(stderr, "%s: %s: %s\n", cli->prog, a->output, strerror(errno));
+			return 1;
+		}
+	}
+	rc = cli->render(out, p, a, cli->ctx);
+	if (rc) {
+		fprintf(stderr, "%s: %s: %s\n", cli->prog, a->output ? a->output : "standard output", strerror(-rc));
+		status = 1;
+	}
+	/* A full disk may only show at fclose: the file is then incomplete. */
+	if (out != stdout && fclose(out) && !status) {
+		fprintf(stderr, "%s: %s: %s\n", cli->prog, a->output, strerror(errno));
+		status = 1;
+	}
+	return status;
+}
+
+static void print_warning(void *ctx, const char *msg)
+{
+	fprintf(stderr, "%s: warning: %s\n", (const char *)ctx, msg);
+}
+
+int report_cli_main(const struct report_cli *cli, int argc, char **argv)
+{
+	struct profile_options popt = { 0 };
+	struct report_cli_args a;
+	struct profile *p;
+	char err[512];
+	int rc, status;
+
+	rc = parse_args(cli, argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	rc = check_output(cli->cmd, a.format, a.output);
+	if (rc)
+		return rc;
+	if (cli->profile_options)
+		cli->profile_options(&a, &popt, cli->ctx);
+	popt.recover = a.recover;
+	popt.warn = print_warning;
+	popt.warn_ctx = (void *)cli->prog;
+	rc = profile_load(&p, a.input, &popt, err, sizeof(err));
+	if (rc) {
+		char hint[128] = "";
+
+		if (rc == -EBADMSG)
+			snprintf(hint, sizeof(hint), " (`%s --recover` reads what precedes the damage)", cli->cmd);
+		fprintf(stderr, "%s: %s%s\n", cli->prog, err, hint);
+		return 1;
+	}
+	rc = cli->prepare ? cli->prepare(p, cli->ctx) : 0;
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", cli->prog, rc == -ENOMEM ? "out of memory" : strerror(-rc));
+		profile_free(p);
+		return 1;
+	}
+	status = write_report(cli, &a, p);
+	if (!status && cli->note_unresolved && a.format != REPORT_FORMAT_TEXT && p->unresolved)
+		fprintf(stderr, "%s: %" PRIu64 " of %zu samples have no symbol\n", cli->prog, p->unresolved,
+			p->nr_samples);
+	profile_free(p);
+	return status;
+}
