@@ -41,13 +41,6 @@ void perf_ring_unmap(struct perf_ring *r)
 	r->fd = -1;
 }
 
-size_t perf_ring_pending(const struct perf_ring *r)
-{
-	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
-
-	return (size_t)(head - r->page->data_tail);
-}
-
 int perf_ring_read(struct perf_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
 {
 	const unsigned char *data = (const unsigned char *)r->page + (r->map_size - r->data_size);

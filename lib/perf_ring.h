@@ -29,7 +29,4 @@ void perf_ring_unmap(struct perf_ring *r);
  */
 int perf_ring_read(struct perf_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
 
-/* Bytes written and not yet read (for tests and "is it drained"). */
-size_t perf_ring_pending(const struct perf_ring *r);
-
 #endif
