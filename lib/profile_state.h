@@ -99,6 +99,7 @@ struct profile_state {
 	bool maps_warned, finished;
 };
 
+/* profile.c */
 /* Warnings for the user through opt.warn (made safe for the terminal first). */
 void profile_warn(struct profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One stored copy of a string; NULL when out of memory. */
