@@ -39,6 +39,7 @@
 #include "emit.h"
 #include "perf_rings.h"
 #include "procfs.h"
+#include "record_output.h"
 #include "sample_file.h"
 
 #define MAX_CPUS 1024
@@ -726,22 +727,12 @@ int record_run(const struct agent_record_opts *o)
 		r = perf_rings_drain(&R.rs, &R.conv);
 	if (r)
 		goto write_error;
-	uint64_t duration = emit_now_ns() - R.t_start, samples = kp_writer_samples(R.w);
-	uint64_t bytes = kp_writer_bytes(R.w);
-	struct stat st;
+	uint64_t duration = emit_now_ns() - R.t_start, samples = kp_writer_samples(R.w), bytes;
 
-	r = kp_writer_close(R.w, R.conv.lost, duration);
+	r = record_output_close(R.w, &R.out_fd, R.conv.lost, duration, &bytes);
 	R.w = NULL;
 	if (r)
 		goto write_error;
-	if (!fstat(R.out_fd, &st) && S_ISREG(st.st_mode))
-		bytes = (uint64_t)st.st_size;
-	if (R.out_fd != 1 && close(R.out_fd)) {
-		r = -errno;
-		R.out_fd = -1;
-		goto write_error;
-	}
-	R.out_fd = -1;
 	fprintf(stderr, "kvmprof-agent: %" PRIu64 " samples (%" PRIu64 " lost) in %.1f s, written to %s (%.2f MB)\n",
 		samples, R.conv.lost, (double)duration / 1e9, R.out_name, (double)bytes / 1e6);
 	ok = true;

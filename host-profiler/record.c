@@ -44,6 +44,7 @@
 #include "kallsyms.h"
 #include "perf_rings.h"
 #include "procfs.h"
+#include "record_output.h"
 #include "sample_file.h"
 #include "vm_client.h"
 
@@ -687,24 +688,15 @@ static int finish(struct hrec *R)
 	uint64_t duration = emit_now_ns() - R->t_start, samples = kp_writer_samples(R->w);
 	uint64_t lost = R->conv.lost + guest_rings_lost(&R->gr), bytes;
 	uint64_t dropped = R->in_guest_mode + R->in_guest_entry;
-	struct stat st;
 	int r;
 
 	r = write_epilogue(R);
 	if (r)
 		return r;
-	bytes = kp_writer_bytes(R->w);
-	r = kp_writer_close(R->w, lost, duration);
+	r = record_output_close(R->w, &R->out_fd, lost, duration, &bytes);
 	R->w = NULL;
 	if (r)
 		return r;
-	if (!fstat(R->out_fd, &st) && S_ISREG(st.st_mode))
-		bytes = (uint64_t)st.st_size;
-	if (R->out_fd != 1 && close(R->out_fd)) {
-		R->out_fd = -1;
-		return -errno;
-	}
-	R->out_fd = -1;
 	fprintf(stderr, "kvmprof: %" PRIu64 " host samples (%" PRIu64 " more fell in guest code: left to the guest's "
 		"samples), %" PRIu64 " guest samples%s, %" PRIu64 " lost in %.1f s, written to %s (%.2f MB)\n",
 		samples - R->gr.samples, dropped, R->gr.samples, R->sampling ? "" : " (no guest sampler)", lost,
