@@ -1,7 +1,8 @@
 # libkvmprof: code both profilers share: the sample-file reader and writer,
 # perf_event_open sampling (events, perf rings, record conversion, /proc),
-# the symbolizer (libelf/libdw, kallsyms), the profile model and the report
-# renderers (text, folded stacks, pprof, SVG). Built plain and with ASan + UBSan.
+# the symbolizer (libelf/libdw, kallsyms), the profile model (profile*.c), the
+# report renderers (text, folded stacks, pprof, SVG) and the record/report
+# command-line layer (record_cli.c, report_cli.c). Built plain and with ASan + UBSan.
 
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb-c.o
