@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +109,14 @@ static int parse_uint(const char *s, unsigned long *out)
 	return (errno || *end) ? -EINVAL : 0;
 }
 
-static int bad(char err[OPTIONS_ERR_MAX], const char *fmt, const char *arg)
+__attribute__((format(printf, 2, 3)))
+static int bad(char err[OPTIONS_ERR_MAX], const char *fmt, ...)
 {
-	snprintf(err, OPTIONS_ERR_MAX, fmt, arg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, OPTIONS_ERR_MAX, fmt, ap);
+	va_end(ap);
 	return -EINVAL;
 }
 
@@ -167,15 +173,16 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			if (parse_mem_size(optarg, &cfg->mem_size))
 				return bad(err, "--mem '%s': not a size (use e.g. 256M or 1G)", optarg);
 			if (cfg->mem_size < KVMPROF_MEM_MIN)
-				return bad(err, "--mem %s is too small: at least 16M", optarg);
+				return bad(err, "--mem %s is too small: at least %luM", optarg, KVMPROF_MEM_MIN >> 20);
 			if (cfg->mem_size > KVMPROF_MEM_MAX)
-				return bad(err, "--mem %s is too large: at most 3G (guest RAM lies below the 32-bit MMIO hole)", optarg);
+				return bad(err, "--mem %s is too large: at most %luG (guest RAM lies below the 32-bit MMIO hole)", optarg,
+					   KVMPROF_MEM_MAX >> 30);
 			if (cfg->mem_size & 0xfff)
 				return bad(err, "--mem %s is not a whole number of 4 KiB pages", optarg);
 			break;
 		case OPT_CPUS:
 			if (parse_uint(optarg, &n) || n < 1 || n > KVMPROF_MAX_CPUS)
-				return bad(err, "--cpus '%s': must be a number from 1 to 8", optarg);
+				return bad(err, "--cpus '%s': must be a number from 1 to %d", optarg, KVMPROF_MAX_CPUS);
 			cfg->ncpus = (unsigned int)n;
 			break;
 		case OPT_CONSOLE:
@@ -186,9 +193,10 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_CONTROL:
 			if (!optarg[0])
-				return bad(err, "--control needs a path%s", "");
+				return bad(err, "--control needs a path");
 			if (strlen(optarg) > CONTROL_PATH_MAX)
-				return bad(err, "--control %s: too long for a UNIX socket path (at most 107 bytes)", optarg);
+				return bad(err, "--control %s: too long for a UNIX socket path (at most %d bytes)", optarg,
+					   CONTROL_PATH_MAX);
 			cfg->control_path = optarg;
 			break;
 		case OPT_KVM_DEVICE:
@@ -206,7 +214,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_VPMU_COUNTERS:
 			if (parse_uint(optarg, &n) || n < 1 || n > VPMU_MAX_GP)
-				return bad(err, "--vpmu-counters '%s': must be a number from 1 to 8", optarg);
+				return bad(err, "--vpmu-counters '%s': must be a number from 1 to %d", optarg, VPMU_MAX_GP);
 			cfg->vpmu.counters = (unsigned int)n;
 			break;
 		case OPT_VPMU_BACKEND:
@@ -239,13 +247,13 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_VPMU_TRACE_PMI:
 			if (parse_uint(optarg, &n) || n > PMI_TRACE_MAX)
-				return bad(err, "--vpmu-trace-pmi '%s': must be a number from 0 to 100000", optarg);
+				return bad(err, "--vpmu-trace-pmi '%s': must be a number from 0 to %d", optarg, PMI_TRACE_MAX);
 			cfg->trace_pmi_on = true;
 			cfg->trace_pmi = (unsigned int)n;
 			break;
 		case OPT_VPMU_TRACE_TICK:
 			if (parse_uint(optarg, &n) || n > PMI_TRACE_MAX)
-				return bad(err, "--vpmu-trace-tick '%s': must be a number from 0 to 100000", optarg);
+				return bad(err, "--vpmu-trace-tick '%s': must be a number from 0 to %d", optarg, PMI_TRACE_MAX);
 			cfg->trace_tick_on = true;
 			cfg->trace_tick = (unsigned int)n;
 			break;

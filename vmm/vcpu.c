@@ -97,7 +97,12 @@ int vcpu_create(struct vm *vm, unsigned int id)
 	memcpy(cpuid, vm->cpuid, cpuid_size);
 	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
 	cpuid = vmm_pmu_cpuid(vm, cpuid);
-	vcpu_pmu_init(vcpu);
+	rc = vcpu_pmu_init(vcpu);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: vPMU of vCPU %u: %s\n", id, strerror(-rc));
+		free(cpuid);
+		return rc;
+	}
 	rc = vcpu_exact_init(vcpu);
 	if (rc) {
 		free(cpuid);
