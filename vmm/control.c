@@ -157,33 +157,10 @@ int control_open(const char *path, struct control **out, char err[CONTROL_ERR_MA
 
 /* --- replies ---------------------------------------------------------------- */
 
-static const char *control_model_name(enum vpmu_model m)
-{
-	return m == VPMU_MODEL_AMD ? "amd" : m == VPMU_MODEL_INTEL ? "intel" : "off";
-}
-
+/* Model off: no backend at all, whatever the command line asked for. */
 static const char *control_backend_name(const struct vm *vm)
 {
-	if (vm->pmu.cfg.model == VPMU_MODEL_OFF)
-		return "none";
-	switch (vm->pmu.backend) {
-	case VPMU_BACKEND_EMULATED: return "emulated";
-	case VPMU_BACKEND_KVM: return "kvm";
-	case VPMU_BACKEND_CLOCK: return "clock";
-	default: return "none";
-	}
-}
-
-static const char *control_mode_name(const struct vm *vm)
-{
-	return vm->pmu.cfg.mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch";
-}
-
-/* The VMM implements the PMU itself: only then has it figures of its own (as vmm/pmu.c's emulating()). */
-static bool control_vpmu_emulated(const struct vm *vm)
-{
-	return vm->pmu.cfg.model != VPMU_MODEL_OFF &&
-	       (vm->pmu.backend == VPMU_BACKEND_EMULATED || vm->pmu.backend == VPMU_BACKEND_CLOCK);
+	return vm->pmu.cfg.model == VPMU_MODEL_OFF ? "none" : vpmu_backend_name(vm->pmu.backend);
 }
 
 static void control_put(struct json_object *o, const char *key, struct json_object *v)
@@ -220,9 +197,9 @@ static void control_status(struct control *c, struct json_object *r)
 	control_put_str(r, "kernel", cfg->kernel_path);
 	control_put(r, "bundled_guest", json_object_new_boolean(!cfg->kernel_path));
 	control_put_str(r, "initrd", cfg->initrd_embedded ? NULL : cfg->initrd_path);
-	control_put_str(vpmu, "model", control_model_name(vm->pmu.cfg.model));
+	control_put_str(vpmu, "model", vpmu_model_name(vm->pmu.cfg.model));
 	control_put_str(vpmu, "backend", control_backend_name(vm));
-	control_put_str(vpmu, "mode", control_mode_name(vm));
+	control_put_str(vpmu, "mode", vpmu_mode_name(vm->pmu.cfg.mode));
 	control_put_u64(vpmu, "counters", vm->pmu.cfg.model == VPMU_MODEL_OFF ? 0 : vm->pmu.cfg.n_gp);
 	control_put_u64(vpmu, "fixed_counters", vm->pmu.cfg.model == VPMU_MODEL_OFF ? 0 : vm->pmu.cfg.n_fixed);
 	control_put(r, "vpmu", vpmu);
@@ -277,7 +254,7 @@ static const char *control_vpmu_stats(struct control *c, struct json_object *r)
 	struct json_object *upper = json_object_new_array(), *counts = json_object_new_array();
 	struct json_object *hist = json_object_new_object();
 
-	if (!control_vpmu_emulated(vm)) {
+	if (!vmm_pmu_emulating(&vm->pmu)) {
 		json_object_put(upper);
 		json_object_put(counts);
 		json_object_put(hist);
@@ -297,9 +274,9 @@ static const char *control_vpmu_stats(struct control *c, struct json_object *r)
 		vpmu_stats_add(&s, &one);
 		exits += control_load(&p->exits);
 	}
-	control_put_str(r, "model", control_model_name(vm->pmu.cfg.model));
+	control_put_str(r, "model", vpmu_model_name(vm->pmu.cfg.model));
 	control_put_str(r, "backend", control_backend_name(vm));
-	control_put_str(r, "mode", control_mode_name(vm));
+	control_put_str(r, "mode", vpmu_mode_name(vm->pmu.cfg.mode));
 	control_put_u64(r, "vcpus", vm->cfg->ncpus);
 	control_put_u64(r, "vm_exits", exits);
 	control_put_u64(r, "msr_reads", s.msr_reads);

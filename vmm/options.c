@@ -120,6 +120,18 @@ static int bad(char err[OPTIONS_ERR_MAX], const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* A name from one of the vPMU's name tables, or a message that lists them all. */
+static int parse_vpmu_name(char err[OPTIONS_ERR_MAX], const char *option, const struct vpmu_names *names,
+			   const char *arg, int *value)
+{
+	char choices[128];
+
+	if (!vpmu_name_parse(names, arg, value))
+		return 0;
+	vpmu_name_choices(names, choices, sizeof(choices));
+	return bad(err, "%s '%s': must be %s", option, arg, choices);
+}
+
 int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPTIONS_ERR_MAX])
 {
 	static const struct option longopts[] = {
@@ -146,7 +158,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 	};
 	bool initrd_given = false;
 	unsigned long n;
-	int opt;
+	int opt, v;
 
 	*cfg = (struct vm_config){
 		.cmdline = "",
@@ -203,14 +215,9 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			cfg->kvm_device = optarg;
 			break;
 		case OPT_VPMU:
-			if (!strcmp(optarg, "off"))
-				cfg->vpmu.model = VPMU_MODEL_OFF;
-			else if (!strcmp(optarg, "amd"))
-				cfg->vpmu.model = VPMU_MODEL_AMD;
-			else if (!strcmp(optarg, "intel"))
-				cfg->vpmu.model = VPMU_MODEL_INTEL;
-			else
-				return bad(err, "--vpmu '%s': must be off, amd or intel", optarg);
+			if (parse_vpmu_name(err, "--vpmu", &vpmu_model_names, optarg, &v))
+				return -EINVAL;
+			cfg->vpmu.model = v;
 			break;
 		case OPT_VPMU_COUNTERS:
 			if (parse_uint(optarg, &n) || n < 1 || n > VPMU_MAX_GP)
@@ -218,26 +225,14 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			cfg->vpmu.counters = (unsigned int)n;
 			break;
 		case OPT_VPMU_BACKEND:
-			if (!strcmp(optarg, "auto"))
-				cfg->vpmu.backend = VPMU_BACKEND_AUTO;
-			else if (!strcmp(optarg, "emulated"))
-				cfg->vpmu.backend = VPMU_BACKEND_EMULATED;
-			else if (!strcmp(optarg, "kvm"))
-				cfg->vpmu.backend = VPMU_BACKEND_KVM;
-			else if (!strcmp(optarg, "clock"))
-				cfg->vpmu.backend = VPMU_BACKEND_CLOCK;
-			else if (!strcmp(optarg, "exact"))
-				cfg->vpmu.backend = VPMU_BACKEND_EXACT;
-			else
-				return bad(err, "--vpmu-backend '%s': must be emulated, kvm, exact, clock or auto", optarg);
+			if (parse_vpmu_name(err, "--vpmu-backend", &vpmu_backend_names, optarg, &v))
+				return -EINVAL;
+			cfg->vpmu.backend = (enum vpmu_backend_choice)v;
 			break;
 		case OPT_VPMU_MODE:
-			if (!strcmp(optarg, "cpu-switch"))
-				cfg->vpmu.mode = VPMU_MODE_CPU_SWITCH;
-			else if (!strcmp(optarg, "domain-switch"))
-				cfg->vpmu.mode = VPMU_MODE_DOMAIN_SWITCH;
-			else
-				return bad(err, "--vpmu-mode '%s': must be cpu-switch or domain-switch", optarg);
+			if (parse_vpmu_name(err, "--vpmu-mode", &vpmu_mode_names, optarg, &v))
+				return -EINVAL;
+			cfg->vpmu.mode = (enum vpmu_mode)v;
 			break;
 		case OPT_VPMU_FILTER:
 			cfg->vpmu.filter_path = optarg;
