@@ -69,6 +69,21 @@ $(BUILD)/asan/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS)
 
+# The control socket's requests and commands, without its connections; the
+# test stands in for the guest sampler.
+CONTROL_TEST_SRCS := vmm/control_request.c vmm/control_cmds.c
+UNIT_TESTS += $(BUILD)/tests/test_control_cmds
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
+
+$(BUILD)/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/%.o) $(VPMU_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+
+$(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/asan/%.o) \
+		$(VPMU_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+
 include tests/agent/agent-tests.mk
 
 # Test kernels for the end-to-end tests (tests/fixtures/pvh_tiny.S).
