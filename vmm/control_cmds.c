@@ -45,7 +45,8 @@ static void control_put_str(struct json_object *o, const char *key, const char *
 	json_object_object_add(o, key, s ? json_object_new_string(s) : NULL);
 }
 
-static const char *control_status(struct control_session *ses, struct json_object *req, struct json_object *r, char *buf, size_t bufsz)
+static const char *control_status(struct control_session *ses, struct json_object *req, struct json_object *r,
+				  char *buf, size_t bufsz)
 {
 	const struct vm *vm = ses->vm;
 	const struct vm_config *cfg = vm->cfg;
@@ -78,7 +79,8 @@ static const char *control_status(struct control_session *ses, struct json_objec
 	return NULL;
 }
 
-static const char *control_vcpus(struct control_session *ses, struct json_object *req, struct json_object *r, char *buf, size_t bufsz)
+static const char *control_vcpus(struct control_session *ses, struct json_object *req, struct json_object *r,
+				 char *buf, size_t bufsz)
 {
 	struct vm *vm = ses->vm;
 	struct json_object *list = json_object_new_array();
@@ -120,7 +122,8 @@ static uint64_t control_load(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-static const char *control_vpmu_stats(struct control_session *ses, struct json_object *req, struct json_object *r, char *buf, size_t bufsz)
+static const char *control_vpmu_stats(struct control_session *ses, struct json_object *req, struct json_object *r,
+				      char *buf, size_t bufsz)
 {
 	struct vm *vm = ses->vm;
 	struct vpmu_stats s = { 0 };
@@ -270,7 +273,8 @@ static const char *control_linux_layout(struct json_object *o, struct kp_rec_tas
 	return NULL;
 }
 
-static const char *control_sample_start(struct control_session *ses, struct json_object *req, struct json_object *r, char *buf, size_t bufsz)
+static const char *control_sample_start(struct control_session *ses, struct json_object *req, struct json_object *r,
+					char *buf, size_t bufsz)
 {
 	struct guest_sampler_request sr = { .event = "cpu-clock", .period = 1000000 };
 	struct kp_rec_task_layout lx;
@@ -333,7 +337,8 @@ static const char *control_sample_start(struct control_session *ses, struct json
 	return NULL;
 }
 
-static const char *control_sample_stop(struct control_session *ses, struct json_object *req, struct json_object *r, char *buf, size_t bufsz)
+static const char *control_sample_stop(struct control_session *ses, struct json_object *req, struct json_object *r,
+				       char *buf, size_t bufsz)
 {
 	struct guest_sampler_totals t;
 
