@@ -55,6 +55,35 @@ $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
 
+# The vCPU exit dispatch with the port devices that stop a guest; the test
+# stands in for the vPMU and debug-exit hooks, which need a live vCPU.
+VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/ioport.c vmm/exit_port.c vmm/reset.c
+UNIT_TESTS += $(BUILD)/tests/test_vcpu_exit
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_vcpu_exit
+
+$(BUILD)/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST_SRCS:%.c=$(BUILD)/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/asan/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST_SRCS:%.c=$(BUILD)/asan/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS)
+
+# The control socket's requests and commands, without its connections; the
+# test stands in for the guest sampler.
+CONTROL_TEST_SRCS := vmm/control_request.c vmm/control_cmds.c
+UNIT_TESTS += $(BUILD)/tests/test_control_cmds
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
+
+$(BUILD)/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/%.o) $(VPMU_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+
+$(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/asan/%.o) \
+		$(VPMU_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+
 include tests/agent/agent-tests.mk
 
 # Test kernels for the end-to-end tests (tests/fixtures/pvh_tiny.S).

@@ -71,7 +71,7 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
 
 /* --- the descriptor port ---------------------------------------------------- */
 
-static void gs_desc_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
+static void gs_desc_write(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
 {
 	struct vm *vm = opaque;
 	struct guest_sampler *gs = &vm->sampler;
@@ -99,6 +99,13 @@ static void gs_desc_port(void *opaque, uint16_t offset, uint8_t *data, unsigned 
 	if (why[0] && gs->desc_rejected++ < GS_DESC_REJECTS_SHOWN)
 		fprintf(stderr, "kvmprof-vmm: guest descriptor at 0x%x refused: %s (samples get pid 0)\n", gpa, why);
 	pthread_mutex_unlock(&gs->desc_lock);
+}
+
+static struct vcpu_outcome gs_desc_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size,
+					bool is_write)
+{
+	gs_desc_write(opaque, offset, data, size, is_write);
+	return vcpu_continue();
 }
 
 int guest_sampler_init(struct vm *vm)

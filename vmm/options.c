@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,10 +109,27 @@ static int parse_uint(const char *s, unsigned long *out)
 	return (errno || *end) ? -EINVAL : 0;
 }
 
-static int bad(char err[OPTIONS_ERR_MAX], const char *fmt, const char *arg)
+__attribute__((format(printf, 2, 3)))
+static int bad(char err[OPTIONS_ERR_MAX], const char *fmt, ...)
 {
-	snprintf(err, OPTIONS_ERR_MAX, fmt, arg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, OPTIONS_ERR_MAX, fmt, ap);
+	va_end(ap);
 	return -EINVAL;
+}
+
+/* A name from one of the vPMU's name tables, or a message that lists them all. */
+static int parse_vpmu_name(char err[OPTIONS_ERR_MAX], const char *option, const struct vpmu_names *names,
+			   const char *arg, int *value)
+{
+	char choices[128];
+
+	if (!vpmu_name_parse(names, arg, value))
+		return 0;
+	vpmu_name_choices(names, choices, sizeof(choices));
+	return bad(err, "%s '%s': must be %s", option, arg, choices);
 }
 
 int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPTIONS_ERR_MAX])
@@ -140,7 +158,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 	};
 	bool initrd_given = false;
 	unsigned long n;
-	int opt;
+	int opt, v;
 
 	*cfg = (struct vm_config){
 		.cmdline = "",
@@ -167,15 +185,16 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			if (parse_mem_size(optarg, &cfg->mem_size))
 				return bad(err, "--mem '%s': not a size (use e.g. 256M or 1G)", optarg);
 			if (cfg->mem_size < KVMPROF_MEM_MIN)
-				return bad(err, "--mem %s is too small: at least 16M", optarg);
+				return bad(err, "--mem %s is too small: at least %luM", optarg, KVMPROF_MEM_MIN >> 20);
 			if (cfg->mem_size > KVMPROF_MEM_MAX)
-				return bad(err, "--mem %s is too large: at most 3G (guest RAM lies below the 32-bit MMIO hole)", optarg);
+				return bad(err, "--mem %s is too large: at most %luG (guest RAM lies below the 32-bit MMIO hole)", optarg,
+					   KVMPROF_MEM_MAX >> 30);
 			if (cfg->mem_size & 0xfff)
 				return bad(err, "--mem %s is not a whole number of 4 KiB pages", optarg);
 			break;
 		case OPT_CPUS:
 			if (parse_uint(optarg, &n) || n < 1 || n > KVMPROF_MAX_CPUS)
-				return bad(err, "--cpus '%s': must be a number from 1 to 8", optarg);
+				return bad(err, "--cpus '%s': must be a number from 1 to %d", optarg, KVMPROF_MAX_CPUS);
 			cfg->ncpus = (unsigned int)n;
 			break;
 		case OPT_CONSOLE:
@@ -186,50 +205,34 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_CONTROL:
 			if (!optarg[0])
-				return bad(err, "--control needs a path%s", "");
+				return bad(err, "--control needs a path");
 			if (strlen(optarg) > CONTROL_PATH_MAX)
-				return bad(err, "--control %s: too long for a UNIX socket path (at most 107 bytes)", optarg);
+				return bad(err, "--control %s: too long for a UNIX socket path (at most %d bytes)", optarg,
+					   CONTROL_PATH_MAX);
 			cfg->control_path = optarg;
 			break;
 		case OPT_KVM_DEVICE:
 			cfg->kvm_device = optarg;
 			break;
 		case OPT_VPMU:
-			if (!strcmp(optarg, "off"))
-				cfg->vpmu.model = VPMU_MODEL_OFF;
-			else if (!strcmp(optarg, "amd"))
-				cfg->vpmu.model = VPMU_MODEL_AMD;
-			else if (!strcmp(optarg, "intel"))
-				cfg->vpmu.model = VPMU_MODEL_INTEL;
-			else
-				return bad(err, "--vpmu '%s': must be off, amd or intel", optarg);
+			if (parse_vpmu_name(err, "--vpmu", &vpmu_model_names, optarg, &v))
+				return -EINVAL;
+			cfg->vpmu.model = v;
 			break;
 		case OPT_VPMU_COUNTERS:
 			if (parse_uint(optarg, &n) || n < 1 || n > VPMU_MAX_GP)
-				return bad(err, "--vpmu-counters '%s': must be a number from 1 to 8", optarg);
+				return bad(err, "--vpmu-counters '%s': must be a number from 1 to %d", optarg, VPMU_MAX_GP);
 			cfg->vpmu.counters = (unsigned int)n;
 			break;
 		case OPT_VPMU_BACKEND:
-			if (!strcmp(optarg, "auto"))
-				cfg->vpmu.backend = VPMU_BACKEND_AUTO;
-			else if (!strcmp(optarg, "emulated"))
-				cfg->vpmu.backend = VPMU_BACKEND_EMULATED;
-			else if (!strcmp(optarg, "kvm"))
-				cfg->vpmu.backend = VPMU_BACKEND_KVM;
-			else if (!strcmp(optarg, "clock"))
-				cfg->vpmu.backend = VPMU_BACKEND_CLOCK;
-			else if (!strcmp(optarg, "exact"))
-				cfg->vpmu.backend = VPMU_BACKEND_EXACT;
-			else
-				return bad(err, "--vpmu-backend '%s': must be emulated, kvm, exact, clock or auto", optarg);
+			if (parse_vpmu_name(err, "--vpmu-backend", &vpmu_backend_names, optarg, &v))
+				return -EINVAL;
+			cfg->vpmu.backend = (enum vpmu_backend_choice)v;
 			break;
 		case OPT_VPMU_MODE:
-			if (!strcmp(optarg, "cpu-switch"))
-				cfg->vpmu.mode = VPMU_MODE_CPU_SWITCH;
-			else if (!strcmp(optarg, "domain-switch"))
-				cfg->vpmu.mode = VPMU_MODE_DOMAIN_SWITCH;
-			else
-				return bad(err, "--vpmu-mode '%s': must be cpu-switch or domain-switch", optarg);
+			if (parse_vpmu_name(err, "--vpmu-mode", &vpmu_mode_names, optarg, &v))
+				return -EINVAL;
+			cfg->vpmu.mode = (enum vpmu_mode)v;
 			break;
 		case OPT_VPMU_FILTER:
 			cfg->vpmu.filter_path = optarg;
@@ -239,13 +242,13 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		case OPT_VPMU_TRACE_PMI:
 			if (parse_uint(optarg, &n) || n > PMI_TRACE_MAX)
-				return bad(err, "--vpmu-trace-pmi '%s': must be a number from 0 to 100000", optarg);
+				return bad(err, "--vpmu-trace-pmi '%s': must be a number from 0 to %d", optarg, PMI_TRACE_MAX);
 			cfg->trace_pmi_on = true;
 			cfg->trace_pmi = (unsigned int)n;
 			break;
 		case OPT_VPMU_TRACE_TICK:
 			if (parse_uint(optarg, &n) || n > PMI_TRACE_MAX)
-				return bad(err, "--vpmu-trace-tick '%s': must be a number from 0 to 100000", optarg);
+				return bad(err, "--vpmu-trace-tick '%s': must be a number from 0 to %d", optarg, PMI_TRACE_MAX);
 			cfg->trace_tick_on = true;
 			cfg->trace_tick = (unsigned int)n;
 			break;

@@ -26,11 +26,6 @@
 #define APIC_DM_NMI 0x400u
 #define APIC_DM_FIXED 0x000u
 
-static const char *model_name(enum vpmu_model m)
-{
-	return m == VPMU_MODEL_AMD ? "amd" : m == VPMU_MODEL_INTEL ? "intel" : "off";
-}
-
 static int pmu_fail(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "kvmprof-vmm: ");
@@ -129,30 +124,22 @@ int vmm_pmu_setup(struct vm *vm)
 		if (vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, pmu->cfg.filter, err))
 			return pmu_fail("vPMU: %s", err);
 		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, kvm backend (in-kernel vPMU), %s\n",
-			model_name(model), pmu->cfg.n_gp + pmu->cfg.n_fixed,
-			o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch");
+			vpmu_model_name(model), pmu->cfg.n_gp + pmu->cfg.n_fixed,
+			vpmu_mode_name(o->mode));
 		return 0;
 	}
 	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, %s, %s%s%s%s\n",
-		model_name(model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
+		vpmu_model_name(model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
 		pmu->backend == VPMU_BACKEND_CLOCK ?
 			"clock backend (cycles = vCPU thread run time at 1 GHz, other events read 0)" :
 		pmu->backend == VPMU_BACKEND_EXACT ?
 			"exact backend (instructions and branches counted in an emulator, cycles from run time)" :
 			"emulated backend",
-		o->mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch",
+		vpmu_mode_name(o->mode),
 		o->backend == VPMU_BACKEND_AUTO ? " (in-kernel vPMU unusable: " : "",
 		o->backend == VPMU_BACKEND_AUTO ? kvm_reason : "",
 		o->backend == VPMU_BACKEND_AUTO ? ")" : "");
 	return pmu_install_msr_filter(vm);
-}
-
-/* The VMM implements the PMU itself (emulated or clock backend), rather than KVM. */
-static bool emulating(const struct vm *vm)
-{
-	return vm->pmu.cfg.model != VPMU_MODEL_OFF &&
-	       (vm->pmu.backend == VPMU_BACKEND_EMULATED || vm->pmu.backend == VPMU_BACKEND_CLOCK ||
-		vm->pmu.backend == VPMU_BACKEND_EXACT);
 }
 
 /* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
@@ -208,7 +195,7 @@ void vcpu_pmu_destroy(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = &vcpu->pmu;
 
-	if (!vcpu->vm || !emulating(vcpu->vm))
+	if (!vcpu->vm || !vmm_pmu_emulating(&vcpu->vm->pmu))
 		return;
 	vpmu_perf_backend_stats(&p->v);
 	vpmu_vcpu_release(&p->v);
@@ -305,7 +292,7 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 	struct vcpu_pmu *p = &vcpu->pmu;
 	uint64_t now, deadline;
 
-	if (!emulating(vcpu->vm))
+	if (!vmm_pmu_emulating(&vcpu->vm->pmu))
 		return;
 	now = now_ns();
 	vpmu_vcpu_prepare_entry(&p->v, now);
@@ -320,7 +307,7 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 
 void vcpu_pmu_after_run(struct vcpu *vcpu)
 {
-	if (!emulating(vcpu->vm))
+	if (!vmm_pmu_emulating(&vcpu->vm->pmu))
 		return;
 	vcpu->pmu.exits++;
 	vpmu_vcpu_after_run(&vcpu->pmu.v, now_ns());
@@ -348,7 +335,7 @@ void vmm_pmu_print_stats(struct vm *vm)
 
 	if (!vm->cfg->vpmu.stats)
 		return;
-	if (!emulating(vm)) {
+	if (!vmm_pmu_emulating(&vm->pmu)) {
 		fprintf(stderr, "kvmprof-vmm: vPMU statistics: no emulated vPMU in this run\n");
 		return;
 	}
@@ -364,8 +351,8 @@ void vmm_pmu_print_stats(struct vm *vm)
 		"  counter overflows        %llu\n"
 		"  PMIs injected            %llu (%llu dropped: LVTPC masked)\n"
 		"  counter reprogrammings   %llu (%llu events filtered, %llu not countable here, %llu host failures)\n",
-		model_name(vm->pmu.cfg.model),
-		vm->pmu.cfg.mode == VPMU_MODE_CPU_SWITCH ? "cpu-switch" : "domain-switch", vm->cfg->ncpus,
+		vpmu_model_name(vm->pmu.cfg.model),
+		vpmu_mode_name(vm->pmu.cfg.mode), vm->cfg->ncpus,
 		(unsigned long long)exits, (unsigned long long)s.msr_reads, (unsigned long long)s.msr_writes,
 		(unsigned long long)s.msr_gp, (unsigned long long)s.overflows,
 		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked,

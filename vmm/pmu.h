@@ -8,23 +8,16 @@
 #include "../vpmu/backend_exact.h"
 #include "../vpmu/backend_perf.h"
 #include "../vpmu/vpmu.h"
+#include "../vpmu/vpmu_names.h"
 
 struct vm;
 struct vcpu;
-
-enum vmm_vpmu_backend {
-	VPMU_BACKEND_AUTO,
-	VPMU_BACKEND_EMULATED,
-	VPMU_BACKEND_KVM,
-	VPMU_BACKEND_CLOCK,
-	VPMU_BACKEND_EXACT,
-};
 
 /* What the command line asked for. */
 struct vmm_vpmu_options {
 	int model;                /* enum vpmu_model, or -1: the host's vendor */
 	unsigned int counters;    /* 0: the model's maximum */
-	enum vmm_vpmu_backend backend;
+	enum vpmu_backend_choice backend;
 	enum vpmu_mode mode;
 	const char *filter_path;
 	bool stats;
@@ -34,7 +27,7 @@ struct vmm_vpmu_options {
 struct vmm_pmu {
 	struct vpmu_config cfg;
 	struct vpmu_filter filter;
-	enum vmm_vpmu_backend backend; /* resolved: EMULATED or KVM (or model OFF) */
+	enum vpmu_backend_choice backend; /* resolved: not AUTO (unless the model is off) */
 };
 
 /* Per-vCPU state. */
@@ -46,6 +39,17 @@ struct vcpu_pmu {
 	bool timer_created, timer_armed;
 	uint64_t exits;
 };
+
+/*
+ * The VMM implements the PMU itself (the emulated, clock or exact backend)
+ * rather than KVM: only then does it keep figures of its own.
+ */
+static inline bool vmm_pmu_emulating(const struct vmm_pmu *pmu)
+{
+	return pmu->cfg.model != VPMU_MODEL_OFF &&
+	       (pmu->backend == VPMU_BACKEND_EMULATED || pmu->backend == VPMU_BACKEND_CLOCK ||
+		pmu->backend == VPMU_BACKEND_EXACT);
+}
 
 /* Decides model and backend, prints the choice; before any vCPU exists. */
 int vmm_pmu_setup(struct vm *vm);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <time.h>
 
+#include "kvmprof/platform.h"
 #include "rtc.h"
 
 static uint8_t bcd(int v)
@@ -30,7 +31,7 @@ static uint8_t rtc_read(uint8_t index)
 	}
 }
 
-void rtc_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
+static struct vcpu_outcome rtc_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
 {
 	struct rtc *rtc = opaque;
 
@@ -40,8 +41,15 @@ void rtc_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, boo
 			rtc->index = data[0] & 0x7f; /* bit 7 masks NMIs on a PC */
 		else
 			data[0] = 0xff;
-		return;
+		return vcpu_continue();
 	}
 	if (!is_write)
 		data[0] = rtc_read(rtc->index);
+	return vcpu_continue();
+}
+
+int rtc_init(struct rtc *rtc, struct ioport_bus *bus)
+{
+	rtc->index = 0;
+	return ioport_register(bus, KVMPROF_RTC_PORT, 2, rtc_io, rtc);
 }

@@ -53,10 +53,13 @@ void serial_init(struct serial *s, const char *name, int out_fd, void (*set_irq)
 
 void serial_destroy(struct serial *s)
 {
+	if (!s->name)
+		return; /* never initialized: the VM's setup failed before its devices */
 	if (s->dropped)
 		fprintf(stderr, "kvmprof-vmm: %s: %llu bytes the guest wrote were dropped (the output stopped "
 			"taking them)\n", s->name, (unsigned long long)s->dropped);
 	pthread_mutex_destroy(&s->lock);
+	s->name = NULL;
 }
 
 static uint64_t serial_now_ms(void)
@@ -119,8 +122,7 @@ static void serial_transmit(struct serial *s, uint8_t byte)
 			s->rx[(s->rx_head + s->rx_count++) % SERIAL_RX_FIFO] = byte;
 		return;
 	}
-	if (s->tx_bytes++ == 0 && s->on_first_byte)
-		s->on_first_byte(s->first_byte_ctx);
+	s->tx_bytes++;
 	if (s->out_fd < 0)
 		return;
 	if (s->out_failed) {
@@ -232,7 +234,7 @@ static void serial_write_reg(struct serial *s, uint16_t offset, uint8_t v)
 	}
 }
 
-void serial_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
+struct vcpu_outcome serial_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
 {
 	struct serial *s = opaque;
 
@@ -246,17 +248,10 @@ void serial_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, 
 	}
 	serial_update_irq(s);
 	pthread_mutex_unlock(&s->lock);
+	return vcpu_continue();
 }
 
-size_t serial_receive(struct serial *s, const uint8_t *buf, size_t len)
+int serial_register(struct serial *s, struct ioport_bus *bus, uint16_t base)
 {
-	size_t n = 0;
-
-	pthread_mutex_lock(&s->lock);
-	while (n < len && s->rx_count < SERIAL_RX_FIFO) {
-		s->rx[(s->rx_head + s->rx_count++) % SERIAL_RX_FIFO] = buf[n++];
-	}
-	serial_update_irq(s);
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return ioport_register(bus, base, 8, serial_io, s);
 }

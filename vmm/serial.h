@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ioport.h"
+
 #define SERIAL_RX_FIFO 256
 
 /*
@@ -30,8 +32,6 @@ struct serial {
 	bool out_failed;     /* the output went away or stalled; reported once */
 	uint64_t tx_bytes;
 	uint64_t dropped;    /* bytes the guest wrote after out_failed */
-	void (*on_first_byte)(void *ctx); /* boot-time measurement hook */
-	void *first_byte_ctx;
 };
 
 /*
@@ -43,13 +43,12 @@ struct serial {
 
 void serial_init(struct serial *s, const char *name, int out_fd, void (*set_irq)(void *ctx, int level),
 		 void *irq_ctx);
-/* Says how many bytes were dropped, if any. */
+/* Registers the UART's eight registers at base on bus. */
+int serial_register(struct serial *s, struct ioport_bus *bus, uint16_t base);
+/* Says how many bytes were dropped, if any; a zeroed, never initialized UART is left alone. */
 void serial_destroy(struct serial *s);
 
 /* Register access at offset 0-7 from the UART's base port. */
-void serial_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write);
-
-/* Queues received bytes; returns how many fit in the FIFO. */
-size_t serial_receive(struct serial *s, const uint8_t *buf, size_t len);
+struct vcpu_outcome serial_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write);
 
 #endif

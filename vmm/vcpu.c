@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* vCPUs: creation, boot register state, the run loop and exit dispatch. */
+/* vCPUs: creation, boot register state, and the run loop that acts on each exit's outcome (vcpu_exit.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vcpu_exit.h"
 #include "vm.h"
 
 #define X86_CR0_PE 0x1ULL
@@ -96,7 +97,12 @@ int vcpu_create(struct vm *vm, unsigned int id)
 	memcpy(cpuid, vm->cpuid, cpuid_size);
 	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
 	cpuid = vmm_pmu_cpuid(vm, cpuid);
-	vcpu_pmu_init(vcpu);
+	rc = vcpu_pmu_init(vcpu);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: vPMU of vCPU %u: %s\n", id, strerror(-rc));
+		free(cpuid);
+		return rc;
+	}
 	rc = vcpu_exact_init(vcpu);
 	if (rc) {
 		free(cpuid);
@@ -188,8 +194,8 @@ void vcpu_dump_state(struct vcpu *vcpu)
 		s.cr0, s.cr2, s.cr3, s.cr4, s.efer);
 }
 
-/* Ends the VM because of an exit it cannot handle: says what happened, where. */
-static void vcpu_crash(struct vcpu *vcpu, const char *what)
+/* Says why the guest cannot go on, what KVM reported with the exit, and where the vCPU was. */
+static void vcpu_report_crash(struct vcpu *vcpu, const char *what)
 {
 	struct kvm_run *run = vcpu->run;
 
@@ -206,69 +212,23 @@ static void vcpu_crash(struct vcpu *vcpu, const char *what)
 			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 	}
 	vcpu_dump_state(vcpu);
-	vm_request_stop(vcpu->vm, VMM_EXIT_GUEST_CRASH);
 }
 
-static void vcpu_handle_io(struct vcpu *vcpu)
+/* Carries out an exit's outcome; false when this vCPU must stop running. */
+static bool vcpu_act(struct vcpu *vcpu, struct vcpu_outcome o)
 {
-	struct kvm_run *run = vcpu->run;
-	uint8_t *data = (uint8_t *)run + run->io.data_offset;
-
-	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size)
-		ioport_dispatch(&vcpu->vm->io, run->io.port, data, run->io.size,
-				run->io.direction == KVM_EXIT_IO_OUT);
-}
-
-/* Returns false when the vCPU should stop. */
-static bool vcpu_handle_exit(struct vcpu *vcpu)
-{
-	struct kvm_run *run = vcpu->run;
-
-	switch (run->exit_reason) {
-	case KVM_EXIT_IO:
-		vcpu_handle_io(vcpu);
+	switch (o.action) {
+	case VCPU_CONTINUE:
 		return true;
-	case KVM_EXIT_MMIO:
-		/* No MMIO devices: an open bus, as on a PC with nothing there. */
-		if (!run->mmio.is_write)
-			memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
-		return true;
-	case KVM_EXIT_INTR:
-		return true;
-	case KVM_EXIT_DEBUG:
-		if (vcpu_exact_debug_exit(vcpu) || pmi_trace_debug_exit(vcpu))
-			return true;
-		vcpu_crash(vcpu, "unexpected debug exit");
+	case VCPU_STOP:
+		if (o.reason)
+			fprintf(stderr, "kvmprof-vmm: %s\n", o.reason);
+		vm_request_stop(vcpu->vm, o.status);
 		return false;
-	case KVM_EXIT_X86_RDMSR:
-	case KVM_EXIT_X86_WRMSR:
-		vcpu_pmu_handle_msr(vcpu);
-		return true;
-	case KVM_EXIT_SYSTEM_EVENT:
-		switch (run->system_event.type) {
-		case KVM_SYSTEM_EVENT_SHUTDOWN:
-			fprintf(stderr, "kvmprof-vmm: guest powered off\n");
-			vm_request_stop(vcpu->vm, 0);
-			return false;
-		case KVM_SYSTEM_EVENT_RESET:
-			fprintf(stderr, "kvmprof-vmm: guest asked for a reset; kvmprof-vmm does not reboot guests\n");
-			vm_request_stop(vcpu->vm, 0);
-			return false;
-		default:
-			vcpu_crash(vcpu, "guest reported a crash");
-			return false;
-		}
-	case KVM_EXIT_SHUTDOWN:
-		vcpu_crash(vcpu, "guest triple fault");
-		return false;
-	case KVM_EXIT_INTERNAL_ERROR:
-		vcpu_crash(vcpu, "KVM internal error");
-		return false;
-	case KVM_EXIT_FAIL_ENTRY:
-		vcpu_crash(vcpu, "VM entry failed");
-		return false;
+	case VCPU_CRASH:
 	default:
-		vcpu_crash(vcpu, "unhandled VM exit");
+		vcpu_report_crash(vcpu, o.reason);
+		vm_request_stop(vcpu->vm, VMM_EXIT_GUEST_CRASH);
 		return false;
 	}
 }
@@ -326,7 +286,7 @@ void *vcpu_thread(void *arg)
 			break;
 		}
 		pmi_trace_after_run(vcpu, rc, 0);
-		if (!vcpu_handle_exit(vcpu))
+		if (!vcpu_act(vcpu, vcpu_handle_exit(vcpu)))
 			break;
 		if (vcpu->run->exit_reason != KVM_EXIT_DEBUG)
 			vcpu_exact_after_exit(vcpu);

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "exit_port.h"
+#include "reset.h"
 #include "vm.h"
 
 #define KVM_TSS_ADDR 0xfffbd000
@@ -145,49 +147,6 @@ static void vm_com2_irq(void *ctx, int level)
 	vm_set_irq(ctx, KVMPROF_COM2_IRQ, level);
 }
 
-static void vm_exit_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
-{
-	uint32_t status = 0;
-
-	(void)offset;
-	if (!is_write) {
-		memset(data, 0xff, size);
-		return;
-	}
-	memcpy(&status, data, size < 4 ? size : 4);
-	vm_request_stop(opaque, status > 255 ? 255 : (int)status);
-}
-
-/*
- * The ways a PC guest asks for a reset: the keyboard controller's pulse
- * (0xfe to port 0x64) and the reset control register 0xcf9 (bit 2). Linux
- * tries them on reboot; kvmprof-vmm does not reboot guests but stops, as
- * for KVM_SYSTEM_EVENT_RESET. Reads see no controller there.
- */
-static void vm_reset(struct vm *vm)
-{
-	fprintf(stderr, "kvmprof-vmm: guest asked for a reset; kvmprof-vmm does not reboot guests\n");
-	vm_request_stop(vm, 0);
-}
-
-static void vm_i8042_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
-{
-	(void)offset;
-	if (!is_write)
-		memset(data, 0xff, size);
-	else if (data[0] == 0xfe)
-		vm_reset(opaque);
-}
-
-static void vm_cf9_port(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
-{
-	(void)offset;
-	if (!is_write)
-		memset(data, 0xff, size);
-	else if (data[0] & 0x04)
-		vm_reset(opaque);
-}
-
 static int vm_create_devices(struct vm *vm)
 {
 	const struct vm_config *cfg = vm->cfg;
@@ -210,17 +169,15 @@ static int vm_create_devices(struct vm *vm)
 	}
 	serial_init(&vm->com1, "COM1", vm->console_fd, vm_com1_irq, vm);
 	serial_init(&vm->com2, "COM2", vm->agent_fd, vm_com2_irq, vm);
-	rc = ioport_register(&vm->io, KVMPROF_COM1_PORT, 8, serial_io, &vm->com1);
+	rc = serial_register(&vm->com1, &vm->io, KVMPROF_COM1_PORT);
 	if (!rc)
-		rc = ioport_register(&vm->io, KVMPROF_COM2_PORT, 8, serial_io, &vm->com2);
+		rc = serial_register(&vm->com2, &vm->io, KVMPROF_COM2_PORT);
 	if (!rc)
-		rc = ioport_register(&vm->io, 0x70, 2, rtc_io, &vm->rtc);
+		rc = rtc_init(&vm->rtc, &vm->io);
 	if (!rc)
-		rc = ioport_register(&vm->io, KVMPROF_EXIT_PORT, 4, vm_exit_port, vm);
+		rc = exit_port_init(&vm->io);
 	if (!rc)
-		rc = ioport_register(&vm->io, 0x64, 1, vm_i8042_port, vm);
-	if (!rc)
-		rc = ioport_register(&vm->io, 0xcf9, 1, vm_cf9_port, vm);
+		rc = reset_init(&vm->io);
 	if (!rc)
 		rc = guest_sampler_init(vm);
 	return rc;
@@ -257,10 +214,8 @@ void vm_destroy(struct vm *vm)
 	}
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
-	if (vm->ran) {
-		serial_destroy(&vm->com1);
-		serial_destroy(&vm->com2);
-	}
+	serial_destroy(&vm->com1);
+	serial_destroy(&vm->com2);
 	if (vm->agent_fd >= 0)
 		close(vm->agent_fd);
 	if (vm->console_fd >= 0 && vm->console_fd != STDOUT_FILENO)

@@ -23,6 +23,9 @@ VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/m
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf
 GUEST_INITRD := $(BUILD)/guest/initrd.cpio
 
+# options.c takes the vPMU's names from their one table (vpmu/vpmu_names.c).
+VMM_PURE_SRCS += vpmu/vpmu_names.c
+
 $(BUILD)/vmm/%.o: vmm/%.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -c $< -o $@

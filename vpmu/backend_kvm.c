@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend_kvm.h"
+#include "vpmu_names.h"
 
 #define PROBE_VALUE 0x1234ULL
 #define CPUID_MAX_ENTRIES 256
@@ -191,11 +192,6 @@ int vpmu_kvm_build_filter(const struct vpmu_filter *f, enum vpmu_host_vendor hos
 	return 0;
 }
 
-static const char *model_name(enum vpmu_model m)
-{
-	return m == VPMU_MODEL_AMD ? "amd" : m == VPMU_MODEL_INTEL ? "intel" : "off";
-}
-
 int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_filter *filter,
 		   char err[VPMU_ERR_MAX])
 {
@@ -236,7 +232,7 @@ int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_f
 	    (cfg->model == VPMU_MODEL_INTEL) != (cfg->host == VPMU_HOST_INTEL)) {
 		vpmu_set_err(err,
 			"kvm vPMU: KVM's vPMU offers the host's own PMU: model '%s' needs a %s host",
-			model_name(cfg->model), cfg->model == VPMU_MODEL_AMD ? "AMD" : "Intel");
+			vpmu_model_name(cfg->model), cfg->model == VPMU_MODEL_AMD ? "AMD" : "Intel");
 		return -EINVAL;
 	}
 	if (!filter)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vpmu.h"
+#include "vpmu_names.h"
 
 void vpmu_set_err(char *err, const char *fmt, ...)
 {
@@ -48,7 +49,7 @@ int vpmu_config_init(struct vpmu_config *cfg, enum vpmu_model model, unsigned in
 		return 0;
 	if (requested_gp > max) {
 		snprintf(err, VPMU_ERR_MAX, "--vpmu-counters %u: the %s model has at most %u counters",
-			 requested_gp, model == VPMU_MODEL_AMD ? "amd" : "intel", max);
+			 requested_gp, vpmu_model_name(model), max);
 		return -EINVAL;
 	}
 	cfg->n_gp = requested_gp ? requested_gp : max;

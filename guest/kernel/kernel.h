@@ -181,7 +181,6 @@ void sys_waitpid(struct cpu *c, struct trapframe *tf);
 void sys_proc_list(struct cpu *c, struct trapframe *tf);
 
 /* pmu.c */
-extern int pmu_test_enabled;
 void pmu_init(void);          /* BSP: detect by CPUID, print the model */
 void pmu_cpu_init(void);      /* every CPU: LVTPC to NMI */
 void pmu_proc_reset(struct proc *p);
@@ -199,21 +198,19 @@ void sys_pmu_close(struct cpu *c, struct trapframe *tf);
 void sys_pmu_sample_start(struct cpu *c, struct trapframe *tf);
 void sys_pmu_sample_stop(struct cpu *c, struct trapframe *tf);
 void sys_pmu_samples(struct cpu *c, struct trapframe *tf);
-void sys_pmu_test_rdmsr(struct cpu *c, struct trapframe *tf);
-void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf);
-void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf);
-
-int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned int flags);
-void pmu_all_cpu_set(struct cpu *c, int on);
-void pmu_all_watchdog(struct cpu *c, struct trapframe *tf); /* timer tick */
 
 /* pmu_all.c: system-wide sampling */
-void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl); /* NMI context */
-void pmu_all_late(struct cpu *c);   /* an overflow the tick found without its PMI */
+void pmu_all_watchdog(struct cpu *c, struct trapframe *tf); /* timer tick: takes a lost PMI's overflow */
 void pmu_all_poll(struct cpu *c); /* applies a new configuration on this CPU (IPI, tick) */
 void sys_pmu_all_start(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_read(struct cpu *c, struct trapframe *tf);
+
+/* pmu_test.c: test-only system calls for pmutest, enabled by the command line */
+extern int pmu_test_enabled;
+void sys_pmu_test_rdmsr(struct cpu *c, struct trapframe *tf);
+void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf);
+void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf);
 
 /* agent.c: the agent channel (COM2) */
 long agent_write(const void *buf, size_t len);

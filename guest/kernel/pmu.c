@@ -20,16 +20,18 @@
  * deferred and handled when that code is done.
  *
  * System-wide sampling (pmu_all.c) owns the last general-purpose counter
- * of every CPU (all.hw) while it runs: per-process sessions never get that
- * counter (on PMUs with PMU_SLOTS_ALL_MIN counters or more, so they keep
- * PMU_SLOTS), and every write of the global enable register here keeps its
- * bit (c->pmu_all_on). The NMI handler checks both sampling counters.
+ * of every CPU (pmu_all_counter) while it runs: per-process sessions never
+ * get that counter (on PMUs with PMU_SLOTS_ALL_MIN counters or more, so
+ * they keep PMU_SLOTS), and every write of the global enable register here
+ * keeps its bit (c->pmu_all_on). The NMI handler checks both sampling
+ * counters; pmu_hw.h is what pmu_all.c uses of this file.
  *
  * Every MSR access exits to the VMM and every ring-0 instruction is
  * emulated (~1.4 us): the paths here are kept short, and processes that do
  * not use the PMU pay one comparison per context switch.
  */
 #include "kernel.h"
+#include "pmu_hw.h"
 
 #define LAPIC_LVTPC 0x340
 #define LVT_DELIVERY_NMI 0x400
@@ -52,10 +54,6 @@
 #define FIXED_OS 1u
 #define FIXED_USR 2u
 
-#define PORTIO_MAX 1000000UL
-
-int pmu_test_enabled;
-
 static struct {
 	int model;      /* PMU_MODEL_* */
 	int version;
@@ -67,14 +65,6 @@ static struct {
 	uint64_t mask, half;
 	uint64_t all_status; /* every status bit of the model */
 } pmu;
-
-/* System-wide sampling's counter, configured while no CPU has it armed. */
-static struct {
-	int hw;          /* general-purpose counter: pmu.gp - 1 */
-	uint64_t ctl;    /* event select with INT, without EN */
-	uint64_t period;
-	unsigned int flags; /* PMU_SAMPLE_KEEP_OVERSHOOT */
-} all;
 
 #define barrier() __asm__ volatile("" ::: "memory")
 
@@ -222,7 +212,7 @@ static void take_overflow(struct proc *p, uint64_t v, uint64_t user_rip)
 /* The global enable bits that stay on whichever process runs: system-wide sampling's. */
 static uint64_t all_bits(const struct cpu *c)
 {
-	return c->pmu_all_on ? hw_bit(all.hw) : 0;
+	return c->pmu_all_on ? hw_bit(pmu_all_counter()) : 0;
 }
 
 static void hw_disable(struct cpu *c, const struct proc *p)
@@ -317,24 +307,18 @@ static void nmi_body(struct cpu *c, uint64_t rip, uint64_t cs)
 			write_period(s->hw, s->remaining);
 		}
 	}
-	if (c->pmu_all_on) {
-		uint64_t v = rdmsr(msr_ctr(all.hw)) & pmu.mask;
-		if (v < pmu.half) {
-			pmu_all_record(c, rip, (unsigned)(cs & 3));
-			write_period(all.hw, (all.flags & PMU_SAMPLE_KEEP_OVERSHOOT) && v < all.period ?
-						     all.period - v : all.period);
-		}
-	}
+	if (c->pmu_all_on)
+		pmu_all_nmi(c, rip, cs);
 	clear_status();
 }
 
-static void pmu_enter(struct cpu *c)
+void pmu_enter(struct cpu *c)
 {
 	c->pmu_busy = 1;
 	barrier();
 }
 
-static void pmu_leave(struct cpu *c)
+void pmu_leave(struct cpu *c)
 {
 	for (;;) {
 		barrier();
@@ -482,7 +466,7 @@ static int event_ctl(const struct pmu_event *e, uint64_t *ctl, int *fixed)
 
 static int first_free_gp(uint64_t used)
 {
-	int n = pmu.gp >= PMU_SLOTS_ALL_MIN ? pmu.gp - 1 : pmu.gp; /* the last is all.hw */
+	int n = pmu_all_counter() >= 0 ? pmu_all_counter() : pmu.gp; /* the last is system-wide sampling's */
 	for (int i = 0; i < n; i++)
 		if (!(used & (1ULL << i)))
 			return i;
@@ -681,120 +665,68 @@ void sys_pmu_samples(struct cpu *c, struct trapframe *tf)
 	RET((long)n);
 }
 
-/* ---- test-only system calls (`pmutest`) -------------------------------- */
+/* ---- what system-wide sampling uses (pmu_hw.h) ------------------------- */
 
-void sys_pmu_test_rdmsr(struct cpu *c, struct trapframe *tf)
+int pmu_present(void)
 {
-	uint64_t v;
-	if (!pmu_test_enabled)
-		RET(-GUEST_ENOSYS);
-	if (!user_range_ok(c->cur, tf->rsi, 8))
-		RET(-GUEST_EFAULT);
-	int r = msr_read_safe((uint32_t)tf->rdi, &v);
-	if (r == 0)
-		*(uint64_t *)tf->rsi = v;
-	RET(r);
+	return pmu.model != 0;
 }
 
-void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf)
+int pmu_all_counter(void)
 {
-	(void)c;
-	if (!pmu_test_enabled)
-		RET(-GUEST_ENOSYS);
-	RET(msr_write_safe((uint32_t)tf->rdi, tf->rsi));
+	return pmu.gp >= PMU_SLOTS_ALL_MIN ? pmu.gp - 1 : -1;
 }
 
-void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf)
+int pmu_sampling_ctl(const struct pmu_event *e, uint64_t *ctl)
 {
-	(void)c;
-	if (!pmu_test_enabled)
-		RET(-GUEST_ENOSYS);
-	if (tf->rdi > PORTIO_MAX)
-		RET(-GUEST_EINVAL);
-	for (uint64_t i = tf->rdi; i; i--)
-		outb(0x80, 0);
-	RET(0);
-}
-
-/* ---- system-wide sampling's counter (the rest is in pmu_all.c) ---------- */
-
-int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned int flags)
-{
-	uint64_t ctl;
 	int fixed;
-	if (!pmu.model)
-		return -GUEST_ENODEV;
-	if (pmu.gp < PMU_SLOTS_ALL_MIN)
-		return -GUEST_EBUSY;
-	if (period < PMU_PERIOD_MIN || period > PMU_PERIOD_MAX || (flags & ~PMU_SAMPLE_KEEP_OVERSHOOT))
-		return -GUEST_EINVAL;
-	int r = event_ctl(ev, &ctl, &fixed);
-	if (r)
-		return r;
-	all.hw = pmu.gp - 1;
-	all.ctl = ctl | EVTSEL_INT;
-	all.period = period;
-	all.flags = flags;
-	return 0;
+	int r = event_ctl(e, ctl, &fixed);
+	if (r == 0)
+		*ctl |= EVTSEL_INT;
+	return r;
 }
 
-/*
- * Arms (on) or stops system-wide sampling's counter on this CPU. The loaded
- * process's counters are saved and loaded around it, so that the global
- * enable register gets both; an overflow found at the stop is not recorded
- * (its PMI is lost with the stop, as with perf's disable).
- */
-void pmu_all_cpu_set(struct cpu *c, int on)
+struct proc *pmu_suspend(struct cpu *c)
 {
-	if (!pmu.model || c->pmu_all_on == on)
-		return;
-	pmu_enter(c);
 	struct proc *p = c->pmu_loaded;
 	if (p)
 		hw_save(c, p, 0);
-	wrmsr(msr_ctl(all.hw), 0);
-	c->pmu_all_on = (uint8_t)on;
-	if (on) {
-		write_period(all.hw, all.period);
-		wrmsr(msr_ctl(all.hw), all.ctl | EVTSEL_EN);
-		if (intel()) /* the VMM masks LVTPC after each PMI */
-			lapic_write(LAPIC_LVTPC, LVT_DELIVERY_NMI);
-	}
+	return p;
+}
+
+void pmu_resume(struct cpu *c, struct proc *p)
+{
 	if (p)
 		hw_load(c, p);
 	else if (pmu.has_global)
 		wrmsr(intel() ? MSR_IA32_GLOBAL_CTRL : MSR_AMD_GLOBAL_CTL, all_bits(c));
-	pmu_leave(c);
 }
 
-/*
- * At each tick while system-wide sampling runs: a counter that wrapped
- * without its PMI being handled would never overflow again (it counts up
- * from 0 for 2^47 events), so take the overflow here: a safety net for a
- * lost PMI (the Intel model drops one that comes while LVTPC is masked;
- * see nmi_body). Costs one RDMSR, but only on a tick with no NMI since the
- * last one: while PMIs keep coming the counter is evidently re-armed, and
- * at the usual periods (a PMI per millisecond, a tick per 4) that skips
- * nearly every check; a lost PMI is still caught within two ticks.
- */
-void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
+void pmu_counter_stop(int hw)
 {
-	if (!c->pmu_all_on || c->pmu_busy)
-		return;
-	if (c->nmis != c->pmu_all_nmis_seen) {
-		c->pmu_all_nmis_seen = c->nmis;
-		return;
-	}
-	pmu_enter(c);
-	if ((rdmsr(msr_ctr(all.hw)) & pmu.mask) < pmu.half) {
-		/*
-		 * The RDMSR exit may itself have found the overflow, and its PMI
-		 * arrived (deferred) right after: not late. Taken here either
-		 * way; the deferred NMI then finds the counter re-armed.
-		 */
-		if (!c->pmu_deferred)
-			pmu_all_late(c);
-		nmi_body(c, tf->rip, tf->cs); /* records, re-arms, clears status, unmasks */
-	}
-	pmu_leave(c);
+	wrmsr(msr_ctl(hw), 0);
+}
+
+void pmu_counter_start(int hw, uint64_t ctl, uint64_t period)
+{
+	write_period(hw, period);
+	wrmsr(msr_ctl(hw), ctl | EVTSEL_EN);
+	if (intel()) /* the VMM masks LVTPC after each PMI */
+		lapic_write(LAPIC_LVTPC, LVT_DELIVERY_NMI);
+}
+
+int pmu_counter_wrapped(int hw, uint64_t *past)
+{
+	*past = rdmsr(msr_ctr(hw)) & pmu.mask;
+	return *past < pmu.half;
+}
+
+void pmu_counter_rearm(int hw, uint64_t left)
+{
+	write_period(hw, left);
+}
+
+void pmu_handle_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
+{
+	nmi_body(c, rip, cs);
 }

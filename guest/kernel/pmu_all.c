@@ -3,8 +3,10 @@
  * System-wide sampling: one event sampled on every CPU, whatever runs there
  * (user processes, the kernel, the idle loop), for the in-guest agent.
  *
- * Each CPU has a ring of struct pmu_record written only by its own NMI
- * handler (pmu.c calls pmu_all_record), so the producer needs no lock and
+ * It owns the last general-purpose counter of every CPU while it runs,
+ * programmed through pmu.c's hardware access (pmu_hw.h). Each CPU has a
+ * ring of struct pmu_record written only by its own NMI handler (pmu.c
+ * calls pmu_all_nmi), so the producer needs no lock and
  * never waits: a full ring drops the record and counts it. Readers drain
  * all rings under all_lock; a reader only moves `tail`, the producer only
  * `head`, so draining while sampling runs is safe.
@@ -17,6 +19,7 @@
  * instead of spinning with interrupts off against a CPU that waits for it.
  */
 #include "kernel.h"
+#include "pmu_hw.h"
 
 /* Bound on waiting for the other CPUs (~20 us per round in emulated ring 0). */
 #define SYNC_ROUNDS 50000
@@ -35,13 +38,21 @@ static volatile int all_want;          /* 1 sampling, 0 stopped */
 static volatile unsigned int all_gen;  /* bumped by every start and stop */
 static int all_cpus;                   /* CPUs that applied the last start */
 
+/* The counter, configured while no CPU has it armed. */
+static struct {
+	int hw;          /* general-purpose counter: pmu_all_counter() */
+	uint64_t ctl;    /* event select with INT, without EN */
+	uint64_t period;
+	unsigned int flags; /* PMU_SAMPLE_KEEP_OVERSHOOT */
+} all;
+
 #define RET(v)                                 \
 	do {                                   \
 		tf->rax = (uint64_t)(long)(v); \
 		return;                        \
 	} while (0)
 
-void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
+static void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
 {
 	struct all_ring *r = &rings[c->id];
 	uint32_t h = r->head;
@@ -60,10 +71,98 @@ void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
 	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
 }
 
-void pmu_all_late(struct cpu *c)
+/* An overflow the tick found without its PMI. */
+static void pmu_all_late(struct cpu *c)
 {
 	rings[c->id].late++;
 }
+
+/* ---- the counter ------------------------------------------------------- */
+
+static int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned int flags)
+{
+	uint64_t ctl;
+	if (!pmu_present())
+		return -GUEST_ENODEV;
+	if (pmu_all_counter() < 0)
+		return -GUEST_EBUSY;
+	if (period < PMU_PERIOD_MIN || period > PMU_PERIOD_MAX || (flags & ~PMU_SAMPLE_KEEP_OVERSHOOT))
+		return -GUEST_EINVAL;
+	int r = pmu_sampling_ctl(ev, &ctl);
+	if (r)
+		return r;
+	all.hw = pmu_all_counter();
+	all.ctl = ctl;
+	all.period = period;
+	all.flags = flags;
+	return 0;
+}
+
+/*
+ * Arms (on) or stops the counter on this CPU. The loaded process's counters
+ * are saved and loaded around it, so that the global enable register gets
+ * both; an overflow found at the stop is not recorded (its PMI is lost with
+ * the stop, as with perf's disable).
+ */
+static void pmu_all_cpu_set(struct cpu *c, int on)
+{
+	if (!pmu_present() || c->pmu_all_on == on)
+		return;
+	pmu_enter(c);
+	struct proc *p = pmu_suspend(c);
+	pmu_counter_stop(all.hw);
+	c->pmu_all_on = (uint8_t)on;
+	if (on)
+		pmu_counter_start(all.hw, all.ctl, all.period);
+	pmu_resume(c, p);
+	pmu_leave(c);
+}
+
+void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
+{
+	uint64_t v;
+	if (pmu_counter_wrapped(all.hw, &v)) {
+		pmu_all_record(c, rip, (unsigned)(cs & 3));
+		pmu_counter_rearm(all.hw, (all.flags & PMU_SAMPLE_KEEP_OVERSHOOT) && v < all.period ?
+						  all.period - v : all.period);
+	}
+}
+
+/*
+ * At each tick while system-wide sampling runs: a counter that wrapped
+ * without its PMI being handled would never overflow again (it counts up
+ * from 0 for 2^47 events), so take the overflow here: a safety net for a
+ * lost PMI (the Intel model drops one that comes while LVTPC is masked;
+ * see pmu.c's nmi_body). Costs one RDMSR, but only on a tick with no NMI
+ * since the last one: while PMIs keep coming the counter is evidently
+ * re-armed, and at the usual periods (a PMI per millisecond, a tick per 4)
+ * that skips nearly every check; a lost PMI is still caught within two
+ * ticks.
+ */
+void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
+{
+	uint64_t v;
+	if (!c->pmu_all_on || c->pmu_busy)
+		return;
+	if (c->nmis != c->pmu_all_nmis_seen) {
+		c->pmu_all_nmis_seen = c->nmis;
+		return;
+	}
+	pmu_enter(c);
+	if (pmu_counter_wrapped(all.hw, &v)) {
+		/*
+		 * The RDMSR exit may itself have found the overflow, and its PMI
+		 * arrived (deferred) right after: not late. Taken here either
+		 * way; the deferred NMI then finds the counter re-armed.
+		 */
+		if (!c->pmu_deferred)
+			pmu_all_late(c);
+		pmu_handle_nmi(c, tf->rip, tf->cs); /* records, re-arms, clears status, unmasks */
+	}
+	pmu_leave(c);
+}
+
+/* ---- applying the configuration on every CPU, the system calls ------- */
 
 void pmu_all_poll(struct cpu *c)
 {

@@ -16,6 +16,18 @@
  */
 #define KVMPROF_EXIT_PORT 0xf4
 
+/*
+ * The ways a PC guest asks for a reset: 0xfe to the i8042 keyboard
+ * controller's command port pulses the reset line, and bit 2 of the reset
+ * control register. Linux tries both on reboot; kvmprof-vmm does not
+ * reboot guests but stops, exit code 0.
+ */
+#define KVMPROF_I8042_COMMAND_PORT 0x64
+#define KVMPROF_RESET_CONTROL_PORT 0xcf9
+
+/* The CMOS real-time clock: index register, then data register. */
+#define KVMPROF_RTC_PORT 0x70
+
 /* 8250 UARTs: COM1 is the console, COM2 the agent channel. */
 #define KVMPROF_COM1_PORT 0x3f8
 #define KVMPROF_COM1_IRQ 4

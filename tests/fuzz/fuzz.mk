@@ -55,10 +55,12 @@ $(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
 $(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivpmu $(FUZZ_LDFLAGS) -o $@ $^ $(VPMU_LIBS)
 
-# control.c is compiled into its harness, which stands in for the VM calls it makes.
-$(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c vmm/control.c $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null) $(FUZZ_LDFLAGS) -o $@ \
-		$< $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(VMM_LIBS)
+# The control socket's requests and commands, without its connections; the
+# harness stands in for the VM calls the commands make.
+FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+$(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
+$(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c $(FUZZ_CONTROL_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) -Ivmm $(FUZZ_LDFLAGS) -o $@ $^ $(VMM_LIBS)
 
 # The agent's task-layout reader (libbpf parses the BTF).
 $(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)/guest-agent/layout.o \
@@ -83,4 +85,4 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	@BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-4} bash tests/fuzz/run.sh --smoke $(FUZZ_TARGETS)
 
--include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d $(FUZZ_CONTROL_OBJS:.o=.d)

@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * The control socket's request handling (vmm/control.c), cut off from the
- * live VM at its seams: the socket layer is not used (each input line goes
- * straight to the handler that the poll loop calls for a complete line),
- * and the few VM calls the handler makes (guest_sampler_*, vm_stopping)
- * are stand-ins below whose answers the input chooses. The
- * first byte picks the VM's shape (vPMU model and backend, vCPUs, exiting
- * or not, whether sampling starts); the rest is request lines.
+ * The control socket's request handling (vmm/control_request.c and the
+ * commands of vmm/control_cmds.c), linked without the socket layer
+ * (vmm/control.c): each input line goes to control_reply as the poll loop
+ * hands over a complete line, and the few VM calls the commands make
+ * (guest_sampler_*, vm_stopping) are stand-ins below whose answers the
+ * input chooses. The first byte picks the VM's shape (vPMU model and
+ * backend, vCPUs, exiting or not, whether sampling starts); the rest is
+ * request lines.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
-#include "../../vmm/control.c"
+#include "control.h"
+#include "control_session.h"
+#include "vm.h"
 
 static uint8_t shape;
 static bool sampler_on;
@@ -66,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct vm vm;
 	static struct vm_config cfg;
-	static struct control c;
-	struct control_client *cl = &c.client[0];
+	static char out[CONTROL_OUT_MAX];
+	struct control_session ses;
 	size_t start = 1;
 
 	if (size < 1)
@@ -79,26 +86,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  .kernel_path = (shape & 8) ? "/boot/vmlinuz" : NULL };
 	vm.cfg = &cfg;
 	vm.pmu.cfg.model = (enum vpmu_model)((shape >> 3) % 3);
-	vm.pmu.backend = (enum vmm_vpmu_backend)((shape >> 4) & 3);
-	memset(&c, 0, sizeof(c));
-	c.vm = &vm;
-	c.listen_fd = c.wake_fd = -1;
-	*cl = (struct control_client){ .fd = open("/dev/null", O_WRONLY | O_CLOEXEC), .vm = &vm, .pass_fd = -1 };
-	/* Lines as control_lines hands them over: each shorter than the input buffer. */
-	while (start < size && cl->fd >= 0) {
+	vm.pmu.backend = (enum vpmu_backend_choice)((shape >> 4) % 5);
+	ses = (struct control_session){ .vm = &vm, .start_ns = control_now_ns(), .pass_fd = -1 };
+	/* Lines as the connection hands them over: each shorter than its input buffer. */
+	while (start < size) {
 		const uint8_t *nl = memchr(data + start, '\n', size - start);
 		size_t end = nl ? (size_t)(nl - data) : size;
 
-		if (end - start < CONTROL_LINE_MAX)
-			control_answer(&c, cl, (const char *)data + start, end - start);
-		/* What the poll loop does once the reply is out: the queue drains, the descriptor is sent. */
-		cl->out_len = 0;
-		if (cl->pass_fd >= 0) {
-			close(cl->pass_fd);
-			cl->pass_fd = -1;
+		if (end - start < CONTROL_LINE_MAX) {
+			size_t n = control_reply(&ses, (const char *)data + start, end - start, out, sizeof(out));
+
+			/* The protocol's promise: exactly one line back. */
+			if (n && (out[n - 1] != '\n' || memchr(out, '\n', n - 1)))
+				__builtin_trap();
+		}
+		/* What the connection does once the reply is out: the descriptor is sent. */
+		if (ses.pass_fd >= 0) {
+			close(ses.pass_fd);
+			ses.pass_fd = -1;
 		}
 		start = end + 1;
 	}
-	control_drop(cl);
+	control_session_end(&ses);
 	return 0;
 }

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The control socket's requests and commands (vmm/control_request.c,
+ * vmm/control_cmds.c) without a socket: request lines in, reply lines out,
+ * as docs/control-socket.md gives them. The guest sampler's calls are
+ * stand-ins; the VM is a struct filled by hand.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "control.h"
+#include "control_session.h"
+#include "vm.h"
+
+/* --- stand-ins for the live VM --------------------------------------------- */
+
+static bool sampler_on, stopping;
+
+bool vm_stopping(struct vm *vm)
+{
+	(void)vm;
+	return stopping;
+}
+
+bool guest_sampler_running(const struct vm *vm)
+{
+	(void)vm;
+	return sampler_on;
+}
+
+bool guest_sampler_has_desc(struct vm *vm)
+{
+	(void)vm;
+	return false;
+}
+
+int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, int *memfd, size_t *ring_size,
+			char err[GUEST_SAMPLER_ERR_MAX])
+{
+	(void)vm;
+	(void)req;
+	if (sampler_on) {
+		snprintf(err, GUEST_SAMPLER_ERR_MAX, "guest sampling is already running");
+		return -EBUSY;
+	}
+	*memfd = memfd_create("test-rings", MFD_CLOEXEC);
+	assert_true(*memfd >= 0);
+	*ring_size = 4096;
+	sampler_on = true;
+	return 0;
+}
+
+int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
+{
+	(void)vm;
+	if (!sampler_on)
+		return -ESRCH;
+	*t = (struct guest_sampler_totals){ .samples = 3, .records = 4 };
+	sampler_on = false;
+	return 0;
+}
+
+/* --- the VM and one connection ----------------------------------------------- */
+
+static struct vm vm;
+static struct vm_config cfg;
+static struct control_session ses;
+static char out[CONTROL_OUT_MAX];
+
+static void set_vpmu(enum vpmu_model model, enum vpmu_backend_choice backend)
+{
+	vm.pmu.cfg.model = model;
+	vm.pmu.cfg.n_gp = model == VPMU_MODEL_OFF ? 0 : 6;
+	vm.pmu.backend = backend;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&vm, 0, sizeof(vm));
+	cfg = (struct vm_config){ .ncpus = 2, .mem_size = 256u << 20 };
+	vm.cfg = &cfg;
+	set_vpmu(VPMU_MODEL_AMD, VPMU_BACKEND_CLOCK);
+	vm.vcpu[0].tid = 100;
+	sampler_on = stopping = false;
+	ses = (struct control_session){ .vm = &vm, .start_ns = control_now_ns(), .pass_fd = -1 };
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	control_session_end(&ses);
+	assert_false(sampler_on); /* the connection's sampling ends with it */
+	return 0;
+}
+
+/* The reply to line: exactly one line, returned without its newline. */
+static const char *ask(const char *line)
+{
+	size_t n = control_reply(&ses, line, strlen(line), out, sizeof(out));
+
+	assert_true(n > 0);
+	assert_int_equal(out[n - 1], '\n');
+	assert_null(memchr(out, '\n', n - 1));
+	out[n - 1] = '\0';
+	return out;
+}
+
+static void assert_starts(const char *reply, const char *prefix)
+{
+	if (strncmp(reply, prefix, strlen(prefix)))
+		fail_msg("reply %s\ndoes not start with %s", reply, prefix);
+}
+
+static void assert_contains(const char *reply, const char *part)
+{
+	if (!strstr(reply, part))
+		fail_msg("reply %s\nlacks %s", reply, part);
+}
+
+/* --- requests ------------------------------------------------------------------ */
+
+static void test_status_names_the_vpmu(void **state)
+{
+	const char *r;
+
+	(void)state;
+	r = ask("{\"cmd\":\"status\",\"id\":7}");
+	assert_starts(r, "{\"ok\":true,\"id\":7,\"protocol\":1,\"state\":\"running\",");
+	assert_contains(r, "\"vpmu\":{\"model\":\"amd\",\"backend\":\"clock\",\"mode\":\"cpu-switch\",\"counters\":6,");
+}
+
+static void test_status_names_the_exact_backend(void **state)
+{
+	(void)state;
+	/* The copy of the names control.c used to keep said "none" here. */
+	set_vpmu(VPMU_MODEL_INTEL, VPMU_BACKEND_EXACT);
+	vm.pmu.cfg.mode = VPMU_MODE_DOMAIN_SWITCH;
+	assert_contains(ask("{\"cmd\":\"status\"}"),
+			"\"vpmu\":{\"model\":\"intel\",\"backend\":\"exact\",\"mode\":\"domain-switch\",");
+}
+
+static void test_status_without_a_vpmu(void **state)
+{
+	(void)state;
+	set_vpmu(VPMU_MODEL_OFF, VPMU_BACKEND_AUTO);
+	assert_contains(ask("{\"cmd\":\"status\"}"),
+			"\"vpmu\":{\"model\":\"off\",\"backend\":\"none\",\"mode\":\"cpu-switch\",\"counters\":0,");
+}
+
+static void test_vcpus(void **state)
+{
+	(void)state;
+	assert_contains(ask("{\"cmd\":\"vcpus\"}"), "\"vcpus\":[{\"index\":0,\"tid\":100},{\"index\":1,\"tid\":null}]}");
+}
+
+static void test_vpmu_stats_of_each_backend(void **state)
+{
+	(void)state;
+	vm.vcpu[0].pmu.exits = 5;
+	vm.vcpu[1].pmu.exits = 6;
+	assert_starts(ask("{\"cmd\":\"vpmu-stats\"}"),
+		      "{\"ok\":true,\"model\":\"amd\",\"backend\":\"clock\",\"mode\":\"cpu-switch\",\"vcpus\":2,"
+		      "\"vm_exits\":11,");
+	/* The exact backend is the VMM's own too: it has figures (it used to be refused as KVM's). */
+	set_vpmu(VPMU_MODEL_AMD, VPMU_BACKEND_EXACT);
+	assert_starts(ask("{\"cmd\":\"vpmu-stats\"}"), "{\"ok\":true,\"model\":\"amd\",\"backend\":\"exact\",");
+	set_vpmu(VPMU_MODEL_AMD, VPMU_BACKEND_KVM);
+	assert_string_equal(ask("{\"cmd\":\"vpmu-stats\"}"),
+			    "{\"ok\":false,\"error\":\"no emulated vPMU in this run: KVM's in-kernel vPMU keeps no "
+			    "figures here\"}");
+	set_vpmu(VPMU_MODEL_OFF, VPMU_BACKEND_AUTO);
+	assert_string_equal(ask("{\"cmd\":\"vpmu-stats\"}"),
+			    "{\"ok\":false,\"error\":\"no vPMU in this run (model off)\"}");
+}
+
+static void test_sampling_belongs_to_the_session(void **state)
+{
+	(void)state;
+	assert_string_equal(ask("{\"cmd\":\"sample-stop\"}"), "{\"ok\":false,\"error\":\"guest sampling is not running\"}");
+	assert_starts(ask("{\"cmd\":\"sample-start\",\"event\":\"cpu-clock\",\"freq\":1000}"),
+		      "{\"ok\":true,\"event\":\"cpu-clock\",\"period\":1000000,");
+	assert_true(ses.sampling);
+	assert_true(ses.pass_fd >= 0); /* the rings travel with this reply */
+	assert_string_equal(ask("{\"cmd\":\"sample-start\"}"),
+			    "{\"ok\":false,\"error\":\"the previous ring descriptor has not been sent yet: read the "
+			    "replies\"}");
+	close(ses.pass_fd);
+	ses.pass_fd = -1;
+	/* teardown ends the session: its sampling stops with it */
+}
+
+static void test_sample_stop(void **state)
+{
+	(void)state;
+	ask("{\"cmd\":\"sample-start\"}");
+	assert_string_equal(ask("{\"cmd\":\"sample-stop\"}"),
+			    "{\"ok\":true,\"samples\":3,\"lost\":0,\"records\":4,\"capture_mean_ns\":0,"
+			    "\"capture_max_ns\":0}");
+	assert_false(ses.sampling);
+}
+
+static void test_bad_requests(void **state)
+{
+	(void)state;
+	assert_string_equal(ask("{}"), "{\"ok\":false,\"error\":\"missing \\\"cmd\\\" (a string): status, vcpus, "
+				       "vpmu-stats, sample-start or sample-stop\"}");
+	assert_string_equal(ask("{\"cmd\":\"reboot\"}"), "{\"ok\":false,\"error\":\"unknown cmd 'reboot': status, "
+							  "vcpus, vpmu-stats, sample-start or sample-stop\"}");
+	assert_string_equal(ask("{\"cmd\":\"vcpus\",\"period\":1}"),
+			    "{\"ok\":false,\"error\":\"vcpus takes no key 'period'\"}");
+	assert_string_equal(ask("{\"cmd\":\"status\",\"id\":[1]}"),
+			    "{\"ok\":false,\"error\":\"\\\"id\\\" must be a string or an integer\"}");
+	assert_string_equal(ask("[1]"), "{\"ok\":false,\"error\":\"a request is one JSON object per line, e.g. "
+					"{\\\"cmd\\\":\\\"status\\\"}\"}");
+	assert_starts(ask("{\"cmd\":\"vcpus\"} \t"), "{\"ok\":true,"); /* blanks after it are fine */
+	assert_starts(ask("{\"cmd\":"), "{\"ok\":false,\"error\":\"not a JSON object: incomplete\"}");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_status_names_the_vpmu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_names_the_exact_backend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_without_a_vpmu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vcpus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vpmu_stats_of_each_backend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sampling_belongs_to_the_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

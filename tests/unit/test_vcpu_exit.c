@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The vCPU exit dispatch (vmm/vcpu_exit.c): each exit KVM can leave in a
+ * struct kvm_run, built by hand, and the outcome the run loop gets for it
+ * (continue, stop with a status, crash with a reason), as Firecracker's
+ * test_handle_kvm_exit does. The port devices that stop the guest (the
+ * exit port, the reset controls) are the real ones; the vPMU's MSR handler
+ * and the debug-exit users need a live vCPU and are stand-ins here. No KVM:
+ * nothing in the dispatch may stop the VM itself, and this test links no
+ * vm_request_stop that it could call.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "exit_port.h"
+#include "kvmprof/platform.h"
+#include "reset.h"
+#include "vcpu_exit.h"
+#include "vm.h"
+
+/* --- stand-ins for what needs a live vCPU ----------------------------------- */
+
+bool vcpu_exact_debug_exit(struct vcpu *vcpu)
+{
+	(void)vcpu;
+	function_called();
+	return mock_type(bool);
+}
+
+bool pmi_trace_debug_exit(struct vcpu *vcpu)
+{
+	(void)vcpu;
+	function_called();
+	return mock_type(bool);
+}
+
+static struct vcpu *msr_handled_for;
+
+void vcpu_pmu_handle_msr(struct vcpu *vcpu)
+{
+	msr_handled_for = vcpu;
+	vcpu->run->msr.data = 0x1234;
+}
+
+/* --- the machine ------------------------------------------------------------ */
+
+/* KVM puts port I/O data in the run area's second page. */
+#define IO_DATA_OFFSET 4096
+#define TEST_DEVICE_PORT 0x80
+
+static struct vm vm;
+static struct vcpu vcpu;
+static union {
+	struct kvm_run run;
+	uint8_t bytes[2 * 4096];
+} area;
+
+/* A device that answers reads with 0x10, 0x11, ... and keeps what it was written. */
+static struct test_device {
+	unsigned int reads, writes;
+	uint8_t written[8];
+} device;
+
+static struct vcpu_outcome test_device_io(void *opaque, uint16_t offset, uint8_t *data, unsigned int size,
+					  bool is_write)
+{
+	struct test_device *d = opaque;
+
+	assert_int_equal(offset, 0);
+	assert_int_equal(size, 1);
+	if (is_write)
+		d->written[d->writes++ % sizeof(d->written)] = data[0];
+	else
+		data[0] = (uint8_t)(0x10 + d->reads++);
+	return vcpu_continue();
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&vm, 0, sizeof(vm));
+	memset(&area, 0, sizeof(area));
+	memset(&device, 0, sizeof(device));
+	msr_handled_for = NULL;
+	assert_int_equal(exit_port_init(&vm.io), 0);
+	assert_int_equal(reset_init(&vm.io), 0);
+	assert_int_equal(ioport_register(&vm.io, TEST_DEVICE_PORT, 1, test_device_io, &device), 0);
+	vcpu = (struct vcpu){ .vm = &vm, .run = &area.run };
+	return 0;
+}
+
+static uint8_t *io_data(void)
+{
+	return area.bytes + IO_DATA_OFFSET;
+}
+
+static void set_io(uint8_t direction, uint16_t port, uint8_t size, uint32_t count)
+{
+	area.run.exit_reason = KVM_EXIT_IO;
+	area.run.io.direction = direction;
+	area.run.io.port = port;
+	area.run.io.size = size;
+	area.run.io.count = count;
+	area.run.io.data_offset = IO_DATA_OFFSET;
+}
+
+static void set_exit(uint32_t reason)
+{
+	area.run.exit_reason = reason;
+}
+
+static void assert_continue(struct vcpu_outcome o)
+{
+	assert_int_equal(o.action, VCPU_CONTINUE);
+}
+
+static void assert_stop(struct vcpu_outcome o, int status, const char *reason)
+{
+	assert_int_equal(o.action, VCPU_STOP);
+	assert_int_equal(o.status, status);
+	if (reason)
+		assert_string_equal(o.reason, reason);
+	else
+		assert_null(o.reason);
+}
+
+static void assert_crash(struct vcpu_outcome o, const char *reason)
+{
+	assert_int_equal(o.action, VCPU_CRASH);
+	assert_string_equal(o.reason, reason);
+}
+
+/* --- port I/O ---------------------------------------------------------------- */
+
+static void test_io_out_reaches_the_device(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, TEST_DEVICE_PORT, 1, 1);
+	io_data()[0] = 0x5a;
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(device.writes, 1);
+	assert_int_equal(device.written[0], 0x5a);
+}
+
+static void test_io_in_string_fills_each_element(void **state)
+{
+	(void)state;
+	/* REP INSB of three bytes: one exit, three accesses, the data back to back. */
+	set_io(KVM_EXIT_IO_IN, TEST_DEVICE_PORT, 1, 3);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(device.reads, 3);
+	assert_memory_equal(io_data(), ((uint8_t[]){ 0x10, 0x11, 0x12 }), 3);
+}
+
+static void test_io_in_unclaimed_reads_all_ones(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_IN, 0x1234, 2, 1);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(io_data()[0], 0xff);
+	assert_int_equal(io_data()[1], 0xff);
+	assert_int_equal(vm.io.unclaimed, 1);
+}
+
+static void test_io_out_unclaimed_is_ignored(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, 0x1234, 1, 1);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(vm.io.unclaimed, 1);
+}
+
+static void test_exit_port_stops_with_the_status(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_EXIT_PORT, 4, 1);
+	memcpy(io_data(), &(uint32_t){ 42 }, 4);
+	assert_stop(vcpu_handle_exit(&vcpu), 42, NULL);
+}
+
+static void test_exit_port_status_zero_is_success(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_EXIT_PORT, 4, 1);
+	memcpy(io_data(), &(uint32_t){ 0 }, 4);
+	assert_stop(vcpu_handle_exit(&vcpu), 0, NULL);
+}
+
+static void test_exit_port_caps_a_large_status(void **state)
+{
+	(void)state;
+	/* 256 truncated to a byte would read as success: it becomes 255. */
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_EXIT_PORT, 4, 1);
+	memcpy(io_data(), &(uint32_t){ 256 }, 4);
+	assert_stop(vcpu_handle_exit(&vcpu), 255, NULL);
+}
+
+static void test_exit_port_takes_a_byte_write(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_EXIT_PORT, 1, 1);
+	io_data()[0] = 7;
+	assert_stop(vcpu_handle_exit(&vcpu), 7, NULL);
+}
+
+static void test_exit_port_read_is_an_open_bus(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_IN, KVMPROF_EXIT_PORT, 4, 1);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_memory_equal(io_data(), ((uint8_t[]){ 0xff, 0xff, 0xff, 0xff }), 4);
+}
+
+static void test_string_out_ends_at_the_first_stop(void **state)
+{
+	(void)state;
+	/* REP OUTSD of two statuses: the first stops the guest, the second is never written. */
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_EXIT_PORT, 4, 2);
+	memcpy(io_data(), (uint32_t[]){ 3, 4 }, 8);
+	assert_stop(vcpu_handle_exit(&vcpu), 3, NULL);
+}
+
+static void test_i8042_reset_pulse_stops(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_I8042_COMMAND_PORT, 1, 1);
+	io_data()[0] = 0xfe;
+	assert_stop(vcpu_handle_exit(&vcpu), 0, RESET_MESSAGE);
+}
+
+static void test_i8042_other_command_continues(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_I8042_COMMAND_PORT, 1, 1);
+	io_data()[0] = 0xd1; /* write output port: not a reset by itself */
+	assert_continue(vcpu_handle_exit(&vcpu));
+	set_io(KVM_EXIT_IO_IN, KVMPROF_I8042_COMMAND_PORT, 1, 1);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(io_data()[0], 0xff); /* no controller there */
+}
+
+static void test_reset_control_register(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_RESET_CONTROL_PORT, 1, 1);
+	io_data()[0] = 0x02; /* system reset type without RST_CPU: nothing yet */
+	assert_continue(vcpu_handle_exit(&vcpu));
+	io_data()[0] = 0x06;
+	assert_stop(vcpu_handle_exit(&vcpu), 0, RESET_MESSAGE);
+}
+
+/* --- other exits ------------------------------------------------------------- */
+
+static void test_mmio_read_is_an_open_bus(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_MMIO);
+	area.run.mmio.phys_addr = 0xd0000000;
+	area.run.mmio.len = 4;
+	area.run.mmio.is_write = 0;
+	assert_continue(vcpu_handle_exit(&vcpu));
+	for (size_t i = 0; i < sizeof(area.run.mmio.data); i++)
+		assert_int_equal(area.run.mmio.data[i], 0xff);
+}
+
+static void test_mmio_write_is_dropped(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_MMIO);
+	area.run.mmio.is_write = 1;
+	area.run.mmio.len = 4;
+	memcpy(area.run.mmio.data, "\x01\x02\x03\x04", 4);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_memory_equal(area.run.mmio.data, "\x01\x02\x03\x04", 4);
+}
+
+static void test_intr_continues(void **state)
+{
+	(void)state;
+	/* A signal (a kick, a sampler or vPMU timer) interrupted KVM_RUN. */
+	set_exit(KVM_EXIT_INTR);
+	assert_continue(vcpu_handle_exit(&vcpu));
+}
+
+static void test_msr_exits_go_to_the_vpmu(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_X86_RDMSR);
+	area.run.msr.index = 0xc0010201;
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_ptr_equal(msr_handled_for, &vcpu);
+	assert_int_equal(area.run.msr.data, 0x1234);
+	msr_handled_for = NULL;
+	set_exit(KVM_EXIT_X86_WRMSR);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_ptr_equal(msr_handled_for, &vcpu);
+}
+
+static void test_debug_exit_of_the_exact_backend(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_DEBUG);
+	expect_function_call(vcpu_exact_debug_exit);
+	will_return(vcpu_exact_debug_exit, true);
+	assert_continue(vcpu_handle_exit(&vcpu)); /* the tracer is not asked */
+}
+
+static void test_debug_exit_of_the_pmi_tracer(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_DEBUG);
+	expect_function_call(vcpu_exact_debug_exit);
+	will_return(vcpu_exact_debug_exit, false);
+	expect_function_call(pmi_trace_debug_exit);
+	will_return(pmi_trace_debug_exit, true);
+	assert_continue(vcpu_handle_exit(&vcpu));
+}
+
+static void test_debug_exit_nobody_asked_for_crashes(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_DEBUG);
+	expect_function_call(vcpu_exact_debug_exit);
+	will_return(vcpu_exact_debug_exit, false);
+	expect_function_call(pmi_trace_debug_exit);
+	will_return(pmi_trace_debug_exit, false);
+	assert_crash(vcpu_handle_exit(&vcpu), "unexpected debug exit");
+}
+
+static void test_system_event_shutdown_powers_off(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_SYSTEM_EVENT);
+	area.run.system_event.type = KVM_SYSTEM_EVENT_SHUTDOWN;
+	assert_stop(vcpu_handle_exit(&vcpu), 0, "guest powered off");
+}
+
+static void test_system_event_reset_stops(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_SYSTEM_EVENT);
+	area.run.system_event.type = KVM_SYSTEM_EVENT_RESET;
+	assert_stop(vcpu_handle_exit(&vcpu), 0, RESET_MESSAGE);
+}
+
+static void test_system_event_crash_crashes(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_SYSTEM_EVENT);
+	area.run.system_event.type = KVM_SYSTEM_EVENT_CRASH;
+	assert_crash(vcpu_handle_exit(&vcpu), "guest reported a crash");
+}
+
+static void test_shutdown_is_a_triple_fault(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_SHUTDOWN);
+	assert_crash(vcpu_handle_exit(&vcpu), "guest triple fault");
+}
+
+static void test_fail_entry_crashes(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_FAIL_ENTRY);
+	area.run.fail_entry.hardware_entry_failure_reason = 0x21;
+	assert_crash(vcpu_handle_exit(&vcpu), "VM entry failed");
+}
+
+static void test_internal_error_crashes(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_INTERNAL_ERROR);
+	area.run.internal.suberror = KVM_INTERNAL_ERROR_EMULATION;
+	assert_crash(vcpu_handle_exit(&vcpu), "KVM internal error");
+}
+
+static void test_hlt_is_unexpected(void **state)
+{
+	(void)state;
+	/* With the in-kernel irqchip KVM waits in HLT itself: an HLT exit means something is off. */
+	set_exit(KVM_EXIT_HLT);
+	assert_crash(vcpu_handle_exit(&vcpu), "unhandled VM exit");
+}
+
+static void test_unknown_reason_crashes(void **state)
+{
+	(void)state;
+	set_exit(9999);
+	assert_crash(vcpu_handle_exit(&vcpu), "unhandled VM exit");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_io_out_reaches_the_device, setup),
+		cmocka_unit_test_setup(test_io_in_string_fills_each_element, setup),
+		cmocka_unit_test_setup(test_io_in_unclaimed_reads_all_ones, setup),
+		cmocka_unit_test_setup(test_io_out_unclaimed_is_ignored, setup),
+		cmocka_unit_test_setup(test_exit_port_stops_with_the_status, setup),
+		cmocka_unit_test_setup(test_exit_port_status_zero_is_success, setup),
+		cmocka_unit_test_setup(test_exit_port_caps_a_large_status, setup),
+		cmocka_unit_test_setup(test_exit_port_takes_a_byte_write, setup),
+		cmocka_unit_test_setup(test_exit_port_read_is_an_open_bus, setup),
+		cmocka_unit_test_setup(test_string_out_ends_at_the_first_stop, setup),
+		cmocka_unit_test_setup(test_i8042_reset_pulse_stops, setup),
+		cmocka_unit_test_setup(test_i8042_other_command_continues, setup),
+		cmocka_unit_test_setup(test_reset_control_register, setup),
+		cmocka_unit_test_setup(test_mmio_read_is_an_open_bus, setup),
+		cmocka_unit_test_setup(test_mmio_write_is_dropped, setup),
+		cmocka_unit_test_setup(test_intr_continues, setup),
+		cmocka_unit_test_setup(test_msr_exits_go_to_the_vpmu, setup),
+		cmocka_unit_test_setup(test_debug_exit_of_the_exact_backend, setup),
+		cmocka_unit_test_setup(test_debug_exit_of_the_pmi_tracer, setup),
+		cmocka_unit_test_setup(test_debug_exit_nobody_asked_for_crashes, setup),
+		cmocka_unit_test_setup(test_system_event_shutdown_powers_off, setup),
+		cmocka_unit_test_setup(test_system_event_reset_stops, setup),
+		cmocka_unit_test_setup(test_system_event_crash_crashes, setup),
+		cmocka_unit_test_setup(test_shutdown_is_a_triple_fault, setup),
+		cmocka_unit_test_setup(test_fail_entry_crashes, setup),
+		cmocka_unit_test_setup(test_internal_error_crashes, setup),
+		cmocka_unit_test_setup(test_hlt_is_unexpected, setup),
+		cmocka_unit_test_setup(test_unknown_reason_crashes, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
