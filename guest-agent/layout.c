@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kallsyms.h"
 #include "procfs.h"
 #include "task_layout.h"
 
@@ -32,42 +33,16 @@ static int layout_fail(char why[LAYOUT_WHY_MAX], int rc, const char *fmt, ...)
 }
 
 /*
- * The address of a kallsyms symbol of the kernel image (not a module's):
- * lines are "ADDR TYPE NAME" or "ADDR TYPE NAME\t[MODULE]". Per-CPU
+ * The address of a symbol of the kernel image (not a module's). Per-CPU
  * variables appear with their per-CPU offsets as addresses on x86-64.
  */
-static bool kallsyms_find(const char *text, size_t len, const char *name, uint64_t *addr)
+static bool layout_symbol(const struct kallsyms *ks, const char *name, uint64_t *addr)
 {
-	size_t nlen = strlen(name);
-	const char *p = text, *end = text + len;
+	const struct kallsyms_sym *s = kallsyms_find(ks, name, KALLSYMS_IMAGE);
 
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *line = p, *q, *sym;
-		char *after;
-		uint64_t a;
-
-		if (!eol)
-			eol = end;
-		p = eol + 1;
-		/* "ADDR T NAME": the name starts after the second space. */
-		q = memchr(line, ' ', (size_t)(eol - line));
-		if (!q || eol - q < 4 || q[2] != ' ')
-			continue;
-		sym = q + 3;
-		if ((size_t)(eol - sym) < nlen || memcmp(sym, name, nlen) != 0)
-			continue;
-		/* The whole name, and no module after it. */
-		if (sym + nlen != eol && sym[nlen] != '\n')
-			continue;
-		errno = 0;
-		a = strtoull(line, &after, 16);
-		if (errno || after != q)
-			continue;
-		*addr = a;
-		return true;
-	}
-	return false;
+	if (s)
+		*addr = s->addr;
+	return s != NULL;
 }
 
 /*
@@ -126,8 +101,8 @@ static int layout_libbpf_quiet(enum libbpf_print_level level, const char *fmt, v
 	return 0;
 }
 
-int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct kp_rec_task_layout *out,
-		char why[LAYOUT_WHY_MAX])
+static int layout_from_symbols(const struct kallsyms *ks, const char *btf_path, struct kp_rec_task_layout *out,
+			       char why[LAYOUT_WHY_MAX])
 {
 	uint64_t current_task = 0, pcpu_hot = 0, per_cpu_offset = 0, off, pid, tgid, comm;
 	int64_t size, pid_size, tgid_size, comm_size, task_size;
@@ -140,7 +115,7 @@ int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct k
 
 	memset(out, 0, sizeof(*out));
 	why[0] = '\0';
-	if (!kallsyms_find(kallsyms, len, "__per_cpu_offset", &per_cpu_offset))
+	if (!layout_symbol(ks, "__per_cpu_offset", &per_cpu_offset))
 		return layout_fail(why, -ENOENT, "no __per_cpu_offset in kallsyms (a kernel without SMP, or "
 						 "kallsyms without data symbols: CONFIG_KALLSYMS_ALL)");
 	/* A real array address: the kernel's upper half. A zero says kptr_restrict hid the addresses. */
@@ -177,9 +152,9 @@ int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct k
 	 * The current task: the per-CPU variable current_task (to 6.1 and
 	 * again from 6.15), else the member of the per-CPU pcpu_hot (6.2-6.14).
 	 */
-	if (!kallsyms_find(kallsyms, len, "current_task", &current_task)) {
+	if (!layout_symbol(ks, "current_task", &current_task)) {
 		hot_id = btf__find_by_name_kind(btf, "pcpu_hot", BTF_KIND_STRUCT);
-		if (!kallsyms_find(kallsyms, len, "pcpu_hot", &pcpu_hot) || hot_id < 0) {
+		if (!layout_symbol(ks, "pcpu_hot", &pcpu_hot) || hot_id < 0) {
 			rc = layout_fail(why, -ENOENT, "neither current_task nor pcpu_hot (with its BTF type) found");
 			goto out;
 		}
@@ -205,6 +180,19 @@ int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct k
 	}
 out:
 	btf__free(btf);
+	return rc;
+}
+
+int layout_from(const char *kallsyms, size_t len, const char *btf_path, struct kp_rec_task_layout *out,
+		char why[LAYOUT_WHY_MAX])
+{
+	struct kallsyms *ks;
+	int rc = kallsyms_parse(&ks, kallsyms, len);
+
+	if (rc)
+		return layout_fail(why, rc, "kallsyms: %s", strerror(-rc));
+	rc = layout_from_symbols(ks, btf_path, out, why);
+	kallsyms_free(ks);
 	return rc;
 }
 

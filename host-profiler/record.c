@@ -313,28 +313,13 @@ static void find_guest_entry(struct hrec *R, const char *text, size_t len)
 	if (kallsyms_parse(&ks, text, len))
 		return;
 	for (size_t i = 0; i < NR_GUEST_ENTRY; i++) {
-		const char *name = guest_entry_symbols[i];
-		size_t nlen = strlen(name);
+		/* The hypervisor's entry code may be a module's (kvm-pvm). */
+		const struct kallsyms_sym *s = kallsyms_find(ks, guest_entry_symbols[i], KALLSYMS_IMAGE_OR_MODULE);
 
-		for (const char *p = text, *end = text + len; p < end;) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			const char *eol = nl ? nl : end;
-			const char *sp = memchr(p, ' ', (size_t)(eol - p));
-
-			/* "ADDR T NAME[\t[module]]" */
-			if (sp && eol - sp > 3 && (size_t)(eol - (sp + 3)) >= nlen && !memcmp(sp + 3, name, nlen) &&
-			    (sp + 3 + nlen == eol || sp[3 + nlen] == '\t' || sp[3 + nlen] == ' ')) {
-				uint64_t addr = strtoull(p, NULL, 16);
-				const struct kallsyms_sym *s = kallsyms_lookup(ks, addr);
-
-				if (s && s->addr == addr && s->end > addr) {
-					R->entry_lo[i] = s->addr;
-					R->entry_hi[i] = s->end;
-					R->entry_known = true;
-				}
-				break;
-			}
-			p = eol + 1;
+		if (s && kallsyms_is_text(s->type) && s->end > s->addr) {
+			R->entry_lo[i] = s->addr;
+			R->entry_hi[i] = s->end;
+			R->entry_known = true;
 		}
 	}
 	kallsyms_free(ks);

@@ -19,8 +19,10 @@
 #define KALLSYMS_LAST_SPAN 0x10000
 
 struct kallsyms {
-	struct kallsyms_sym *syms;
+	struct kallsyms_sym *syms; /* text symbols by address, for kallsyms_lookup */
 	size_t nr, cap;
+	struct kallsyms_sym *all;  /* every symbol in text order, for kallsyms_find */
+	size_t nr_all, cap_all;
 	char *strings; /* names and module names, NUL-separated */
 	size_t malformed;
 	int nonzero;   /* some address was not zero */
@@ -117,13 +119,20 @@ int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 		}
 		if (addr)
 			ks->nonzero = 1;
-		if (!strchr("tTwW", type))
+		if (grow_array(&ks->all, &ks->cap_all, ks->nr_all + 1, sizeof(*ks->all))) {
+			kallsyms_free(ks);
+			return -ENOMEM;
+		}
+		ks->all[ks->nr_all++] = (struct kallsyms_sym){
+			.addr = addr, .end = addr, .name = name, .module = module, .type = type
+		};
+		if (!kallsyms_is_text(type))
 			continue;
 		if (grow_array(&ks->syms, &ks->cap, ks->nr + 1, sizeof(*ks->syms))) {
 			kallsyms_free(ks);
 			return -ENOMEM;
 		}
-		ks->syms[ks->nr++] = (struct kallsyms_sym){ .addr = addr, .name = name, .module = module };
+		ks->syms[ks->nr++] = ks->all[ks->nr_all - 1];
 	}
 	if (ks->nr > 1)
 		qsort(ks->syms, ks->nr, sizeof(*ks->syms), cmp_addr);
@@ -138,6 +147,16 @@ int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 			ks->syms[i].end = ks->syms[j].addr;
 		else
 			ks->syms[i].end = a > UINT64_MAX - KALLSYMS_LAST_SPAN ? UINT64_MAX : a + KALLSYMS_LAST_SPAN;
+	}
+	/* A text symbol found by name is bounded as one found by address. */
+	for (i = 0; i < ks->nr_all; i++) {
+		const struct kallsyms_sym *s;
+
+		if (!kallsyms_is_text(ks->all[i].type))
+			continue;
+		s = kallsyms_lookup(ks, ks->all[i].addr);
+		if (s)
+			ks->all[i].end = s->end;
 	}
 	*out = ks;
 	return 0;
@@ -203,6 +222,28 @@ const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t a
 	return addr < ks->syms[lo].end || ks->syms[lo].end == UINT64_MAX ? &ks->syms[lo] : NULL;
 }
 
+const struct kallsyms_sym *kallsyms_find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope)
+{
+	const struct kallsyms_sym *in_module = NULL;
+
+	for (size_t i = 0; i < ks->nr_all; i++) {
+		const struct kallsyms_sym *s = &ks->all[i];
+
+		if (strcmp(s->name, name) != 0)
+			continue;
+		if (!s->module)
+			return s;
+		if (!in_module)
+			in_module = s;
+	}
+	return scope == KALLSYMS_IMAGE_OR_MODULE ? in_module : NULL;
+}
+
+int kallsyms_is_text(char type)
+{
+	return type == 'T' || type == 't' || type == 'W' || type == 'w';
+}
+
 size_t kallsyms_count(const struct kallsyms *ks)
 {
 	return ks->nr;
@@ -223,6 +264,7 @@ void kallsyms_free(struct kallsyms *ks)
 	if (!ks)
 		return;
 	free(ks->syms);
+	free(ks->all);
 	free(ks->strings);
 	free(ks);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "procfs.h"
 
+#include "kallsyms.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -294,7 +296,7 @@ size_t procfs_kallsyms_keep_text(char *text, size_t len)
 		const char *sp = memchr(text + i, ' ', end - i);
 		char type = sp && sp + 1 < text + end ? sp[1] : 0;
 
-		if (type == 'T' || type == 't' || type == 'W' || type == 'w') {
+		if (kallsyms_is_text(type)) {
 			memmove(text + out, text + i, end - i);
 			out += end - i;
 		}

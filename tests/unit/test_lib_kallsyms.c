@@ -103,6 +103,62 @@ static void test_top_of_address_space(void **state)
 	kallsyms_free(ks);
 }
 
+/*
+ * One lookup by name for the agent (kernel-image symbols: the per-CPU
+ * variables of the task layout) and the host profiler (the hypervisor's
+ * guest-entry code, which may be a module's).
+ */
+static void test_find_by_name(void **state)
+{
+	static const char syms[] =
+		"ffffffffc0100000 t shared_name\t[kvm]\n"      /* a module's, before the image's */
+		"ffffffff81000000 T _text\n"
+		"ffffffff81000100 T shared_name\n"
+		"0000000000020ac0 D current_task\n"            /* per-CPU: its offset as address */
+		"ffffffff82000000 R __per_cpu_offset\n"
+		"ffffffff81000200 T shared_name\n"             /* a second static of that name */
+		"ffffffff81000300 T next_one\n"
+		"ffffffffc0200000 t pvm_entry\t[kvm_pvm]\n"
+		"ffffffffc0200080 t pvm_other\t[kvm_pvm]\n";
+	const struct kallsyms_sym *s;
+	struct kallsyms *ks;
+
+	(void)state;
+	assert_int_equal(kallsyms_parse(&ks, syms, strlen(syms)), 0);
+	/* Address lookups still see only code. */
+	assert_int_equal(kallsyms_count(ks), 7);
+	assert_null(kallsyms_lookup(ks, 0x20ac0));
+
+	s = kallsyms_find(ks, "current_task", KALLSYMS_IMAGE);
+	assert_non_null(s);
+	assert_int_equal(s->addr, 0x20ac0);
+	assert_int_equal(s->type, 'D');
+	assert_false(kallsyms_is_text(s->type));
+	s = kallsyms_find(ks, "__per_cpu_offset", KALLSYMS_IMAGE);
+	assert_non_null(s);
+	assert_int_equal(s->addr, 0xffffffff82000000);
+
+	/* The image's symbol wins over a module's; of two in the image, the first. */
+	s = kallsyms_find(ks, "shared_name", KALLSYMS_IMAGE_OR_MODULE);
+	assert_non_null(s);
+	assert_null(s->module);
+	assert_int_equal(s->addr, 0xffffffff81000100);
+	assert_int_equal(s->end, 0xffffffff81000200);
+
+	/* A module's symbol only when asked for. */
+	assert_null(kallsyms_find(ks, "pvm_entry", KALLSYMS_IMAGE));
+	s = kallsyms_find(ks, "pvm_entry", KALLSYMS_IMAGE_OR_MODULE);
+	assert_non_null(s);
+	assert_string_equal(s->module, "kvm_pvm");
+	assert_int_equal(s->end, 0xffffffffc0200080);
+
+	/* Whole names only. */
+	assert_null(kallsyms_find(ks, "shared", KALLSYMS_IMAGE_OR_MODULE));
+	assert_null(kallsyms_find(ks, "current_task_", KALLSYMS_IMAGE_OR_MODULE));
+	assert_null(kallsyms_find(ks, "", KALLSYMS_IMAGE_OR_MODULE));
+	kallsyms_free(ks);
+}
+
 static void test_load(void **state)
 {
 	char path[] = "/tmp/kvmprof-kallsyms-XXXXXX";
@@ -126,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_parse_and_lookup),
 		cmocka_unit_test(test_hidden_and_empty),
 		cmocka_unit_test(test_top_of_address_space),
+		cmocka_unit_test(test_find_by_name),
 		cmocka_unit_test(test_load),
 	};
 
