@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "emit.h"
+#include "perf_open.h"
 #include "procfs.h"
 #include "vm_client.h"
 
@@ -54,11 +55,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 }
 
 /* utime, stime and guest_time (fields 14, 15 and 43) of /proc/PID/task/TID/stat. */
@@ -133,7 +129,7 @@ static int open_counter(const struct events_event *ev, pid_t tid, int part)
 		a.exclude_kernel = 1;
 	if (part == PART_HOST_KERNEL)
 		a.exclude_user = 1;
-	return (int)perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return perf_open(&a, tid, -1, -1);
 }
 
 /* The count, scaled for multiplexing; -1 when unreadable. */
@@ -206,7 +202,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	for (int e = 0; e < nev; e++) {
-		bool hw = events_is_hardware(&evs[e].attr);
+		bool hw = perf_attr_is_hardware(&evs[e].attr);
 
 		for (size_t t = 0; t < ntids; t++) {
 			for (int part = 0; part < NR_PARTS; part++)
@@ -285,7 +281,7 @@ int host_stat_run(const struct host_stat_opts *o)
 		printf("\n");
 		if (!split[e])
 			printf("%-24s (%s: no guest/host split from this counter)\n", "",
-			       events_is_hardware(&evs[e].attr) ? "exclude_guest/exclude_host refused here"
+			       perf_attr_is_hardware(&evs[e].attr) ? "exclude_guest/exclude_host refused here"
 								: "a software event counts run time in every mode");
 		printf("\n");
 	}

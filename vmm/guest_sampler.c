@@ -27,6 +27,7 @@
 #include "guest_desc.h"
 #include "guest_stack.h"
 #include "guest_walk.h"
+#include "perf_open.h"
 #include "vm.h"
 
 #define GS_SEEN_SLOTS 4096u /* pids per vCPU ring; a power of two */
@@ -62,11 +63,6 @@ static uint64_t gs_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
-{
-	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 }
 
 /* --- the descriptor port ---------------------------------------------------- */
@@ -448,16 +444,15 @@ static int gs_open_clock(pid_t tid, uint32_t type, uint64_t config, uint64_t per
 		.exclude_hv = 1,
 		.wakeup_events = 1,
 	};
-	struct f_owner_ex owner = { F_OWNER_TID, tid };
-	int fd = perf_event_open(&attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&attr, tid, -1, -1);
+	int rc;
 
 	if (fd < 0)
-		return -errno;
-	if (fcntl(fd, F_SETOWN_EX, &owner) < 0 || fcntl(fd, F_SETSIG, gs_signo()) < 0 ||
-	    fcntl(fd, F_SETFL, O_ASYNC) < 0) {
-		int err = errno;
+		return fd;
+	rc = perf_open_signal_thread(fd, tid, gs_signo());
+	if (rc) {
 		close(fd);
-		return -err;
+		return rc;
 	}
 	return fd;
 }
@@ -605,11 +600,12 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		if (s->perf_fd < 0) {
 			rc = s->perf_fd;
 			s->perf_fd = -1;
-			if (type == PERF_TYPE_HARDWARE)
+			if (perf_open_no_pmu(&(struct perf_event_attr){ .type = type }, -rc))
 				gs_fail(err, rc, "event cycles: this host has no hardware PMU perf can use "
 					"(perf_event_open: %s); use cpu-clock", strerror(-rc));
 			else
-				gs_fail(err, rc, "perf_event_open of cpu-clock on a vCPU thread: %s", strerror(-rc));
+				snprintf(err, GUEST_SAMPLER_ERR_MAX, "perf_event_open of %s on a vCPU thread: %s",
+					 type == PERF_TYPE_HARDWARE ? "cycles" : "cpu-clock", strerror(-rc));
 			break;
 		}
 	}

@@ -9,7 +9,7 @@ VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUIL
 VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o \
                  $(VPMU_ASAN_OBJS)
 # json-c parses and writes the control socket's JSON (vmm/control.c); Debian ships its .a for the static build.
-VMM_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
+VMM_CFLAGS := -Ilib $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
 # Unicorn and Capstone: the emulation engine (vmm/emu.c); both ship .a files for the static build.
 EMU_LIBS := -lunicorn -lcapstone -lm
 VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz $(EMU_LIBS) -lpthread -lrt

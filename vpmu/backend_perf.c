@@ -9,14 +9,10 @@
 #include <unistd.h>
 
 #include "backend_perf.h"
+#include "perf_open.h"
 
 /* A sampling event whose period is so long it never fires: PERF_EVENT_IOC_PERIOD needs a sampling event. */
 #define PERIOD_NEVER (1ULL << 62)
-
-static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
-{
-	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
-}
 
 void vpmu_perf_backend_init(struct vpmu_perf_backend *b, int signo)
 {
@@ -41,18 +37,16 @@ static int perf_open_counter(struct vpmu_vcpu *v, unsigned int idx, const struct
 		.exclude_hv = 1,
 		.wakeup_events = 1,
 	};
-	int fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&attr, 0, -1, -1);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (b->signo) {
-		struct f_owner_ex owner = { F_OWNER_TID, (pid_t)syscall(SYS_gettid) };
+		int rc = perf_open_signal_thread(fd, (pid_t)syscall(SYS_gettid), b->signo);
 
-		if (fcntl(fd, F_SETOWN_EX, &owner) < 0 || fcntl(fd, F_SETSIG, b->signo) < 0 ||
-		    fcntl(fd, F_SETFL, O_ASYNC) < 0) {
-			int err = errno;
+		if (rc) {
 			close(fd);
-			return -err;
+			return rc;
 		}
 	}
 	b->fd[idx] = fd;
@@ -143,21 +137,5 @@ void vpmu_perf_backend_stats(struct vpmu_vcpu *v)
 
 int vpmu_perf_probe(char reason[VPMU_ERR_MAX])
 {
-	struct perf_event_attr attr = {
-		.size = sizeof(attr),
-		.type = PERF_TYPE_HARDWARE,
-		.config = PERF_COUNT_HW_INSTRUCTIONS,
-		.exclude_kernel = 1,
-		.exclude_hv = 1,
-	};
-	int fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-
-	if (fd < 0) {
-		int err = errno;
-		snprintf(reason, VPMU_ERR_MAX, "the host cannot count hardware events: it has no hardware PMU "
-			 "perf can use (perf_event_open of instructions failed: %s)", strerror(err));
-		return -err;
-	}
-	close(fd);
-	return 0;
+	return perf_open_probe_pmu(reason, VPMU_ERR_MAX);
 }

@@ -2,17 +2,19 @@
 # backends talk to perf_event (emulated) and KVM (kvm).
 
 VPMU_SRCS := $(wildcard vpmu/*.c)
-VPMU_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/%.o)
-VPMU_ASAN_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/asan/%.o)
+# The perf backend opens host events through lib's one door to perf_event_open.
+VPMU_LIB_SRCS := lib/perf_open.c
+VPMU_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/%.o) $(VPMU_LIB_SRCS:%.c=$(BUILD)/%.o)
+VPMU_ASAN_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/asan/%.o) $(VPMU_LIB_SRCS:%.c=$(BUILD)/asan/%.o)
 # libpfm4 resolves event names (filter files); linked statically into the static VMM too.
 VPMU_LIBS := -lpfm
 
 $(BUILD)/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -Ivpmu -c $< -o $@
+	$(CC) $(HOST_CFLAGS) -Ivpmu -Ilib -c $< -o $@
 
 $(BUILD)/asan/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -c $< -o $@
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -Ilib -c $< -o $@
 
 -include $(VPMU_OBJS:.o=.d) $(VPMU_ASAN_OBJS:.o=.d)
