@@ -37,8 +37,10 @@
 
 #include "convert.h"
 #include "emit.h"
+#include "perf_open.h"
 #include "perf_rings.h"
 #include "procfs.h"
+#include "record_fallback.h"
 #include "record_output.h"
 #include "sample_file.h"
 
@@ -114,16 +116,6 @@ static void restore_signals(void)
 	sigaction(SIGTERM, &saved_term, NULL);
 }
 
-static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
-}
-
-static bool no_pmu_errno(int e)
-{
-	return e == ENOENT || e == EOPNOTSUPP || e == ENODEV || e == ENXIO;
-}
-
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -166,17 +158,6 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 }
 
 /* Sets the event up as the stand-in clock; the name stays what the user asked for. */
-static void fall_back(struct rec *R, int idx)
-{
-	char asked[KP_EVENT_NAME_MAX];
-
-	memcpy(asked, R->ev[idx].name, sizeof(asked));
-	events_cpu_clock(&R->ev[idx]);
-	memcpy(R->ev[idx].name, asked, sizeof(asked));
-	R->ev_flags[idx] = KP_EVENT_FREQ | KP_EVENT_FALLBACK;
-	R->ev_rate[idx] = R->o->rec.freq ? R->o->rec.freq : RECORD_DEFAULT_HZ;
-}
-
 static void drop_event(struct rec *R, int idx)
 {
 	for (int i = idx; i + 1 < R->nev; i++) {
@@ -214,33 +195,26 @@ static void explain_open_error(const struct rec *R, int idx, int e)
 static int probe_event(struct rec *R, int idx, bool *fell_back)
 {
 	struct perf_event_attr a;
-	long fd;
+	int fd;
 
 	for (;;) {
 		fill_attr(R, idx, false, &a);
-		fd = perf_event_open(&a, R->targets[0], R->cpus[0], -1, PERF_FLAG_FD_CLOEXEC);
+		fd = perf_open(&a, R->targets[0], R->cpus[0], -1);
 		if (fd >= 0) {
-			close((int)fd);
+			close(fd);
 			return 0;
 		}
-		int e = errno;
+		int e = -fd;
 
-		if (events_is_hardware(&R->ev[idx].attr) && no_pmu_errno(e)) {
+		if (perf_open_no_pmu(&R->ev[idx].attr, e)) {
 			if (*fell_back) {
 				fprintf(stderr, "kvmprof-agent: no hardware PMU: not recording %s (cpu-clock already stands in)\n",
 					R->ev[idx].name);
 				drop_event(R, idx);
 				return 1;
 			}
-			uint64_t hz = R->o->rec.freq ? R->o->rec.freq : RECORD_DEFAULT_HZ;
-
-			fprintf(stderr,
-				"kvmprof-agent: no hardware PMU (perf_event_open %s: %s); sampling cpu-clock at %" PRIu64
-				" Hz instead\n",
-				R->ev[idx].name, strerror(e), hz);
-			snprintf(R->pmu, sizeof(R->pmu), "none (perf_event_open %s: %s); cpu-clock fallback",
-				 R->ev[idx].name, strerror(e));
-			fall_back(R, idx);
+			record_fall_back_to_clock(&R->ev[idx], &R->ev_flags[idx], &R->ev_rate[idx], R->o->rec.freq, true, e,
+						  R->pmu, sizeof(R->pmu), "kvmprof-agent", true);
 			*fell_back = true;
 			continue;
 		}
@@ -273,8 +247,8 @@ static int open_events(struct rec *R)
 		bool hw = false;
 
 		for (int i = 0; i < R->nev; i++)
-			hw |= events_is_hardware(&R->ev[i].attr);
-		snprintf(R->pmu, sizeof(R->pmu), "%s", hw ? "hardware" : "software events only");
+			hw |= perf_attr_is_hardware(&R->ev[i].attr);
+		perf_open_describe_pmu(R->pmu, sizeof(R->pmu), hw, NULL, 0);
 	}
 
 	r = perf_rings_init(&R->rs, "kvmprof-agent", R->cpus, R->ncpus);
@@ -285,12 +259,12 @@ static int open_events(struct rec *R)
 		for (int i = 0; i < R->nev; i++) {
 			for (size_t t = 0; t < R->ntargets; t++) {
 				struct perf_event_attr a;
-				long fd;
+				int fd;
 
 				fill_attr(R, i, i == 0, &a);
-				fd = perf_event_open(&a, R->targets[t], R->cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
+				fd = perf_open(&a, R->targets[t], R->cpus[c], -1);
 				if (fd < 0) {
-					int e = errno;
+					int e = -fd;
 
 					/* A thread of -p PID that exited meanwhile. */
 					if (e == ESRCH && R->targets[t] != -1 && R->targets[t] != R->child)

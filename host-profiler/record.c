@@ -42,8 +42,10 @@
 #include "emit.h"
 #include "guest_ring.h"
 #include "kallsyms.h"
+#include "perf_open.h"
 #include "perf_rings.h"
 #include "procfs.h"
+#include "record_fallback.h"
 #include "record_output.h"
 #include "sample_file.h"
 #include "vm_client.h"
@@ -114,11 +116,6 @@ static void install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-}
-
-static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 }
 
 /* ---- the VMM ---- */
@@ -209,45 +206,29 @@ static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_att
 	}
 }
 
-static bool no_pmu_errno(int e)
-{
-	return e == ENOENT || e == EOPNOTSUPP || e == ENODEV || e == ENXIO;
-}
-
 /* One open decides what the host can do: without a PMU, cpu-clock stands in. */
 static int probe_event(struct hrec *R)
 {
 	struct perf_event_attr a;
-	long fd;
+	int fd;
 
 	for (;;) {
 		fill_attr(R, false, &a);
-		fd = perf_event_open(&a, R->tids[0], R->cpus[0], -1, PERF_FLAG_FD_CLOEXEC);
+		fd = perf_open(&a, R->tids[0], R->cpus[0], -1);
 		if (fd >= 0) {
-			close((int)fd);
+			close(fd);
 			if (!R->pmu[0])
-				snprintf(R->pmu, sizeof(R->pmu), "%s",
-					 events_is_hardware(&R->ev.attr) ? "hardware" : "software events only");
+				perf_open_describe_pmu(R->pmu, sizeof(R->pmu), perf_attr_is_hardware(&R->ev.attr), NULL, 0);
 			return 0;
 		}
-		int e = errno;
+		int e = -fd;
 
-		if (events_is_hardware(&R->ev.attr) && no_pmu_errno(e) && !(R->ev_flags & KP_EVENT_FALLBACK)) {
-			char asked[KP_EVENT_NAME_MAX];
-			uint64_t hz = R->o->rec.freq ? R->o->rec.freq : RECORD_DEFAULT_HZ;
+		if (perf_open_no_pmu(&R->ev.attr, e) && !(R->ev_flags & KP_EVENT_FALLBACK)) {
+			/* The default event is not something the user asked for: name the clock, quietly. */
+			bool asked = R->o->rec.nevents > 0;
 
-			if (R->o->rec.nevents)
-				fprintf(stderr, "kvmprof: no hardware PMU (perf_event_open %s: %s); sampling cpu-clock at %" PRIu64
-					" Hz instead\n", R->ev.name, strerror(e), hz);
-			snprintf(R->pmu, sizeof(R->pmu), "none (perf_event_open %s: %s); cpu-clock fallback", R->ev.name,
-				 strerror(e));
-			memcpy(asked, R->ev.name, sizeof(asked));
-			events_cpu_clock(&R->ev);
-			/* The default event is not something the user asked for: name the clock. */
-			if (R->o->rec.nevents)
-				memcpy(R->ev.name, asked, sizeof(asked));
-			R->ev_flags = KP_EVENT_FREQ | KP_EVENT_FALLBACK;
-			R->ev_rate = hz;
+			record_fall_back_to_clock(&R->ev, &R->ev_flags, &R->ev_rate, R->o->rec.freq, asked, e, R->pmu,
+						  sizeof(R->pmu), "kvmprof", asked);
 			continue;
 		}
 		fprintf(stderr, "kvmprof: perf_event_open %s on thread %d of the VMM: %s\n", R->ev.name, (int)R->tids[0],
@@ -279,12 +260,12 @@ static int open_events(struct hrec *R)
 	for (int c = 0; c < R->ncpus; c++) {
 		for (size_t t = 0; t < R->ntids; t++) {
 			struct perf_event_attr a;
-			long fd;
+			int fd;
 
 			fill_attr(R, true, &a);
-			fd = perf_event_open(&a, R->tids[t], R->cpus[c], -1, PERF_FLAG_FD_CLOEXEC);
+			fd = perf_open(&a, R->tids[t], R->cpus[c], -1);
 			if (fd < 0) {
-				int e = errno;
+				int e = -fd;
 
 				if (e == ESRCH || (e == ENODEV && R->ncpus > 1))
 					continue; /* a thread that exited, a CPU that went offline */

@@ -356,11 +356,6 @@ int events_parse(const char *spec, struct events_event *ev, char *unknown, size_
 	return 0;
 }
 
-bool events_is_hardware(const struct perf_event_attr *attr)
-{
-	return attr->type != PERF_TYPE_SOFTWARE && attr->type != PERF_TYPE_TRACEPOINT;
-}
-
 void events_cpu_clock(struct events_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));

@@ -35,9 +35,6 @@ int events_parse(const char *spec, struct events_event *ev, char *unknown, size_
  */
 int events_suggest(const char *name, int max, char *out, size_t outlen);
 
-/* True when the event needs a hardware PMU (not a software clock or tracepoint). */
-bool events_is_hardware(const struct perf_event_attr *attr);
-
 /* The software clock that stands in when there is no PMU. */
 void events_cpu_clock(struct events_event *ev);
 

@@ -30,12 +30,10 @@ static void test_generic(void **state)
 	assert_int_equal(ev.period, 0);
 	assert_string_equal(ev.name, "cycles");
 	assert_false(ev.attr.exclude_user || ev.attr.exclude_kernel);
-	assert_true(events_is_hardware(&ev.attr));
 
 	assert_int_equal(parse("cpu-clock", &ev), 0);
 	assert_int_equal(ev.attr.type, PERF_TYPE_SOFTWARE);
 	assert_int_equal(ev.attr.config, PERF_COUNT_SW_CPU_CLOCK);
-	assert_false(events_is_hardware(&ev.attr));
 
 	assert_int_equal(parse("branch-misses", &ev), 0);
 	assert_int_equal(ev.attr.config, PERF_COUNT_HW_BRANCH_MISSES);

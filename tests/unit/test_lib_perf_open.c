@@ -14,7 +14,10 @@
 
 #include <cmocka.h>
 
+#include "kvmprof/sample_format.h"
 #include "perf_open.h"
+#include "record_cli.h"
+#include "record_fallback.h"
 
 static void test_no_pmu_decision(void **state)
 {
@@ -148,6 +151,30 @@ static void test_signal_thread(void **state)
 	assert_int_equal(perf_open_signal_thread(fd, (pid_t)syscall(SYS_gettid), SIGUSR2), -EBADF);
 }
 
+/* Both record commands stand cpu-clock in for a hardware event the same way. */
+static void test_record_fallback(void **state)
+{
+	struct events_event ev = { .name = "cycles", .attr = { .type = PERF_TYPE_HARDWARE } };
+	uint32_t flags = 0;
+	uint64_t rate = 0;
+	char pmu[192];
+
+	(void)state;
+	record_fall_back_to_clock(&ev, &flags, &rate, 0, true, ENOENT, pmu, sizeof(pmu), "test", false);
+	assert_int_equal(ev.attr.type, PERF_TYPE_SOFTWARE);
+	assert_int_equal(ev.attr.config, PERF_COUNT_SW_CPU_CLOCK);
+	assert_string_equal(ev.name, "cycles"); /* what the user asked for, flagged as stood in for */
+	assert_int_equal(flags, KP_EVENT_FREQ | KP_EVENT_FALLBACK);
+	assert_int_equal(rate, RECORD_DEFAULT_HZ);
+	assert_string_equal(pmu, "none (perf_event_open cycles: No such file or directory); cpu-clock fallback");
+
+	/* A default event nobody typed is named for what samples: the clock; -F carries over. */
+	ev = (struct events_event){ .name = "cycles", .attr = { .type = PERF_TYPE_HARDWARE } };
+	record_fall_back_to_clock(&ev, &flags, &rate, 4000, false, EOPNOTSUPP, pmu, sizeof(pmu), "test", false);
+	assert_string_equal(ev.name, "cpu-clock");
+	assert_int_equal(rate, 4000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_open_clock_and_errors),
 		cmocka_unit_test(test_probe_pmu),
 		cmocka_unit_test(test_signal_thread),
+		cmocka_unit_test(test_record_fallback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
