@@ -4,17 +4,19 @@
 VPMU_SRCS := $(wildcard vpmu/*.c)
 # The perf backend opens host events through lib's one door to perf_event_open.
 VPMU_LIB_SRCS := lib/perf_open.c
-VPMU_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/%.o) $(VPMU_LIB_SRCS:%.c=$(BUILD)/%.o)
-VPMU_ASAN_OBJS := $(VPMU_SRCS:%.c=$(BUILD)/asan/%.o) $(VPMU_LIB_SRCS:%.c=$(BUILD)/asan/%.o)
+VPMU_ALL_SRCS := $(VPMU_SRCS) $(VPMU_LIB_SRCS)
+VPMU_OBJS := $(VPMU_ALL_SRCS:%.c=$(BUILD)/%.o)
+VPMU_ASAN_OBJS := $(VPMU_ALL_SRCS:%.c=$(BUILD)/asan/%.o)
+VPMU_CFLAGS := -Ivpmu -Ilib
 # libpfm4 resolves event names (filter files); linked statically into the static VMM too.
 VPMU_LIBS := -lpfm
 
 $(BUILD)/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -Ivpmu -Ilib -c $< -o $@
+	$(CC) $(HOST_CFLAGS) $(VPMU_CFLAGS) -c $< -o $@
 
 $(BUILD)/asan/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -Ilib -c $< -o $@
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VPMU_CFLAGS) -c $< -o $@
 
 -include $(VPMU_OBJS:.o=.d) $(VPMU_ASAN_OBJS:.o=.d)

@@ -32,7 +32,7 @@ $(FUZZ_OBJ)/vmm/%.o: vmm/%.c
 
 $(FUZZ_OBJ)/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivpmu -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VPMU_CFLAGS) -c $< -o $@
 
 $(FUZZ_OBJ)/guest-agent/%.o: guest-agent/%.c | $(BUILD)/gen/profile.pb-c.h
 	@mkdir -p $(@D)
@@ -52,12 +52,12 @@ $(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: test
 $(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel $(FUZZ_LDFLAGS) -o $@ $^
 
-$(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+$(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivpmu $(FUZZ_LDFLAGS) -o $@ $^ $(VPMU_LIBS)
 
 # The control socket's requests and commands, without its connections; the
 # harness stands in for the VM calls the commands make.
-FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o $(VPMU_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 $(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
 $(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c $(FUZZ_CONTROL_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) -Ivmm $(FUZZ_LDFLAGS) -o $@ $^ $(VMM_LIBS)
@@ -85,4 +85,5 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	@BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-4} bash tests/fuzz/run.sh --smoke $(FUZZ_TARGETS)
 
--include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d $(FUZZ_CONTROL_OBJS:.o=.d)
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d $(FUZZ_CONTROL_OBJS:.o=.d) \
+         $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.d)
