@@ -70,15 +70,15 @@ E2E_HELPERS := $(BUILD)/tests/e2e/control_client $(BUILD)/tests/e2e/sample_check
 
 $(BUILD)/tests/e2e/control_client: tests/e2e/control_client.c
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -o $@ $^
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter-out %.h,$^)
 
 $(BUILD)/tests/e2e/sample_check: tests/e2e/sample_check.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $(filter-out %.h,$^) $(LIB_LIBS)
 
 $(BUILD)/tests/e2e/ring_client: tests/e2e/ring_client.c $(BUILD)/host-profiler/guest_ring_reader.o $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Ihost-profiler -o $@ $^ $(LIB_LIBS)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Ihost-profiler -o $@ $(filter-out %.h,$^) $(LIB_LIBS)
 
 -include $(E2E_HELPERS:=.d)
 

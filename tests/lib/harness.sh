@@ -23,8 +23,9 @@ pass() {
 
 fail() {
 	harness_failed=$((harness_failed + 1))
-	echo "FAIL $TAG$1: $2"
-	shift 2
+	echo "FAIL $TAG$1: ${2:-}"
+	shift
+	[ $# -gt 0 ] && shift
 	# shellcheck disable=SC2086 # HARNESS_LOGS is a list of paths without spaces
 	[ $# -gt 0 ] || set -- $HARNESS_LOGS
 	for harness_log in "$@"; do
