@@ -194,7 +194,7 @@ for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-g
 		# shellcheck source=/dev/null
 		. "tests/e2e/$part.sh"
 	else
-		fail "e2e-$part" "tests/e2e/$part.sh is missing: its cases did not run"
+		HARNESS_LOGS= fail "e2e-$part" "tests/e2e/$part.sh is missing: its cases did not run"
 	fi
 done
 
