@@ -27,7 +27,7 @@ unit_suite() {
 		case "$line" in
 		"ok "*) pass "${line#ok * - }" ;;
 		"not ok "*" # SKIP "*) skip "${line#not ok * # SKIP }" "${said:-the test skipped itself}" ;;
-		"not ok "*) fail "${line#not ok * - }" ;;
+		"not ok "*) fail "${line#not ok * - }" "cmocka says why below" ;;
 		"#"*) echo "    $line" ;;
 		esac
 		case "$line" in
