@@ -6,7 +6,7 @@
 # VMM=path selects the binary (the ASan build, say); TAG prefixes case names.
 # The helper programs and fixtures are built by make (make test-e2e).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 VMM=${VMM:-$BUILD/kvmprof-vmm}
 FIX=$BUILD/fixtures
@@ -194,7 +194,7 @@ for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-g
 		# shellcheck source=/dev/null
 		. "tests/e2e/$part.sh"
 	else
-		HARNESS_LOGS= fail "e2e-$part" "tests/e2e/$part.sh is missing: its cases did not run"
+		HARNESS_LOGS='' fail "e2e-$part" "tests/e2e/$part.sh is missing: its cases did not run"
 	fi
 done
 
