@@ -12,6 +12,25 @@ HOST_CFLAGS += $(CSTD) $(WARN) -D_GNU_SOURCE -Iinclude -MMD -MP
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
+# Most objects and programs are built twice, plain and with ASan + UBSan
+# under $(BUILD)/asan/ for the tests; one call makes both rules:
+#   $(eval $(call plain_and_asan,TARGETS,PREREQUISITES,COMPILER ARGUMENTS))
+# TARGETS may be a static pattern: "$(NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%".
+# The ASan rule moves every $(BUILD)/ path of TARGETS and PREREQUISITES
+# under $(BUILD)/asan/ and adds $(SAN_FLAGS) after $(HOST_CFLAGS). The
+# arguments are expanded twice: write $$@, $$^, $$< and $(comma).
+comma := ,
+asan_path = $(patsubst $(BUILD)/%,$(BUILD)/asan/%,$(1))
+define plain_and_asan
+$(1): $(2)
+	@mkdir -p $$(@D)
+	$$(CC) $$(HOST_CFLAGS) $(3)
+
+$(call asan_path,$(1)): $(call asan_path,$(2))
+	@mkdir -p $$(@D)
+	$$(CC) $$(HOST_CFLAGS) $$(SAN_FLAGS) $(3)
+endef
+
 # Debian packages the build, the tests and the benchmarks need.
 DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
                 qemu-system-x86 xz-utils zstd binutils libpfm4-dev \

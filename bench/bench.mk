@@ -29,16 +29,11 @@ bench-agent: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/bench/agent-work
 	@bash bench/agent.sh
 
-# The guest-sample ring client of the e2e tests: the VMM's guest sampler without kvmprof's host side.
-$(BUILD)/bench/ring-client: tests/e2e/ring_client.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -o $@ $< -lz
-
 bench: bench-host
 .PHONY: bench-host
 bench-host: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof $(BUILD)/bench/agent-work \
-		$(BUILD)/bench/ring-client guest
+		$(BUILD)/tests/e2e/ring_client guest
 	@bash bench/host.sh
 
 bench: bench-exact

@@ -11,7 +11,8 @@
 #      capture_mean_ns, which kvmprof record prints) and the forced VM exits
 #      per sample (--vpmu-trace-pmi 0 counts exits by reason); and, to split
 #      the cost, a third contender: the VMM's guest sampler alone at the same
-#      rate (tests/e2e/ring_client.c draining the rings, no host perf events);
+#      rate (tests/e2e/ring_client.c draining the rings through kvmprof's
+#      ring reader, no host perf events);
 #   2. attribution against a known split: /bin/split spends 75% of its loop in
 #      split_three_quarters and 25% in split_one_quarter; the same recordings'
 #      reports (kvmprof report --guest-root), samples summed over the runs;
@@ -30,7 +31,7 @@ SAMPLES=${SAMPLES:-1000000}
 VMM=$BUILD/kvmprof-vmm
 KVMPROF=$BUILD/kvmprof
 WORK=$BUILD/bench/agent-work
-RING=$BUILD/bench/ring-client
+RING=$BUILD/tests/e2e/ring_client # the VMM's guest sampler drained without kvmprof's host side
 ROUNDS=150000 # /bin/split's loop: ~1.1 s of guest ring 3 on this host
 PAUSE=1000    # ms /bin/split sleeps before and after it: kvmprof record attaches in ~0.2 s
 RATE=10000    # Hz per thread for the 10^6-sample recording

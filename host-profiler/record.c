@@ -40,7 +40,7 @@
 
 #include "convert.h"
 #include "emit.h"
-#include "guest_ring.h"
+#include "guest_ring_reader.h"
 #include "kallsyms.h"
 #include "perf_open.h"
 #include "perf_rings.h"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make test`: unit tests (plain and ASan+UBSan builds), end-to-end tests of
 # the VMM and the bundled guest, and the nested Linux-guest tests. Every suite
-# prints "PASS name" / "FAIL name: why" lines; this script adds them up and
-# ends with "N passed, N failed, N skipped"; a case that cannot run on this
-# host (no hardware counters, say) prints "SKIP name: why". A run that
-# executed no test fails.
+# prints "PASS name" / "FAIL name: why" lines (tests/lib/harness.sh); a case
+# that cannot run on this host (no hardware counters, say) prints "SKIP name:
+# why". This script adds them up and ends with "N passed, N failed, N skipped,
+# N flaky" (flaky: failed on a first nested run, passed on the second; also
+# counted as passed). A run that executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
 # KVMPROF_SUITES="unit fuzz agent host e2e nested" (the default) picks suites.
 set -u
@@ -13,21 +14,29 @@ BUILD=${BUILD:-build}
 export BUILD
 LOG=$BUILD/test.log
 mkdir -p "$BUILD"
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
 
-# cmocka's TAP output: "ok N - name" / "not ok N - name".
+# cmocka's TAP output: "ok N - name" / "not ok N - name" / "not ok N # SKIP name",
+# the last after the test's own message saying why (print_message before skip()).
 unit_suite() {
-	local bin=$1 tag=$2 out rc
+	local bin=$1 TAG=$2 out rc said=
 	out=$(CMOCKA_MESSAGE_OUTPUT=TAP "$bin" 2>&1)
 	rc=$?
 	while IFS= read -r line; do
 		case "$line" in
-		"ok "*) echo "PASS $tag${line#ok * - }" ;;
-		"not ok "*) echo "FAIL $tag${line#not ok * - }" ;;
+		"ok "*) pass "${line#ok * - }" ;;
+		"not ok "*" # SKIP "*) skip "${line#not ok * # SKIP }" "${said:-the test skipped itself}" ;;
+		"not ok "*) fail "${line#not ok * - }" "cmocka says why below" ;;
 		"#"*) echo "    $line" ;;
+		esac
+		case "$line" in
+		"ok "* | "not ok "* | "#"* | [0-9]*..[0-9]*) said= ;;
+		*) said=$line ;;
 		esac
 	done <<<"$out"
 	if [ $rc -ne 0 ] && ! grep -q '^not ok' <<<"$out"; then
-		echo "FAIL $tag$(basename "$bin"): exited $rc"
+		fail "$(basename "$bin")" "exited $rc"
 		tail -n 20 <<<"$out" | sed 's/^/    /'
 	fi
 }
@@ -52,18 +61,27 @@ run_suites() {
 # marker), or an L2 triple-faults or hangs while booting, before any kvmprof
 # code under test has run (seen on unchanged code during the agent's long
 # serial export and at L2 boot). A failed nested run is therefore run once
-# more and only the second run's results count; the first stays in the log
-# with its lines marked "first try:". A real regression fails both times.
+# more and the second run's results count; the first stays in the log with
+# its lines marked "first try:". A case that failed the first time and
+# not the second is a flake, and says so: "FLAKY name: why it failed the
+# first time", counted in the summary. A real regression fails both times
+# (and counts as failed).
 nested_suite() {
-	local first=$BUILD/nested-first-try.log
+	local first=$BUILD/nested-first-try.log second=$BUILD/nested-second-try.log name why
 	VMM=$BUILD/kvmprof-vmm-static bash tests/nested/run.sh >"$first" 2>&1
-	if grep -q '^FAIL ' "$first"; then
-		sed 's/^\(PASS\|FAIL\|SKIP\) /first try: \1 /' "$first"
-		echo "nested: the first run failed (above, marked 'first try:'); running the nested cases once more"
-		VMM=$BUILD/kvmprof-vmm-static bash tests/nested/run.sh
-	else
+	if ! grep -q '^FAIL ' "$first"; then
 		cat "$first"
+		return
 	fi
+	sed 's/^\(PASS\|FAIL\|SKIP\) /first try: \1 /' "$first"
+	echo "nested: the first run failed (above, marked 'first try:'); running the nested cases once more"
+	VMM=$BUILD/kvmprof-vmm-static bash tests/nested/run.sh 2>&1 | tee "$second"
+	while IFS= read -r line; do
+		name=${line#FAIL }
+		name=${name%%: *}
+		why=${line#FAIL "$name": }
+		grep -q "^FAIL $name:" "$second" || echo "FLAKY $name: failed on the first run only: $why"
+	done < <(grep '^FAIL ' "$first")
 }
 
 unit_suites() {
@@ -116,6 +134,7 @@ run_suites 2>&1 | tee "$LOG"
 pass=$(grep -a -c '^PASS ' "$LOG")
 fail=$(grep -a -c '^FAIL ' "$LOG")
 skipped=$(grep -a -c '^SKIP ' "$LOG")
+flaky=$(grep -a -c '^FLAKY ' "$LOG")
 if [ "$fail" -gt 0 ]; then
 	echo
 	echo "Failed:"
@@ -126,6 +145,11 @@ if [ "$skipped" -gt 0 ]; then
 	echo "Skipped (cannot run on this host):"
 	grep -a '^SKIP ' "$LOG" | sed 's/^SKIP /  /'
 fi
+if [ "$flaky" -gt 0 ]; then
+	echo
+	echo "Flaky (failed on the first run, passed on the second):"
+	grep -a '^FLAKY ' "$LOG" | sed 's/^FLAKY /  /'
+fi
 echo "(full log: $LOG, $(($(date +%s) - start)) s)"
-echo "$pass passed, $fail failed, $skipped skipped"
+echo "$pass passed, $fail failed, $skipped skipped, $flaky flaky"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -9,26 +9,16 @@ VPMU_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_vpmu_*.c)))
 UNIT_TESTS += $(VPMU_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(VPMU_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
-$(VPMU_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(VPMU_OBJS)
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -Ivpmu -o $@ $^ $(CMOCKA_LIBS) $(VPMU_LIBS)
-
-$(VPMU_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(VPMU_ASAN_OBJS)
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivpmu -o $@ $^ $(CMOCKA_LIBS) $(VPMU_LIBS)
+$(eval $(call plain_and_asan,$(VPMU_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%,tests/unit/%.c $(VPMU_OBJS),\
+	-Ivpmu -o $$@ $$^ $$(CMOCKA_LIBS) $$(VPMU_LIBS)))
 
 # libkvmprof tests: every tests/unit/test_lib_*.c, linked with the library.
 LIB_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_lib_*.c)))
 UNIT_TESTS += $(LIB_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(LIB_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
-$(LIB_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIB_A)
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
-
-$(LIB_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(LIB_ASAN_A)
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_LIBS)
+$(eval $(call plain_and_asan,$(LIB_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%,tests/unit/%.c $(LIB_A),\
+	$$(LIB_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(LIB_LIBS)))
 
 # Agent tests: every tests/unit/test_agent_*.c, linked with the agent's
 # objects except its main() and with the library.
@@ -36,13 +26,9 @@ AGENT_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_agent_*.c)))
 UNIT_TESTS += $(AGENT_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(AGENT_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
-$(AGENT_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(filter-out %/main.o,$(AGENT_OBJS)) $(LIB_A)
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(AGENT_LIBS)
-
-$(AGENT_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(filter-out %/main.o,$(AGENT_ASAN_OBJS)) $(LIB_ASAN_A)
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -Iguest-agent -o $@ $^ $(CMOCKA_LIBS) $(AGENT_LIBS)
+$(eval $(call plain_and_asan,$(AGENT_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%,\
+	tests/unit/%.c $(filter-out %/main.o,$(AGENT_OBJS)) $(LIB_A),\
+	$$(LIB_CFLAGS) -Iguest-agent -o $$@ $$^ $$(CMOCKA_LIBS) $$(AGENT_LIBS)))
 
 VMM_PURE_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/%.o)
 VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)
@@ -90,7 +76,8 @@ include tests/agent/agent-tests.mk
 FIXTURE_LDFLAGS := -nostdlib -static -no-pie -Wl,-n -Wl,-Ttext=0x100000 -Wl,--build-id=none \
                    -Wl,--no-warn-rwx-segments
 FIXTURES := $(BUILD)/fixtures/pvh-exit0.elf $(BUILD)/fixtures/pvh-exit42.elf \
-            $(BUILD)/fixtures/pvh-triple-fault.elf $(BUILD)/fixtures/pvh-spin.elf
+            $(BUILD)/fixtures/pvh-triple-fault.elf $(BUILD)/fixtures/pvh-spin.elf \
+            $(BUILD)/fixtures/pvh-high.elf
 $(BUILD)/fixtures/pvh-exit%.elf: tests/fixtures/pvh_tiny.S
 	@mkdir -p $(@D)
 	$(CC) $(FIXTURE_LDFLAGS) -DEXIT_STATUS=$* $< -o $@
@@ -100,6 +87,29 @@ $(BUILD)/fixtures/pvh-triple-fault.elf: tests/fixtures/pvh_tiny.S
 $(BUILD)/fixtures/pvh-spin.elf: tests/fixtures/pvh_tiny.S
 	@mkdir -p $(@D)
 	$(CC) $(FIXTURE_LDFLAGS) -DSPIN $< -o $@
+# Linked at 256 MiB: outside a small guest's memory, which the loader must refuse.
+$(BUILD)/fixtures/pvh-high.elf: tests/fixtures/pvh_tiny.S
+	@mkdir -p $(@D)
+	$(CC) $(subst -Ttext=0x100000,-Ttext=0x10000000,$(FIXTURE_LDFLAGS)) $< -o $@
+
+# The end-to-end tests' helper programs: a control-socket client, the
+# bundled agent's sample-file checker, and a guest-sample ring client that
+# drains through kvmprof's own ring reader (host-profiler/guest_ring_reader.c).
+E2E_HELPERS := $(BUILD)/tests/e2e/control_client $(BUILD)/tests/e2e/sample_check $(BUILD)/tests/e2e/ring_client
+
+$(BUILD)/tests/e2e/control_client: tests/e2e/control_client.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter-out %.h,$^)
+
+$(BUILD)/tests/e2e/sample_check: tests/e2e/sample_check.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $(filter-out %.h,$^) $(LIB_LIBS)
+
+$(BUILD)/tests/e2e/ring_client: tests/e2e/ring_client.c $(BUILD)/host-profiler/guest_ring_reader.o $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Ihost-profiler -o $@ $(filter-out %.h,$^) $(LIB_LIBS)
+
+-include $(E2E_HELPERS:=.d)
 
 .PHONY: test-unit test-e2e test-agent test-host
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
@@ -111,7 +121,8 @@ test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES)
 test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
 	@KVMPROF_SUITES=unit bash tests/run-all.sh
 
-test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) guest $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent
+test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) $(E2E_HELPERS) guest $(BUILD)/kvmprof-agent \
+          $(BUILD)/asan/kvmprof-agent
 	@bash tests/e2e/run.sh
 
 test: deps
@@ -119,6 +130,6 @@ test: deps
 
 .PHONY: test-all
 test-all: all $(UNIT_TESTS) $(ASAN_UNIT_TESTS) $(BUILD)/asan/kvmprof-vmm $(BUILD)/asan/kvmprof-agent \
-          $(BUILD)/asan/kvmprof $(FIXTURES) \
+          $(BUILD)/asan/kvmprof $(FIXTURES) $(E2E_HELPERS) \
           $(AGENT_FIXTURES) fuzz-build
 	@bash tests/run-all.sh

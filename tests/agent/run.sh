@@ -10,16 +10,11 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 AGENT=${AGENT:-$BUILD/kvmprof-agent}
-TAG=${TAG:-}
 FIX=$BUILD/agent-fixtures
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvmprof-agent-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-
-pass() { echo "PASS $TAG$1"; }
-fail() {
-	echo "FAIL $TAG$1: $2"
-	[ -n "${3:-}" ] && [ -s "$3" ] && tail -n 8 "$3" | sed 's/^/    /'
-}
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
 
 for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child"; do
 	if [ ! -x "$f" ]; then
@@ -28,16 +23,10 @@ for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child"; do
 	fi
 done
 
-# A sanitizer report anywhere in a log is a failure even when the exit status looks right.
-sanitizer_clean() { ! grep -q -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$1"; }
-
 # The percentage of the report row whose image and symbol columns match.
 pct_of() { # report-file image symbol
 	awk -v img="$2" -v sym="$3" '$3 == img && $4 == sym { sub("%", "", $2); print $2; exit }' "$1"
 }
-
-# |a - b| <= tol, in awk's floating point.
-within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
 
 # ---- the 75/25 split, through record and report
 "$AGENT" record -q -F 2000 -o "$T/split.data" -- "$FIX/split" 200000 >"$T/split.out" 2>"$T/split.err"

@@ -13,19 +13,12 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 AGENT=${AGENT:-$BUILD/kvmprof-agent}
-TAG=${TAG:-}
 FIX=$BUILD/agent-fixtures
 HOT=split_three_quarters
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvmprof-svg-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-
-pass() { echo "PASS $TAG$1"; }
-skip() { echo "SKIP $TAG$1: $2"; }
-fail() {
-	echo "FAIL $TAG$1: $2"
-	[ -n "${3:-}" ] && [ -s "$3" ] && tail -n 8 "$3" | sed 's/^/    /'
-}
-sanitizer_clean() { ! grep -q -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$1"; }
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
 
 for f in "$AGENT" "$FIX/split"; do
 	if [ ! -x "$f" ]; then

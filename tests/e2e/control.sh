@@ -1,7 +1,7 @@
 # End-to-end cases for the control socket (--control, docs/control-socket.md);
-# sourced by tests/e2e/run.sh (uses vmm, expect_error, ok, bad, $VMM, $FIX, $TMP).
-# The client is tests/e2e/control_client.c, built here: no socat or python needed.
-CTL_CLIENT=$TMP/control_client
+# sourced by tests/e2e/run.sh (uses vmm, expect_error, pass, fail, $VMM, $FIX, $TMP).
+# The client is tests/e2e/control_client.c (built by make): no socat or python needed.
+CTL_CLIENT=$HELPERS/control_client
 CTL_SOCK=$TMP/ctl.sock
 
 # ctl_wait_socket PATH PID: waits up to 10 s for the socket to appear; false if it did not or PID died.
@@ -32,8 +32,8 @@ ctl() {
 	printf '%s' "$1" | "$CTL_CLIENT" "$CTL_SOCK" >"$TMP/reply" 2>&1
 }
 
-if ! gcc -std=c17 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$CTL_CLIENT" tests/e2e/control_client.c 2>"$TMP/err"; then
-	bad control-client-builds "cc tests/e2e/control_client.c failed"
+if [ ! -x "$CTL_CLIENT" ]; then
+	fail control-client-builds "$CTL_CLIENT missing (make test-e2e builds it)"
 else
 	# A spinning guest on two vCPUs, with the vPMU's clock backend so that there are figures.
 	# shellcheck disable=SC2086 # VMM may carry a prefix
@@ -41,12 +41,12 @@ else
 		--control "$CTL_SOCK" >"$TMP/ctl.out" 2>"$TMP/ctl.err" </dev/null &
 	ctl_pid=$!
 	if ! ctl_wait_socket "$CTL_SOCK" $ctl_pid; then
-		bad control-socket-created "no socket at $CTL_SOCK: $(head -c 300 "$TMP/ctl.err")"
+		fail control-socket-created "no socket at $CTL_SOCK: $(head -c 300 "$TMP/ctl.err")"
 		kill -9 $ctl_pid 2>/dev/null
 		wait $ctl_pid 2>/dev/null
 	else
-		if [ "$(stat -c %a "$CTL_SOCK")" = 600 ]; then ok control-socket-mode-0600
-		else bad control-socket-mode-0600 "mode $(stat -c %a "$CTL_SOCK")"; fi
+		if [ "$(stat -c %a "$CTL_SOCK")" = 600 ]; then pass control-socket-mode-0600
+		else fail control-socket-mode-0600 "mode $(stat -c %a "$CTL_SOCK")"; fi
 
 		# A client that connects, never sends a whole line and never reads: held open to the end.
 		mkfifo "$TMP/idle.fifo"
@@ -61,8 +61,8 @@ else
 			grep -q '"mem_bytes":268435456,' "$TMP/reply" && grep -q '"uptime_s":[0-9.]*,' "$TMP/reply" &&
 			grep -q '"vpmu":{"model":"amd","backend":"clock","mode":"cpu-switch"' "$TMP/reply" &&
 			grep -qF "\"kernel\":\"$FIX/pvh-spin.elf\"" "$TMP/reply" && [ "$(wc -l <"$TMP/reply")" = 1 ]; then
-			ok control-status
-		else bad control-status "$(head -c 400 "$TMP/reply")"; fi
+			pass control-status
+		else fail control-status "$(head -c 400 "$TMP/reply")"; fi
 
 		# vCPU thread ids: real threads of the VMM, named vcpuN.
 		ctl '{"cmd":"vcpus","id":"v1"}'
@@ -76,13 +76,13 @@ else
 			[ "$comm" = "vcpu$i" ] || why="tid $tid of vCPU $i: comm '$comm'"
 			i=$((i + 1))
 		done
-		if [ -z "$why" ]; then ok control-vcpus-thread-ids; else bad control-vcpus-thread-ids "$why"; fi
+		if [ -z "$why" ]; then pass control-vcpus-thread-ids; else fail control-vcpus-thread-ids "$why"; fi
 
 		ctl '{"cmd":"vpmu-stats"}'
 		if grep -q '^{"ok":true,"model":"amd","backend":"clock",' "$TMP/reply" &&
 			grep -qE '"vm_exits":[1-9][0-9]*,' "$TMP/reply" && grep -q '"pmis_injected":0,' "$TMP/reply" &&
-			grep -q '"latency_histogram":{"upper_us":\[1,2,4,' "$TMP/reply"; then ok control-vpmu-stats
-		else bad control-vpmu-stats "$(head -c 400 "$TMP/reply")"; fi
+			grep -q '"latency_histogram":{"upper_us":\[1,2,4,' "$TMP/reply"; then pass control-vpmu-stats
+		else fail control-vpmu-stats "$(head -c 400 "$TMP/reply")"; fi
 
 		ctl '{"cmd":"sample-start","event":"cpu-clock","period":1000000}
 {"cmd":"sample-stop"}
@@ -90,8 +90,8 @@ else
 		# Served on any guest (tests/e2e/guest-sampler.sh drains the rings); this client drops the descriptor.
 		if sed -n 1p "$TMP/reply" | grep -q '^{"ok":true,"event":"cpu-clock","period":1000000,"callgraph":false,"vcpus":2,"ring_size":[0-9]*,' &&
 			sed -n 2p "$TMP/reply" | grep -qE '^\{"ok":true,"samples":[0-9]+,"lost":0,'; then
-			ok control-sample-start-stop
-		else bad control-sample-start-stop "$(head -c 300 "$TMP/reply")"; fi
+			pass control-sample-start-stop
+		else fail control-sample-start-stop "$(head -c 300 "$TMP/reply")"; fi
 
 		# Malformed requests: an error reply each, and the same connection still answers.
 		printf '%s\n' 'garbage' '{"cmd":' '[1,2]' '{"cmd":"status"} trailing' '{"cmd":"reboot"}' \
@@ -102,39 +102,39 @@ else
 		errors=$(grep -c '^{"ok":false,"error":"[^"]' "$TMP/reply")
 		oks=$(grep -c '^{"ok":true,' "$TMP/reply")
 		if [ "$errors" = 10 ] && [ "$oks" = 2 ] && [ "$(wc -l <"$TMP/reply")" = 12 ] &&
-			sed -n 12p "$TMP/reply" | grep -q '"state":"running"'; then ok control-malformed-requests
-		else bad control-malformed-requests "$errors errors, $oks ok: $(head -c 600 "$TMP/reply")"; fi
+			sed -n 12p "$TMP/reply" | grep -q '"state":"running"'; then pass control-malformed-requests
+		else fail control-malformed-requests "$errors errors, $oks ok: $(head -c 600 "$TMP/reply")"; fi
 
 		# Random bytes: only error replies, whatever the line lengths turn out to be.
 		head -c 65536 /dev/urandom | "$CTL_CLIENT" "$CTL_SOCK" >"$TMP/reply" 2>&1
-		if [ -s "$TMP/reply" ] && ! grep -qv '^{"ok":false,"error":"[^"]' "$TMP/reply"; then ok control-binary-garbage
-		else bad control-binary-garbage "$(head -c 300 "$TMP/reply")"; fi
+		if [ -s "$TMP/reply" ] && ! grep -qv '^{"ok":false,"error":"[^"]' "$TMP/reply"; then pass control-binary-garbage
+		else fail control-binary-garbage "$(head -c 300 "$TMP/reply")"; fi
 
 		# Longest accepted request (4095 bytes and its newline), then one too long.
 		id=$(printf '%*s' 4071 '' | tr ' ' a) # 24 bytes of JSON around it
 		ctl "{\"cmd\":\"status\",\"id\":\"$id\"}
 "
-		if grep -q "^{\"ok\":true,\"id\":\"$id\"," "$TMP/reply"; then ok control-request-4095-bytes
-		else bad control-request-4095-bytes "$(head -c 300 "$TMP/reply")"; fi
+		if grep -q "^{\"ok\":true,\"id\":\"$id\"," "$TMP/reply"; then pass control-request-4095-bytes
+		else fail control-request-4095-bytes "$(head -c 300 "$TMP/reply")"; fi
 		{ printf '%*s' 5000 '' | tr ' ' a; printf '\n{"cmd":"status"}\n'; } | "$CTL_CLIENT" "$CTL_SOCK" >"$TMP/reply" 2>&1
 		if [ "$(cat "$TMP/reply")" = '{"ok":false,"error":"request longer than 4096 bytes: connection closed"}' ]; then
-			ok control-oversized-request
-		else bad control-oversized-request "$(head -c 300 "$TMP/reply")"; fi
+			pass control-oversized-request
+		else fail control-oversized-request "$(head -c 300 "$TMP/reply")"; fi
 
 		# Eight clients at once are served; the ninth and tenth are told why they are refused.
 		# The idle client holds one slot: seven of the ten get replies.
 		"$CTL_CLIENT" -n 10 "$CTL_SOCK" >"$TMP/reply" 2>&1
 		oks=$(grep -c '^[0-9] {"ok":true,"protocol":1,' "$TMP/reply")
 		busy=$(grep -c '"error":"too many control clients (at most 8): connection closed"' "$TMP/reply")
-		if [ "$oks" = 7 ] && [ "$busy" = 3 ]; then ok control-many-clients
-		else bad control-many-clients "$oks served, $busy refused: $(head -c 600 "$TMP/reply")"; fi
+		if [ "$oks" = 7 ] && [ "$busy" = 3 ]; then pass control-many-clients
+		else fail control-many-clients "$oks served, $busy refused: $(head -c 600 "$TMP/reply")"; fi
 
 		# A client that sends and never reads is dropped once its replies pile up.
 		hog=$("$CTL_CLIENT" -H "$CTL_SOCK" 2>&1)
 		ctl '{"cmd":"status"}'
 		if grep -q '^dropped after [0-9]* requests' <<<"$hog" && grep -q '"state":"running"' "$TMP/reply"; then
-			ok control-client-never-reading-is-dropped
-		else bad control-client-never-reading-is-dropped "$hog / $(head -c 200 "$TMP/reply")"; fi
+			pass control-client-never-reading-is-dropped
+		else fail control-client-never-reading-is-dropped "$hog / $(head -c 200 "$TMP/reply")"; fi
 
 		# A second VMM on the same path does not take the socket over.
 		expect_error control-socket-in-use 1 "control socket $CTL_SOCK: another process is listening there" \
@@ -144,19 +144,19 @@ else
 		kill -INT $ctl_pid
 		ctl_wait_exit $ctl_pid
 		if [ "$rc" = 130 ] && [ ! -e "$CTL_SOCK" ] && ! grep -qiE 'ERROR: AddressSanitizer|runtime error' "$TMP/ctl.err"; then
-			ok control-sigint-removes-socket
-		else bad control-sigint-removes-socket "rc=$rc, socket $(ls -l "$CTL_SOCK" 2>&1): $(tail -n 3 "$TMP/ctl.err")"; fi
+			pass control-sigint-removes-socket
+		else fail control-sigint-removes-socket "rc=$rc, socket $(ls -l "$CTL_SOCK" 2>&1): $(tail -n 3 "$TMP/ctl.err")"; fi
 		exec 4>&-
 		ctl_wait_exit $idle_pid
 	fi
 
 	vmm --kernel "$FIX/pvh-exit0.elf" --control "$CTL_SOCK"
-	if [ "$rc" = 0 ] && [ ! -e "$CTL_SOCK" ]; then ok control-guest-exit-removes-socket
-	else bad control-guest-exit-removes-socket "rc=$rc"; fi
+	if [ "$rc" = 0 ] && [ ! -e "$CTL_SOCK" ]; then pass control-guest-exit-removes-socket
+	else fail control-guest-exit-removes-socket "rc=$rc"; fi
 
 	vmm --kernel "$FIX/pvh-spin.elf" --timeout 1 --control "$CTL_SOCK"
-	if [ "$rc" = 124 ] && [ ! -e "$CTL_SOCK" ]; then ok control-timeout-removes-socket
-	else bad control-timeout-removes-socket "rc=$rc"; fi
+	if [ "$rc" = 124 ] && [ ! -e "$CTL_SOCK" ]; then pass control-timeout-removes-socket
+	else fail control-timeout-removes-socket "rc=$rc"; fi
 
 	# SIGTERM removes the socket; SIGKILL leaves a stale one, which the next VMM replaces.
 	for sig in TERM KILL; do
@@ -167,20 +167,20 @@ else
 		kill -$sig $pid
 		ctl_wait_exit $pid 2>/dev/null # no "Killed" job notice
 		if [ $sig = TERM ]; then
-			if [ "$rc" = 130 ] && [ ! -e "$CTL_SOCK" ]; then ok control-sigterm-removes-socket
-			else bad control-sigterm-removes-socket "rc=$rc"; fi
+			if [ "$rc" = 130 ] && [ ! -e "$CTL_SOCK" ]; then pass control-sigterm-removes-socket
+			else fail control-sigterm-removes-socket "rc=$rc"; fi
 		fi
 	done
 	if [ -S "$CTL_SOCK" ]; then
 		vmm --kernel "$FIX/pvh-exit0.elf" --control "$CTL_SOCK"
-		if [ "$rc" = 0 ] && [ ! -e "$CTL_SOCK" ]; then ok control-stale-socket-replaced
-		else bad control-stale-socket-replaced "rc=$rc"; fi
-	else bad control-stale-socket-replaced "SIGKILL left no socket to test with"; fi
+		if [ "$rc" = 0 ] && [ ! -e "$CTL_SOCK" ]; then pass control-stale-socket-replaced
+		else fail control-stale-socket-replaced "rc=$rc"; fi
+	else fail control-stale-socket-replaced "SIGKILL left no socket to test with"; fi
 
 	echo 'precious' >"$TMP/regular"
 	expect_error control-refuses-regular-file 1 "control socket $TMP/regular: exists and is not a socket" \
 		--kernel "$FIX/pvh-exit0.elf" --control "$TMP/regular"
-	if [ "$(cat "$TMP/regular")" != precious ]; then bad control-regular-file-untouched "file changed"; fi
+	if [ "$(cat "$TMP/regular")" != precious ]; then fail control-regular-file-untouched "file changed"; fi
 	expect_error control-missing-directory 1 "control socket $TMP/no/such/dir.sock: No such file" \
 		--kernel "$FIX/pvh-exit0.elf" --control "$TMP/no/such/dir.sock"
 	long=$TMP/$(printf '%*s' 120 '' | tr ' ' x).sock

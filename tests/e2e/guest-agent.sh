@@ -4,7 +4,7 @@
 # the demos, and writes a kvmprof sample file to the agent channel (COM2);
 # on the host, `kvmprof-agent report --guest-root build/guest` must name each
 # demo's hot function as the top symbol of its process.
-# Sourced by tests/e2e/run.sh (uses vmm, ok, bad, skip, $TMP, $rc, $VMM, $BUILD).
+# Sourced by tests/e2e/run.sh (uses vmm, pass, fail, skip, $TMP, $rc, $VMM, $BUILD).
 #
 # This host has no hardware counters: the emulated vPMU backend is refused,
 # so the cases run on the clock backend (cycles from the vCPU thread's run
@@ -17,12 +17,10 @@ AGENT_MATMUL_LINE='matmul: n=128 iters=60 checksum=0x078d7288845245ed'
 AGENT_HASH_LINE='hash: size=65536 iters=900 hash=0x621788137fc47f69'
 AGENT_GUEST=(--kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
 AGENT_REPORT=$BUILD/kvmprof-agent
-AGENT_CHECK=$TMP/sample_check
-
-# The file checker: the one reader (lib/sample_file.c) plus the agent's invariants.
-if ! gcc -std=c17 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Ilib -o "$AGENT_CHECK" \
-	tests/e2e/sample_check.c lib/sample_file.c -lz 2>"$TMP/err"; then
-	bad guest-agent-checker-builds "cc tests/e2e/sample_check.c failed"
+# The file checker (built by make): the one reader (lib/sample_file.c) plus the agent's invariants.
+AGENT_CHECK=$HELPERS/sample_check
+if [ ! -x "$AGENT_CHECK" ]; then
+	fail guest-agent-checker-builds "$AGENT_CHECK missing (make test-e2e builds it)"
 fi
 
 # agent_field KEY: the value of KEY= on the agent's summary line in $TMP/out.
@@ -47,37 +45,37 @@ agent_profile() {
 	local samples lost
 	samples=$(agent_field samples)
 	lost=$(agent_field lost)
-	if [ "$rc" != 0 ]; then bad "$name" "exit code $rc"; return
+	if [ "$rc" != 0 ]; then fail "$name" "exit code $rc"; return
 	elif ! grep -qxF "$AGENT_MATMUL_LINE" "$TMP/out" || ! grep -qxF "$AGENT_HASH_LINE" "$TMP/out"; then
-		bad "$name" "a demo's result line is missing or wrong under sampling"; return
+		fail "$name" "a demo's result line is missing or wrong under sampling"; return
 	elif [ -z "$samples" ] || [ "$samples" -lt 200 ]; then
-		bad "$name" "summary: '$(grep '^agent:' "$TMP/out")' (expected 200 samples or more)"; return
+		fail "$name" "summary: '$(grep '^agent:' "$TMP/out")' (expected 200 samples or more)"; return
 	fi
 	echo "    $(grep '^agent:' "$TMP/out")"
-	ok "$name"
+	pass "$name"
 
 	if ! "$AGENT_CHECK" "$TMP/agent.data" >"$TMP/check" 2>"$TMP/err"; then
-		bad "$name-file" "$(cat "$TMP/err")"
+		fail "$name-file" "$(cat "$TMP/err")"
 	elif ! grep -qx "check: ok records=[0-9]* samples=$samples kernel=[1-9][0-9]* user=[1-9][0-9]* lost=$lost exits=2" "$TMP/check"; then
-		bad "$name-file" "$(tail -n 1 "$TMP/check") (summary: samples=$samples lost=$lost)"
+		fail "$name-file" "$(tail -n 1 "$TMP/check") (summary: samples=$samples lost=$lost)"
 	elif ! grep -qE '^proc [0-9]+ matmul /bin/matmul samples=[1-9]' "$TMP/check" ||
 		! grep -qE '^proc [0-9]+ hash /bin/hash samples=[1-9]' "$TMP/check"; then
-		bad "$name-file" "no samples of the demos: $(grep '^proc' "$TMP/check" | tr '\n' ';')"
-	else ok "$name-file"; fi
+		fail "$name-file" "no samples of the demos: $(grep '^proc' "$TMP/check" | tr '\n' ';')"
+	else pass "$name-file"; fi
 
 	if [ ! -x "$AGENT_REPORT" ]; then
-		bad "$name-report" "$AGENT_REPORT is not built"; return
+		fail "$name-report" "$AGENT_REPORT is not built"; return
 	fi
 	"$AGENT_REPORT" report -i "$TMP/agent.data" --guest-root "$BUILD/guest" --sort pid,image,symbol \
 		>"$TMP/report" 2>"$TMP/err"
 	local rrc=$? mm hs
 	mm=$(agent_top_symbol matmul)
 	hs=$(agent_top_symbol hash)
-	if [ $rrc != 0 ]; then bad "$name-report" "report exit code $rrc: $(head -c 300 "$TMP/err")"
+	if [ $rrc != 0 ]; then fail "$name-report" "report exit code $rrc: $(head -c 300 "$TMP/err")"
 	elif [ "$mm" != matmul_multiply ] || [ "$hs" != hash_block ]; then
-		bad "$name-report" "top symbols: matmul '$mm', hash '$hs' (expected matmul_multiply, hash_block)"
+		fail "$name-report" "top symbols: matmul '$mm', hash '$hs' (expected matmul_multiply, hash_block)"
 		head -n 12 "$TMP/report" | sed 's/^/    report: /'
-	else ok "$name-report"; fi
+	else pass "$name-report"; fi
 }
 
 agent_profile guest-agent-clock --vpmu-backend=clock
@@ -96,26 +94,26 @@ if [ "$rc" = 0 ] && grep -q '^matmul: n=64 iters=100 ' "$TMP/out" && ! grep -q '
 	[ "$(agent_field cpus)" = 1 ] && "$AGENT_CHECK" "$TMP/agent.data" >"$TMP/check" 2>"$TMP/err" &&
 	grep -qE '^proc [0-9]+ matmul /bin/matmul samples=[1-9]' "$TMP/check" &&
 	grep -q 'exits=1$' "$TMP/check"; then
-	ok guest-agent-options
-else bad guest-agent-options "rc=$rc $(cat "$TMP/err" 2>/dev/null)"; fi
+	pass guest-agent-options
+else fail guest-agent-options "rc=$rc $(cat "$TMP/err" 2>/dev/null)"; fi
 
 # Bad options: usage and status 2, nothing sampled; no PMU: says so, status 1.
 vmm --vpmu-backend=clock "${AGENT_GUEST[@]}" --cmdline "quiet start=/bin/agent:-e:nosuchevent" --timeout 60
 if [ "$rc" = 2 ] && grep -q "agent: unknown event 'nosuchevent'" "$TMP/out" && grep -q '^usage: agent' "$TMP/out"; then
-	ok guest-agent-bad-event
-else bad guest-agent-bad-event "rc=$rc"; fi
+	pass guest-agent-bad-event
+else fail guest-agent-bad-event "rc=$rc"; fi
 vmm --vpmu=off "${AGENT_GUEST[@]}" --cmdline "quiet start=/bin/agent" --timeout 60
-if [ "$rc" = 1 ] && grep -q '^agent: no PMU' "$TMP/out"; then ok guest-agent-no-pmu
-else bad guest-agent-no-pmu "rc=$rc"; fi
+if [ "$rc" = 1 ] && grep -q '^agent: no PMU' "$TMP/out"; then pass guest-agent-no-pmu
+else fail guest-agent-no-pmu "rc=$rc"; fi
 
 # Hostile: garbage through COM2 is data to the VMM, which carries on and keeps every byte.
 rm -f "$TMP/junk.data"
 vmm "${AGENT_GUEST[@]}" --agent-channel "$TMP/junk.data" --cmdline "quiet start=/bin/fault:com2:64" --timeout 60
 if [ "$rc" = 0 ] && grep -q '^fault: com2 wrote 64 KiB' "$TMP/out" && [ "$(stat -c %s "$TMP/junk.data")" = 65536 ]; then
-	ok guest-agent-channel-garbage
-else bad guest-agent-channel-garbage "rc=$rc, $(stat -c %s "$TMP/junk.data" 2>/dev/null) bytes"; fi
+	pass guest-agent-channel-garbage
+else fail guest-agent-channel-garbage "rc=$rc, $(stat -c %s "$TMP/junk.data" 2>/dev/null) bytes"; fi
 # ... and the reader refuses it with a message instead of a profile.
-if "$AGENT_CHECK" "$TMP/junk.data" >/dev/null 2>"$TMP/err"; then bad guest-agent-garbage-refused "the checker accepted garbage"
+if "$AGENT_CHECK" "$TMP/junk.data" >/dev/null 2>"$TMP/err"; then fail guest-agent-garbage-refused "the checker accepted garbage"
 elif [ -x "$AGENT_REPORT" ] && "$AGENT_REPORT" report -i "$TMP/junk.data" --guest-root "$BUILD/guest" >/dev/null 2>"$TMP/err"; then
-	bad guest-agent-garbage-refused "the report accepted garbage"
-else ok guest-agent-garbage-refused; fi
+	fail guest-agent-garbage-refused "the report accepted garbage"
+else pass guest-agent-garbage-refused; fi

@@ -1,10 +1,11 @@
 # shellcheck shell=bash disable=SC2154 # rc, TMP, VMM, BUILD: set by run.sh
 # End-to-end cases of guest sampling by the VMM (docs/guest-sampling.md):
 # sample-start on the control socket, the rings drained by
-# tests/e2e/ring_client.c (which checks every record), sample-stop, and the
-# samples attributed to the bundled guest's processes through the guest
-# descriptor. Sourced by tests/e2e/run.sh (uses ok, bad, $TMP, $VMM, $BUILD).
-GS_CLIENT=$TMP/ring_client
+# tests/e2e/ring_client.c through kvmprof's own ring reader (it checks every
+# record), sample-stop, and the samples attributed to the bundled guest's
+# processes through the guest descriptor. Sourced by tests/e2e/run.sh (uses
+# pass, fail, $TMP, $VMM, $BUILD, $HELPERS).
+GS_CLIENT=$HELPERS/ring_client
 GS_SOCK=$TMP/gs.sock
 # The clock backend: these cases are about the VMM's own sampling, not the guest's counters.
 GS_GUEST=(--cpus 2 --vpmu-backend=clock --control "$GS_SOCK" --kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
@@ -49,12 +50,11 @@ gs_pid_of() {
 }
 
 if [ ! -x "${CTL_CLIENT:-}" ]; then
-	bad guest-sampler-needs-control-client "tests/e2e/control.sh did not build it"
-elif ! gcc -std=c17 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -o "$GS_CLIENT" tests/e2e/ring_client.c -lz \
-	2>"$TMP/err"; then
-	bad guest-sampler-client-builds "cc tests/e2e/ring_client.c failed"
+	fail guest-sampler-needs-control-client "tests/e2e/control.sh did not build it"
+elif [ ! -x "$GS_CLIENT" ]; then
+	fail guest-sampler-client-builds "$GS_CLIENT missing (make test-e2e builds it)"
 elif ! gs_boot "quiet start=/bin/matmul:128:2000,/bin/hash"; then
-	bad guest-sampler-boot "no control socket: $(head -c 300 "$TMP/gs.err")"
+	fail guest-sampler-boot "no control socket: $(head -c 300 "$TMP/gs.err")"
 	kill -9 "$gs_pid" 2>/dev/null
 	wait "$gs_pid" 2>/dev/null
 else
@@ -71,17 +71,17 @@ else
 	wait $client
 	client_rc=$?
 	gs_end
-	if [ $rc = 0 ] && grep -q '^matmul: n=128 iters=2000 checksum=' "$TMP/gs.out"; then ok guest-sampler-vm-runs-on
-	else bad guest-sampler-vm-runs-on "rc=$rc"; fi
+	if [ $rc = 0 ] && grep -q '^matmul: n=128 iters=2000 checksum=' "$TMP/gs.out"; then pass guest-sampler-vm-runs-on
+	else fail guest-sampler-vm-runs-on "rc=$rc"; fi
 	if [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" && grep -q '^read: samples=[1-9][0-9]* .* bad=0$' "$TMP/gs.ring"
-	then ok guest-sampler-records-valid-counts-match
-	else bad guest-sampler-records-valid-counts-match "client rc=$client_rc: $(grep -E '^(stop|read|BAD)' "$TMP/gs.ring" | head -c 400)"; fi
-	if grep -q '"sampling":true,"guest_descriptor":true' <<<"$status"; then ok guest-sampler-status-sampling
-	else bad guest-sampler-status-sampling "$status"; fi
+	then pass guest-sampler-records-valid-counts-match
+	else fail guest-sampler-records-valid-counts-match "client rc=$client_rc: $(grep -E '^(stop|read|BAD)' "$TMP/gs.ring" | head -c 400)"; fi
+	if grep -q '"sampling":true,"guest_descriptor":true' <<<"$status"; then pass guest-sampler-status-sampling
+	else fail guest-sampler-status-sampling "$status"; fi
 	if [ "$second" = '{"ok":false,"error":"guest sampling is already running"}' ] &&
 		[ "$other_stop" = '{"ok":false,"error":"guest sampling belongs to another connection"}' ]; then
-		ok guest-sampler-one-owner
-	else bad guest-sampler-one-owner "$second / $other_stop"; fi
+		pass guest-sampler-one-owner
+	else fail guest-sampler-one-owner "$second / $other_stop"; fi
 
 	# Samples of both demos, named by the guest descriptor.
 	mm=$(gs_pid_of matmul)
@@ -90,8 +90,8 @@ else
 	hs_n=$(awk -v c=hash: '$1 == "pid" && $3 == c { print $4 }' "$TMP/gs.ring")
 	if [ -n "$mm" ] && [ -n "$hs" ] && [ "${mm_n:-0}" -ge 200 ] && [ "${hs_n:-0}" -ge 20 ] &&
 		grep -q "^mmap pid $mm /bin/matmul 0x" "$TMP/gs.ring" && grep -q '^mmap pid -1 /kernel.elf 0x' "$TMP/gs.ring"
-	then ok guest-sampler-processes-named
-	else bad guest-sampler-processes-named "matmul pid '$mm' ($mm_n), hash pid '$hs' ($hs_n)"; fi
+	then pass guest-sampler-processes-named
+	else fail guest-sampler-processes-named "matmul pid '$mm' ($mm_n), hash pid '$hs' ($hs_n)"; fi
 
 	# Most of matmul's samples are in matmul_multiply (symbols from the guest's own ELF).
 	read -r lo hi <<<"$(gs_range "$BUILD/guest/bin/matmul" matmul_multiply)"
@@ -103,8 +103,8 @@ else
 		all=$((all + n))
 		[ $((ip)) -ge "${lo:-1}" ] && [ $((ip)) -lt "${hi:-0}" ] && in=$((in + n))
 	done < <(grep '^rip ' "$TMP/gs.ring")
-	if [ -n "$lo" ] && [ "$all" -gt 0 ] && [ $((in * 100 / all)) -ge 80 ]; then ok guest-sampler-matmul-hot-function
-	else bad guest-sampler-matmul-hot-function "$in of $all matmul samples in matmul_multiply [$lo, $hi)"; fi
+	if [ -n "$lo" ] && [ "$all" -gt 0 ] && [ $((in * 100 / all)) -ge 80 ]; then pass guest-sampler-matmul-hot-function
+	else fail guest-sampler-matmul-hot-function "$in of $all matmul samples in matmul_multiply [$lo, $hi)"; fi
 
 	# Call stacks: matmul_multiply's caller is main.
 	read -r mlo mhi <<<"$(gs_range "$BUILD/guest/bin/matmul" main)"
@@ -115,14 +115,16 @@ else
 		[ $((ip)) -ge "$lo" ] && [ $((ip)) -lt "$hi" ] && [ $((caller)) -ge "${mlo:-1}" ] &&
 			[ $((caller)) -lt "${mhi:-0}" ] && deep=$((deep + 1))
 	done < <(grep '^chain ' "$TMP/gs.ring")
-	if [ -n "$mlo" ] && [ "$deep" -ge 5 ]; then ok guest-sampler-callgraph-reaches-main
-	else bad guest-sampler-callgraph-reaches-main "$deep chains from matmul_multiply to main: $(grep -m3 "^chain pid $mm:" "$TMP/gs.ring")"; fi
+	if [ -n "$mlo" ] && [ "$deep" -ge 5 ]; then pass guest-sampler-callgraph-reaches-main
+	else fail guest-sampler-callgraph-reaches-main "$deep chains from matmul_multiply to main: $(grep -m3 "^chain pid $mm:" "$TMP/gs.ring")"; fi
 
 	# The drained records plus a header and END make a sample file the project's reader takes.
 	if [ -x "$BUILD/kvmprof-agent" ]; then
 		if "$BUILD/kvmprof-agent" report -i "$TMP/gs.data" --guest-root "$BUILD/guest" --sort pid,image,symbol \
-			>"$TMP/gs.report" 2>"$TMP/err" && grep -q ' matmul ' "$TMP/gs.report"; then ok guest-sampler-file-reads
-		else bad guest-sampler-file-reads "$(head -c 300 "$TMP/err")"; fi
+			>"$TMP/gs.report" 2>"$TMP/err" && grep -q ' matmul ' "$TMP/gs.report"; then pass guest-sampler-file-reads
+		else fail guest-sampler-file-reads "$(head -c 300 "$TMP/err")"; fi
+	else
+		fail guest-sampler-file-reads "$BUILD/kvmprof-agent missing (make test-e2e builds it)"
 	fi
 fi
 
@@ -135,10 +137,10 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet sampletest=baddesc start=/bin/matmul:12
 	if [ $rc = 0 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
 		grep -q '^pid 0 \[unknown\]: [1-9]' "$TMP/gs.ring" && ! grep -q '^pid [1-9]' "$TMP/gs.ring" &&
 		[ "$(grep -c 'guest descriptor at 0x[0-9a-f]* refused' "$TMP/gs.err")" = 2 ]; then
-		ok guest-sampler-hostile-descriptor
-	else bad guest-sampler-hostile-descriptor "vm rc=$rc client rc=$client_rc: $(grep -E '^(pid|read)' "$TMP/gs.ring" | head -c 300)"; fi
+		pass guest-sampler-hostile-descriptor
+	else fail guest-sampler-hostile-descriptor "vm rc=$rc client rc=$client_rc: $(grep -E '^(pid|read)' "$TMP/gs.ring" | head -c 300)"; fi
 elif [ -x "$GS_CLIENT" ]; then
-	bad guest-sampler-hostile-descriptor "no control socket: $(head -c 300 "$TMP/gs.err")"
+	fail guest-sampler-hostile-descriptor "no control socket: $(head -c 300 "$TMP/gs.err")"
 fi
 
 # A Linux task layout given to a guest that is not Linux (or lies about it): every read of it
@@ -152,13 +154,13 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:1500"; then
 	if [ $rc = 0 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
 		grep -q '^start: .*"processes":"linux"' "$TMP/gs.ring" &&
 		grep -q '^pid 0 \[unknown\]: [1-9]' "$TMP/gs.ring" && ! grep -q '^pid [1-9]' "$TMP/gs.ring"; then
-		ok guest-sampler-linux-layout-misses
-	else bad guest-sampler-linux-layout-misses "vm rc=$rc client rc=$client_rc: $(grep -E '^(start|pid|read)' "$TMP/gs.ring" | head -c 400)"; fi
+		pass guest-sampler-linux-layout-misses
+	else fail guest-sampler-linux-layout-misses "vm rc=$rc client rc=$client_rc: $(grep -E '^(start|pid|read)' "$TMP/gs.ring" | head -c 400)"; fi
 elif [ -x "$GS_CLIENT" ]; then
-	bad guest-sampler-linux-layout-misses "no control socket: $(head -c 300 "$TMP/gs.err")"
+	fail guest-sampler-linux-layout-misses "no control socket: $(head -c 300 "$TMP/gs.err")"
 fi
 
-# The client vanishes mid-sampling: sampling stops with it and can start again; bad requests.
+# The client vanishes mid-sampling: sampling stops with it and can start again; fail requests.
 if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 	"$GS_CLIENT" -x -d 0.5 "$GS_SOCK" >"$TMP/gs.ring" 2>&1
 	for _ in $(seq 20); do
@@ -178,8 +180,8 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 		"$CTL_CLIENT" "$GS_SOCK" >"$TMP/gs.reply" 2>&1
 	gs_end
 	if [ $rc = 0 ] && [ "$stopped" = 1 ] && [ $again = 0 ] && grep -qx match "$TMP/gs.ring2"; then
-		ok guest-sampler-client-vanishes
-	else bad guest-sampler-client-vanishes "vm rc=$rc stopped=$stopped again=$again"; fi
+		pass guest-sampler-client-vanishes
+	else fail guest-sampler-client-vanishes "vm rc=$rc stopped=$stopped again=$again"; fi
 	if [ "$(sed -n 1p "$TMP/gs.reply")" = '{"ok":false,"error":"guest sampling is not running"}' ] &&
 		sed -n 2p "$TMP/gs.reply" | grep -q '"error":"period out of range' &&
 		sed -n 3p "$TMP/gs.reply" | grep -q "\"error\":\"unknown event 'instructions'" &&
@@ -189,8 +191,8 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 		sed -n 7p "$TMP/gs.reply" | grep -q '"task_size\\" missing' &&
 		sed -n 8p "$TMP/gs.reply" | grep -q 'linux layout refused: per_cpu_offset 0x3000 is not an aligned kernel address' &&
 		sed -n 9p "$TMP/gs.reply" | grep -qE '"ok":false,"error":"event cycles: this host has no hardware PMU|"ok":true'
-	then ok guest-sampler-bad-requests
-	else bad guest-sampler-bad-requests "$(head -c 600 "$TMP/gs.reply")"; fi
+	then pass guest-sampler-bad-requests
+	else fail guest-sampler-bad-requests "$(head -c 600 "$TMP/gs.reply")"; fi
 elif [ -x "$GS_CLIENT" ]; then
-	bad guest-sampler-client-vanishes "no control socket: $(head -c 300 "$TMP/gs.err")"
+	fail guest-sampler-client-vanishes "no control socket: $(head -c 300 "$TMP/gs.err")"
 fi

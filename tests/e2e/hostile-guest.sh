@@ -1,5 +1,5 @@
 # End-to-end cases of a hostile guest (issue 10); sourced by tests/e2e/run.sh
-# after control.sh (uses ok, bad, skip, ctl_wait_socket, ctl_wait_exit,
+# after control.sh (uses pass, fail, skip, ctl_wait_socket, ctl_wait_exit,
 # $CTL_CLIENT, $VMM, $BUILD, $TMP, $TAG).
 # - hostile ring-3 stacks (and lying descriptors) on 2 vCPUs while
 #   `kvmprof record -g` samples them;
@@ -15,7 +15,6 @@ if [ -n "$TAG" ]; then HG_FLOOD_S=${HG_FLOOD_S:-15}; else HG_FLOOD_S=${HG_FLOOD_
 # (megabytes per second).
 HG_RSS_SLACK_KB=$((64 * 1024))
 
-hg_sanitizer_clean() { ! grep -q -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' "$@"; }
 hg_rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 # hg_stacks NAME CMDLINE-EXTRA WANT-PROCESS: two badstack processes on 2 vCPUs, sampled with -g.
@@ -27,7 +26,7 @@ hg_stacks() {
 		--cmdline "quiet $extra start=/bin/badstack:4000,/bin/badstack:4000" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	vpid=$!
 	if ! ctl_wait_socket "$sock" "$vpid"; then
-		bad "$name" "no control socket: $(head -c 300 "$TMP/$name.err")"
+		fail "$name" "no control socket: $(head -c 300 "$TMP/$name.err")"
 		return
 	fi
 	"$HG_KVMPROF" record --vm "$sock" -g -F 2000 -q -o "$TMP/$name.data" 2>"$TMP/$name.rec"
@@ -43,10 +42,10 @@ hg_stacks() {
 	procs=$(grep -o "guest user *\[guest\] $want \[[0-9]*\]" "$TMP/$name.txt" | sort -u | wc -l)
 	if [ "$rc" = 0 ] && [ "$rrc" = 0 ] && [ "$reprc" = 0 ] && [ "$(grep -c '^badstack: ' "$TMP/$name.out")" = 2 ] &&
 		[ "$procs" -ge "$4" ] && [ "$depth" -ge 2 ] && [ "$depth" -le 129 ] &&
-		hg_sanitizer_clean "$TMP/$name.err" "$TMP/$name.rec" "$TMP/$name.rep"; then
-		ok "$name (longest guest stack $depth frames with its command, bound 1 + 128; $procs guest processes)"
+		sanitizer_clean "$TMP/$name.err" "$TMP/$name.rec" "$TMP/$name.rep"; then
+		pass "$name (longest guest stack $depth frames with its command, bound 1 + 128; $procs guest processes)"
 	else
-		bad "$name" "vm rc=$rc record rc=$rrc report rc=$reprc depth=$depth processes '$want'=$procs: $(tail -n 3 "$TMP/$name.err" "$TMP/$name.rec" | tr '\n' ' ' | head -c 400)"
+		fail "$name" "vm rc=$rc record rc=$rrc report rc=$reprc depth=$depth processes '$want'=$procs: $(tail -n 3 "$TMP/$name.err" "$TMP/$name.rec" | tr '\n' ' ' | head -c 400)"
 	fi
 }
 
@@ -80,7 +79,7 @@ hg_stalled() {
 	local name=$1 sigint=$2 chan=$TMP/$1.chan vpid base=0 max=0 r t0 elapsed
 	rm -f "$chan"
 	if ! hg_stall_listener "$chan"; then
-		bad "$name" "the test's listener did not start"
+		fail "$name" "the test's listener did not start"
 		return
 	fi
 	t0=$(date +%s)
@@ -106,18 +105,18 @@ hg_stalled() {
 	wait "$HG_LISTENER" 2>/dev/null
 	if [ "$sigint" = sent ]; then
 		# Ctrl-C while the channel is stalled: the stop waits at most the stall bound.
-		if [ "$rc" = 130 ] && hg_sanitizer_clean "$TMP/$name.err"; then
-			ok "$name (exit 130 after $elapsed s)"
+		if [ "$rc" = 130 ] && sanitizer_clean "$TMP/$name.err"; then
+			pass "$name (exit 130 after $elapsed s)"
 		else
-			bad "$name" "exit $rc after $elapsed s, want 130: $(tail -n 3 "$TMP/$name.err" | tr '\n' ' ')"
+			fail "$name" "exit $rc after $elapsed s, want 130: $(tail -n 3 "$TMP/$name.err" | tr '\n' ' ')"
 		fi
 	elif [ "$rc" = 0 ] && grep -q '^spam: [0-9]* lines' "$TMP/$name.out" &&
 		grep -q 'COM2 output stalled: its reader took no byte for 5 s' "$TMP/$name.err" &&
 		grep -q 'COM2: [1-9][0-9]* bytes the guest wrote were dropped' "$TMP/$name.err" &&
-		[ $((max - base)) -le $HG_RSS_SLACK_KB ] && hg_sanitizer_clean "$TMP/$name.err"; then
-		ok "$name ($(grep -o '[0-9]* bytes the guest wrote were dropped' "$TMP/$name.err"); RSS +$((max - base)) KiB)"
+		[ $((max - base)) -le $HG_RSS_SLACK_KB ] && sanitizer_clean "$TMP/$name.err"; then
+		pass "$name ($(grep -o '[0-9]* bytes the guest wrote were dropped' "$TMP/$name.err"); RSS +$((max - base)) KiB)"
 	else
-		bad "$name" "exit $rc, RSS $base -> $max KiB: $(tail -n 4 "$TMP/$name.out" "$TMP/$name.err" | tr '\n' ' ' | head -c 400)"
+		fail "$name" "exit $rc, RSS $base -> $max KiB: $(tail -n 4 "$TMP/$name.out" "$TMP/$name.err" | tr '\n' ' ' | head -c 400)"
 	fi
 }
 
@@ -153,7 +152,7 @@ while True:
 		sleep 0.1
 	done
 	if [ -z "$vpid" ] || ! ctl_wait_socket "$sock" "$vpid"; then
-		bad $name "the VMM did not start: $(head -c 300 "$TMP/flood.err")"
+		fail $name "the VMM did not start: $(head -c 300 "$TMP/flood.err")"
 		wait
 		return
 	fi
@@ -173,10 +172,10 @@ while True:
 	if [ "$rc" = 0 ] && [ "$asked" -ge 3 ] && [ "$answered" -ge $((asked - 1)) ] &&
 		grep -q '^spam: [0-9]* lines' "$TMP/flood.console" && ! grep -q 'dropped' "$TMP/flood.err" &&
 		[ -s "$TMP/flood.chan" ] && [ $((max - base)) -le $HG_RSS_SLACK_KB ] &&
-		hg_sanitizer_clean "$TMP/flood.err"; then
-		ok "$name (${HG_FLOOD_S} s; control answered $answered of $asked; console $(wc -c <"$TMP/flood.console") B, COM2 $(wc -c <"$TMP/flood.chan") B; RSS +$((max - base)) KiB)"
+		sanitizer_clean "$TMP/flood.err"; then
+		pass "$name (${HG_FLOOD_S} s; control answered $answered of $asked; console $(wc -c <"$TMP/flood.console") B, COM2 $(wc -c <"$TMP/flood.chan") B; RSS +$((max - base)) KiB)"
 	else
-		bad $name "exit $rc, answered $answered of $asked, RSS $base -> $max KiB: $(tail -n 3 "$TMP/flood.console" "$TMP/flood.err" | tr '\n' ' ' | head -c 400)"
+		fail $name "exit $rc, answered $answered of $asked, RSS $base -> $max KiB: $(tail -n 3 "$TMP/flood.console" "$TMP/flood.err" | tr '\n' ' ' | head -c 400)"
 	fi
 }
 

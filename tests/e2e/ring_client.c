@@ -1,29 +1,35 @@
 // SPDX-License-Identifier: MIT
 /*
  * ring_client: drains kvmprof-vmm's guest-sample rings for the end-to-end
- * tests (tests/e2e/guest-sampler.sh), the way the host profiler does:
- * sample-start on the control socket, the memfd from the reply (SCM_RIGHTS),
- * the rings drained for D seconds, sample-stop, the rest drained. Every
- * record is checked as a sample-file reader checks it (size, alignment, CRC,
- * string termination, callchain length) and a bad one fails the run.
+ * tests (tests/e2e/guest-sampler.sh) and bench/host.sh through the host
+ * profiler's own ring reader (host-profiler/guest_ring_reader.c), so that
+ * the tests exercise the code `kvmprof record` runs: sample-start on the
+ * control socket, the memfd from the reply (SCM_RIGHTS) mapped and checked
+ * by guest_rings_map, the rings drained into a sample file for D seconds,
+ * sample-stop, the rest drained, END. The file is then read back through
+ * the project's checked reader (lib/sample_file.c) and every record is held
+ * to what the VMM may send (guest domain, CPL 0 or 3, only SAMPLE, COMM and
+ * MMAP); a record the ring reader refused or a bad one fails the run.
  *
- *   ring_client [-p NS] [-g] [-d SECONDS] [-o FILE] [-x] SOCKET
+ *   ring_client [-p NS] [-g] [-d SECONDS] [-o FILE] [-x] [-a] [-l JSON] SOCKET
  *     -p NS   period in ns of vCPU thread time (default 1000000)
  *     -g      callgraph
  *     -d S    seconds to drain before sample-stop (default 2)
- *     -o FILE also write the records as a sample file (header, records, END)
+ *     -o FILE keep the sample file there (default: in memory only)
  *     -x      vanish after -d seconds without sample-stop (exit 0)
  *     -a      print every RIP, not the ten most frequent
+ *     -l JSON sample-start's "linux" object (a Linux task layout)
  *
- * Prints the two replies, "read: samples=N records=N lost=N", "match" or
- * "MISMATCH" against sample-stop's counts, then "pid P COMM: N" per guest
- * process, "callchains: N samples with frames, deepest D, user chains ending
- * in main's caller..." and "rip 0xADDR pid P cpl C: N" for the ten most
- * frequent RIPs; with -g every "chain" of a user sample whose frames
- * are wanted by the test: "chain pid P: IP CALLER..." for the first 200.
- * Exit 0, or 1 on any bad record or mismatch.
+ * Prints the two replies, "read: samples=N records=N lost=N bad=N", "match"
+ * or "MISMATCH" against sample-stop's counts, then "pid P COMM: N" per guest
+ * process, "mmap pid P FILE 0xSTART+0xLEN" per mapping, "callchains: N
+ * samples with frames, deepest D" and "rip 0xADDR pid P cpl C: N" for the
+ * ten most frequent RIPs; with -g every "chain" of a user sample: "chain
+ * pid P: IP CALLER..." for the first 200. Exit 0, or 1 on any bad record or
+ * mismatch, 2 when the VMM cannot be talked to.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,10 +41,10 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
-#include "kvmprof/guest_ring.h"
+#include "guest_ring_reader.h"
 #include "kvmprof/sample_format.h"
+#include "sample_file.h"
 
 #define MAX_PIDS 256
 #define MAX_RIPS 4096
@@ -48,7 +54,6 @@ static unsigned int npids;
 static struct { uint64_t ip; uint32_t pid; uint8_t cpl; uint64_t n; } rips[MAX_RIPS];
 static unsigned int nrips;
 static uint64_t samples, records, bad, chained, deepest, chains_shown;
-static FILE *out;
 
 static void die(const char *what)
 {
@@ -154,99 +159,89 @@ static void name_pid(const struct kp_rec_comm *c)
 		memcpy(pids[i].comm, c->comm, sizeof(c->comm));
 }
 
-static bool check(const uint8_t *rec, uint32_t size, char *why, size_t n)
+/*
+ * What the VMM may put in its rings, beyond what the reader checks (sizes,
+ * CRC, string termination, callchain length): guest records of three types.
+ * NULL if the record is one, else what is wrong.
+ */
+static const char *take_vmm_record(const struct kp_record *rec)
 {
-	struct kp_rec_header h;
-	uint32_t crc, plen = size - (uint32_t)sizeof(h);
-	const uint8_t *p = rec + sizeof(h);
-
-	memcpy(&h, rec, sizeof(h));
-	crc = (uint32_t)crc32(crc32(0, rec, 8), p, plen);
-	if (crc != h.crc || h.reserved)
-		return snprintf(why, n, "type %u: bad CRC or reserved", h.type), false;
-	switch (h.type) {
-	case KP_REC_SAMPLE: {
-		const struct kp_rec_sample *s = (const void *)p;
-		if (plen < sizeof(*s) || s->nr_callchain > KP_CALLCHAIN_MAX ||
-		    plen != sizeof(*s) + s->nr_callchain * 8u || (s->cpl != 0 && s->cpl != 3) || s->domain != KP_DOMAIN_GUEST)
-			return snprintf(why, n, "bad SAMPLE"), false;
-		count_sample(s);
-		return true;
-	}
-	case KP_REC_COMM: {
-		const struct kp_rec_comm *c = (const void *)p;
-		if (plen < sizeof(*c) || !memchr(c->comm, 0, sizeof(c->comm)) || !(c->flags & KP_COMM_GUEST))
-			return snprintf(why, n, "bad COMM"), false;
-		name_pid(c);
-		return true;
-	}
-	case KP_REC_MMAP: {
-		const struct kp_rec_mmap *m = (const void *)p;
-		if (plen <= sizeof(*m) || !memchr(m->filename, 0, plen - sizeof(*m)) || m->domain != KP_DOMAIN_GUEST)
-			return snprintf(why, n, "bad MMAP"), false;
-		printf("mmap pid %d %s 0x%llx+0x%llx\n", (int)m->pid, m->filename, (unsigned long long)m->start,
-		       (unsigned long long)m->len);
-		return true;
-	}
+	switch (rec->type) {
+	case KP_REC_SAMPLE:
+		if ((rec->sample->cpl != KP_CPL_KERNEL && rec->sample->cpl != KP_CPL_USER) ||
+		    rec->sample->domain != KP_DOMAIN_GUEST)
+			return "SAMPLE of another CPL or domain";
+		count_sample(rec->sample);
+		return NULL;
+	case KP_REC_COMM:
+		if (!(rec->comm->flags & KP_COMM_GUEST))
+			return "COMM without the guest flag";
+		name_pid(rec->comm);
+		return NULL;
+	case KP_REC_MMAP:
+		if (rec->mmap->domain != KP_DOMAIN_GUEST)
+			return "MMAP of another domain";
+		printf("mmap pid %d %s 0x%llx+0x%llx\n", (int)rec->mmap->pid, rec->mmap->filename,
+		       (unsigned long long)rec->mmap->start, (unsigned long long)rec->mmap->len);
+		return NULL;
 	default:
-		return snprintf(why, n, "unexpected record type %u", h.type), false;
+		return "a record type the VMM does not send";
 	}
 }
 
-/* Drains one ring; the VMM is as untrusted here as a sample file. */
-static void drain(struct kp_ring_ctl *ctl, const uint8_t *data, uint64_t dsize)
+/* Reads the drained file back through the checked reader: every record, then END. */
+static void read_back(const char *path)
 {
-	uint64_t head = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE), tail = ctl->tail;
-	char why[128];
+	struct kp_reader *r;
+	struct kp_record rec;
+	char err[512];
+	int n;
 
-	while (tail < head) {
-		uint64_t pos = tail % dsize, room = dsize - pos;
-		struct kp_rec_header h;
+	if (kp_reader_open(&r, path, err, sizeof(err))) {
+		fprintf(stderr, "BAD %s\n", err);
+		bad++;
+		return;
+	}
+	while ((n = kp_reader_next(r, &rec, err, sizeof(err))) > 0) {
+		const char *why = take_vmm_record(&rec);
 
-		if (room < sizeof(h)) {
-			tail += room;
-			continue;
-		}
-		memcpy(&h, data + pos, sizeof(h));
-		if (h.type == KP_RING_PAD) {
-			if (h.size != room) {
-				fprintf(stderr, "BAD pad of %u bytes, %llu left\n", h.size, (unsigned long long)room);
-				bad++;
-			}
-			tail += room;
-			continue;
-		}
-		if (h.size < sizeof(h) || h.size % 8 || h.size > room || h.size > head - tail || h.size > KP_REC_MAX_SIZE) {
-			fprintf(stderr, "BAD record size %u at %llu\n", h.size, (unsigned long long)tail);
-			bad++;
-			tail = head;
-			break;
-		}
-		if (!check(data + pos, h.size, why, sizeof(why))) {
-			fprintf(stderr, "BAD %s\n", why);
+		if (why) {
+			fprintf(stderr, "BAD offset %llu: %s (type %u)\n", (unsigned long long)rec.offset, why, rec.type);
 			bad++;
 		} else {
 			records++;
-			if (out)
-				fwrite(data + pos, 1, h.size, out);
 		}
-		tail += h.size;
 	}
-	__atomic_store_n(&ctl->tail, tail, __ATOMIC_RELEASE);
+	if (n < 0) {
+		fprintf(stderr, "BAD %s\n", err);
+		bad++;
+	}
+	kp_reader_close(r);
+}
+
+/* Drains the rings every 20 ms for `secs` seconds. */
+static void drain_for(struct guest_rings *g, struct kp_writer *w, double secs)
+{
+	uint64_t t0 = now_ns();
+
+	while (now_ns() - t0 < (uint64_t)(secs * 1e9)) {
+		if (guest_rings_drain(g, w))
+			die("writing the drained records");
+		usleep(20000);
+	}
 }
 
 int main(int argc, char **argv)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	uint64_t period = 1000000, t0;
+	struct guest_rings g;
+	struct kp_writer *w;
+	uint64_t period = 1000000, t0, lost, rsamples, rlost;
 	double secs = 2;
 	bool callgraph = false, vanish = false, all = false;
-	const char *outpath = NULL, *linux_layout = NULL;
-	char req[1024], line[4096];
-	int opt, s, fd = -1;
-	struct kp_ring_header *h;
-	uint8_t *map;
-	uint64_t lost = 0, rsamples, rlost;
+	const char *outpath = NULL, *linux_layout = NULL, *file;
+	char req[1024], line[4096], err[512], memfd_path[64];
+	int opt, s, fd = -1, out;
 
 	while ((opt = getopt(argc, argv, "p:gd:o:xal:")) != -1) {
 		switch (opt) {
@@ -256,7 +251,7 @@ int main(int argc, char **argv)
 		case 'o': outpath = optarg; break;
 		case 'x': vanish = true; break;
 		case 'a': all = true; break;
-		case 'l': linux_layout = optarg; break; /* sample-start's "linux" object, as JSON text */
+		case 'l': linux_layout = optarg; break;
 		default: return 2;
 		}
 	}
@@ -277,44 +272,41 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ring_client: sample-start failed or came without a descriptor\n");
 		return 1;
 	}
-	map = mmap(NULL, json_u64(line, "ring_size"), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		die("mmap");
-	h = (struct kp_ring_header *)map;
-	if (memcmp(h->magic, KP_RING_MAGIC, 8) || h->version != KP_RING_VERSION || h->stride != KP_RING_PAGE + h->data_size ||
-	    (uint64_t)KP_RING_PAGE + h->nr_rings * h->stride > json_u64(line, "ring_size")) {
-		fprintf(stderr, "ring_client: bad ring header\n");
+	if (guest_rings_map(&g, fd, err, sizeof(err))) {
+		fprintf(stderr, "ring_client: %s\n", err);
 		return 1;
 	}
-	if (outpath) {
-		struct kp_file_header fh = { .magic = KP_FILE_MAGIC, .version_major = KP_FILE_VERSION_MAJOR,
-					     .version_minor = KP_FILE_VERSION_MINOR, .header_size = sizeof(fh),
-					     .source = KP_SOURCE_VMM };
-		out = fopen(outpath, "wb");
-		if (!out)
-			die(outpath);
-		fwrite(&fh, 1, sizeof(fh), out);
-	}
+	close(fd);
+	out = outpath ? open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+		      : memfd_create("ring_client", MFD_CLOEXEC);
+	if (out < 0)
+		die(outpath ? outpath : "memfd_create");
+	snprintf(memfd_path, sizeof(memfd_path), "/proc/self/fd/%d", out);
+	file = outpath ? outpath : memfd_path;
+	if (kp_writer_open(&w, out, KP_SOURCE_VMM))
+		die("kp_writer_open");
 	t0 = now_ns();
-	while (now_ns() - t0 < (uint64_t)(secs * 1e9)) {
-		for (uint32_t i = 0; i < h->nr_rings; i++)
-			drain((struct kp_ring_ctl *)(map + KP_RING_PAGE + i * h->stride),
-			      map + KP_RING_PAGE + i * h->stride + KP_RING_PAGE, h->data_size);
-		usleep(20000);
-	}
+	drain_for(&g, w, secs);
 	if (vanish) {
-		printf("vanishing after %llu samples\n", (unsigned long long)samples);
+		printf("vanishing after %llu samples\n", (unsigned long long)g.samples);
 		return 0;
 	}
 	if (write(s, "{\"cmd\":\"sample-stop\"}\n", 22) != 22)
 		die("write");
 	read_line(s, line, sizeof(line), NULL);
 	printf("stop: %s\n", line);
-	for (uint32_t i = 0; i < h->nr_rings; i++) {
-		struct kp_ring_ctl *ctl = (struct kp_ring_ctl *)(map + KP_RING_PAGE + i * h->stride);
-		drain(ctl, map + KP_RING_PAGE + i * h->stride + KP_RING_PAGE, h->data_size);
-		lost += ctl->lost;
-	}
+	if (guest_rings_drain(&g, w))
+		die("writing the drained records");
+	lost = guest_rings_lost(&g);
+	if (kp_writer_close(w, lost, now_ns() - t0))
+		die("writing END");
+	if (g.bad)
+		fprintf(stderr, "BAD the ring reader refused %llu records\n", (unsigned long long)g.bad);
+	bad += g.bad;
+	read_back(file);
+	guest_rings_unmap(&g);
+	close(out);
+
 	rsamples = json_u64(line, "samples");
 	rlost = json_u64(line, "lost");
 	printf("read: samples=%llu records=%llu lost=%llu bad=%llu\n", (unsigned long long)samples,
@@ -334,16 +326,6 @@ int main(int argc, char **argv)
 		printf("rip 0x%llx pid %u cpl %u: %llu\n", (unsigned long long)rips[best].ip, rips[best].pid,
 		       rips[best].cpl, (unsigned long long)rips[best].n);
 		rips[best].n = 0;
-	}
-	if (out) {
-		struct { struct kp_rec_header h; struct kp_rec_end e; } end = {
-			.h = { .type = KP_REC_END, .size = sizeof(end) },
-			.e = { .samples = samples, .lost = lost, .records = records, .duration_ns = now_ns() - t0 },
-		};
-		end.h.crc = (uint32_t)crc32(crc32(0, (const uint8_t *)&end, 8), (const uint8_t *)&end.e, sizeof(end.e));
-		fwrite(&end, 1, sizeof(end), out);
-		if (fclose(out))
-			die(outpath);
 	}
 	return bad || rsamples != samples || rlost != lost ? 1 : 0;
 }

@@ -1,33 +1,26 @@
 #!/usr/bin/env bash
 # End-to-end tests of kvmprof-vmm on this host's KVM: boots of the bundled
 # guest and of the tiny PVH fixtures, exit codes, bad input, crash diagnostics.
-# Prints "PASS name" / "FAIL name: why" per case and "N passed, N failed".
+# Prints "PASS name" / "FAIL name: why" / "SKIP name: why" per case and
+# "N passed, N failed, N skipped" (tests/lib/harness.sh).
 # VMM=path selects the binary (the ASan build, say); TAG prefixes case names.
+# The helper programs and fixtures are built by make (make test-e2e).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 VMM=${VMM:-$BUILD/kvmprof-vmm}
-TAG=${TAG:-}
 FIX=$BUILD/fixtures
+# shellcheck disable=SC2034 # used by the parts sourced below
+HELPERS=$BUILD/tests/e2e
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-skipped=0
+# A failed case shows the end of the last VMM run's output.
+HARNESS_LOGS="$TMP/out $TMP/err"
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
 # ASan's leak check wants ptrace-like privileges some sandboxes lack; errors still abort.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-
-ok() { pass=$((pass + 1)); echo "PASS $TAG$1"; }
-# A case that cannot run on this host says so, by name, with the reason.
-skip() { skipped=$((skipped + 1)); echo "SKIP $TAG$1: $2"; }
-bad() {
-	fail=$((fail + 1))
-	echo "FAIL $TAG$1: $2"
-	for f in "$TMP/out" "$TMP/err"; do
-		[ -s "$f" ] && tail -n 15 "$f" | sed "s/^/    $(basename "$f"): /"
-	done
-}
 
 # vmm ARGS...: runs the VMM with a hard limit, output in $TMP/out and $TMP/err, status in $rc.
 vmm() {
@@ -44,28 +37,28 @@ expect_error() {
 	local lines
 	lines=$(wc -l <"$TMP/err")
 	if [ "$rc" != "$code" ]; then
-		bad "$name" "exit code $rc, expected $code"
+		fail "$name" "exit code $rc, expected $code"
 	elif [ "$lines" != 1 ]; then
-		bad "$name" "expected one line on stderr, got $lines"
+		fail "$name" "expected one line on stderr, got $lines"
 	elif ! grep -qE -- "$pattern" "$TMP/err"; then
-		bad "$name" "stderr does not match /$pattern/"
+		fail "$name" "stderr does not match /$pattern/"
 	else
-		ok "$name"
+		pass "$name"
 	fi
 }
 
 # --- the tiny PVH fixtures -------------------------------------------------
 vmm --kernel "$FIX/pvh-exit0.elf"
-if [ $rc = 0 ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/out"; then ok pvh-boot-exit0
-else bad pvh-boot-exit0 "rc=$rc"; fi
+if [ $rc = 0 ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/out"; then pass pvh-boot-exit0
+else fail pvh-boot-exit0 "rc=$rc"; fi
 
 vmm --kernel "$FIX/pvh-exit42.elf" --cpus 2
-if [ $rc = 42 ]; then ok pvh-exit-status-is-exit-code; else bad pvh-exit-status-is-exit-code "rc=$rc, expected 42"; fi
+if [ $rc = 42 ]; then pass pvh-exit-status-is-exit-code; else fail pvh-exit-status-is-exit-code "rc=$rc, expected 42"; fi
 
 vmm --kernel "$FIX/pvh-exit0.elf" --console "$TMP/console.txt" --agent-channel "$TMP/agent.txt"
 if [ $rc = 0 ] && [ ! -s "$TMP/out" ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/console.txt" &&
-	grep -qx 'pvh-tiny: hello from the guest' "$TMP/agent.txt"; then ok console-and-agent-channel-files
-else bad console-and-agent-channel-files "rc=$rc"; fi
+	grep -qx 'pvh-tiny: hello from the guest' "$TMP/agent.txt"; then pass console-and-agent-channel-files
+else fail console-and-agent-channel-files "rc=$rc"; fi
 
 # COM2 to a UNIX socket that a reader listens on.
 if command -v python3 >/dev/null; then
@@ -82,49 +75,49 @@ PY
 	for _ in $(seq 50); do [ -S "$TMP/agent.sock" ] && break; sleep 0.1; done
 	vmm --kernel "$FIX/pvh-exit0.elf" --agent-channel "$TMP/agent.sock"
 	wait
-	if [ $rc = 0 ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/sock.txt" 2>/dev/null; then ok agent-channel-unix-socket
-	else bad agent-channel-unix-socket "rc=$rc"; fi
+	if [ $rc = 0 ] && grep -qx 'pvh-tiny: hello from the guest' "$TMP/sock.txt" 2>/dev/null; then pass agent-channel-unix-socket
+	else fail agent-channel-unix-socket "rc=$rc"; fi
+else
+	skip agent-channel-unix-socket "python3 not installed (the socket's reader)"
 fi
 
 vmm --kernel "$FIX/pvh-triple-fault.elf"
 if [ $rc = 125 ] && grep -q 'guest triple fault' "$TMP/err" && grep -qE '^  rip [0-9a-f]{16}' "$TMP/err"; then
-	ok triple-fault-diagnostic
-else bad triple-fault-diagnostic "rc=$rc"; fi
+	pass triple-fault-diagnostic
+else fail triple-fault-diagnostic "rc=$rc"; fi
 
 vmm --kernel "$FIX/pvh-spin.elf" --timeout 1
-if [ $rc = 124 ] && grep -q -- '--timeout' "$TMP/err"; then ok timeout-stops-spinning-guest
-else bad timeout-stops-spinning-guest "rc=$rc"; fi
+if [ $rc = 124 ] && grep -q -- '--timeout' "$TMP/err"; then pass timeout-stops-spinning-guest
+else fail timeout-stops-spinning-guest "rc=$rc"; fi
 
 "$VMM" --kernel "$FIX/pvh-spin.elf" >"$TMP/out" 2>"$TMP/err" </dev/null &
 pid=$!
 sleep 1
 kill -INT $pid
 for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $pid 2>/dev/null; then kill -9 $pid; bad sigint-stops-guest "still running 10 s after SIGINT"
+if kill -0 $pid 2>/dev/null; then kill -9 $pid; fail sigint-stops-guest "still running 10 s after SIGINT"
 else
 	wait $pid
 	rc=$?
-	if [ $rc = 130 ] && grep -q 'stopping the guest' "$TMP/err"; then ok sigint-stops-guest
-	else bad sigint-stops-guest "rc=$rc"; fi
+	if [ $rc = 130 ] && grep -q 'stopping the guest' "$TMP/err"; then pass sigint-stops-guest
+	else fail sigint-stops-guest "rc=$rc"; fi
 fi
 
 vmm --help
-if [ $rc = 0 ] && grep -q -- '--kernel FILE' "$TMP/out" && grep -q -- '--agent-channel' "$TMP/out"; then ok help
-else bad help "rc=$rc"; fi
+if [ $rc = 0 ] && grep -q -- '--kernel FILE' "$TMP/out" && grep -q -- '--agent-channel' "$TMP/out"; then pass help
+else fail help "rc=$rc"; fi
 
 # --- bad input: one line naming the file or value, non-zero exit ------------
 head -c 100 "$FIX/pvh-exit0.elf" >"$TMP/truncated.elf"
 printf '#!/bin/sh\necho not a kernel\n' >"$TMP/script"
 : >"$TMP/empty"
 head -c $((20 << 20)) /dev/zero >"$TMP/big.initrd"
-gcc -nostdlib -static -no-pie -Wl,-n -Wl,-Ttext=0x10000000 -Wl,--build-id=none -Wl,--no-warn-rwx-segments \
-	tests/fixtures/pvh_tiny.S -o "$TMP/high.elf"
 expect_error kernel-missing 1 "kernel $TMP/nope.elf: No such file" --kernel "$TMP/nope.elf"
 expect_error kernel-truncated 1 "kernel $TMP/truncated.elf: .*truncated" --kernel "$TMP/truncated.elf"
 expect_error kernel-not-a-kernel 1 "kernel $TMP/script: neither a PVH ELF kernel nor a Linux bzImage" --kernel "$TMP/script"
 expect_error kernel-empty 1 "kernel $TMP/empty: file is empty" --kernel "$TMP/empty"
 expect_error kernel-directory 1 "kernel $TMP: not a regular file" --kernel "$TMP"
-expect_error kernel-segment-outside-memory 1 "segment .* outside guest memory" --kernel "$TMP/high.elf" --mem 64M
+expect_error kernel-segment-outside-memory 1 "segment .* outside guest memory" --kernel "$FIX/pvh-high.elf" --mem 64M
 expect_error initrd-too-large 1 "initrd .*big.initrd.* use a larger --mem" --kernel "$FIX/pvh-exit0.elf" --initrd "$TMP/big.initrd" --mem 16M
 expect_error initrd-missing 1 "initrd $TMP/nope: No such file" --kernel "$FIX/pvh-exit0.elf" --initrd "$TMP/nope"
 expect_error mem-unparsable 2 "--mem 'lots': not a size" --mem lots
@@ -143,6 +136,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ "$(stat -c %a /dev/k
 	VMM="setpriv --reuid=65534 --regid=65534 --clear-groups $VMM"
 	expect_error kvm-not-permitted 1 "/dev/kvm: permission denied" --kernel "$FIX/pvh-exit0.elf"
 	VMM=$VMM_SAVED
+else
+	skip kvm-not-permitted "needs root, setpriv and /dev/kvm of mode 600 to run the VMM as a user it refuses"
 fi
 
 # --- vPMU options -------------------------------------------------------------
@@ -164,33 +159,43 @@ expect_error kernel-char-device 1 "kernel /dev/zero: not a regular file" --kerne
 head -c 512 /dev/zero >"$TMP/cut.bz"
 printf '\x55\xaa\xeb\x00HdrS' | dd of="$TMP/cut.bz" bs=1 seek=$((0x1fe)) conv=notrunc status=none
 expect_error bzimage-cut-in-header 1 "kernel .*truncated inside its setup header" --kernel "$TMP/cut.bz"
-# The in-kernel vPMU of this host does not work (platform.md): the kvm backend must say why.
-if ! "$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=kvm >/dev/null 2>"$TMP/kvm.err"; then
-	if grep -q -- '--vpmu-backend=kvm: the in-kernel vPMU is unavailable: ..' "$TMP/kvm.err"; then ok vpmu-kvm-backend-unavailable-says-why
-	else bad vpmu-kvm-backend-unavailable-says-why "$(head -c 300 "$TMP/kvm.err")"; fi
-fi
-# Without hardware counters, emulated is refused and auto runs the guest without a PMU, saying why.
-if perf_probe=$("$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=emulated 2>&1 >/dev/null); then
-	echo "    (this host has hardware counters: the no-PMU cases do not apply)"
+# The kvm backend runs the guest where the in-kernel vPMU works, and says why not
+# where it does not (this host's, platform.md): one case or the other, never none.
+vmm --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=kvm
+if [ $rc = 0 ]; then
+	if grep -q 'vPMU: .* kvm backend (in-kernel vPMU)' "$TMP/err"; then pass vpmu-kvm-backend-runs
+	else fail vpmu-kvm-backend-runs "the guest ran, but not on the kvm backend"; fi
+elif grep -q -- '--vpmu-backend=kvm: the in-kernel vPMU is unavailable: ..' "$TMP/err"; then
+	pass vpmu-kvm-backend-unavailable-says-why
 else
-	if grep -q 'the host cannot count hardware events' <<<"$perf_probe"; then ok vpmu-emulated-refused-without-hw-counters
-	else bad vpmu-emulated-refused-without-hw-counters "$perf_probe"; fi
+	fail vpmu-kvm-backend-unavailable-says-why "rc=$rc"
+fi
+# With hardware counters, emulated runs the guest and auto counts in hardware; without, emulated
+# is refused and auto runs the guest on the exact backend, saying why.
+if perf_probe=$("$VMM" --kernel "$FIX/pvh-exit0.elf" --vpmu-backend=emulated 2>&1 >/dev/null); then
+	if grep -q 'vPMU: .* emulated backend' <<<"$perf_probe"; then pass vpmu-emulated-runs-with-hw-counters
+	else fail vpmu-emulated-runs-with-hw-counters "$perf_probe"; fi
 	vmm --kernel "$FIX/pvh-exit0.elf"
-	if [ $rc = 0 ] && grep -q 'vPMU: .* exact backend' "$TMP/err"; then ok vpmu-auto-without-hw-counters-is-exact
-	else bad vpmu-auto-without-hw-counters-is-exact "rc=$rc: $(head -c 300 "$TMP/err")"; fi
+	if [ $rc = 0 ] && grep -qE 'vPMU: .* (kvm|emulated) backend' "$TMP/err"; then pass vpmu-auto-with-hw-counters-counts-in-hardware
+	else fail vpmu-auto-with-hw-counters-counts-in-hardware "rc=$rc: $(head -c 300 "$TMP/err")"; fi
+else
+	if grep -q 'the host cannot count hardware events' <<<"$perf_probe"; then pass vpmu-emulated-refused-without-hw-counters
+	else fail vpmu-emulated-refused-without-hw-counters "$perf_probe"; fi
+	vmm --kernel "$FIX/pvh-exit0.elf"
+	if [ $rc = 0 ] && grep -q 'vPMU: .* exact backend' "$TMP/err"; then pass vpmu-auto-without-hw-counters-is-exact
+	else fail vpmu-auto-without-hw-counters-is-exact "rc=$rc: $(head -c 300 "$TMP/err")"; fi
 fi
 
-# --- the bundled guest ------------------------------------------------------
-if [ -f tests/e2e/bundled-guest.sh ]; then
-	# shellcheck source=tests/e2e/bundled-guest.sh
-	. tests/e2e/bundled-guest.sh
-fi
-[ -f tests/e2e/vpmu-guest.sh ] && . tests/e2e/vpmu-guest.sh
-[ -f tests/e2e/guest-agent.sh ] && . tests/e2e/guest-agent.sh
-[ -f tests/e2e/control.sh ] && . tests/e2e/control.sh
-[ -f tests/e2e/guest-sampler.sh ] && . tests/e2e/guest-sampler.sh
-# shellcheck source=tests/e2e/hostile-guest.sh
-[ -f tests/e2e/hostile-guest.sh ] && . tests/e2e/hostile-guest.sh
+# --- the bundled guest, the control socket, guest sampling ------------------
+# In this order (guest-sampler.sh and hostile-guest.sh use control.sh's
+# client and functions); a part that is missing fails, it is not left out.
+for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-guest; do
+	if [ -f "tests/e2e/$part.sh" ]; then
+		# shellcheck source=/dev/null
+		. "tests/e2e/$part.sh"
+	else
+		HARNESS_LOGS='' fail "e2e-$part" "tests/e2e/$part.sh is missing: its cases did not run"
+	fi
+done
 
-echo "$pass passed, $fail failed, $skipped skipped"
-[ $fail = 0 ]
+harness_summary

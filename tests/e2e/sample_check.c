@@ -11,7 +11,7 @@
  * also "sample PID CPL IP" per sample (for the e2e test to symbolize with
  * addr2line). Exit 0, or 1 with "check: FAIL ..." on stderr.
  *
- * Built by tests/e2e/guest-agent.sh: cc -Iinclude -Ilib this lib/sample_file.c -lz.
+ * Built by make (tests/tests.mk), linked with libkvmprof.
  */
 #include <stdbool.h>
 #include <stdio.h>

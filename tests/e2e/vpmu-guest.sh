@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # rc, TMP, VMM, FIX: set by run.sh
 # End-to-end cases of the guest side of the virtual PMU: the bundled guest's
 # PMU driver (guest/kernel/pmu.c) and /bin/pmutest against the VMM's vPMU.
-# Sourced by tests/e2e/run.sh (uses vmm, ok, bad, $TMP, $rc, $VMM, $FIX).
+# Sourced by tests/e2e/run.sh (uses vmm, pass, fail, $TMP, $rc, $VMM, $FIX).
 #
 # On a host with hardware counters (the vPMU's emulated backend works) the
 # counts are checked for accuracy. Without them (a PVM host whose kernel
@@ -36,37 +36,37 @@ fi
 vmm --vpmu=off --cmdline "pmutest start=/bin/matmul:32:2,/bin/pmutest:info,/bin/pmutest:args" --timeout 60
 if [ "$rc" = 3 ] && grep -qx 'kvmprof guest: no pmu' "$TMP/out" && grep -qx 'matmul: no PMU' "$TMP/out" &&
 	grep -q '^pmutest info: no PMU' "$TMP/out" && grep -q '^pmutest args: pmu=none test=on .* failures=0$' "$TMP/out"; then
-	ok vpmu-guest-off-says-no-pmu
-else bad vpmu-guest-off-says-no-pmu "rc=$rc (expected 3: pmutest info's no-PMU status)"; fi
+	pass vpmu-guest-off-says-no-pmu
+else fail vpmu-guest-off-says-no-pmu "rc=$rc (expected 3: pmutest info's no-PMU status)"; fi
 
 # --- the model comes from CPUID ----------------------------------------------
 vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:info" --timeout 60
 if [ "$rc" = 0 ] && grep -qx 'kvmprof guest: pmu amd perfmon-v2, 6 counters' "$TMP/out" &&
-	grep -q '^pmutest info: model=amd version=2 gp=6 fixed=0 width=48' "$TMP/out"; then ok vpmu-guest-detects-amd
-else bad vpmu-guest-detects-amd "rc=$rc"; fi
+	grep -q '^pmutest info: model=amd version=2 gp=6 fixed=0 width=48' "$TMP/out"; then pass vpmu-guest-detects-amd
+else fail vpmu-guest-detects-amd "rc=$rc"; fi
 
 vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters 4 --cmdline "start=/bin/pmutest:info" --timeout 60
 if [ "$rc" = 0 ] && grep -qE '^kvmprof guest: pmu intel v2, 4\+3 counters, 48 bits' "$TMP/out" &&
-	grep -q '^pmutest info: model=intel version=2 gp=4 fixed=3 width=48' "$TMP/out"; then ok vpmu-guest-detects-intel
-else bad vpmu-guest-detects-intel "rc=$rc"; fi
+	grep -q '^pmutest info: model=intel version=2 gp=4 fixed=3 width=48' "$TMP/out"; then pass vpmu-guest-detects-intel
+else fail vpmu-guest-detects-intel "rc=$rc"; fi
 
 # --- the demo programs count their hot loops; their result lines are unchanged --
 vmm "${PMU_BE[@]}" --cpus 2 --timeout 60
 if [ $PMU_HW = 1 ]; then insn='[1-9][0-9]*'; else insn='[0-9]+'; fi
 if [ "$rc" = 0 ] && grep -qxF "$MATMUL_LINE" "$TMP/out" && grep -qxF "$HASH_LINE" "$TMP/out" &&
 	grep -qxE "matmul: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out" &&
-	grep -qxE "hash: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out"; then ok vpmu-guest-demos-count
-else bad vpmu-guest-demos-count "rc=$rc"; fi
+	grep -qxE "hash: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out"; then pass vpmu-guest-demos-count
+else fail vpmu-guest-demos-count "rc=$rc"; fi
 
 # --- system-call arguments ---------------------------------------------------
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "pmutest start=/bin/pmutest:args" --timeout 60
-	if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=on .* failures=0$' "$TMP/out"; then ok "vpmu-guest-args-$model"
-	else bad "vpmu-guest-args-$model" "rc=$rc"; fi
+	if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=on .* failures=0$' "$TMP/out"; then pass "vpmu-guest-args-$model"
+	else fail "vpmu-guest-args-$model" "rc=$rc"; fi
 done
 vmm "${PMU_BE[@]}" --cmdline "start=/bin/pmutest:args" --timeout 60
-if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=off .* failures=0$' "$TMP/out"; then ok vpmu-guest-test-calls-need-pmutest
-else bad vpmu-guest-test-calls-need-pmutest "rc=$rc"; fi
+if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=off .* failures=0$' "$TMP/out"; then pass vpmu-guest-test-calls-need-pmutest
+else fail vpmu-guest-test-calls-need-pmutest "rc=$rc"; fi
 
 # --- exact counts --------------------------------------------------------------
 # The counted region of `pmutest loop N` is exactly 2N+1 user-mode instructions
@@ -89,9 +89,9 @@ if [ $PMU_HW = 1 ]; then
 			i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 			b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
 			if [ "$rc" = 0 ] && pmu_near "$i" "$ei" "$tol" && pmu_near "$b" "$eb" "$tol"; then
-				ok "vpmu-guest-loop-$model-$n"
+				pass "vpmu-guest-loop-$model-$n"
 				echo "    instructions $i (expected $ei), branches $b (expected $eb)"
-			else bad "vpmu-guest-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
+			else fail "vpmu-guest-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
 		done
 	done
 	vmm --cpus 2 --cmdline "start=/bin/pmutest:loop:200000000,/bin/matmul,/bin/hash" --timeout 60
@@ -99,9 +99,9 @@ if [ $PMU_HW = 1 ]; then
 	b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
 	tol=$((1000 + ${ei:-0} / 10000))
 	if [ "$rc" = 0 ] && pmu_near "$i" "$ei" "$tol" && pmu_near "$b" "$eb" "$tol"; then
-		ok vpmu-guest-loop-preempted-and-migrated
+		pass vpmu-guest-loop-preempted-and-migrated
 		echo "    instructions $i (expected $ei), branches $b (expected $eb)"
-	else bad vpmu-guest-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
+	else fail vpmu-guest-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
 else
 	for model in amd intel; do
 		for n in 10000000 1000; do skip "vpmu-guest-loop-$model-$n" "no hardware counters on this host"; done
@@ -122,22 +122,22 @@ for model in amd intel; do
 		vmm --vpmu=$model --vpmu-backend=exact --cmdline "start=/bin/pmutest:loop:$n" --timeout 60
 		i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 		b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
-		if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then ok "vpmu-exact-loop-$model-$n"
-		else bad "vpmu-exact-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
+		if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then pass "vpmu-exact-loop-$model-$n"
+		else fail "vpmu-exact-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
 	done
 done
 vmm --vpmu-backend=exact --cpus 2 --timeout 120 \
 	--cmdline "start=/bin/pmutest:loop:20000000,/bin/matmul:64:20,/bin/hash:65536:100"
 i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
-if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then ok vpmu-exact-loop-preempted-and-migrated
-else bad vpmu-exact-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
+if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then pass vpmu-exact-loop-preempted-and-migrated
+else fail vpmu-exact-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
 for model in amd intel; do
 	vmm --vpmu=$model --vpmu-backend=exact --vpmu-stats --cmdline "start=/bin/pmutest:pmi:1000000:100" --timeout 60
 	p=$(pmu_field pmi pmis) e=$(pmu_field pmi expected) r=$(pmu_field pmi rips_in_loop) o=$(pmu_field pmi overshoot_max)
 	if [ "$rc" = 0 ] && [ -n "$p" ] && [ "$p" = "$e" ] && [ "$o" = 0 ] && [ -n "$r" ] && [ "${r%/*}" = "${r#*/}" ] &&
-		[ "${r%/*}" -gt 0 ]; then ok "vpmu-exact-pmi-$model"
-	else bad "vpmu-exact-pmi-$model" "rc=$rc pmis=$p expected=$e overshoot_max=$o rips_in_loop=$r"; fi
+		[ "${r%/*}" -gt 0 ]; then pass "vpmu-exact-pmi-$model"
+	else fail "vpmu-exact-pmi-$model" "rc=$rc pmis=$p expected=$e overshoot_max=$o rips_in_loop=$r"; fi
 done
 # OS and USR bits: `pmutest portio N` counts user+kernel and user-only around
 # N port writes by the kernel (a 3-instruction loop: out, sub, jne). The
@@ -148,35 +148,35 @@ done
 vmm --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
 i=$(pmu_field portio instructions) u=$(pmu_field portio user_instructions)
 if [ "$rc" = 0 ] && [ "$u" = 15 ] && [ -n "$i" ] && [ $((i - u)) -ge 6000 ] && [ $((i - u)) -lt 11000 ]; then
-	ok vpmu-exact-user-and-kernel
+	pass vpmu-exact-user-and-kernel
 	echo "    2000 port writes: $i instructions user+kernel, $u user"
-else bad vpmu-exact-user-and-kernel "rc=$rc instructions=$i user_instructions=$u (want 15 user, 6000..10999 kernel)"; fi
+else fail vpmu-exact-user-and-kernel "rc=$rc instructions=$i user_instructions=$u (want 15 user, 6000..10999 kernel)"; fi
 # Counting must not change what the programs compute.
 vmm --vpmu=off --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout 60
 grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/plain"
 vmm --vpmu-backend=exact --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout 60
 grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/exact"
 if [ "$rc" = 0 ] && [ "$(wc -l <"$TMP/exact")" = 2 ] && cmp -s "$TMP/plain" "$TMP/exact" &&
-	grep -qxE 'matmul: instructions=38199020 cycles=[1-9][0-9]*' "$TMP/out"; then ok vpmu-exact-demos-unchanged
-else bad vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
+	grep -qxE 'matmul: instructions=38199020 cycles=[1-9][0-9]*' "$TMP/out"; then pass vpmu-exact-demos-unchanged
+else fail vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
 # RDTSC in ring 3, which the VMM does in place: `pmutest tsc N` is 3N+1 and N.
 vmm --vpmu-backend=exact --cmdline "start=/bin/pmutest:tsc:1000" --timeout 60
 i=$(pmu_field tsc instructions) ei=$(pmu_field tsc expected_instructions)
 b=$(pmu_field tsc branches) eb=$(pmu_field tsc expected_branches)
-if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then ok vpmu-exact-rdtsc-in-ring-3
-else bad vpmu-exact-rdtsc-in-ring-3 "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
+if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then pass vpmu-exact-rdtsc-in-ring-3
+else fail vpmu-exact-rdtsc-in-ring-3 "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
 # Domain-switch mode counts the same guest instructions (the exact backend
 # does not count the VMM's own), and a filtered event reads 0 while the
 # branches beside it stay exact.
 vmm --vpmu-backend=exact --vpmu-mode=domain-switch --cmdline "start=/bin/pmutest:loop:1000" --timeout 60
 i=$(pmu_field loop instructions) b=$(pmu_field loop branches)
-if [ "$rc" = 0 ] && [ "$i" = 2001 ] && [ "$b" = 1000 ]; then ok vpmu-exact-domain-switch
-else bad vpmu-exact-domain-switch "rc=$rc instructions=$i branches=$b (want 2001 and 1000)"; fi
+if [ "$rc" = 0 ] && [ "$i" = 2001 ] && [ "$b" = 1000 ]; then pass vpmu-exact-domain-switch
+else fail vpmu-exact-domain-switch "rc=$rc instructions=$i branches=$b (want 2001 and 1000)"; fi
 printf 'action deny\nevent 0xc0 0x00\n' >"$TMP/deny-insns.filter"
 vmm --vpmu=amd --vpmu-backend=exact --vpmu-filter "$TMP/deny-insns.filter" --cmdline "start=/bin/pmutest:loop:1000" --timeout 60
 i=$(pmu_field loop instructions) b=$(pmu_field loop branches)
-if [ "$rc" = 0 ] && [ "$i" = 0 ] && [ "$b" = 1000 ]; then ok vpmu-exact-filter
-else bad vpmu-exact-filter "rc=$rc instructions=$i branches=$b (want 0: denied, and 1000)"; fi
+if [ "$rc" = 0 ] && [ "$i" = 0 ] && [ "$b" = 1000 ]; then pass vpmu-exact-filter
+else fail vpmu-exact-filter "rc=$rc instructions=$i branches=$b (want 0: denied, and 1000)"; fi
 # A reprogramming storm: counter 0 switched on and off 1000 times, a few
 # user instructions apart (pmutest toggle): every on-off pair counts the
 # same user code, so 1000 pairs count exactly 1000 times what one does.
@@ -186,22 +186,22 @@ for model in amd intel; do
 	vmm --vpmu=$model --vpmu-backend=exact --cpus 2 --cmdline "pmutest start=/bin/pmutest:toggle:1000,/bin/hash:100" --timeout 60
 	many=$(pmu_field toggle instructions)
 	if [ "$one_rc" = 0 ] && [ "$rc" = 0 ] && [ "${one:-0}" -gt 0 ] && [ "$many" = $((one * 1000)) ]; then
-		ok "vpmu-exact-toggle-storm-$model"
-	else bad "vpmu-exact-toggle-storm-$model" "rc=$one_rc/$rc: 1 toggle counts $one, 1000 count $many (want 1000 times)"; fi
+		pass "vpmu-exact-toggle-storm-$model"
+	else fail "vpmu-exact-toggle-storm-$model" "rc=$one_rc/$rc: 1 toggle counts $one, 1000 count $many (want 1000 times)"; fi
 done
 # A hostile guest: garbage into every PMU MSR around an exactly counted loop, on 2 vCPUs.
 vmm --vpmu-backend=exact --cpus 2 --timeout 60 \
 	--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
 i=$(pmu_field loop instructions)
 if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && [ "$i" = 2000001 ]; then
-	ok vpmu-exact-fuzz
-else bad vpmu-exact-fuzz "rc=$rc loop instructions=$i (want 2000001)"; fi
+	pass vpmu-exact-fuzz
+else fail vpmu-exact-fuzz "rc=$rc loop instructions=$i (want 2000001)"; fi
 
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "start=/bin/pmutest:cycles" --timeout 60
 	c=$(pmu_field cycles cycles)
-	if [ "$rc" = 0 ] && [ "${c:-0}" -gt 0 ]; then ok "vpmu-guest-cycles-$model"
-	else bad "vpmu-guest-cycles-$model" "rc=$rc cycles=$c"; fi
+	if [ "$rc" = 0 ] && [ "${c:-0}" -gt 0 ]; then pass "vpmu-guest-cycles-$model"
+	else fail "vpmu-guest-cycles-$model" "rc=$rc cycles=$c"; fi
 done
 
 # --- sampling: PMIs as NMIs, re-armed by the guest ------------------------------
@@ -218,9 +218,9 @@ for model in amd intel; do
 	if [ $PMU_HW = 1 ]; then pmu_near "$p" "$e" 1; else [ -n "$p" ] && [ "$p" -ge $((${e:-0} / 2)) ] && [ "$p" -le $((${e:-0} + 1)) ]; fi
 	pmi_ok=$?
 	if [ "$rc" = 0 ] && [ "$pmi_ok" = 0 ] && [ -n "$r" ] && [ "${r%/*}" -gt 0 ] && [ $((${r#*/} - ${r%/*})) -le 1 ]; then
-		ok "vpmu-guest-pmi-$model"
+		pass "vpmu-guest-pmi-$model"
 		echo "    $(grep '^pmutest pmi:' "$TMP/out")"
-	else bad "vpmu-guest-pmi-$model" "rc=$rc pmis=$p expected=$e rips_in_loop=$r"; fi
+	else fail "vpmu-guest-pmi-$model" "rc=$rc pmis=$p expected=$e rips_in_loop=$r"; fi
 done
 
 # --- event filter: a denied event reads 0 --------------------------------------
@@ -230,15 +230,15 @@ vmm "${PMU_BE[@]}" --vpmu=amd --vpmu-filter "$TMP/deny.filter" --cmdline "start=
 denied=$(pmu_field event count) denied_rc=$rc
 vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:event:$ev:0" --timeout 60
 allowed=$(pmu_field event count)
-if [ "$denied_rc" = 0 ] && [ "$rc" = 0 ] && [ "$denied" = 0 ] && [ "${allowed:-0}" -gt 0 ]; then ok vpmu-guest-filter-denied-event-reads-0
-else bad vpmu-guest-filter-denied-event-reads-0 "event $ev: denied count=$denied, allowed count=$allowed"; fi
+if [ "$denied_rc" = 0 ] && [ "$rc" = 0 ] && [ "$denied" = 0 ] && [ "${allowed:-0}" -gt 0 ]; then pass vpmu-guest-filter-denied-event-reads-0
+else fail vpmu-guest-filter-denied-event-reads-0 "event $ev: denied count=$denied, allowed count=$allowed"; fi
 
 # Intel: an allow list without a `fixed` line denies the fixed counters.
 printf 'action allow\nevent 0x3c 0x00\n' >"$TMP/allow.filter"
 vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-filter "$TMP/allow.filter" --cmdline "start=/bin/pmutest:event:0x3c:0,/bin/pmutest:cycles" --timeout 60
 gpc=$(pmu_field event count) fixedc=$(pmu_field cycles cycles)
-if [ "${gpc:-0}" -gt 0 ] && [ "$fixedc" = 0 ]; then ok vpmu-guest-filter-intel-fixed-bitmap
-else bad vpmu-guest-filter-intel-fixed-bitmap "cycles on a GP counter=$gpc (want > 0), on fixed counter 1=$fixedc (want 0)"; fi
+if [ "${gpc:-0}" -gt 0 ] && [ "$fixedc" = 0 ]; then pass vpmu-guest-filter-intel-fixed-bitmap
+else fail vpmu-guest-filter-intel-fixed-bitmap "cycles on a GP counter=$gpc (want > 0), on fixed counter 1=$fixedc (want 0)"; fi
 
 # --- domain switch counts the VMM's work for the guest -------------------------
 if [ $PMU_HW = 1 ]; then
@@ -247,9 +247,9 @@ if [ $PMU_HW = 1 ]; then
 	vmm --vpmu-mode=domain-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
 	dom=$(pmu_field portio instructions)
 	if [ "$cpu_rc" = 0 ] && [ "$rc" = 0 ] && [ -n "$cpu" ] && [ -n "$dom" ] && [ "$dom" -gt "$cpu" ]; then
-		ok vpmu-guest-portio-domain-switch-counts-more
+		pass vpmu-guest-portio-domain-switch-counts-more
 		echo "    2000 port writes: cpu-switch $cpu instructions, domain-switch $dom"
-	else bad vpmu-guest-portio-domain-switch-counts-more "cpu-switch=$cpu domain-switch=$dom"; fi
+	else fail vpmu-guest-portio-domain-switch-counts-more "cpu-switch=$cpu domain-switch=$dom"; fi
 else
 	# Run time cannot tell them apart: the VMM spends ~0.3 us of user time per
 	# port exit, within the noise of the emulated guest kernel around it; and
@@ -262,12 +262,12 @@ for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --cpus 2 --timeout 60 \
 		--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
 	if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && grep -q '^pmutest loop:' "$TMP/out" &&
-		! grep -q 'kernel panic' "$TMP/out"; then ok "vpmu-guest-fuzz-$model"
-	else bad "vpmu-guest-fuzz-$model" "rc=$rc"; fi
+		! grep -q 'kernel panic' "$TMP/out"; then pass "vpmu-guest-fuzz-$model"
+	else fail "vpmu-guest-fuzz-$model" "rc=$rc"; fi
 done
 
 for n in 8 4; do
 	vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters $n --cmdline "pmutest start=/bin/pmutest:gp" --timeout 60
-	if [ "$rc" = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then ok "vpmu-guest-gp-intel-$n"
-	else bad "vpmu-guest-gp-intel-$n" "rc=$rc: $(grep -m3 'FAIL' "$TMP/out" | tr '\n' ' ')"; fi
+	if [ "$rc" = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then pass "vpmu-guest-gp-intel-$n"
+	else fail "vpmu-guest-gp-intel-$n" "rc=$rc: $(grep -m3 'FAIL' "$TMP/out" | tr '\n' ' ')"; fi
 done

@@ -7,9 +7,11 @@
 # largest input). Prints per target its executions, their rate, the corpus
 # size and whether it crashed; a crash, leak or timeout leaves its input in
 # $BUILD/fuzz/artifacts/TARGET/ and fails the run. --smoke prints PASS/FAIL
-# lines for make test.
+# lines for make test (tests/lib/harness.sh).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
 BUILD=${BUILD:-build}
 SECONDS_EACH=${FUZZ_SECONDS:-180}
 smoke=0
@@ -26,7 +28,7 @@ for t in "$@"; do
 		[ -d "$d" ] && find "$d" -maxdepth 1 -type f -exec cp -f {} "$work/" \;
 	done
 	if [ ! -x "$bin" ]; then
-		echo "FAIL fuzz-$t: $bin not built"
+		fail "fuzz-$t" "$bin not built"
 		failed=1
 		continue
 	fi
@@ -51,13 +53,13 @@ for t in "$@"; do
 		crash=$(ls -t "$art" 2>/dev/null | head -n 1)
 		failed=1
 		if [ $smoke = 1 ]; then
-			echo "FAIL fuzz-$t: ${what:-exit $rc} (input: $art/$crash; log: $log)"
+			fail "fuzz-$t" "${what:-exit $rc} (input: $art/$crash; log: $log)"
 		else
 			printf '%-16s %14s %10s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$files" \
 				"CRASH ${what:-exit $rc}: $art/$crash"
 		fi
 	elif [ $smoke = 1 ]; then
-		echo "PASS fuzz-$t (${execs:-?} executions in ${SECONDS_EACH} s, corpus $files)"
+		pass "fuzz-$t (${execs:-?} executions in ${SECONDS_EACH} s, corpus $files)"
 	else
 		printf '%-16s %14s %10s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$files" "0 crashes"
 	fi

@@ -31,8 +31,9 @@
 #   KVMPROF ($BUILD/kvmprof-static: system-wide profiling of L2 from L1 in
 #   the agent case; skipped without it), SYSPROF_SECS (its --duration, 3),
 #   SYSPROF_MS (CPU time of the workload it profiles, 8000).
-# Prints one PASS/FAIL line per case and "N passed, N failed"; the full L1
-# log is $BUILD/nested/l1.log.
+# Prints one PASS/FAIL/SKIP line per case and "N passed, N failed, N skipped"
+# (tests/lib/harness.sh); the full L1 log is $BUILD/nested/l1.log. The
+# helper programs are built by make (make test-nested).
 set -u
 
 ME=nested
@@ -63,10 +64,12 @@ for a in "$@"; do
 done
 [ "$L1_ONLY" = 1 ] && CASES=
 
-die() { echo "$ME: error: $*" >&2; exit 1; }
-
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../.." && pwd)
+# shellcheck source=tests/lib/harness.sh
+. "$TOP/tests/lib/harness.sh"
+# A missing prerequisite or a failed setup step ends the run as one counted FAIL.
+die() { fail nested-setup "$*"; exit 1; }
 cd "$TOP" || die "cannot cd to $TOP"
 OUT=$BUILD/nested
 mkdir -p "$OUT" || die "cannot create $OUT"
@@ -76,7 +79,6 @@ QEMU=${QEMU:-qemu-system-x86_64}
 command -v "$QEMU" >/dev/null 2>&1 || die "$QEMU not found (apt-get install qemu-system-x86, or make deps)"
 command -v cpio >/dev/null 2>&1 || die "cpio not found (apt-get install cpio)"
 command -v timeout >/dev/null 2>&1 || die "timeout not found (coreutils)"
-command -v gcc >/dev/null 2>&1 || die "gcc not found (needed for the static helpers l2-exit and kvm-check)"
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 [ -x "$BUSYBOX" ] || die "busybox not found at $BUSYBOX (apt-get install busybox-static)"
 readelf -l "$BUSYBOX" 2>/dev/null | grep -q 'INTERP' &&
@@ -130,31 +132,11 @@ if [ "$L2_FLAVOUR" != cloud-amd64 ]; then
 	L2DEB=$BUILD/debian-$L2_FLAVOUR
 fi
 
-# --- static helpers -------------------------------------------------------------
-for p in l2-exit kvm-check; do
-	if [ ! -x "$OUT/$p" ] || [ "$SRC/$p.c" -nt "$OUT/$p" ] ||
-	   [ "$TOP/include/kvmprof/platform.h" -nt "$OUT/$p" ]; then
-		gcc -static -O2 -Wall -Wextra -Werror -I"$TOP/include" -o "$OUT/$p" "$SRC/$p.c" ||
-			die "cannot build static $p (need libc6-dev with libc.a)"
-	fi
+# --- helpers, built by make (tests/nested/nested.mk) -------------------------------
+# l2-exit and kvm-check (static), and for the agent case hotloop (static) and agent-check.
+for p in l2-exit kvm-check $([ "$AGENT_CASE" = 1 ] && echo hotloop agent-check); do
+	[ -x "$OUT/$p" ] || die "$OUT/$p not built (make $OUT/$p; make test-nested builds it)"
 done
-if [ "$AGENT_CASE" = 1 ]; then
-	# The workload: static with frame pointers and its symbol table, so the
-	# agent in L2 can name hotloop_spin and walk its callers.
-	if [ ! -x "$OUT/hotloop" ] || [ "$SRC/hotloop.c" -nt "$OUT/hotloop" ]; then
-		gcc -static -O2 -fno-omit-frame-pointer -std=c17 -Wall -Wextra -Werror \
-			-o "$OUT/hotloop" "$SRC/hotloop.c" || die "cannot build static hotloop"
-	fi
-	# The host-side check of the exported stream, through the project's
-	# checked reader (lib/sample_file.c).
-	if [ ! -x "$OUT/agent-check" ] || [ "$SRC/agent-check.c" -nt "$OUT/agent-check" ] ||
-	   [ "$TOP/lib/sample_file.c" -nt "$OUT/agent-check" ] || [ "$TOP/lib/sample_file.h" -nt "$OUT/agent-check" ] ||
-	   [ "$TOP/include/kvmprof/sample_format.h" -nt "$OUT/agent-check" ]; then
-		gcc -O2 -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$TOP/include" -I"$TOP/lib" \
-			-o "$OUT/agent-check" "$SRC/agent-check.c" "$TOP/lib/sample_file.c" -lz ||
-			die "cannot build agent-check (need zlib1g-dev)"
-	fi
-fi
 
 # --- L2 initramfs ---------------------------------------------------------------
 # /init: mount, print the marker through the tty and through /dev/kmsg (a
@@ -463,10 +445,8 @@ spm=$(grep -m1 -o 'KVMPROF-L1-SYSPROF-COPY ok bytes=[0-9]*' "$CLEAN" | sed 's/.*
 if [ -n "$spm" ] && [ "$spm" -gt 0 ] && [ -f "$CHANNEL" ] && [ "$(wc -c < "$CHANNEL")" -ge "$spm" ]; then
 	tail -c "$spm" "$CHANNEL" > "$SYSPROF_DATA" && truncate -s -"$spm" "$CHANNEL"
 fi
-pass=0 fail=0 skip=0
 result() { # name ok detail
-	if [ "$2" = 1 ]; then pass=$((pass + 1)); echo "PASS $1: $3"
-	else fail=$((fail + 1)); echo "FAIL $1: $3"; fi
+	if [ "$2" = 1 ]; then pass "$1: $3"; else fail "$1" "$3"; fi
 }
 # The lines of FILE from the first one matching BEGIN to the next matching END.
 between() { # begin-regex end-regex file
@@ -657,20 +637,20 @@ for c in $CASES; do
 done
 if [ -n "$AGENT_SKIP" ]; then
 	for n in l2-agent-fallback l2-agent-report-top-symbol l2-agent-export; do
-		skip=$((skip + 1)); echo "SKIP $n: $AGENT_SKIP"
+		skip "$n" "$AGENT_SKIP"
 	done
 fi
 if [ -n "$AGENT_SKIP$SYSPROF_SKIP" ] && [ "$L1_ONLY" = 0 ]; then
 	for n in l2-sysprof-record l2-sysprof-guest-kernel-symbols l2-sysprof-process l2-sysprof-hot-symbol; do
-		skip=$((skip + 1)); echo "SKIP $n: ${SYSPROF_SKIP:-$AGENT_SKIP}"
+		skip "$n" "${SYSPROF_SKIP:-$AGENT_SKIP}"
 	done
 fi
 if grep -q 'KVMPROF-L1-DONE' "$CLEAN"; then :; else
 	echo "$ME: note: L1 did not finish (QEMU status $qrc$([ "$qrc" = 124 ] && echo ", timed out after ${QEMU_TIMEOUT}s"))"
-	[ "$qrc" = 124 ] && fail=$((fail + 1)) && echo "FAIL l1-timeout: QEMU killed after ${QEMU_TIMEOUT}s"
+	[ "$qrc" = 124 ] && fail l1-timeout "QEMU killed after ${QEMU_TIMEOUT}s"
 fi
 echo "$ME: wall time ${secs}s; L1 log: $LOG"
-if [ "$fail" -gt 0 ]; then
+if [ "$harness_failed" -gt 0 ]; then
 	for c in $CASES; do
 		[ -s "$OUT/l2-$c.log" ] || continue
 		grep -q "KVMPROF-L2-OK cpus=$CPUS .*" "$OUT/l2-$c.log" &&
@@ -682,5 +662,4 @@ if [ "$fail" -gt 0 ]; then
 	tail -n 25 "$CLEAN"
 	echo "----"
 fi
-echo "$pass passed, $fail failed$([ "$skip" -gt 0 ] && echo ", $skip skipped")"
-[ "$fail" = 0 ]
+harness_summary

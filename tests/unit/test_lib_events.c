@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* kvmprof-agent's event parser: generic and libpfm4 names, OProfile's syntax, periods, errors, suggestions. */
+/*
+ * The event parser both profilers share (lib/events.c): generic and libpfm4
+ * names, OProfile's syntax, periods, errors, suggestions.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,5 +212,5 @@ int main(void)
 		cmocka_unit_test(test_distance), cmocka_unit_test(test_cpu_clock),
 	};
 
-	return cmocka_run_group_tests_name("agent_events", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("lib_events", tests, NULL, NULL);
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* kvmprof-agent's /proc readers: maps lines, CPU lists, kallsyms, and the real files of this process. */
+/*
+ * The /proc readers both profilers share (lib/procfs.c): maps lines, CPU
+ * lists, kallsyms, and the real files of this process.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -213,5 +216,5 @@ int main(void)
 		cmocka_unit_test(test_this_process),    cmocka_unit_test(test_build_id),
 	};
 
-	return cmocka_run_group_tests_name("agent_procfs", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("lib_procfs", tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * kvmprof-agent's perf-record conversion: synthetic perf records in,
- * kvmprof records out through the real writer and the checked reader.
+ * The perf-record conversion both profilers share (lib/convert.c):
+ * synthetic perf records in, kvmprof records out through the real writer
+ * and the checked reader.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -32,7 +33,7 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
-	snprintf(f->path, sizeof(f->path), "/tmp/test_agent_convert.XXXXXX");
+	snprintf(f->path, sizeof(f->path), "/tmp/test_lib_convert.XXXXXX");
 	f->fd = mkstemp(f->path);
 	assert_true(f->fd >= 0);
 	assert_int_equal(kp_writer_open(&f->w, f->fd, KP_SOURCE_LINUX_AGENT), 0);
@@ -313,5 +314,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_side_band, setup, teardown),
 	};
 
-	return cmocka_run_group_tests_name("agent_convert", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("lib_convert", tests, NULL, NULL);
 }

@@ -8,8 +8,8 @@
  * fails the sample-file checks is skipped (counted), never copied, so a bad
  * ring can never make the output file unreadable.
  */
-#ifndef HOST_GUEST_RING_H
-#define HOST_GUEST_RING_H
+#ifndef HOST_GUEST_RING_READER_H
+#define HOST_GUEST_RING_READER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "guest_ring.h"
+#include "guest_ring_reader.h"
 
 #include <errno.h>
 #include <stdio.h>
