@@ -6,13 +6,7 @@ AGENT_SRCS := $(wildcard guest-agent/*.c)
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/%.o)
 AGENT_ASAN_OBJS := $(AGENT_SRCS:%.c=$(BUILD)/asan/%.o)
 
-$(BUILD)/guest-agent/%.o: guest-agent/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -Iguest-agent -c $< -o $@
-
-$(BUILD)/asan/guest-agent/%.o: guest-agent/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -Iguest-agent -c $< -o $@
+$(eval $(call plain_and_asan,$(BUILD)/guest-agent/%.o,guest-agent/%.c,$$(LIB_CFLAGS) -Iguest-agent -c $$< -o $$@))
 
 $(AGENT_OBJS) $(AGENT_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
 
@@ -22,7 +16,8 @@ AGENT_LIBS := -lbpf $(LIB_LIBS)
 
 # The link warns that libdw's debuginfod client calls dlopen: in the static
 # agent that dlopen simply fails, so debuginfod is never used; symbols come
-# from the files on disk (or under --guest-root) only.
+# from the files on disk (or under --guest-root) only. The plain agent is
+# static and the ASan one dynamic, so the two links are written out.
 $(BUILD)/kvmprof-agent: $(AGENT_OBJS) $(LIB_A)
 	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(AGENT_LIBS) -lpthread
 

@@ -8,21 +8,11 @@ HOSTPROF_ASAN_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/asan/%.o)
 HOSTPROF_CFLAGS := $(LIB_CFLAGS) -Ihost-profiler $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
 HOSTPROF_LIBS := $(LIB_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lpthread
 
-$(BUILD)/host-profiler/%.o: host-profiler/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(HOSTPROF_CFLAGS) -c $< -o $@
-
-$(BUILD)/asan/host-profiler/%.o: host-profiler/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(HOSTPROF_CFLAGS) -c $< -o $@
+$(eval $(call plain_and_asan,$(BUILD)/host-profiler/%.o,host-profiler/%.c,$$(HOSTPROF_CFLAGS) -c $$< -o $$@))
 
 $(HOSTPROF_OBJS) $(HOSTPROF_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
 
-$(BUILD)/kvmprof: $(HOSTPROF_OBJS) $(LIB_A)
-	$(CC) $(HOST_CFLAGS) -o $@ $^ $(HOSTPROF_LIBS)
-
-$(BUILD)/asan/kvmprof: $(HOSTPROF_ASAN_OBJS) $(LIB_ASAN_A)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(HOSTPROF_LIBS)
+$(eval $(call plain_and_asan,$(BUILD)/kvmprof,$(HOSTPROF_OBJS) $(LIB_A),-o $$@ $$^ $$(HOSTPROF_LIBS)))
 
 -include $(HOSTPROF_OBJS:.o=.d) $(HOSTPROF_ASAN_OBJS:.o=.d)
 

@@ -27,13 +27,7 @@ $(BUILD)/asan/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
 
 $(LIB_OBJS) $(LIB_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
 
-$(BUILD)/lib/%.o: lib/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -c $< -o $@
-
-$(BUILD)/asan/lib/%.o: lib/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(LIB_CFLAGS) -c $< -o $@
+$(eval $(call plain_and_asan,$(BUILD)/lib/%.o,lib/%.c,$$(LIB_CFLAGS) -c $$< -o $$@))
 
 $(LIB_A): $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^

@@ -11,12 +11,6 @@ VPMU_CFLAGS := -Ivpmu -Ilib
 # libpfm4 resolves event names (filter files); linked statically into the static VMM too.
 VPMU_LIBS := -lpfm
 
-$(BUILD)/vpmu/%.o: vpmu/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(VPMU_CFLAGS) -c $< -o $@
-
-$(BUILD)/asan/vpmu/%.o: vpmu/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VPMU_CFLAGS) -c $< -o $@
+$(eval $(call plain_and_asan,$(BUILD)/vpmu/%.o,vpmu/%.c,$$(VPMU_CFLAGS) -c $$< -o $$@))
 
 -include $(VPMU_OBJS:.o=.d) $(VPMU_ASAN_OBJS:.o=.d)
