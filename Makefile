@@ -34,6 +34,7 @@ all:
 
 include lib/lib.mk
 include vpmu/vpmu.mk
+include vmi/vmi.mk
 include vmm/vmm.mk
 include guest/guest.mk
 include guest-agent/agent.mk
