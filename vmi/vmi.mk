@@ -3,9 +3,9 @@
 # stack walker, the bundled guest's descriptor reader, the Linux task-layout
 # reader and process attribution. No KVM: the VMM links it (over its own
 # guest RAM), so do the unit tests and the fuzz harness, and so can the host
-# profiler. Built plain and with ASan + UBSan. It uses lib/task_layout.h;
-# task_layout.o itself comes from the linker's other side (libkvmprof or the
-# VMM's own copy), not from this archive.
+# profiler. Built plain and with ASan + UBSan. It uses lib/task_layout.h but
+# leaves task_layout.o out of the archive: the host profiler has it in
+# libkvmprof.a, and the VMM links its own copy.
 
 VMI_SRCS := $(wildcard vmi/*.c)
 VMI_OBJS := $(VMI_SRCS:%.c=$(BUILD)/%.o)
