@@ -53,6 +53,7 @@ all:
 
 include lib/lib.mk
 include vpmu/vpmu.mk
+include vmi/vmi.mk
 include vmm/vmm.mk
 include guest/guest.mk
 include guest-agent/agent.mk

@@ -1,6 +1,7 @@
 # Unit tests (cmocka), the end-to-end tests, and the `make test` runner.
 
-VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_guest_walk test_guest_desc test_emu
+VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_vmi_mem test_vmi_walk test_vmi_desc test_vmi_procs \
+                  test_emu
 UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
@@ -33,13 +34,13 @@ $(eval $(call plain_and_asan,$(AGENT_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/te
 VMM_PURE_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/%.o)
 VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)
 
-$(VMM_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(VMM_PURE_OBJS)
+$(VMM_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(VMM_PURE_OBJS) $(VMI_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
+	$(CC) $(HOST_CFLAGS) -Ivmm $(VMI_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
 
-$(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(VMM_PURE_ASAN_OBJS)
+$(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(VMM_PURE_ASAN_OBJS) $(VMI_ASAN_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivmm $(VMI_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
 
 # The vCPU exit dispatch with the port devices that stop a guest; the test
 # stands in for the vPMU and debug-exit hooks, which need a live vCPU.

@@ -41,7 +41,7 @@ struct emu {
 	uc_engine *uc;
 	uc_hook block_hook, mem_hook, precise_hook;
 	struct emu_decoder *dec;
-	const struct guest_mem *mem;
+	struct vmi_mem mem; /* guest RAM, mapped in this process: Unicorn runs on it directly */
 	bool smp;
 
 	/* The context the current mappings were made for. */
@@ -324,9 +324,9 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 	struct guest_translation t;
 	void *host;
 
-	if (guest_walk_touch(e->mem, &e->pg, va, write, &t))
+	if (guest_walk_touch(&e->mem, &e->pg, va, write, &t))
 		return -EFAULT;
-	host = guest_mem_ptr(e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
+	host = vmi_mem_ptr(&e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
 	if (!host || !remember_page(e, va, t.user && (!write || t.writable)))
 		return -EFAULT;
 	if (uc_mem_map_ptr(e->uc, va, PAGE_SIZE, uc_perms(e, &t, write), host) != UC_ERR_OK) {
@@ -350,7 +350,7 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	(void)value;
 	if (e->hook != HOOK_NONE)
 		return false;
-	if (guest_walk_translate(e->mem, &e->pg, va, &t) || !access_allowed(e, &t, type)) {
+	if (guest_walk_translate(&e->mem, &e->pg, va, &t) || !access_allowed(e, &t, type)) {
 		e->hook = HOOK_FAULT;
 		return false;
 	}
@@ -501,7 +501,7 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 
 	if (!e)
 		return -ENOMEM;
-	e->mem = mem;
+	e->mem = guest_mem_vmi(mem);
 	e->smp = smp;
 	ue = uc_open(UC_ARCH_X86, UC_MODE_64, &e->uc);
 	if (ue != UC_ERR_OK) {
@@ -665,7 +665,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			struct guest_translation t;
 
 			/* The first write to a page the guest lets us write: dirty bit, then writable. */
-			if (guest_walk_touch(e->mem, &e->pg, e->protect_page, true, &t) ||
+			if (guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t) ||
 			    uc_mem_protect(e->uc, e->protect_page, PAGE_SIZE, uc_perms(e, &t, true)) != UC_ERR_OK) {
 				why = EMU_HB_FAULT;
 				break;

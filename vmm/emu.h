@@ -12,7 +12,7 @@
  *   KVM_GET_FPU has it) and leaves the same structures updated, so that KVM
  *   resumes exactly where the engine stopped, at an instruction boundary.
  * - Memory: the emulator runs flat; every guest-virtual page it touches is
- *   translated by the VMM's page walker (guest_walk.h) under the run's CR3,
+ *   translated by the page walker (vmi/guest_walk.h) under the run's CR3,
  *   checked against the guest's present, user/supervisor, write and NX bits
  *   (and SMEP/SMAP, CR0.WP in ring 0), its accessed bit set (and its dirty bit
  *   on the first write), and mapped onto the guest RAM itself: no copy.

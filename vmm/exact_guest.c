@@ -3,7 +3,7 @@
  * What the VMM does in the guest's place for the exact backend
  * (vcpu_exact.h): reading the guest's IDT and GDT, IRETQ back to ring 3,
  * the guest kernel's PMU MSR accesses, RDTSC(P), and the interrupt frames
- * a KVM step leaves. Every guest address goes through the page walker.
+ * a KVM step leaves. Every guest address goes through vmi's page walker.
  */
 #include "exact_guest.h"
 
@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "../vpmu/backend_exact.h"
+#include "guest_idt.h"
 #include "vm.h"
 
 #define MSR_IA32_TSC 0x10u
@@ -23,17 +24,22 @@ int exact_paging(const struct emu_state *st, struct guest_paging *pg)
 	return guest_paging_init(pg, st->sregs.cr0, st->sregs.cr3, st->sregs.cr4, st->sregs.efer);
 }
 
-/* The handler of IDT vector vec (a 64-bit gate), or 0. Read through the VMM's page walker. */
+int exact_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, void *buf, uint64_t len)
+{
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
+
+	return guest_read_virt(&ram, pg, gva, buf, len);
+}
+
+/* The handler of IDT vector vec (a 64-bit gate), or 0. */
 uint64_t exact_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
 {
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 	struct guest_paging pg;
-	uint8_t g[16];
 
-	if (vec > 255 || st->sregs.idt.limit < vec * 16 + 15 || exact_paging(st, &pg) ||
-	    guest_read_virt(&vcpu->vm->mem, &pg, st->sregs.idt.base + vec * 16, g, 16) || !(g[5] & 0x80))
+	if (exact_paging(st, &pg))
 		return 0;
-	return (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 | (uint64_t)g[7] << 24 |
-	       (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 | (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
+	return guest_idt_handler(&ram, &pg, st->sregs.idt.base, st->sregs.idt.limit, vec);
 }
 
 /* Vectors whose frame has an error code below RIP. */
@@ -52,10 +58,11 @@ bool exact_pushes_error_code(int vec)
  */
 void exact_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags)
 {
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 	struct guest_translation t;
 	uint64_t *rflags;
 
-	if (gva % 8 || guest_walk_translate(&vcpu->vm->mem, pg, gva, &t))
+	if (gva % 8 || guest_walk_translate(&ram, pg, gva, &t))
 		return;
 	rflags = guest_mem_ptr(&vcpu->vm->mem, t.gpa, 8);
 	if (rflags)
@@ -69,7 +76,7 @@ static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const str
 	uint64_t d;
 
 	if ((sel & 4) || sel < 8 || st->sregs.gdt.limit < (sel & ~7u) + 7u ||
-	    guest_read_virt(&vcpu->vm->mem, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
+	    exact_read_virt(vcpu, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
 		return false;
 	*out = (struct kvm_segment){
 		.base = ((d >> 16) & 0xffffff) | ((d >> 32) & 0xff000000),
@@ -101,7 +108,7 @@ bool exact_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct gu
 	struct kvm_vcpu_events ev;
 	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
 
-	if (guest_read_virt(&vcpu->vm->mem, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
+	if (exact_read_virt(vcpu, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
 	    !gdt_segment(vcpu, st, pg, (uint16_t)f[1], &cs) || !gdt_segment(vcpu, st, pg, (uint16_t)f[4], &ss) ||
 	    !cs.s || !(cs.type & 8) || !cs.l || cs.dpl != 3 || !ss.s || (ss.type & 0xa) != 2 || ss.dpl != 3)
 		return false;
@@ -139,7 +146,7 @@ bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
 	int rc;
 
 	if (st->sregs.cs.dpl != 0 || exact_paging(st, &pg) ||
-	    guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
+	    exact_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
 	    !vpmu_msr_owned(&vcpu->vm->pmu.cfg, msr))
 		return false;
 	if (b[1] == 0x30) {
@@ -176,11 +183,11 @@ bool exact_rdtsc(struct vcpu *vcpu, struct emu_state *st)
 	uint8_t b[3];
 	unsigned int len;
 
-	if (exact_paging(st, &pg) || guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
+	if (exact_paging(st, &pg) || exact_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
 		return false;
 	if (b[1] == 0x31)
 		len = 2; /* RDTSC */
-	else if (b[1] == 0x01 && !guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
+	else if (b[1] == 0x01 && !exact_read_virt(vcpu, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
 		len = 3; /* RDTSCP */
 	else
 		return false;
@@ -203,5 +210,5 @@ bool exact_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct 
 	uint8_t b[2];
 
 	/* REX.W IRET (48 cf), the only IRET a 64-bit kernel returns to user mode with. */
-	return !guest_read_virt(&vcpu->vm->mem, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
+	return !exact_read_virt(vcpu, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
 }

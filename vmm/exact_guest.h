@@ -17,6 +17,9 @@ struct vcpu;
 /* The paging a state's control registers describe; -EINVAL outside long mode. */
 int exact_paging(const struct emu_state *st, struct guest_paging *pg);
 
+/* guest_read_virt of this vCPU's guest RAM. */
+int exact_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, void *buf, uint64_t len);
+
 /* The handler address of IDT vector vec (a 64-bit gate), or 0. */
 uint64_t exact_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec);
 

@@ -27,19 +27,16 @@ void guest_mem_free(struct guest_mem *mem)
 
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 {
-	if (gpa > mem->size || len > mem->size - gpa)
-		return NULL;
-	return mem->host + gpa;
+	const struct vmi_mem ram = guest_mem_vmi(mem);
+
+	return vmi_mem_ptr(&ram, gpa, len);
 }
 
 int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, uint64_t len)
 {
-	const void *src = guest_mem_ptr(mem, gpa, len);
+	const struct vmi_mem ram = guest_mem_vmi(mem);
 
-	if (!src)
-		return -EFAULT;
-	memcpy(dst, src, len);
-	return 0;
+	return vmi_mem_read(&ram, gpa, dst, len);
 }
 
 int guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src, uint64_t len)

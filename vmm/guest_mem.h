@@ -5,15 +5,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmi_mem.h"
+
 /*
  * Guest RAM as the host sees it: one contiguous mapping of guest-physical
- * [0, size). Every access the VMM makes on the guest's behalf goes through
- * guest_mem_ptr(), which refuses ranges that leave guest RAM.
+ * [0, size). The machine owns it; guest introspection (vmi/) reads it
+ * through guest_mem_vmi. Every access goes through a bounds check
+ * (vmi_mem_contains) that refuses ranges that leave guest RAM.
  */
 struct guest_mem {
 	uint8_t *host;
 	uint64_t size;
 };
+
+/* The same RAM as vmi's readers take it: mapped here, so read with plain loads. */
+static inline struct vmi_mem guest_mem_vmi(const struct guest_mem *mem)
+{
+	return vmi_mem_mapped(mem->host, mem->size);
+}
 
 int guest_mem_alloc(struct guest_mem *mem, uint64_t size);
 void guest_mem_free(struct guest_mem *mem);

@@ -6,8 +6,9 @@
  * sample whose weight is the number of periods that passed since its last
  * one (signals coalesce; the count does not). Registers come from kvm_run's
  * synced registers (KVM_CAP_SYNC_REGS) where KVM offers them; the current
- * guest process through the guest descriptor (guest_desc.c); the call stack
- * through guest_stack. Nothing on the sample path allocates or blocks.
+ * guest process and its name through vmi's process attribution
+ * (guest_procs.h); the call stack through guest_stack. Nothing on the
+ * sample path allocates or blocks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -24,14 +24,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "guest_desc.h"
+#include "desc_reader.h"
+#include "guest_procs.h"
 #include "guest_stack.h"
 #include "guest_walk.h"
 #include "perf_open.h"
+#include "task_layout.h"
 #include "vm.h"
 
-#define GS_SEEN_SLOTS 4096u /* pids per vCPU ring; a power of two */
-#define GS_SEEN_MAX (GS_SEEN_SLOTS / 4 * 3)
 #define GS_DESC_REJECTS_SHOWN 4
 #define X86_CR0_PE 0x1ULL
 
@@ -226,88 +226,13 @@ static bool gs_put_mmap(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t tim
 	return gs_put(s, s->rec, size);
 }
 
-/*
- * The slot of pid if its COMM/MMAP went into this ring already; with add,
- * records it. -1 when not there (or not added: the table is full).
- */
-static int gs_seen_slot(struct guest_sampler_vcpu *s, uint32_t pid, bool add)
-{
-	uint32_t key = pid + 1, h = (pid * 2654435761u) & (GS_SEEN_SLOTS - 1);
-
-	for (unsigned int probe = 0; probe < GS_SEEN_SLOTS; probe++, h = (h + 1) & (GS_SEEN_SLOTS - 1)) {
-		if (s->seen[h] == key)
-			return (int)h;
-		if (!s->seen[h]) {
-			if (!add)
-				return -1;
-			/* A full table: the pid's records are sent again with each sample rather than never. */
-			if (s->nseen >= GS_SEEN_MAX)
-				return -1;
-			s->seen[h] = key;
-			s->nseen++;
-			return (int)h;
-		}
-	}
-	return -1;
-}
-
-static bool gs_seen(struct guest_sampler_vcpu *s, uint32_t pid, bool add)
-{
-	return gs_seen_slot(s, pid, add) >= 0;
-}
-
 /* --- taking a sample -------------------------------------------------------- */
 
-/* The first sample of a pid in this ring brings its COMM and, when known, MMAP. */
-static void gs_new_pid(struct guest_sampler_vcpu *s, const struct kp_guest_desc *d, const struct guest_mem *mem,
-		       const struct guest_paging *pg, uint32_t pid, uint64_t proc, uint64_t now)
+/* What the ring must carry before a sample of a new (or renamed) process: its COMM, and MMAP when known. */
+static bool gs_put_news(struct guest_sampler_vcpu *s, const struct guest_proc_news *n, uint64_t now)
 {
-	struct guest_desc_proc info;
-
-	guest_desc_proc_info(d, mem, pg, proc, &info);
-	if (!gs_put_comm(s, pid, now, info.comm))
-		return;
-	if (info.path[0] && info.text_end > info.text_start &&
-	    !gs_put_mmap(s, pid, now, info.text_start, info.text_end - info.text_start, info.text_pgoff, info.path))
-		return;
-	gs_seen(s, pid, true);
-}
-
-/* FNV-1a of a name: a changed name (exec, prctl) is noticed by its hash. 0 is kept for "none". */
-static uint32_t gs_name_hash(const char *n)
-{
-	uint32_t h = 2166136261u;
-
-	while (*n)
-		h = (h ^ (unsigned char)*n++) * 16777619u;
-	return h ? h : 1;
-}
-
-/*
- * A Linux process's COMM, the first time this ring sees its tgid and again
- * whenever the name changed (an exec keeps the tgid). Its mappings are not
- * read here: they come from the agent's export, joined by tgid in the
- * report. One extra read of comm per sample, a page walk: cheaper than
- * the forced exit every sample already costs.
- */
-static void gs_linux_name(struct guest_sampler_vcpu *s, const struct kp_rec_task_layout *l,
-			  const struct guest_mem *mem, const struct guest_paging *pg, uint32_t tgid, uint64_t task,
-			  uint64_t now)
-{
-	char comm[KP_COMM_MAX + 1];
-	uint32_t h;
-	int slot = gs_seen_slot(s, tgid, false);
-
-	guest_linux_comm(l, mem, pg, task, comm);
-	h = gs_name_hash(comm);
-	if (slot >= 0 && s->seen_comm[slot] == h)
-		return;
-	if (!gs_put_comm(s, tgid, now, comm))
-		return;
-	if (slot < 0)
-		slot = gs_seen_slot(s, tgid, true);
-	if (slot >= 0)
-		s->seen_comm[slot] = h;
+	return gs_put_comm(s, n->pid, now, n->comm) &&
+	       (!n->has_text || gs_put_mmap(s, n->pid, now, n->text_start, n->text_len, n->text_pgoff, n->path));
 }
 
 static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight)
@@ -319,10 +244,14 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 	struct kvm_sregs sregs_buf;
 	const struct kvm_regs *regs = &run->s.regs.regs;
 	const struct kvm_sregs *sregs = &run->s.regs.sregs;
+	const struct vmi_mem ram = guest_mem_vmi(&vm->mem);
+	struct guest_os os = { 0 };
+	struct guest_task task = { 0 };
+	struct guest_proc_news news;
 	struct guest_paging pg;
 	struct kp_rec_sample *smp;
-	uint64_t t0 = gs_now(), proc = 0, dt;
-	uint32_t pid = 0, tid = 0, size;
+	uint64_t t0 = gs_now(), dt;
+	uint32_t pid, tid, size;
 	bool pg_ok, known = false;
 	int pid0_kind;
 
@@ -338,24 +267,23 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		s->sreg_ioctls++;
 	}
 	pg_ok = guest_paging_init(&pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
-	if (pg_ok && gs->has_lx) {
-		/* Kernel addresses are mapped in every Linux process's tables: the sampled CR3 reaches them. */
-		known = guest_linux_current(&gs->lx, &vm->mem, &pg, vcpu->id, &proc, &pid, &tid) == 0;
-		if (known && pid)
-			gs_linux_name(s, &gs->lx, &vm->mem, &pg, pid, proc, t0);
-	} else if (pg_ok && guest_sampler_has_desc(vm)) {
-		const struct kp_guest_desc *d = &gs->desc;
-
-		if (!s->kernel_mmap_sent)
-			s->kernel_mmap_sent = gs_put_mmap(s, KP_PID_KERNEL, t0, d->kernel_text_start,
-							  d->kernel_text_end - d->kernel_text_start, 0, d->kernel_path);
-		known = guest_desc_current(d, &vm->mem, &pg, vcpu->id, &s->desc_entry, &proc, &pid) == 0;
-		if (known && pid && !gs_seen(s, pid, false))
-			gs_new_pid(s, d, &vm->mem, &pg, pid, proc, t0);
-		tid = pid;
+	/* Linux: kernel addresses are mapped in every process's tables, so the sampled CR3 reaches them. */
+	if (gs->has_lx)
+		os.linux_layout = &gs->lx;
+	else if (guest_sampler_has_desc(vm))
+		os.desc = &gs->desc;
+	if (pg_ok && os.desc && !s->kernel_mmap_sent)
+		s->kernel_mmap_sent = gs_put_mmap(s, KP_PID_KERNEL, t0, os.desc->kernel_text_start,
+						  os.desc->kernel_text_end - os.desc->kernel_text_start, 0,
+						  os.desc->kernel_path);
+	if (pg_ok && (os.desc || os.linux_layout)) {
+		known = guest_procs_current(&os, &ram, &pg, vcpu->id, &s->desc_entry, &task) == 0;
+		if (known && task.pid && guest_procs_news(&s->procs, &os, &ram, &pg, &task, &news) &&
+		    gs_put_news(s, &news, t0))
+			guest_procs_told(&s->procs, &news);
 	}
-	if (!known)
-		pid = tid = 0;
+	pid = task.pid;
+	tid = task.tid;
 	if (!pid) {
 		pid0_kind = known ? GS_PID0_IDLE : GS_PID0_UNKNOWN;
 		if (s->pid0_kind != pid0_kind &&
@@ -371,7 +299,7 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		.domain = KP_DOMAIN_GUEST,
 	};
 	if (gs->callgraph && pg_ok)
-		smp->nr_callchain = (uint16_t)guest_stack_walk(&vm->mem, &pg, smp->cpl == KP_CPL_USER, regs->rsp,
+		smp->nr_callchain = (uint16_t)guest_stack_walk(&ram, &pg, smp->cpl == KP_CPL_USER, regs->rsp,
 							       regs->rbp, smp->callchain, KP_CALLCHAIN_MAX);
 	size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*smp) + smp->nr_callchain * sizeof(uint64_t));
 	gs_seal(s->rec, KP_REC_SAMPLE, size);
@@ -468,10 +396,7 @@ static void gs_release(struct vm *vm)
 		if (s->perf_fd >= 0)
 			close(s->perf_fd);
 		s->perf_fd = -1;
-		free(s->seen);
-		s->seen = NULL;
-		free(s->seen_comm);
-		s->seen_comm = NULL;
+		guest_procs_seen_free(&s->procs);
 		s->ctl = NULL;
 		s->data = NULL;
 	}
@@ -586,13 +511,10 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 
 		s->head = s->written = s->lost = s->periods_seen = s->samples = 0;
 		s->capture_ns = s->capture_max = s->sreg_ioctls = s->captures = 0;
-		s->nseen = 0;
 		s->desc_entry = -1;
 		s->pid0_kind = GS_PID0_NONE;
 		s->kernel_mmap_sent = false;
-		s->seen = calloc(GS_SEEN_SLOTS, sizeof(*s->seen));
-		s->seen_comm = calloc(GS_SEEN_SLOTS, sizeof(*s->seen_comm));
-		if (!s->seen || !s->seen_comm) {
+		if (guest_procs_seen_init(&s->procs)) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;
 		}

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guest_procs.h"
 #include "kvmprof/guest_desc.h"
 #include "kvmprof/guest_ring.h"
 #include "kvmprof/sample_format.h"
@@ -41,15 +42,13 @@ struct guest_sampler_vcpu {
 	int perf_fd;
 	struct kp_ring_ctl *ctl;
 	uint8_t *data;
-	uint32_t *seen; /* guest pids (+1) whose COMM/MMAP this ring carries; open addressing */
-	uint32_t *seen_comm; /* Linux: a hash of the name each seen pid had, to notice exec and renames */
+	struct guest_procs_seen procs; /* the guest processes whose COMM/MMAP this ring carries */
 	/* vCPU thread only while active; reset by the control thread at start. */
 	uint64_t head, written, lost, periods_seen;
 	uint64_t samples;                 /* SAMPLE records written */
 	uint64_t captures;                /* samples taken, written or lost */
 	uint64_t capture_ns, capture_max; /* time spent taking samples, for the overhead figure */
 	uint64_t sreg_ioctls;             /* samples that needed KVM_GET_SREGS */
-	unsigned int nseen;
 	int desc_entry;         /* the descriptor's per-CPU entry of this vCPU, -1: unknown */
 	int pid0_kind;          /* what the COMM of pid 0 says in this ring: 0 none, 1 idle, 2 unknown */
 	bool kernel_mmap_sent;

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "guest_idt.h"
+#include "guest_walk.h"
 #include "vm.h"
 
 /* A PMI handler that runs this long has lost its way: stop stepping. */
@@ -55,45 +57,33 @@ void pmi_trace_destroy(struct vcpu *vcpu)
 	}
 }
 
-/* Copies guest-virtual [gva, gva + len) through the vCPU's page tables (KVM_TRANSLATE). */
-static int guest_virt_access(struct vcpu *vcpu, uint64_t gva, void *buf, size_t len, bool write)
+/* The paging sregs describe; -EFAULT for legacy 32-bit or PAE paging, which the walker does not read. */
+static int sregs_paging(const struct kvm_sregs *sregs, struct guest_paging *pg)
 {
-	uint8_t *b = buf;
+	return guest_paging_init(pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) ? -EFAULT : 0;
+}
 
-	while (len) {
-		struct kvm_translation tr = { .linear_address = gva };
-		size_t n = 0x1000 - (gva & 0xfff);
-		uint8_t *p;
+/* Copies guest-virtual [gva, gva + len) through the page tables the vCPU runs on now. */
+static int read_virt(struct vcpu *vcpu, uint64_t gva, void *buf, size_t len)
+{
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
+	struct kvm_sregs sregs;
+	struct guest_paging pg;
 
-		if (n > len)
-			n = len;
-		if (ioctl(vcpu->fd, KVM_TRANSLATE, &tr) < 0 || !tr.valid)
-			return -EFAULT;
-		p = guest_mem_ptr(&vcpu->vm->mem, tr.physical_address, n);
-		if (!p)
-			return -EFAULT;
-		if (write)
-			memcpy(p, b, n);
-		else
-			memcpy(b, p, n);
-		gva += n;
-		b += n;
-		len -= n;
-	}
-	return 0;
+	if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0 || sregs_paging(&sregs, &pg))
+		return -EFAULT;
+	return guest_read_virt(&ram, &pg, gva, buf, len);
 }
 
 /* The handler address of IDT vector vec, or 0 if the guest has not installed one. */
 static uint64_t idt_handler(struct vcpu *vcpu, const struct kvm_sregs *sregs, unsigned int vec)
 {
-	uint8_t g[16];
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
+	struct guest_paging pg;
 
-	if (sregs->idt.limit < vec * 16 + 15 || guest_virt_access(vcpu, sregs->idt.base + vec * 16, g, 16, false))
+	if (sregs_paging(sregs, &pg))
 		return 0;
-	if (!(g[5] & 0x80)) /* not present */
-		return 0;
-	return (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 | (uint64_t)g[7] << 24 |
-	       (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 | (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
+	return guest_idt_handler(&ram, &pg, sregs->idt.base, sregs->idt.limit, vec);
 }
 
 static int set_debug(struct vcpu *vcpu, uint32_t control, uint64_t dr7)
@@ -174,7 +164,7 @@ static void finish(struct vcpu *vcpu, bool complete)
 	t->stepping = t->armed = false;
 	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) == 0) {
 		if (complete)
-			guest_virt_access(vcpu, regs.rsp, frame, sizeof(frame), false);
+			read_virt(vcpu, regs.rsp, frame, sizeof(frame));
 		if (regs.rflags & X86_RFLAGS_TF) {
 			regs.rflags &= ~X86_RFLAGS_TF;
 			ioctl(vcpu->fd, KVM_SET_REGS, &regs);
@@ -263,7 +253,7 @@ bool pmi_trace_debug_exit(struct vcpu *vcpu)
 	 * runs, so that what the slow stepping left pending (the guest's tick,
 	 * the next PMI) enters untraced.
 	 */
-	if (guest_virt_access(vcpu, pc, insn, 2, false)) {
+	if (read_virt(vcpu, pc, insn, 2)) {
 		finish(vcpu, false);
 	} else if (insn[0] == 0x48 && insn[1] == 0xcf) {
 		t->steps++;

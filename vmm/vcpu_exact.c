@@ -160,7 +160,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 		/* As many bytes as can be read, up to the instruction's longest. */
 		size_t n = sizeof(code);
 
-		while (n && guest_read_virt(&vcpu->vm->mem, &pg, rip, code, n))
+		while (n && exact_read_virt(vcpu, &pg, rip, code, n))
 			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
 		if (n)
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
@@ -170,7 +170,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 
 		x->step_len = in.len;
 		x->step_branch = in.branch != EMU_BR_NONE || in.is_iret;
-		if (in.is_iret && guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
+		if (in.is_iret && exact_read_virt(vcpu, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
 			exact_clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
 			if ((frame[1] & 3) == 3)
 				x->single_step = true; /* back to ring 3 */
@@ -179,7 +179,7 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 		} else if (st->sregs.cs.dpl == 3 && in.vector < 0) {
 			x->single_step = true;
 		} else if (in.is_ret && paging_ok &&
-			   guest_read_virt(&vcpu->vm->mem, &pg, st->regs.rsp, frame, 8) == 0) {
+			   exact_read_virt(vcpu, &pg, st->regs.rsp, frame, 8) == 0) {
 			add_bp(x, frame[0], true, -1);
 		} else if (!in.is_ret && in.vector < 0) {
 			add_bp(x, rip + in.len, false, -1);
@@ -300,7 +300,7 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 		uint64_t off = exact_pushes_error_code(vec) ? 8 : 0, frame_rip;
 
 		if (!get_state(vcpu, &st) && !exact_paging(&st, &pg)) {
-			if (x->step_len && !guest_read_virt(&vcpu->vm->mem, &pg, st.regs.rsp + off, &frame_rip, 8) &&
+			if (x->step_len && !exact_read_virt(vcpu, &pg, st.regs.rsp + off, &frame_rip, 8) &&
 			    frame_rip != x->step_rip)
 				count_completed(vcpu, frame_rip != x->step_rip + x->step_len);
 			else

@@ -9,15 +9,14 @@ VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUIL
 VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o \
                  $(VPMU_ASAN_OBJS)
 # json-c parses and writes the control socket's JSON (vmm/control.c); Debian ships its .a for the static build.
-VMM_CFLAGS := -Ilib $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
+VMM_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) $(VMI_CFLAGS)
 # Unicorn and Capstone: the emulation engine (vmm/emu.c); both ship .a files for the static build.
 EMU_LIBS := -lunicorn -lcapstone -lm
 VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz $(EMU_LIBS) -lpthread -lrt
 
-# The parts of the VMM that need no KVM: unit tests link these.
+# The parts of the VMM that need no KVM: unit tests link these (and vmi/'s archive).
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
-                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c \
-                 vmm/guest_walk.c vmm/guest_stack.c vmm/guest_desc.c vmm/emu.c vmm/emu_decode.c \
+                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c vmm/emu.c vmm/emu_decode.c \
                  $(VMM_LIB_SRCS)
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf
@@ -38,15 +37,16 @@ $(BUILD)/vmm/embedded_guest.o: vmm/embedded_guest.S $(GUEST_KERNEL) $(GUEST_INIT
 	@mkdir -p $(@D)
 	$(CC) -c $< -o $@ -DGUEST_KERNEL='"$(GUEST_KERNEL)"' -DGUEST_INITRD='"$(GUEST_INITRD)"'
 
-$(BUILD)/kvmprof-vmm: $(VMM_OBJS)
+# Guest introspection (vmi/: page and stack walks, process attribution) comes as its archive.
+$(BUILD)/kvmprof-vmm: $(VMM_OBJS) $(VMI_A)
 	$(CC) $(HOST_CFLAGS) -o $@ $^ $(VMM_LIBS)
 
 # libunicorn.a carries its own crc32(), the same IEEE CRC-32 as zlib's (same table,
 # same pre- and post-inversion), so a static link may keep either one.
-$(BUILD)/kvmprof-vmm-static: $(VMM_OBJS)
+$(BUILD)/kvmprof-vmm-static: $(VMM_OBJS) $(VMI_A)
 	$(CC) $(HOST_CFLAGS) -static -Wl,--allow-multiple-definition -o $@ $^ $(VMM_LIBS)
 
-$(BUILD)/asan/kvmprof-vmm: $(VMM_ASAN_OBJS)
+$(BUILD)/asan/kvmprof-vmm: $(VMM_ASAN_OBJS) $(VMI_ASAN_A)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(VMM_LIBS)
 
 -include $(VMM_OBJS:.o=.d) $(VMM_ASAN_OBJS:.o=.d)

@@ -17,6 +17,7 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(FUZZ_OBJ)/gen/profile.pb-c.o
 FUZZ_VMM_OBJS := $(addprefix $(FUZZ_OBJ)/,$(VMM_PURE_SRCS:.c=.o))
+FUZZ_VMI_OBJS := $(VMI_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 
 $(FUZZ_OBJ)/lib/%.o: lib/%.c | $(BUILD)/gen/profile.pb-c.h
 	@mkdir -p $(@D)
@@ -28,7 +29,11 @@ $(FUZZ_OBJ)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
 
 $(FUZZ_OBJ)/vmm/%.o: vmm/%.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMI_CFLAGS) -c $< -o $@
+
+$(FUZZ_OBJ)/vmi/%.o: vmi/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMI_CFLAGS) -c $< -o $@
 
 $(FUZZ_OBJ)/vpmu/%.o: vpmu/%.c
 	@mkdir -p $(@D)
@@ -46,8 +51,8 @@ $(BUILD)/fuzz/fuzz_sample_file $(BUILD)/fuzz/fuzz_sample_records $(BUILD)/fuzz/f
 $(BUILD)/fuzz/fuzz_procfs: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(LIB_LIBS)
 
-$(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_VMM_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_VMM_OBJS) $(EMU_LIBS) -lpthread
+$(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMI_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS) $(EMU_LIBS) -lpthread
 
 $(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel $(FUZZ_LDFLAGS) -o $@ $^
@@ -85,5 +90,5 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	@BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-4} bash tests/fuzz/run.sh --smoke $(FUZZ_TARGETS)
 
--include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d $(FUZZ_CONTROL_OBJS:.o=.d) \
-         $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.d)
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_VMI_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d \
+         $(FUZZ_CONTROL_OBJS:.o=.d) $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.d)

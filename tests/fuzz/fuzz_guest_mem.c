@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
- * Everything the VMM reads in a hostile guest's memory while it samples it:
- * the page walker (4- and 5-level, large pages), bounded reads across
- * pages, the frame-pointer stack walker, the bundled guest's descriptor
- * and process records, and a Linux task layout. The input is the control
- * registers, the stack pointers, a descriptor and a task layout, then the
- * guest's RAM (64 KiB, zero beyond the input).
+ * Everything guest introspection (vmi/) reads in a hostile guest's memory:
+ * the page walker (4- and 5-level, large pages; also the emulator's walk
+ * that sets accessed and dirty bits), bounded reads across pages, the
+ * frame-pointer stack walker, an IDT gate, the bundled guest's descriptor
+ * and process records, a Linux task layout, and process attribution over
+ * both. The input is the control registers, the stack pointers, a
+ * descriptor and a task layout, then the guest's RAM (64 KiB, zero beyond
+ * the input), read either as a mapping or through a read function (flag 4),
+ * the two ways vmi_mem offers.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "../../vmm/guest_desc.h"
-#include "../../vmm/guest_mem.h"
-#include "../../vmm/guest_stack.h"
-#include "../../vmm/guest_walk.h"
+#include "desc_reader.h"
+#include "guest_idt.h"
+#include "guest_procs.h"
+#include "guest_stack.h"
+#include "guest_walk.h"
+#include "linux_task.h"
+#include "task_layout.h"
+#include "vmi_mem.h"
 
 #define RAM_SIZE (64u << 10)
 
@@ -26,10 +34,48 @@ struct params {
 	struct kp_rec_task_layout lx;
 };
 
+static uint8_t ram[RAM_SIZE];
+static struct guest_procs_seen seen;
+
+/* A reader of another process's RAM would copy; this one also checks what vmi_mem promised it. */
+static int read_ram(void *opaque, uint64_t gpa, void *dst, uint64_t len)
+{
+	(void)opaque;
+	if (gpa > RAM_SIZE || len > RAM_SIZE - gpa)
+		__builtin_trap(); /* vmi_mem let an out-of-range read through */
+	memcpy(dst, ram + gpa, len);
+	return 0;
+}
+
+/* Process attribution as the sampler uses it: who runs, what to tell, told. */
+static void attribute(const struct params *p, const struct vmi_mem *mem, const struct guest_paging *pg)
+{
+	char why[GUEST_DESC_WHY_MAX];
+	struct guest_os os = { 0 };
+	struct guest_task task;
+	struct guest_proc_news news;
+	int entry = -1;
+
+	if (p->flags & 8) {
+		if (task_layout_check(&p->lx, why, sizeof(why)))
+			return;
+		os.linux_layout = &p->lx;
+	} else {
+		if (guest_desc_check(&p->desc, why))
+			return;
+		os.desc = &p->desc;
+	}
+	if (!seen.key && guest_procs_seen_init(&seen))
+		return;
+	for (unsigned int i = 0; i < 2; i++)
+		if (!guest_procs_current(&os, mem, pg, p->cpu % 8, &entry, &task) && task.pid &&
+		    guest_procs_news(&seen, &os, mem, pg, &task, &news))
+			guest_procs_told(&seen, &news);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t ram[RAM_SIZE];
-	struct guest_mem mem = { ram, RAM_SIZE };
+	struct vmi_mem mem = vmi_mem_mapped(ram, RAM_SIZE);
 	struct guest_paging pg;
 	struct guest_translation tr;
 	struct guest_desc_proc proc;
@@ -47,12 +93,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Mostly page tables inside the RAM: the walker's interesting paths need them. */
 	if (!(p.flags & 1))
 		p.cr3 &= RAM_SIZE - 1;
+	if (p.flags & 4)
+		mem = (struct vmi_mem){ .size = RAM_SIZE, .read = read_ram };
 	if (guest_paging_init(&pg, p.cr0, p.cr3, p.cr4, p.efer))
 		return 0;
 	guest_walk_translate(&mem, &pg, p.gva, &tr);
 	guest_walk_canonical(&pg, p.gva);
 	guest_read_virt(&mem, &pg, p.gva, buf, 1 + (p.flags >> 8) % sizeof(buf));
 	guest_stack_walk(&mem, &pg, p.flags & 2, p.rsp, p.rbp, callers, 64);
+	guest_idt_handler(&mem, &pg, p.rsp, (uint16_t)p.rbp, p.cpu & 0x1ff);
+	/* Last of the walks: it sets bits in the tables the others read. Without a mapping it must refuse. */
+	if (guest_walk_touch(&mem, &pg, p.gva, p.flags & 16, &tr) == -EOPNOTSUPP && mem.base)
+		__builtin_trap();
 	if (!guest_desc_check(&p.desc, why) &&
 	    !guest_desc_current(&p.desc, &mem, &pg, p.cpu % 8, &entry, &proc_gva, &pid) && proc_gva) {
 		guest_desc_proc_info(&p.desc, &mem, &pg, proc_gva, &proc);
@@ -61,5 +113,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!task_layout_check(&p.lx, why, sizeof(why)) &&
 	    !guest_linux_current(&p.lx, &mem, &pg, p.cpu % 8, &task, &tgid, &pid) && task)
 		guest_linux_comm(&p.lx, &mem, &pg, task, comm);
+	attribute(&p, &mem, &pg);
 	return 0;
 }

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../vmm/emu.h"
-#include "../../vmm/guest_mem.h"
+#include "emu.h"
+#include "guest_mem.h"
 
 #define P (1ULL << 0)
 #define RW (1ULL << 1)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The guest descriptor (vmm/guest_desc.c): the checks of a registered
- * descriptor, and reading the current process through one, against fake
+ * The bundled guest's descriptor (vmi/desc_reader.c): the checks of a
+ * registered descriptor, and reading the current process through one, against fake
  * guest RAM (malloc'd, so ASan catches any read past it) with paging off
- * (linear = physical; the page walk itself is test_guest_walk's subject).
- * Linux guests' task layout (guest_linux_*) against a fake kernel half:
+ * (linear = physical; the page walk itself is test_vmi_walk's subject).
+ * Linux guests' task layout (vmi/linux_task.c) against a fake kernel half:
  * one 1 GiB page maps 0xffffffff80000000 onto guest RAM from 0.
  */
 #include <errno.h>
@@ -16,7 +16,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../vmm/guest_desc.h"
+#include "desc_reader.h"
+#include "linux_task.h"
+#include "task_layout.h"
+#include "vmi_mem.h"
 
 #define RAM_SIZE (1u << 20)
 #define PERCPU 0x1000u
@@ -38,13 +41,16 @@ static struct kp_guest_desc good(void)
 }
 
 struct fake {
-	struct guest_mem mem;
+	struct vmi_mem mem;
 	struct guest_paging pg;
 };
 
 static void put(struct fake *f, uint64_t gpa, const void *v, size_t n)
 {
-	assert_int_equal(guest_mem_write(&f->mem, gpa, v, n), 0);
+	void *p = vmi_mem_ptr(&f->mem, gpa, n);
+
+	assert_non_null(p);
+	memcpy(p, v, n);
 }
 
 static void put_u32(struct fake *f, uint64_t gpa, uint32_t v) { put(f, gpa, &v, 4); }
@@ -55,8 +61,8 @@ static struct fake *fake_new(void)
 	struct fake *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->mem.host = calloc(1, RAM_SIZE);
-	assert_non_null(f->mem.host);
+	f->mem.base = calloc(1, RAM_SIZE);
+	assert_non_null(f->mem.base);
 	f->mem.size = RAM_SIZE;
 	f->pg.mode = GUEST_PAGING_OFF;
 	/* CPU entry 0 is APIC 1's, entry 1 APIC 0's: mapping by APIC id is not by index. */
@@ -76,7 +82,7 @@ static struct fake *fake_new(void)
 
 static void fake_free(struct fake *f)
 {
-	free(f->mem.host);
+	free(f->mem.base);
 	free(f);
 }
 
@@ -212,7 +218,7 @@ static void test_proc_info(void **state)
 	assert_string_equal(p.comm, "hash");
 	assert_int_equal(p.text_end, 0);
 	/* A path without its NUL, control bytes, a long last component. */
-	memset(f->mem.host + PROC_A + 8, 'x', 64);
+	memset(f->mem.base + PROC_A + 8, 'x', 64);
 	assert_int_equal(guest_desc_proc_info(&d, &f->mem, &f->pg, PROC_A, &p), -EFAULT);
 	assert_string_equal(p.comm, "[unknown]");
 	assert_string_equal(p.path, "");
@@ -245,7 +251,7 @@ static void test_fuzz(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 4096; i++)
-		((uint32_t *)f->mem.host)[i] = (uint32_t)rand_r(&seed);
+		((uint32_t *)f->mem.base)[i] = (uint32_t)rand_r(&seed);
 	for (int iter = 0; iter < 20000; iter++) {
 		struct kp_guest_desc d = good();
 		struct guest_desc_proc p;
@@ -300,8 +306,8 @@ static struct fake *lx_fake(void)
 	struct fake *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->mem.host = calloc(1, RAM_SIZE);
-	assert_non_null(f->mem.host);
+	f->mem.base = calloc(1, RAM_SIZE);
+	assert_non_null(f->mem.base);
 	f->mem.size = RAM_SIZE;
 	f->pg.mode = GUEST_PAGING_4LEVEL;
 	f->pg.cr3 = LX_PML4;

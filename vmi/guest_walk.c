@@ -69,28 +69,12 @@ static uint64_t reserved_bits(const struct guest_paging *pg, unsigned int level,
 	return rsvd;
 }
 
-/*
- * One atomic 8-byte load: the entry may change under us (another vCPU), and
- * the checks below must see the same value the walk then follows. Entries
- * are 8-byte aligned (table base 4 KiB aligned, index * 8) and guest RAM is
- * mapped page-aligned, so the load is aligned.
- */
-static int read_entry(const struct guest_mem *mem, uint64_t gpa, uint64_t *entry)
-{
-	const uint64_t *p = guest_mem_ptr(mem, gpa, sizeof(*p));
-
-	if (!p)
-		return -EFAULT;
-	*entry = __atomic_load_n(p, __ATOMIC_RELAXED);
-	return 0;
-}
-
 /* mark: 0 reads only; PTE_A sets accessed bits on the way; PTE_A | PTE_D also the leaf's dirty bit. */
-static int walk(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 		struct guest_translation *out, uint64_t mark)
 {
 	struct guest_translation t = { .user = true, .writable = true };
-	uint64_t *entries[5];
+	uint64_t entries[5]; /* guest-physical addresses of the entries walked */
 	unsigned int levels, used = 0;
 	uint64_t table;
 
@@ -109,6 +93,8 @@ static int walk(const struct guest_mem *mem, const struct guest_paging *pg, uint
 	}
 	if (!guest_walk_canonical(pg, gva))
 		return -EFAULT;
+	if (mark && !vmi_mem_can_set_bits(mem))
+		return -EOPNOTSUPP;
 
 	if (levels == 0) {
 		t.gpa = gva;
@@ -119,13 +105,14 @@ static int walk(const struct guest_mem *mem, const struct guest_paging *pg, uint
 	/* Counts down, once per level: however the tables point, the walk ends. */
 	for (unsigned int level = levels; level >= 1; level--) {
 		unsigned int shift = 12 + 9 * (level - 1);
-		uint64_t entry;
+		uint64_t entry_gpa = table + ((gva >> shift) & 511) * 8, entry;
 
-		if (read_entry(mem, table + ((gva >> shift) & 511) * 8, &entry))
+		/* Read once: the checks below see the value the walk then follows. */
+		if (vmi_mem_load64(mem, entry_gpa, &entry))
 			return -EFAULT;
 		if (!(entry & PTE_P) || (entry & reserved_bits(pg, level, entry)))
 			return -EFAULT;
-		entries[used++] = guest_mem_ptr(mem, table + ((gva >> shift) & 511) * 8, sizeof(uint64_t));
+		entries[used++] = entry_gpa;
 		t.user = t.user && (entry & PTE_US);
 		t.writable = t.writable && (entry & PTE_RW);
 		t.nx = t.nx || (pg->nxe && (entry & PTE_XD));
@@ -138,28 +125,29 @@ static int walk(const struct guest_mem *mem, const struct guest_paging *pg, uint
 		table = entry & PTE_ADDR;
 	}
 	/* Only RAM is ever read: a mapping of the MMIO hole or past RAM is not followed. */
-	if (!guest_mem_ptr(mem, t.gpa, 1))
+	if (!vmi_mem_contains(mem, t.gpa, 1))
 		return -EFAULT;
 	/* As the CPU does: a locked OR, since the guest may update the same entries meanwhile. */
 	for (unsigned int i = 0; mark && i < used; i++)
-		__atomic_fetch_or(entries[i], i + 1 == used ? mark : (mark & PTE_A), __ATOMIC_RELAXED);
+		if (vmi_mem_set_bits64(mem, entries[i], i + 1 == used ? mark : (mark & PTE_A)))
+			return -EFAULT;
 	*out = t;
 	return 0;
 }
 
-int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+int guest_walk_translate(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 			 struct guest_translation *out)
 {
 	return walk(mem, pg, gva, out, 0);
 }
 
-int guest_walk_touch(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, bool write,
+int guest_walk_touch(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, bool write,
 		     struct guest_translation *out)
 {
 	return walk(mem, pg, gva, out, write ? PTE_A | PTE_D : PTE_A);
 }
 
-int guest_read_virt(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+int guest_read_virt(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 		    void *buf, uint64_t len)
 {
 	uint8_t *dst = buf;
@@ -181,7 +169,7 @@ int guest_read_virt(const struct guest_mem *mem, const struct guest_paging *pg, 
 		chunk = t.page_size - (gva & (t.page_size - 1));
 		if (chunk > len)
 			chunk = len;
-		if (guest_mem_read(mem, t.gpa, dst, chunk))
+		if (vmi_mem_read(mem, t.gpa, dst, chunk))
 			return -EFAULT;
 		gva += chunk;
 		dst += chunk;

@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "guest_mem.h"
 #include "guest_walk.h"
+#include "vmi_mem.h"
 
 /*
  * Largest distance accepted between RSP and the first frame, and between one
@@ -46,7 +46,7 @@
  * identity-mapped in the lower half; they also keep a user program from
  * steering the walk into kernel memory.
  */
-unsigned int guest_stack_walk(const struct guest_mem *mem, const struct guest_paging *pg, bool user,
+unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_paging *pg, bool user,
 			      uint64_t rsp, uint64_t rbp, uint64_t *callers, unsigned int max);
 
 #endif

@@ -5,11 +5,12 @@
  * before it is used and every pointer goes through guest_walk: a lying
  * descriptor ends in pid 0 and "[unknown]", never in a read outside guest RAM.
  */
+#include "desc_reader.h"
+
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "guest_desc.h"
 
 static int why_fail(char why[GUEST_DESC_WHY_MAX], const char *fmt, unsigned long long v)
 {
@@ -65,17 +66,17 @@ int guest_desc_check(const struct kp_guest_desc *d, char why[GUEST_DESC_WHY_MAX]
 	return 0;
 }
 
-static int read_u32(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, uint32_t *v)
+static int read_u32(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, uint32_t *v)
 {
 	return guest_read_virt(mem, pg, gva, v, sizeof(*v));
 }
 
-static int read_u64(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, uint64_t *v)
+static int read_u64(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, uint64_t *v)
 {
 	return guest_read_virt(mem, pg, gva, v, sizeof(*v));
 }
 
-static bool entry_is(const struct kp_guest_desc *d, const struct guest_mem *mem,
+static bool entry_is(const struct kp_guest_desc *d, const struct vmi_mem *mem,
 		     const struct guest_paging *pg, unsigned int i, unsigned int cpu)
 {
 	uint32_t apic;
@@ -86,7 +87,7 @@ static bool entry_is(const struct kp_guest_desc *d, const struct guest_mem *mem,
 	       apic == cpu;
 }
 
-int guest_desc_current(const struct kp_guest_desc *d, const struct guest_mem *mem,
+int guest_desc_current(const struct kp_guest_desc *d, const struct vmi_mem *mem,
 		       const struct guest_paging *pg, unsigned int cpu, int *entry,
 		       uint64_t *proc_gva, uint32_t *pid)
 {
@@ -116,7 +117,7 @@ int guest_desc_current(const struct kp_guest_desc *d, const struct guest_mem *me
 }
 
 /* Copies at most size bytes of a guest string; false unless it ends within them and is not empty. */
-static bool read_str(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, uint32_t size,
+static bool read_str(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, uint32_t size,
 		     char *out, size_t outsz)
 {
 	char buf[KP_GDESC_PATH_MAX];
@@ -138,7 +139,7 @@ static bool read_str(const struct guest_mem *mem, const struct guest_paging *pg,
 	return true;
 }
 
-int guest_desc_proc_info(const struct kp_guest_desc *d, const struct guest_mem *mem,
+int guest_desc_proc_info(const struct kp_guest_desc *d, const struct vmi_mem *mem,
 			 const struct guest_paging *pg, uint64_t proc_gva, struct guest_desc_proc *out)
 {
 	bool ok = true;
@@ -173,69 +174,4 @@ int guest_desc_proc_info(const struct kp_guest_desc *d, const struct guest_mem *
 		ok = false;
 	}
 	return ok ? 0 : -EFAULT;
-}
-
-/* --- Linux guests ------------------------------------------------------------ */
-
-int guest_linux_current(const struct kp_rec_task_layout *l, const struct guest_mem *mem,
-			const struct guest_paging *pg, unsigned int cpu, uint64_t *task, uint32_t *tgid,
-			uint32_t *pid)
-{
-	uint64_t base, slot, t;
-	int32_t ids[2];
-
-	*task = 0;
-	*tgid = *pid = 0;
-	if (cpu >= TASK_LAYOUT_MAX_CPUS)
-		return -EFAULT;
-	/* __per_cpu_offset[cpu]: this CPU's base, added with wrap-around as the kernel does. */
-	if (read_u64(mem, pg, l->per_cpu_offset + 8ULL * cpu, &base))
-		return -EFAULT;
-	slot = base + l->current_task;
-	if (!task_layout_kernel_half(slot) || slot > UINT64_MAX - 8 || read_u64(mem, pg, slot, &t))
-		return -EFAULT;
-	/* Linux always has a current task (the idle one, too): 0 or a user address is a lie or a torn read. */
-	if (!task_layout_kernel_half(t) || t > UINT64_MAX - TASK_LAYOUT_TASK_MAX)
-		return -EFAULT;
-	if (l->task_tgid == l->task_pid + 4) {
-		/* pid_t pid; pid_t tgid; side by side, as in every Linux so far: one read. */
-		if (guest_read_virt(mem, pg, t + l->task_pid, ids, sizeof(ids)))
-			return -EFAULT;
-	} else if (guest_read_virt(mem, pg, t + l->task_pid, &ids[0], 4) ||
-		   guest_read_virt(mem, pg, t + l->task_tgid, &ids[1], 4)) {
-		return -EFAULT;
-	}
-	/* pid_t is signed; PID_MAX_LIMIT is 2^22. A task whose tgid is 0 but pid is not is made up. */
-	if (ids[0] < 0 || ids[1] < 0 || (ids[1] == 0) != (ids[0] == 0))
-		return -EFAULT;
-	*task = t;
-	*pid = (uint32_t)ids[0];
-	*tgid = (uint32_t)ids[1];
-	return 0;
-}
-
-bool guest_linux_comm(const struct kp_rec_task_layout *l, const struct guest_mem *mem,
-		      const struct guest_paging *pg, uint64_t task, char comm[KP_COMM_MAX + 1])
-{
-	char buf[KP_LAYOUT_COMM_MAX];
-	size_t n;
-
-	if (!task || task > UINT64_MAX - TASK_LAYOUT_TASK_MAX || l->task_comm_size > sizeof(buf) ||
-	    guest_read_virt(mem, pg, task + l->task_comm, buf, l->task_comm_size))
-		goto unknown;
-	/* The kernel keeps comm NUL-terminated; a name filling the field is accepted, cut to the record's size. */
-	n = strnlen(buf, l->task_comm_size);
-	if (n == 0)
-		goto unknown;
-	if (n > KP_COMM_MAX - 1)
-		n = KP_COMM_MAX - 1;
-	memcpy(comm, buf, n);
-	comm[n] = '\0';
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)comm[i] < 0x20 || comm[i] == 0x7f)
-			comm[i] = '?';
-	return true;
-unknown:
-	strcpy(comm, "[unknown]");
-	return false;
 }

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../vmm/guest_mem.h"
-#include "../../vmm/guest_stack.h"
-#include "../../vmm/guest_walk.h"
+#include "guest_stack.h"
+#include "guest_walk.h"
+#include "vmi_mem.h"
 #include "kvmprof/platform.h"
 #include "kvmprof/sample_format.h"
 
@@ -36,7 +36,7 @@
 #define EFER_NXE (1ULL << 11)
 
 struct fake {
-	struct guest_mem mem;
+	struct vmi_mem mem;
 	struct guest_paging pg;
 	uint64_t next_table; /* bump allocator for page tables */
 	unsigned int levels;
@@ -47,9 +47,9 @@ static struct fake *fake_new(uint64_t size, unsigned int levels)
 	struct fake *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->mem.host = aligned_alloc(4096, size);
-	assert_non_null(f->mem.host);
-	memset(f->mem.host, 0, size);
+	f->mem.base = aligned_alloc(4096, size);
+	assert_non_null(f->mem.base);
+	memset(f->mem.base, 0, size);
 	f->mem.size = size;
 	/* Tables from 1 MiB up; test data pages sit in the first MiB or far above. */
 	f->next_table = 1 * MiB;
@@ -63,13 +63,13 @@ static struct fake *fake_new(uint64_t size, unsigned int levels)
 
 static void fake_free(struct fake *f)
 {
-	free(f->mem.host);
+	free(f->mem.base);
 	free(f);
 }
 
 static uint64_t *entry_at(struct fake *f, uint64_t gpa)
 {
-	uint64_t *e = guest_mem_ptr(&f->mem, gpa, 8);
+	uint64_t *e = vmi_mem_ptr(&f->mem, gpa, 8);
 
 	assert_non_null(e);
 	return e;
@@ -227,7 +227,7 @@ static void test_paging_off(void **state)
 
 	(void)state;
 	f->pg.mode = GUEST_PAGING_OFF;
-	memcpy(f->mem.host + 0x1234, "abcd", 4);
+	memcpy(f->mem.base + 0x1234, "abcd", 4);
 	expect_gpa(f, 0x1234, 0x1234, 4096);
 	assert_int_equal(guest_read_virt(&f->mem, &f->pg, 0x1234, buf, 4), 0);
 	assert_memory_equal(buf, "abcd", 4);
@@ -246,8 +246,8 @@ static void test_read_virt(void **state)
 	/* Two consecutive virtual pages, physically apart and out of order. */
 	map_page(f, 0x40000000, 0x80000, 1, P | RW | US);
 	map_page(f, 0x40001000, 0x30000, 1, P | RW | US);
-	memset(f->mem.host + 0x80000, 'A', 4096);
-	memset(f->mem.host + 0x30000, 'B', 4096);
+	memset(f->mem.base + 0x80000, 'A', 4096);
+	memset(f->mem.base + 0x30000, 'B', 4096);
 
 	assert_int_equal(guest_read_virt(&f->mem, &f->pg, 0x40000ffc, buf, 8), 0);
 	assert_memory_equal(buf, "AAAABBBB", 8);
@@ -379,7 +379,7 @@ static void put(struct fake *f, uint64_t gva, uint64_t val)
 	struct guest_translation t;
 
 	assert_int_equal(guest_walk_translate(&f->mem, &f->pg, gva, &t), 0);
-	memcpy(f->mem.host + t.gpa, &val, 8);
+	memcpy(f->mem.base + t.gpa, &val, 8);
 }
 
 static void frame(struct fake *f, uint64_t rbp, uint64_t saved_rbp, uint64_t ret)
@@ -557,7 +557,7 @@ static void test_fuzz(void **state)
 {
 	/* 256 KiB of RAM: 64 pages, all of them random page tables and stack. */
 	struct fake *f = fake_new(256 * KiB, 4);
-	uint64_t *words = (uint64_t *)f->mem.host;
+	uint64_t *words = (uint64_t *)f->mem.base;
 	size_t nwords = f->mem.size / 8;
 	uint64_t cs[KP_CALLCHAIN_MAX];
 	uint8_t buf[3 * 4096];

@@ -3,16 +3,17 @@
 #define KVMPROF_GUEST_WALK_H
 
 /*
- * The VMM's one reader of guest-virtual memory: the guest sampler, the stack
- * walker and everything that looks inside a running guest (current process,
- * task structures) go through here, so that the checks against a hostile
- * guest live in one place.
+ * The one reader of guest-virtual memory: the guest sampler, the stack
+ * walker, the exact backend's emulator, the PMI tracer and everything that
+ * looks inside a running guest (current process, task structures) go
+ * through here, so that the checks against a hostile guest live in one
+ * place.
  *
  * The page tables belong to the guest and may be garbage, cyclic, or point
  * anywhere. A walk is therefore a fixed number of steps (one per paging
  * level: it cannot loop, whatever the tables say), every table entry is read
  * once (another vCPU may rewrite it meanwhile) from guest RAM through
- * guest_mem, and a translation that ends outside RAM (past its end, or in the
+ * vmi_mem (vmi_mem.h), and a translation that ends outside RAM (past its end, or in the
  * MMIO hole above it) is refused rather than followed. Entries with reserved
  * bits set are refused too, as the CPU would refuse them with a page fault.
  *
@@ -24,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "guest_mem.h"
+#include "vmi_mem.h"
 
 enum guest_paging_mode {
 	GUEST_PAGING_OFF,    /* CR0.PG clear: linear is physical (32-bit) */
@@ -69,16 +70,17 @@ struct guest_translation {
  * guest RAM, or a table on the way lies outside guest RAM or has reserved
  * bits set; -EINVAL for a paging mode this reader does not know.
  */
-int guest_walk_translate(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+int guest_walk_translate(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 			 struct guest_translation *out);
 
 /*
  * guest_walk_translate for an access the guest itself makes (the emulation
  * engine's): also sets the accessed bit of every entry on the way and, for
  * a write, the dirty bit of the last one, as the CPU would. Checks no
- * permission: out says what the entries allow.
+ * permission: out says what the entries allow. -EOPNOTSUPP (and nothing
+ * walked) for a memory that cannot be written (vmi_mem_can_set_bits).
  */
-int guest_walk_touch(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva, bool write,
+int guest_walk_touch(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, bool write,
 		     struct guest_translation *out);
 
 /*
@@ -87,7 +89,7 @@ int guest_walk_touch(const struct guest_mem *mem, const struct guest_paging *pg,
  * pages need not be contiguous in guest RAM). 0 or -EFAULT (-EINVAL for an
  * unknown paging mode); after a failure buf holds an unspecified prefix.
  */
-int guest_read_virt(const struct guest_mem *mem, const struct guest_paging *pg, uint64_t gva,
+int guest_read_virt(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 		    void *buf, uint64_t len);
 
 /* Whether gva is canonical under pg: the only addresses the CPU would translate. */

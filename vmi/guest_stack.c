@@ -13,7 +13,7 @@
  * guest changing its page tables between samples cannot make it stale.
  */
 struct stack_reader {
-	const struct guest_mem *mem;
+	const struct vmi_mem *mem;
 	const struct guest_paging *pg;
 	bool user;
 	bool cached;
@@ -35,7 +35,7 @@ static int read_word(struct stack_reader *r, uint64_t gva, uint64_t *val)
 		r->gpa_page = t.gpa & ~PAGE_MASK;
 		r->cached = true;
 	}
-	return guest_mem_read(r->mem, r->gpa_page | (gva & PAGE_MASK), val, sizeof(*val));
+	return vmi_mem_read(r->mem, r->gpa_page | (gva & PAGE_MASK), val, sizeof(*val));
 }
 
 /*
@@ -58,7 +58,7 @@ static bool return_address_ok(const struct stack_reader *r, uint64_t ret)
 	return rc == 0 && !t.user;
 }
 
-unsigned int guest_stack_walk(const struct guest_mem *mem, const struct guest_paging *pg, bool user,
+unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_paging *pg, bool user,
 			      uint64_t rsp, uint64_t rbp, uint64_t *callers, unsigned int max)
 {
 	struct stack_reader r = { .mem = mem, .pg = pg, .user = user };
