@@ -15,13 +15,7 @@ VMI_ASAN_A := $(BUILD)/asan/vmi/libkvmprof-vmi.a
 # What a user of vmi/ compiles with: its headers, and lib/'s task_layout.h that they include.
 VMI_CFLAGS := -Ivmi -Ilib
 
-$(BUILD)/vmi/%.o: vmi/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(VMI_CFLAGS) -c $< -o $@
-
-$(BUILD)/asan/vmi/%.o: vmi/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMI_CFLAGS) -c $< -o $@
+$(eval $(call plain_and_asan,$(BUILD)/vmi/%.o,vmi/%.c,$$(VMI_CFLAGS) -c $$< -o $$@))
 
 $(VMI_A): $(VMI_OBJS)
 	rm -f $@ && ar rcs $@ $^

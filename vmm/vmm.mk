@@ -25,13 +25,7 @@ GUEST_INITRD := $(BUILD)/guest/initrd.cpio
 # options.c takes the vPMU's names from their one table (vpmu/vpmu_names.c).
 VMM_PURE_SRCS += vpmu/vpmu_names.c
 
-$(BUILD)/vmm/%.o: vmm/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -c $< -o $@
-
-$(BUILD)/asan/vmm/%.o: vmm/%.c
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+$(eval $(call plain_and_asan,$(BUILD)/vmm/%.o,vmm/%.c,$$(VMM_CFLAGS) -c $$< -o $$@))
 
 $(BUILD)/vmm/embedded_guest.o: vmm/embedded_guest.S $(GUEST_KERNEL) $(GUEST_INITRD)
 	@mkdir -p $(@D)
