@@ -271,3 +271,29 @@ for n in 8 4; do
 	if [ "$rc" = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then pass "vpmu-guest-gp-intel-$n"
 	else fail "vpmu-guest-gp-intel-$n" "rc=$rc: $(grep -m3 'FAIL' "$TMP/out" | tr '\n' ' ')"; fi
 done
+
+# --- the PMI and tick tracers find the guest's handlers through its IDT ------
+# vmm/pmi_trace.c reads IDT gates 2 (the NMI the LVTPC delivers) and 32 (the
+# bundled guest's timer) through vmi's page walker and sets a breakpoint
+# there: the first single-step must land in that vector's stub (isr2, isr32
+# in kernel.elf), every traced window must end at its IRETQ, and the figures
+# must be there (bench/agent.sh reads them).
+# guest_symbol_at ADDR: the kernel.elf symbol whose range holds ADDR (hex).
+guest_symbol_at() {
+	nm -n "$BUILD/guest/kernel.elf" | awk -v a="$1" '
+		function hex(s,  i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
+			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+		BEGIN { want = hex(a) } { v = hex($1); if (v > want) exit; name = $3 } END { print name }'
+}
+for trace in pmi:isr2 tick:isr32; do
+	kind=${trace%%:*} stub=${trace#*:}
+	if [ "$kind" = tick ]; then flag=-n: what='timer tick'; else flag= what=PMI; fi
+	vmm "${PMU_BE[@]}" --cpus 1 --vpmu-trace-$kind 10 --agent-channel "$TMP/trace.chan" \
+		--cmdline "quiet start=/bin/agent:$flag/bin/matmul+64+20" --timeout 90
+	line=$(grep -m1 "^kvmprof-vmm: $what trace: " "$TMP/err")
+	rip=$(sed -n 's/.*first step at rip \(0x[0-9a-f]*\).*/\1/p' <<<"$line")
+	if [ "$rc" = 0 ] && [[ $line == *": 10 single-stepped from the handler's entry to its IRETQ"* ]] && [ -n "$rip" ] &&
+		[ "$(guest_symbol_at "$rip")" = "$stub" ] && grep -q '^  ring-0 instructions, struck ring [03] *min [1-9]' "$TMP/err"; then
+		pass "vpmu-trace-$kind-finds-the-handler ($stub at $rip)"
+	else fail "vpmu-trace-$kind-finds-the-handler" "rc=$rc, first step at '${rip:-none}' ($(guest_symbol_at "${rip:-0}")), want $stub: $line"; fi
+done
