@@ -385,14 +385,16 @@ fi
 # The delays run from the file's creation (the agent's first step that can
 # leave something behind) through the preamble into the recording proper.
 # set -m: a background job of a script otherwise starts with SIGINT ignored,
-# which would hide the default action this is about.
+# which would hide the default action this is about; env --default-signal:
+# the same when the whole suite was started with SIGINT ignored (from a
+# script's background job), which set -m cannot undo.
 early_bad=0 early_runs=0 early_empty=0 early_why=
 for round in 1 2; do
 	for ms in 0 5 10 20 50 100 200 500 1000 2000; do
 		f=$T/early-$round-$ms.data
 		early_runs=$((early_runs + 1))
 		set -m
-		"$AGENT" record -q -g -o "$f" -- "$FIX/split" 2000000 >/dev/null 2>"$T/early.err" &
+		env --default-signal=INT "$AGENT" record -q -g -o "$f" -- "$FIX/split" 2000000 >/dev/null 2>"$T/early.err" &
 		rec=$!
 		set +m
 		until [ -e "$f" ] || ! kill -0 "$rec" 2>/dev/null; do :; done
