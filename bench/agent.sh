@@ -10,7 +10,7 @@
 #      file's transmission (one port write per byte, after the workload) apart;
 #   3. guest ring-0 instructions and handler VM exits per PMI, and per LAPIC
 #      timer tick for scale: measured by single-stepping the handlers
-#      (--vpmu-trace-pmi / --vpmu-trace-tick, vmm/pmi_trace.c);
+#      (--vpmu-trace-pmi / --vpmu-trace-tick, vmm/profiling/pmi_trace.c);
 #   4. time to report ~10^6 samples on this host: kvmprof-agent report of a
 #      kvmprof-agent recording against perf report of a perf recording of the
 #      same program at the same period, alternating, medians; with call chains too.

@@ -10,7 +10,7 @@ $(eval $(call plain_and_asan,$(BUILD)/guest-agent/%.o,guest-agent/%.c,$$(LIB_CFL
 
 $(AGENT_OBJS) $(AGENT_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
 
-# libbpf reads the kernel's BTF for the export's task layout (layout.c); its
+# libbpf reads the kernel's BTF for the export's task layout (kernel_layout.c); its
 # static archive needs libelf and zlib, which LIB_LIBS brings after it.
 AGENT_LIBS := -lbpf $(LIB_LIBS)
 

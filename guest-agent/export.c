@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "emit.h"
-#include "layout.h"
+#include "kernel_layout.h"
 #include "sample_file.h"
 
 /*

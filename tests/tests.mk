@@ -36,11 +36,11 @@ VMM_PURE_ASAN_OBJS := $(VMM_PURE_SRCS:%.c=$(BUILD)/asan/%.o)
 
 $(VMM_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(VMM_PURE_OBJS) $(VMI_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -Ivmm $(VMI_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
 
 $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c $(VMM_PURE_ASAN_OBJS) $(VMI_ASAN_A)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Ivmm $(VMI_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
 
 # The vCPU exit dispatch with the port devices that stop a guest; the test
 # stands in for the vPMU and debug-exit hooks, which need a live vCPU.
@@ -50,26 +50,26 @@ ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_vcpu_exit
 
 $(BUILD)/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(BUILD)/asan/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 # The control socket's requests and commands, without its connections; the
 # test stands in for the guest sampler.
-CONTROL_TEST_SRCS := vmm/control_request.c vmm/control_cmds.c
+CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
 
 $(BUILD)/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/%.o) $(VPMU_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
 
 $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/asan/%.o) \
 		$(VPMU_ASAN_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -Ivmm -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
 
 include tests/agent/agent-tests.mk
 

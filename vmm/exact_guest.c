@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "../vpmu/backend_exact.h"
+#include "backend_exact.h"
 #include "guest_idt.h"
 #include "vm.h"
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../vpmu/backend_kvm.h"
+#include "backend_kvm.h"
 #include "pmu.h"
 #include "vm.h"
 

@@ -5,10 +5,10 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "../vpmu/backend_exact.h"
-#include "../vpmu/backend_perf.h"
-#include "../vpmu/vpmu.h"
-#include "../vpmu/vpmu_names.h"
+#include "backend_exact.h"
+#include "backend_perf.h"
+#include "vpmu.h"
+#include "vpmu_names.h"
 
 struct vm;
 struct vcpu;

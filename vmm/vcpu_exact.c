@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
-#include "../vpmu/backend_exact.h"
+#include "backend_exact.h"
 #include "exact_guest.h"
 #include "exact_lapic.h"
 #include "guest_walk.h"

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../vpmu/vpmu.h"
+#include "vpmu.h"
 #include "emu.h"
 
 struct vcpu;

@@ -33,13 +33,13 @@ struct vm_config {
 	const char *cmdline;
 	const char *console_path;  /* NULL: stdout */
 	const char *agent_path;    /* NULL: COM2 output is discarded */
-	const char *control_path;  /* --control: the control socket (vmm/control.h); NULL: none */
+	const char *control_path;  /* --control: the control socket (vmm/profiling/control.h); NULL: none */
 	const char *kvm_device;    /* normally /dev/kvm */
 	uint64_t mem_size;
 	unsigned int ncpus;
 	double timeout_s;          /* 0: none */
 	struct vmm_vpmu_options vpmu;
-	bool trace_pmi_on, trace_tick_on; /* --vpmu-trace-pmi / -tick N given (vmm/pmi_trace.h) */
+	bool trace_pmi_on, trace_tick_on; /* --vpmu-trace-pmi / -tick N given (vmm/profiling/pmi_trace.h) */
 	unsigned int trace_pmi, trace_tick; /* N: handlers to single-step */
 };
 

@@ -2,14 +2,17 @@
 # for the nested harness (build/kvmprof-vmm-static), and with ASan + UBSan
 # (build/asan/kvmprof-vmm) for the tests.
 
-VMM_SRCS := $(wildcard vmm/*.c)
+# vmm/ is the machine (VM, vCPUs, loaders, devices, the vPMU's VMM side);
+# vmm/profiling/ is what profiles the guest from the VMM (control socket,
+# guest sampler, PMI tracer), over vmi/'s introspection.
+VMM_SRCS := $(wildcard vmm/*.c vmm/profiling/*.c)
 # The Linux task-layout check is shared with the agent, which sends the layout (lib/task_layout.h).
 VMM_LIB_SRCS := lib/task_layout.c
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_OBJS)
 VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o \
                  $(VPMU_ASAN_OBJS)
-# json-c parses and writes the control socket's JSON (vmm/control.c); Debian ships its .a for the static build.
-VMM_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) $(VMI_CFLAGS)
+# json-c parses and writes the control socket's JSON (vmm/profiling/control.c); Debian ships its .a for the static build.
+VMM_CFLAGS := -Ivmm -Ivmm/profiling $(VPMU_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) $(VMI_CFLAGS)
 # Unicorn and Capstone: the emulation engine (vmm/emu.c); both ship .a files for the static build.
 EMU_LIBS := -lunicorn -lcapstone -lm
 VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz $(EMU_LIBS) -lpthread -lrt

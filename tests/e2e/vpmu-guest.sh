@@ -273,7 +273,7 @@ for n in 8 4; do
 done
 
 # --- the PMI and tick tracers find the guest's handlers through its IDT ------
-# vmm/pmi_trace.c reads IDT gates 2 (the NMI the LVTPC delivers) and 32 (the
+# vmm/profiling/pmi_trace.c reads IDT gates 2 (the NMI the LVTPC delivers) and 32 (the
 # bundled guest's timer) through vmi's page walker and sets a breakpoint
 # there: the first single-step must land in that vector's stub (isr2, isr32
 # in kernel.elf), every traced window must end at its IRETQ, and the figures

@@ -29,7 +29,7 @@ $(FUZZ_OBJ)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
 
 $(FUZZ_OBJ)/vmm/%.o: vmm/%.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMI_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) -c $< -o $@
 
 $(FUZZ_OBJ)/vmi/%.o: vmi/%.c
 	@mkdir -p $(@D)
@@ -52,7 +52,7 @@ $(BUILD)/fuzz/fuzz_procfs: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(LIB_LIBS)
 
 $(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMI_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS) $(EMU_LIBS) -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS) $(EMU_LIBS) -lpthread
 
 $(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel $(FUZZ_LDFLAGS) -o $@ $^
@@ -62,15 +62,15 @@ $(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_ALL_SRCS:%.
 
 # The control socket's requests and commands, without its connections; the
 # harness stands in for the VM calls the commands make.
-FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
-$(FUZZ_OBJ)/vmm/control_request.o $(FUZZ_OBJ)/vmm/control_cmds.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
+FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+$(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
 $(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c $(FUZZ_CONTROL_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) -Ivmm $(FUZZ_LDFLAGS) -o $@ $^ $(VMM_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(VMM_LIBS)
 
 # The agent's task-layout reader (libbpf parses the BTF).
-$(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)/guest-agent/layout.o \
+$(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)/guest-agent/kernel_layout.o \
 		$(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_OBJ)/guest-agent/layout.o \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) -Iguest-agent $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_OBJ)/guest-agent/kernel_layout.o \
 		$(FUZZ_LIB_OBJS) -lbpf $(LIB_LIBS)
 
 # The seed corpora: small files in tests/fuzz/corpus/<target>/, plus seeds the
@@ -90,5 +90,5 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	@BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-4} bash tests/fuzz/run.sh --smoke $(FUZZ_TARGETS)
 
--include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_VMI_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/layout.d \
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_VMM_OBJS:.o=.d) $(FUZZ_VMI_OBJS:.o=.d) $(FUZZ_OBJ)/guest-agent/kernel_layout.d \
          $(FUZZ_CONTROL_OBJS:.o=.d) $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.d)

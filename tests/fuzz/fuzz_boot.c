@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../vmm/boot.h"
-#include "../../vmm/guest_mem.h"
-#include "../../vmm/memmap.h"
+#include "boot.h"
+#include "guest_mem.h"
+#include "memmap.h"
 
 #define MEM_SIZE (32u << 20)
 

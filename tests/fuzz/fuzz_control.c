@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The control socket's request handling (vmm/control_request.c and the
- * commands of vmm/control_cmds.c), linked without the socket layer
- * (vmm/control.c): each input line goes to control_reply as the poll loop
+ * The control socket's request handling (vmm/profiling/control_request.c and the
+ * commands of vmm/profiling/control_cmds.c), linked without the socket layer
+ * (vmm/profiling/control.c): each input line goes to control_reply as the poll loop
  * hands over a complete line, and the few VM calls the commands make
  * (guest_sampler_*, vm_stopping) are stand-ins below whose answers the
  * input chooses. The first byte picks the VM's shape (vPMU model and

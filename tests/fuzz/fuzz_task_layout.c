@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../guest-agent/layout.h"
 #include "fuzz_common.h"
+#include "kernel_layout.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

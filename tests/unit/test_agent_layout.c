@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The export's task layout (guest-agent/layout.c): offsets from the real
+ * The export's task layout (guest-agent/kernel_layout.c): offsets from the real
  * Debian 6.1 kernel's BTF (build/debian/vmlinux, fetched by
  * tests/debian-kernel.sh; its .BTF section is what /sys/kernel/btf/vmlinux
  * shows in L2), from hand-built BTF (pcpu_hot, anonymous members, hostile
@@ -20,7 +20,7 @@
 #include <bpf/btf.h>
 #include <cmocka.h>
 
-#include "layout.h"
+#include "kernel_layout.h"
 
 /* kallsyms as the 6.1 kernel shows it: per-CPU symbols at their offsets, a module symbol of the same name. */
 static const char ksyms_61[] =

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../vmm/boot.h"
-#include "../../vmm/pvh.h"
+#include "boot.h"
+#include "pvh.h"
 #include "kvmprof/platform.h"
 
 #define MEM_SIZE (32u << 20)

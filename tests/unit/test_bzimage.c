@@ -15,8 +15,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../vmm/boot.h"
-#include "../../vmm/bzimage.h"
+#include "boot.h"
+#include "bzimage.h"
 #include "kvmprof/platform.h"
 
 #define MEM_SIZE (64u << 20)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The control socket's requests and commands (vmm/control_request.c,
- * vmm/control_cmds.c) without a socket: request lines in, reply lines out,
+ * The control socket's requests and commands (vmm/profiling/control_request.c,
+ * vmm/profiling/control_cmds.c) without a socket: request lines in, reply lines out,
  * as docs/control-socket.md gives them. The guest sampler's calls are
  * stand-ins; the VM is a struct filled by hand.
  */

@@ -11,11 +11,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../vmm/acpi.h"
-#include "../../vmm/memmap.h"
-#include "../../vmm/mptable.h"
-#include "../../vmm/options.h"
-#include "../../vmm/serial.h"
+#include "acpi.h"
+#include "memmap.h"
+#include "mptable.h"
+#include "options.h"
+#include "serial.h"
 #include "kvmprof/platform.h"
 
 static void test_memmap(void **state)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../vpmu/backend_exact.h"
+#include "backend_exact.h"
 
 #define EN (1ULL << 22)
 #define INT (1ULL << 20)

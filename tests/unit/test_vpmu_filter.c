@@ -15,7 +15,7 @@
 
 #include <perfmon/pfmlib.h>
 
-#include "../../vpmu/vpmu.h"
+#include "vpmu.h"
 
 static int parse(const char *text, struct vpmu_filter *f, char *err)
 {

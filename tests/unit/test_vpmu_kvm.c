@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../vpmu/backend_kvm.h"
-#include "../../vpmu/vpmu.h"
+#include "backend_kvm.h"
+#include "vpmu.h"
 
 static void test_build_filter_amd(void **state)
 {

@@ -17,7 +17,7 @@
 #include <linux/perf_event.h>
 #include <cmocka.h>
 
-#include "../../vpmu/vpmu.h"
+#include "vpmu.h"
 
 /* --- fake backend ---------------------------------------------------------- */
 

@@ -7,8 +7,8 @@
  * (/sys/kernel/btf/vmlinux, parsed with libbpf). `kvmprof-agent export`
  * sends it so that a VMM can name the guest's processes from outside.
  */
-#ifndef AGENT_LAYOUT_H
-#define AGENT_LAYOUT_H
+#ifndef AGENT_KERNEL_LAYOUT_H
+#define AGENT_KERNEL_LAYOUT_H
 
 #include <stddef.h>
 

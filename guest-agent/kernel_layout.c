@@ -5,7 +5,7 @@
  * BTF through libbpf: the kernel describes its own structures there, so
  * nothing here hard-codes a kernel version's task_struct.
  */
-#include "layout.h"
+#include "kernel_layout.h"
 
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
