@@ -112,6 +112,10 @@ $(BUILD)/tests/e2e/ring_client: tests/e2e/ring_client.c $(BUILD)/host-profiler/g
 
 -include $(E2E_HELPERS:=.d)
 
+# tests/run-all.sh runs exactly the unit-test binaries make builds.
+export KVMPROF_UNIT_TESTS = $(UNIT_TESTS)
+export KVMPROF_ASAN_UNIT_TESTS = $(ASAN_UNIT_TESTS)
+
 .PHONY: test-unit test-e2e test-agent test-host
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
