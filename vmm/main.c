@@ -13,6 +13,7 @@
 #include "control.h"
 #include "mptable.h"
 #include "options.h"
+#include "trace_file.h"
 #include "vm.h"
 
 extern const uint8_t kvmprof_guest_kernel[], kvmprof_guest_initrd[];
@@ -116,11 +117,24 @@ out:
 	return rc ? -1 : 0;
 }
 
+/* The trace file's last word: what it holds and what it lost, never silently. */
+static void trace_close_and_report(struct trace_file *trace, const char *path)
+{
+	struct trace_file_totals t;
+
+	trace_file_close(trace, &t);
+	fprintf(stderr, "kvmprof-vmm: --trace %s: %llu records, %llu lost (%llu buffer full, %llu write errors)%s\n",
+		path, (unsigned long long)t.records, (unsigned long long)(t.lost_full + t.lost_write),
+		(unsigned long long)t.lost_full, (unsigned long long)t.lost_write,
+		t.trailer_written ? "" : "; the trailer could not be written: the file reads as unfinished");
+}
+
 int main(int argc, char **argv)
 {
 	struct vm_config cfg;
 	struct vm vm = { 0 };
 	struct control *control = NULL;
+	struct trace_file *trace = NULL;
 	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX];
 	int rc = vmm_options_parse(argc, argv, &cfg, err);
 
@@ -163,7 +177,16 @@ int main(int argc, char **argv)
 		guest_mem_free(&vm.mem);
 		return VMM_EXIT_SETUP;
 	}
+	if (cfg.trace_path && trace_file_open(&trace, cfg.trace_path, cfg.trace_enabled, cfg.ncpus, err, sizeof(err))) {
+		fprintf(stderr, "kvmprof-vmm: %s\n", err);
+		control_close(control);
+		vm_destroy(&vm);
+		guest_mem_free(&vm.mem);
+		return VMM_EXIT_SETUP;
+	}
 	rc = vm_run(&vm);
+	if (trace)
+		trace_close_and_report(trace, cfg.trace_path);
 	/* Before vm_destroy: the control thread reads the vCPUs. */
 	control_close(control);
 	vm_destroy(&vm);
