@@ -110,6 +110,39 @@ if [ -x "$CTL_CLIENT" ]; then
 	fi
 fi
 
+# --- the guest sampler: guest_sample per sample, guest_process_switch per change --------
+# Two processes share one vCPU, so the sampler sees the guest switch between them.
+if [ -x "$TR_KVMPROF" ]; then
+	rm -f "$TMP/gs.sock"
+	# shellcheck disable=SC2086 # VMM may carry a prefix
+	$VMM --cpus 1 --vpmu-backend=clock --control "$TMP/gs.sock" --trace "$TMP/gs.trace" --trace-events 'guest_*' \
+		--timeout 60 --cmdline "quiet start=/bin/matmul:128:300,/bin/matmul:128:300" >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
+	gs_pid=$!
+	if ! ctl_wait_socket "$TMP/gs.sock" $gs_pid; then
+		fail trace-guest-samples "no socket: $(head -c 300 "$TMP/gs.err")"
+		kill -9 $gs_pid 2>/dev/null
+		wait $gs_pid 2>/dev/null
+	else
+		"$BUILD/kvmprof" record --vm "$TMP/gs.sock" -F 2000 -q -o "$TMP/gs.data" 2>"$TMP/gs.rec"
+		ctl_wait_exit $gs_pid
+		"$TR_KVMPROF" trace -i "$TMP/gs.trace" >"$TMP/gs.txt" 2>&1
+		# kvmprof record's last line: "..., N guest samples, L lost in ...".
+		want=$(sed -n 's/.* \([0-9]*\) guest samples, \([0-9]*\) lost in .*/\1 \2/p' "$TMP/gs.rec")
+		got=$(grep -c ' guest_sample ' "$TMP/gs.txt")
+		if [ "$rc" = 0 ] && [ -n "$want" ] && [ "${want% *}" -gt 0 ] &&
+			{ [ "$got" = "${want% *}" ] || { [ "${want#* }" != 0 ] && [ "$got" -ge "${want% *}" ]; }; }; then
+			pass trace-guest-samples-match-recording
+		else fail trace-guest-samples-match-recording "rc=$rc, $got guest_sample records, recorded (samples lost): '$want'"; fi
+		# Replaying the samples' pids gives exactly the switch records, in order.
+		replay=$(awk '$3 == "guest_sample" { sub("pid=", "", $4); if ($2 in last && last[$2] != $4)
+			printf "%s %s>%s;", $2, last[$2], $4; last[$2] = $4 }' "$TMP/gs.txt")
+		switches=$(awk '$3 == "guest_process_switch" { sub("from=", "", $4); sub("to=", "", $5); printf "%s %s>%s;", $2, $4, $5 }' \
+			"$TMP/gs.txt")
+		if [ -n "$switches" ] && [ "$switches" = "$replay" ]; then pass trace-guest-process-switches-follow-samples
+		else fail trace-guest-process-switches-follow-samples "switches '${switches:0:80}', from the samples '${replay:0:80}'"; fi
+	fi
+fi
+
 # --- bad input: one line each ----------------------------------------------------------
 expect_error trace-events-matching-nothing 2 "^kvmprof-vmm: --trace-events 'bogus_\*' matches no event" \
 	--trace "$TMP/x.trace" --trace-events 'pio,bogus_*' --kernel "$FIX/pvh-exit0.elf"
