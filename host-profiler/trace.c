@@ -62,11 +62,12 @@ static void print_arg(const char *name, char type, uint64_t v)
 static void print_record(const struct kvmprof_trace_header *h, const struct kvmprof_trace_record *rec)
 {
 	const struct trace_event_info *e = trace_event_info(rec->event);
-	int64_t dt = (int64_t)(rec->time_ns - h->start_ns);
+	/* Unsigned both ways: a hostile time far from the start must not overflow a signed difference. */
+	bool before = rec->time_ns < h->start_ns;
+	uint64_t dt = before ? h->start_ns - rec->time_ns : rec->time_ns - h->start_ns;
 	char name[32], type;
 
-	printf("%s%" PRId64 ".%09" PRId64 " ", dt < 0 ? "-" : "", (dt < 0 ? -dt : dt) / 1000000000,
-	       (dt < 0 ? -dt : dt) % 1000000000);
+	printf("%s%" PRIu64 ".%09" PRIu64 " ", before ? "-" : "", dt / 1000000000, dt % 1000000000);
 	if (rec->vcpu == KVMPROF_TRACE_NO_VCPU)
 		printf("- ");
 	else
