@@ -239,14 +239,17 @@ static void vcpu_exit_rip_cpl(struct vcpu *vcpu, uint64_t *rip, uint64_t *cpl)
 	*cpl = (sregs->cr0 & X86_CR0_PE) ? sregs->cs.selector & 3 : 0;
 }
 
+/* The vm_exit event; keeps errno, which the run loop reads after a failed KVM_RUN. */
 static void vcpu_trace_exit(struct vcpu *vcpu)
 {
 	uint64_t rip, cpl;
+	int saved_errno = errno;
 
 	if (!trace_event_on(KVMPROF_TRACE_vm_exit))
 		return;
 	vcpu_exit_rip_cpl(vcpu, &rip, &cpl);
 	TRACE(vm_exit, vcpu->run->exit_reason, rip, cpl);
+	errno = saved_errno;
 }
 
 /* Carries out an exit's outcome; false when this vCPU must stop running. */
@@ -295,11 +298,13 @@ void *vcpu_thread(void *arg)
 			rc = vcpu_exact_run(vcpu, &kvm_ran);
 		else
 			rc = ioctl(vcpu->fd, KVM_RUN, 0);
+		/* First: what the sampler and the vPMU make of this exit follows it in a trace. */
+		if (kvm_ran)
+			vcpu_trace_exit(vcpu);
 		guest_sampler_after_run(vcpu);
 		vcpu_pmu_after_run(vcpu);
 		if (!kvm_ran)
 			continue; /* the emulator stopped (a slice's end, an overflow): no exit to handle */
-		vcpu_trace_exit(vcpu);
 		if (rc < 0) {
 			int err = errno;
 
