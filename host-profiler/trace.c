@@ -23,7 +23,8 @@ static const char trace_help[] =
 	"Prints a trace file written by kvmprof-vmm --trace FILE (docs/trace.md).\n"
 	"  -i, --input FILE  the trace file\n"
 	"  -c, --counts      per-event record counts and the lost records, instead of\n"
-	"                    one line per record: SECONDS VCPU EVENT NAME=VALUE...\n"
+	"                    the records (one line each: SECONDS VCPU EVENT NAME=VALUE...,\n"
+	"                    seconds since tracing started, VCPU '-' for the control socket)\n"
 	"Exit code: 0 done, 1 the file is damaged or unreadable, 2 bad usage.\n";
 
 __attribute__((format(printf, 1, 2)))
