@@ -17,6 +17,7 @@
 #include "host_report.h"
 #include "record_cli.h"
 #include "stat.h"
+#include "trace.h"
 
 #define KVMPROF_VERSION "0.1"
 
@@ -27,6 +28,7 @@ static const char usage_text[] =
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"       kvmprof stat --vm SOCKET [-e EVENT[,EVENT...]] [--duration S]\n"
+	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof --help | --version\n";
 
 static const char help_text[] =
@@ -54,7 +56,9 @@ static const char help_text[] =
 	"report options: see `kvmprof report --help`.\n"
 	"\n"
 	"stat options:\n"
-	"  --vm SOCKET, -e EVENTS (comma-separated; default task-clock), --duration S\n";
+	"  --vm SOCKET, -e EVENTS (comma-separated; default task-clock), --duration S\n"
+	"\n"
+	"trace: prints a kvmprof-vmm --trace file; see `kvmprof trace --help`.\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
 
@@ -185,5 +189,7 @@ int main(int argc, char **argv)
 		return host_report_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
+	if (!strcmp(sub, "trace"))
+		return host_trace_main(argc - 1, argv + 1);
 	return usage_error("unknown subcommand '%s'", sub);
 }

@@ -44,7 +44,7 @@ $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c
 
 # The vCPU exit dispatch with the port devices that stop a guest; the test
 # stands in for the vPMU and debug-exit hooks, which need a live vCPU.
-VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/ioport.c vmm/exit_port.c vmm/reset.c
+VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/ioport.c vmm/exit_port.c vmm/reset.c vmm/trace.c
 UNIT_TESTS += $(BUILD)/tests/test_vcpu_exit
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_vcpu_exit
 
@@ -58,7 +58,7 @@ $(BUILD)/asan/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST
 
 # The control socket's requests and commands, without its connections; the
 # test stands in for the guest sampler.
-CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c
+CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/trace.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
 
@@ -70,6 +70,21 @@ $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_
 		$(VPMU_ASAN_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+
+# Trace event dispatch (vmm/trace.c): subscribing, and unsubscribing while another thread dispatches.
+UNIT_TESTS += $(BUILD)/tests/test_trace_dispatch
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_trace_dispatch
+
+$(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_dispatch,tests/unit/test_trace_dispatch.c $(BUILD)/vmm/trace.o,\
+	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
+
+# The --trace file: the VMM's writer (vmm/trace_file.c) against kvmprof's reader (lib/trace_read.c).
+UNIT_TESTS += $(BUILD)/tests/test_trace_file
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_trace_file
+
+$(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_file,\
+	tests/unit/test_trace_file.c $(BUILD)/vmm/trace.o $(BUILD)/vmm/trace_file.o $(LIB_A),\
+	$$(VMM_CFLAGS) $$(LIB_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(LIB_LIBS) -lpthread))
 
 include tests/agent/agent-tests.mk
 

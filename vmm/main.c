@@ -13,6 +13,7 @@
 #include "control.h"
 #include "mptable.h"
 #include "options.h"
+#include "trace_file.h"
 #include "vm.h"
 
 extern const uint8_t kvmprof_guest_kernel[], kvmprof_guest_initrd[];
@@ -116,11 +117,33 @@ out:
 	return rc ? -1 : 0;
 }
 
+/* The trace file's last word: what it holds and what it lost, never silently. */
+static void trace_close_and_report(struct trace_file *trace, const char *path)
+{
+	struct trace_file_totals t;
+
+	trace_file_close(trace, &t);
+	fprintf(stderr, "kvmprof-vmm: --trace %s: %llu records, %llu lost (%llu buffer full, %llu write errors)%s\n",
+		path, (unsigned long long)t.records, (unsigned long long)(t.lost_full + t.lost_write),
+		(unsigned long long)t.lost_full, (unsigned long long)t.lost_write,
+		t.trailer_written ? "" : "; the trailer could not be written: the file reads as unfinished");
+}
+
+/* The VM never ran: the file is left whole (header and trailer), with nothing to report. */
+static void trace_close_quietly(struct trace_file *trace)
+{
+	struct trace_file_totals t;
+
+	if (trace)
+		trace_file_close(trace, &t);
+}
+
 int main(int argc, char **argv)
 {
 	struct vm_config cfg;
 	struct vm vm = { 0 };
 	struct control *control = NULL;
+	struct trace_file *trace = NULL;
 	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX];
 	int rc = vmm_options_parse(argc, argv, &cfg, err);
 
@@ -147,23 +170,33 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvmprof-vmm: %s\n", control_err);
 		return VMM_EXIT_SETUP;
 	}
+	/* Then the trace file: a bad --trace path is reported before the VM's own messages too. */
+	if (cfg.trace_path && trace_file_open(&trace, cfg.trace_path, cfg.trace_enabled, cfg.ncpus, err, sizeof(err))) {
+		fprintf(stderr, "kvmprof-vmm: %s\n", err);
+		control_close(control);
+		return VMM_EXIT_SETUP;
+	}
 	vm.control = control;
 	rc = guest_mem_alloc(&vm.mem, cfg.mem_size);
 	if (rc) {
 		fprintf(stderr, "kvmprof-vmm: cannot allocate %llu MiB of guest memory: %s\n",
 			(unsigned long long)(cfg.mem_size >> 20), strerror(-rc));
+		trace_close_quietly(trace);
 		control_close(control);
 		return VMM_EXIT_SETUP;
 	}
 	vm.kvm_fd = vm.vm_fd = vm.console_fd = vm.agent_fd = -1;
 	/* Files first: a bad kernel is reported even on a host without KVM. */
 	if (load_guest(&vm, &cfg) || vm_create(&vm, &cfg)) {
+		trace_close_quietly(trace);
 		control_close(control);
 		vm_destroy(&vm);
 		guest_mem_free(&vm.mem);
 		return VMM_EXIT_SETUP;
 	}
 	rc = vm_run(&vm);
+	if (trace)
+		trace_close_and_report(trace, cfg.trace_path);
 	/* Before vm_destroy: the control thread reads the vCPUs. */
 	control_close(control);
 	vm_destroy(&vm);

@@ -9,6 +9,7 @@
 
 #include "control.h"
 #include "options.h"
+#include "trace_event_table.h"
 
 static const char usage_text[] =
 	"Usage: kvmprof-vmm [OPTIONS]\n"
@@ -55,6 +56,10 @@ static const char usage_text[] =
 	"                        exits by reason, at exit (for benchmarks: a traced\n"
 	"                        PMI is ~1000 times slower)\n"
 	"  --vpmu-trace-tick N   the same for the first N LAPIC timer interrupts\n"
+	"  --trace FILE          write the VMM's trace events into FILE (binary;\n"
+	"                        read it with kvmprof trace -i FILE; docs/trace.md)\n"
+	"  --trace-events LIST   the events --trace writes: comma-separated globs of\n"
+	"                        event names, e.g. 'vm_exit,pio,msr_*' (default: all)\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
@@ -66,7 +71,7 @@ enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
 	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE, OPT_VPMU, OPT_VPMU_COUNTERS, OPT_VPMU_BACKEND,
 	OPT_VPMU_MODE, OPT_VPMU_FILTER, OPT_VPMU_STATS, OPT_VPMU_TRACE_PMI, OPT_VPMU_TRACE_TICK,
-	OPT_CONTROL,
+	OPT_CONTROL, OPT_TRACE, OPT_TRACE_EVENTS,
 };
 
 int parse_mem_size(const char *s, uint64_t *bytes)
@@ -153,6 +158,8 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "vpmu-stats", no_argument, NULL, OPT_VPMU_STATS },
 		{ "vpmu-trace-pmi", required_argument, NULL, OPT_VPMU_TRACE_PMI },
 		{ "vpmu-trace-tick", required_argument, NULL, OPT_VPMU_TRACE_TICK },
+		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "trace-events", required_argument, NULL, OPT_TRACE_EVENTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -252,6 +259,14 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			cfg->trace_tick_on = true;
 			cfg->trace_tick = (unsigned int)n;
 			break;
+		case OPT_TRACE:
+			if (!*optarg)
+				return bad(err, "--trace needs a file name");
+			cfg->trace_path = optarg;
+			break;
+		case OPT_TRACE_EVENTS:
+			cfg->trace_events = optarg;
+			break;
 		case OPT_TIMEOUT: {
 			char *end;
 			errno = 0;
@@ -272,5 +287,13 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 	if (optind < argc)
 		return bad(err, "unexpected argument '%s' (see --help)", argv[optind]);
 	cfg->initrd_embedded = !initrd_given && !cfg->kernel_path;
+	if (cfg->trace_events && !cfg->trace_path)
+		return bad(err, "--trace-events needs --trace FILE");
+	if (cfg->trace_path) {
+		char why[160];
+
+		if (trace_events_match(cfg->trace_events, cfg->trace_enabled, why, sizeof(why)))
+			return bad(err, "--trace-events %s", why);
+	}
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "backend_kvm.h"
 #include "pmu.h"
+#include "trace.h"
 #include "vm.h"
 
 #define APIC_LVTPC 0x340
@@ -168,6 +169,7 @@ static bool pmu_inject_pmi(void *ctx)
 		return false; /* SMI, INIT, ExtINT or a reserved vector: nothing a PMI can become */
 	}
 	pmi_trace_injected(vcpu);
+	TRACE(pmi_inject, (lvtpc & APIC_DM_MASK) == APIC_DM_NMI, (lvtpc & APIC_DM_MASK) == APIC_DM_NMI ? 2 : lvtpc & 0xff);
 	if (vcpu->vm->pmu.cfg.model == VPMU_MODEL_INTEL) {
 		lvtpc |= APIC_LVT_MASKED;
 		memcpy(lapic.regs + APIC_LVTPC, &lvtpc, 4);
@@ -287,6 +289,17 @@ void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns)
 	pmu_arm_exit_timer(&vcpu->pmu, ns);
 }
 
+/* Overflows are found at a run's end and while MSR exits read counters: the event carries those since the last one. */
+static void pmu_trace_overflows(struct vcpu_pmu *p)
+{
+	uint64_t seen = p->v.stats.overflows;
+
+	if (seen == p->overflows_traced)
+		return;
+	TRACE(pmu_overflow, seen - p->overflows_traced);
+	p->overflows_traced = seen;
+}
+
 void vcpu_pmu_before_run(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = &vcpu->pmu;
@@ -294,8 +307,13 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 
 	if (!vmm_pmu_emulating(&vcpu->vm->pmu))
 		return;
+	uint64_t reprograms = p->v.stats.reprograms;
+
+	pmu_trace_overflows(p);
 	now = now_ns();
 	vpmu_vcpu_prepare_entry(&p->v, now);
+	if (p->v.stats.reprograms != reprograms)
+		TRACE(pmu_counter_program, p->v.stats.reprograms - reprograms);
 	/* After the reprogramming: a counter enabled by this exit's WRMSR needs its timer now. */
 	deadline = vpmu_vcpu_exit_deadline(&p->v, now);
 	/* A KVM step of the exact backend must come back even if the guest leaves it: see vcpu_exact.h. */
@@ -311,6 +329,7 @@ void vcpu_pmu_after_run(struct vcpu *vcpu)
 		return;
 	vcpu->pmu.exits++;
 	vpmu_vcpu_after_run(&vcpu->pmu.v, now_ns());
+	pmu_trace_overflows(&vcpu->pmu);
 }
 
 void vcpu_pmu_handle_msr(struct vcpu *vcpu)
@@ -322,8 +341,11 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 		uint64_t val = 0;
 		rc = vpmu_msr_read(&vcpu->pmu.v, run->msr.index, &val);
 		run->msr.data = val;
-	} else
+		TRACE(msr_read, run->msr.index, val, rc != VPMU_MSR_OK);
+	} else {
 		rc = vpmu_msr_write(&vcpu->pmu.v, run->msr.index, run->msr.data);
+		TRACE(msr_write, run->msr.index, run->msr.data, rc != VPMU_MSR_OK);
+	}
 	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
 	run->msr.error = rc != VPMU_MSR_OK;
 }

@@ -38,6 +38,7 @@ struct vcpu_pmu {
 	timer_t exit_timer;
 	bool timer_created, timer_armed;
 	uint64_t exits;
+	uint64_t overflows_traced; /* stats.overflows when the last pmu_overflow event went out */
 };
 
 /*

@@ -214,6 +214,44 @@ static void vcpu_report_crash(struct vcpu *vcpu, const char *what)
 	vcpu_dump_state(vcpu);
 }
 
+/* Guest RIP and CPL at an exit, for the vm_exit event: from KVM's synced registers when the sampler has them on. */
+static void vcpu_exit_rip_cpl(struct vcpu *vcpu, uint64_t *rip, uint64_t *cpl)
+{
+	const struct kvm_run *run = vcpu->run;
+	struct kvm_regs r;
+	struct kvm_sregs s;
+	const struct kvm_regs *regs = &run->s.regs.regs;
+	const struct kvm_sregs *sregs = &run->s.regs.sregs;
+
+	*rip = *cpl = 0;
+	if (!(run->kvm_valid_regs & KVM_SYNC_X86_REGS)) {
+		if (ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0)
+			return;
+		regs = &r;
+	}
+	if (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS)) {
+		if (ioctl(vcpu->fd, KVM_GET_SREGS, &s) < 0)
+			return;
+		sregs = &s;
+	}
+	*rip = regs->rip;
+	/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
+	*cpl = (sregs->cr0 & X86_CR0_PE) ? sregs->cs.selector & 3 : 0;
+}
+
+/* The vm_exit event; keeps errno, which the run loop reads after a failed KVM_RUN. */
+static void vcpu_trace_exit(struct vcpu *vcpu)
+{
+	uint64_t rip, cpl;
+	int saved_errno = errno;
+
+	if (!trace_event_on(KVMPROF_TRACE_vm_exit))
+		return;
+	vcpu_exit_rip_cpl(vcpu, &rip, &cpl);
+	TRACE(vm_exit, vcpu->run->exit_reason, rip, cpl);
+	errno = saved_errno;
+}
+
 /* Carries out an exit's outcome; false when this vCPU must stop running. */
 static bool vcpu_act(struct vcpu *vcpu, struct vcpu_outcome o)
 {
@@ -245,17 +283,24 @@ void *vcpu_thread(void *arg)
 	pthread_setname_np(pthread_self(), name);
 	/* The host profiler opens its perf events on this thread id (control socket "vcpus"). */
 	__atomic_store_n(&vcpu->tid, gettid(), __ATOMIC_RELEASE);
+	/* TRACE_MAX_CTX leaves room for every vCPU: this cannot fail. */
+	trace_ctx_register(&vcpu->trace_ctx, (uint16_t)vcpu->id, vcpu->run);
+	TRACE(vcpu_start);
 	while (!vm_stopping(vm)) {
 		bool kvm_ran = true;
 		int rc;
 
 		vcpu_pmu_before_run(vcpu);
 		guest_sampler_before_run(vcpu);
+		TRACE(vm_entry);
 		/* The exact vPMU backend runs counting vCPUs in its emulator, and KVM in steps. */
 		if (vcpu_exact_active(vcpu))
 			rc = vcpu_exact_run(vcpu, &kvm_ran);
 		else
 			rc = ioctl(vcpu->fd, KVM_RUN, 0);
+		/* First: what the sampler and the vPMU make of this exit follows it in a trace. */
+		if (kvm_ran)
+			vcpu_trace_exit(vcpu);
 		guest_sampler_after_run(vcpu);
 		vcpu_pmu_after_run(vcpu);
 		if (!kvm_ran)
@@ -291,5 +336,7 @@ void *vcpu_thread(void *arg)
 		if (vcpu->run->exit_reason != KVM_EXIT_DEBUG)
 			vcpu_exact_after_exit(vcpu);
 	}
+	TRACE(vcpu_stop);
+	trace_ctx_unregister(&vcpu->trace_ctx);
 	return NULL;
 }

@@ -3,8 +3,18 @@
 #include <string.h>
 
 #include "reset.h"
+#include "trace.h"
 #include "vcpu_exit.h"
 #include "vm.h"
+
+/* An access's value, from the 1, 2 or 4 little-endian bytes KVM passes. */
+static uint64_t io_value(const uint8_t *data, uint32_t size)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, data, size < sizeof(v) ? size : sizeof(v));
+	return v;
+}
 
 /* String I/O (INS/OUTS with REP) comes as count accesses back to back; a stop ends it. */
 static struct vcpu_outcome vcpu_handle_io(struct vcpu *vcpu)
@@ -15,6 +25,8 @@ static struct vcpu_outcome vcpu_handle_io(struct vcpu *vcpu)
 	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
 		struct vcpu_outcome o = ioport_dispatch(&vcpu->vm->io, run->io.port, data, run->io.size,
 							run->io.direction == KVM_EXIT_IO_OUT);
+		/* After the device: an IN's value is what the guest reads. */
+		TRACE(pio, run->io.port, run->io.size, run->io.direction == KVM_EXIT_IO_OUT, io_value(data, run->io.size));
 		if (o.action != VCPU_CONTINUE)
 			return o;
 	}
@@ -44,6 +56,8 @@ struct vcpu_outcome vcpu_handle_exit(struct vcpu *vcpu)
 		/* No MMIO devices: an open bus, as on a PC with nothing there. */
 		if (!run->mmio.is_write)
 			memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+		TRACE(mmio, run->mmio.phys_addr, run->mmio.len, run->mmio.is_write,
+		      io_value(run->mmio.data, run->mmio.len));
 		return vcpu_continue();
 	case KVM_EXIT_INTR:
 		return vcpu_continue(); /* a kick or a timer signal: the run loop looks at why */

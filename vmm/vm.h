@@ -18,6 +18,7 @@
 #include "pmu.h"
 #include "rtc.h"
 #include "serial.h"
+#include "trace.h"
 
 /* Exit codes of kvmprof-vmm other than the guest's own power-off status. */
 #define VMM_EXIT_SETUP 1        /* the VM could not be set up */
@@ -41,6 +42,9 @@ struct vm_config {
 	struct vmm_vpmu_options vpmu;
 	bool trace_pmi_on, trace_tick_on; /* --vpmu-trace-pmi / -tick N given (vmm/profiling/pmi_trace.h) */
 	unsigned int trace_pmi, trace_tick; /* N: handlers to single-step */
+	const char *trace_path;    /* --trace: the trace file (vmm/trace_file.h); NULL: none */
+	const char *trace_events;  /* --trace-events: globs; NULL: every event */
+	bool trace_enabled[KVMPROF_TRACE_EVENT_COUNT]; /* the events --trace-events chose */
 };
 
 struct vm;
@@ -57,6 +61,7 @@ struct vcpu {
 	struct pmi_trace_vcpu trace;
 	struct guest_sampler_vcpu sampler; /* guest sampling for the host profiler */
 	struct vcpu_exact exact;           /* the exact vPMU backend's engine and KVM steps */
+	struct trace_ctx trace_ctx;        /* what this vCPU's trace events carry (trace.h) */
 };
 
 struct vm {

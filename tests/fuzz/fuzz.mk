@@ -12,7 +12,8 @@ FUZZ_CFLAGS := -std=c17 -g -O1 -Wall -Wextra -Werror -Wno-gnu-variable-sized-typ
 FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 
-FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout
+FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout \
+                trace_file
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(FUZZ_OBJ)/gen/profile.pb-c.o
@@ -48,7 +49,7 @@ $(FUZZ_OBJ)/guest/cpio.o: guest/kernel/cpio.c guest/kernel/cpio.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_sample_file $(BUILD)/fuzz/fuzz_sample_records $(BUILD)/fuzz/fuzz_kallsyms \
-$(BUILD)/fuzz/fuzz_procfs: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
+$(BUILD)/fuzz/fuzz_procfs $(BUILD)/fuzz/fuzz_trace_file: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(LIB_LIBS)
 
 $(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS)
@@ -62,7 +63,8 @@ $(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_ALL_SRCS:%.
 
 # The control socket's requests and commands, without its connections; the
 # harness stands in for the VM calls the commands make.
-FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
+                     $(FUZZ_OBJ)/vmm/trace.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
 $(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c $(FUZZ_CONTROL_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(VMM_LIBS)

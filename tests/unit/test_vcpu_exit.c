@@ -394,10 +394,100 @@ static void test_unknown_reason_crashes(void **state)
 	assert_crash(vcpu_handle_exit(&vcpu), "unhandled VM exit");
 }
 
+/* --- trace events of the exits the VMM handles --------------------------------- */
+
+static struct traced {
+	unsigned int n;
+	unsigned int event[8];
+	uint64_t args[8][KVMPROF_TRACE_MAX_ARGS];
+} traced;
+
+static void trace_cb(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
+		     unsigned int nargs)
+{
+	(void)opaque, (void)ctx;
+	if (traced.n < 8) {
+		traced.event[traced.n] = event;
+		memcpy(traced.args[traced.n], args, nargs * sizeof(*args));
+	}
+	traced.n++;
+}
+
+static struct trace_subscriber trace_sub = { .cb = trace_cb };
+static struct trace_ctx trace_ctx;
+
+static int setup_traced(void **state)
+{
+	memset(&traced, 0, sizeof(traced));
+	trace_sub.events[KVMPROF_TRACE_pio] = trace_sub.events[KVMPROF_TRACE_mmio] = true;
+	assert_int_equal(trace_ctx_register(&trace_ctx, 0, &area.run), 0);
+	assert_int_equal(trace_subscribe(&trace_sub), 0);
+	return setup(state);
+}
+
+static int teardown_traced(void **state)
+{
+	(void)state;
+	trace_unsubscribe(&trace_sub);
+	trace_ctx_unregister(&trace_ctx);
+	return 0;
+}
+
+static void assert_traced(unsigned int i, unsigned int event, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	assert_int_equal(traced.event[i], event);
+	assert_int_equal(traced.args[i][0], a0);
+	assert_int_equal(traced.args[i][1], a1);
+	assert_int_equal(traced.args[i][2], a2);
+	assert_int_equal(traced.args[i][3], a3);
+}
+
+/* One pio event per access of a string IN, with the value the device gave. */
+static void test_trace_pio_string_in(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_IN, TEST_DEVICE_PORT, 1, 3);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(traced.n, 3);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_traced(i, KVMPROF_TRACE_pio, TEST_DEVICE_PORT, 1, 0, 0x10 + i);
+}
+
+/* A string OUT that stops the guest: the stopping access is traced, the one never made is not. */
+static void test_trace_pio_out_until_stop(void **state)
+{
+	(void)state;
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_EXIT_PORT, 4, 2);
+	memcpy(io_data(), (uint32_t[]){ 0x12345678, 4 }, 8);
+	assert_stop(vcpu_handle_exit(&vcpu), 255, NULL);
+	assert_int_equal(traced.n, 1);
+	assert_traced(0, KVMPROF_TRACE_pio, KVMPROF_EXIT_PORT, 4, 1, 0x12345678);
+}
+
+static void test_trace_mmio(void **state)
+{
+	(void)state;
+	set_exit(KVM_EXIT_MMIO);
+	area.run.mmio.phys_addr = 0xd0000000;
+	area.run.mmio.len = 2;
+	area.run.mmio.is_write = 0;
+	assert_continue(vcpu_handle_exit(&vcpu));
+	area.run.mmio.is_write = 1;
+	area.run.mmio.len = 4;
+	memcpy(area.run.mmio.data, "\x01\x02\x03\x04", 4);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(traced.n, 2);
+	assert_traced(0, KVMPROF_TRACE_mmio, 0xd0000000, 2, 0, 0xffff); /* the open bus, as the guest reads it */
+	assert_traced(1, KVMPROF_TRACE_mmio, 0xd0000000, 4, 1, 0x04030201);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_io_out_reaches_the_device, setup),
+		cmocka_unit_test_setup_teardown(test_trace_pio_string_in, setup_traced, teardown_traced),
+		cmocka_unit_test_setup_teardown(test_trace_pio_out_until_stop, setup_traced, teardown_traced),
+		cmocka_unit_test_setup_teardown(test_trace_mmio, setup_traced, teardown_traced),
 		cmocka_unit_test_setup(test_io_in_string_fills_each_element, setup),
 		cmocka_unit_test_setup(test_io_in_unclaimed_reads_all_ones, setup),
 		cmocka_unit_test_setup(test_io_out_unclaimed_is_ignored, setup),

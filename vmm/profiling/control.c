@@ -22,6 +22,8 @@
 
 #include "control.h"
 #include "control_session.h"
+#include "kvmprof/trace_file.h"
+#include "trace.h"
 
 _Static_assert(CONTROL_PATH_MAX + 1 == sizeof(((struct sockaddr_un *)0)->sun_path),
 	       "CONTROL_PATH_MAX follows sun_path");
@@ -347,6 +349,9 @@ static void *control_thread(void *arg)
 	struct pollfd pfd[2 + CONTROL_MAX_CLIENTS];
 	int who[2 + CONTROL_MAX_CLIENTS];
 	bool backoff = false;
+	struct trace_ctx trace_ctx;
+	/* Its control_request events carry no vCPU; without a free context (cannot happen) it emits none. */
+	bool traced = trace_ctx_register(&trace_ctx, KVMPROF_TRACE_NO_VCPU, NULL) == 0;
 
 	pthread_setname_np(pthread_self(), "control");
 	for (;;) {
@@ -401,6 +406,8 @@ static void *control_thread(void *arg)
 	}
 	for (int i = 0; i < CONTROL_MAX_CLIENTS; i++)
 		control_drop(&c->client[i]);
+	if (traced)
+		trace_ctx_unregister(&trace_ctx);
 	return NULL;
 }
 

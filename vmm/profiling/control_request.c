@@ -10,6 +10,7 @@
 
 #include "control.h"
 #include "control_session.h"
+#include "trace.h"
 
 /* At most max bytes of s for an error message, cut on a UTF-8 character boundary. */
 int control_clip(const char *s, int max)
@@ -71,6 +72,21 @@ static const char *control_dispatch(struct control_session *ses, struct json_obj
 	return cmd->run(ses, req, r, buf, bufsz);
 }
 
+/* The request's "cmd", its first 8 bytes packed into a trace argument (type s); 0 when it has none. */
+static uint64_t trace_cmd_word(struct json_object *req)
+{
+	struct json_object *v;
+	const char *name;
+	uint64_t word = 0;
+
+	if (!req || !json_object_is_type(req, json_type_object) || !json_object_object_get_ex(req, "cmd", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return 0;
+	name = json_object_get_string(v);
+	memcpy(&word, name, strnlen(name, sizeof(word)));
+	return word;
+}
+
 size_t control_reply(struct control_session *ses, const char *line, size_t len, char *out, size_t outsz)
 {
 	struct json_object *r = json_object_new_object(), *req = NULL;
@@ -111,6 +127,7 @@ size_t control_reply(struct control_session *ses, const char *line, size_t len, 
 	}
 	error = control_dispatch(ses, req, r, buf, sizeof(buf));
 reply:
+	TRACE(control_request, trace_cmd_word(req), !error, len);
 	json_object_object_add(r, "ok", json_object_new_boolean(!error));
 	if (error)
 		json_object_object_add(r, "error", json_object_new_string(error));

@@ -305,6 +305,12 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 	gs_seal(s->rec, KP_REC_SAMPLE, size);
 	if (gs_put(s, s->rec, size))
 		__atomic_store_n(&s->samples, s->samples + 1, __ATOMIC_RELAXED);
+	TRACE(guest_sample, pid, tid, smp->ip, smp->cpl == KP_CPL_USER ? 3 : 0, smp->period, smp->nr_callchain);
+	/* The process attribution at this exit; a vCPU's first sample has nothing to switch from. */
+	if (s->traced_pid_known && s->traced_pid != pid)
+		TRACE(guest_process_switch, s->traced_pid, pid, tid);
+	s->traced_pid = pid;
+	s->traced_pid_known = true;
 	dt = gs_now() - t0;
 	s->captures++;
 	__atomic_store_n(&s->capture_ns, s->capture_ns + dt, __ATOMIC_RELAXED);
@@ -514,6 +520,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		s->desc_entry = -1;
 		s->pid0_kind = GS_PID0_NONE;
 		s->kernel_mmap_sent = false;
+		s->traced_pid_known = false;
 		if (guest_procs_seen_init(&s->procs)) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;

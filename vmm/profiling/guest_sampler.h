@@ -53,6 +53,8 @@ struct guest_sampler_vcpu {
 	int pid0_kind;          /* what the COMM of pid 0 says in this ring: 0 none, 1 idle, 2 unknown */
 	bool kernel_mmap_sent;
 	bool sync_on;           /* kvm_valid_regs was set for the KVM_RUN that just returned */
+	bool traced_pid_known;  /* traced_pid holds the process of this vCPU's last sample */
+	uint32_t traced_pid;    /* for the guest_process_switch event */
 	uint8_t rec[GUEST_SAMPLER_REC_MAX] __attribute__((aligned(8)));
 };
 
