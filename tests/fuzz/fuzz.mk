@@ -12,8 +12,9 @@ FUZZ_CFLAGS := -std=c17 -g -O1 -Wall -Wextra -Werror -Wno-gnu-variable-sized-typ
 FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 
-FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout \
-                trace_file
+FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout trace_file
+# make test's fuzz smoke (tests/run-all.sh) runs these.
+export KVMPROF_FUZZ_TARGETS = $(FUZZ_TARGETS)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_OBJ)/%.o) $(FUZZ_OBJ)/gen/profile.pb-c.o
