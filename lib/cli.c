@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_usage_error(const char *prog, const char *usage, const char *fmt, ...)
 {
@@ -65,4 +66,14 @@ int cli_parse_event(const char *prog, const char *spec, struct events_event *ev)
 		return 2;
 	}
 	return 0;
+}
+
+void cli_merge_longopts(struct option *out, const struct option *shared, size_t nshared, const struct option *own)
+{
+	size_t n = nshared;
+
+	memcpy(out, shared, nshared * sizeof(*shared));
+	for (; own && own->name && n < nshared + CLI_OWN_LONGOPTS_MAX; own++)
+		out[n++] = *own;
+	out[n] = (struct option){ 0 };
 }

@@ -9,6 +9,9 @@
 #ifndef KVMPROF_CLI_H
 #define KVMPROF_CLI_H
 
+#include <getopt.h>
+#include <stddef.h>
+
 #include "events.h"
 
 /* "prog: " and the message (printf's fmt and arguments), a newline, then usage, on stderr. */
@@ -30,5 +33,14 @@ int cli_parse_seconds(const char *s, double *out);
  * does not know: the closest known names, "did you mean: ...". 0 or 2.
  */
 int cli_parse_event(const char *prog, const char *spec, struct events_event *ev);
+
+/* A command's own long options after those every program shares: the most a command adds. */
+#define CLI_OWN_LONGOPTS_MAX 16
+/*
+ * Fills out (room for nshared + CLI_OWN_LONGOPTS_MAX + 1 entries) with the
+ * shared long options, then the command's own (NULL, or ending with a zero
+ * entry; any past the maximum are left out), then the zero entry.
+ */
+void cli_merge_longopts(struct option *out, const struct option *shared, size_t nshared, const struct option *own);
 
 #endif

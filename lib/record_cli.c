@@ -14,7 +14,6 @@ static const struct option shared_longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },	    { "help", no_argument, NULL, 'h' },
 };
 #define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
-#define OWN_MAX 16
 
 static int add_event(const struct record_cli *cli, struct record_opts *o, const char *spec)
 {
@@ -73,15 +72,11 @@ static int shared_option(const struct record_cli *cli, int c, struct record_opts
 
 int record_cli_parse(const struct record_cli *cli, int argc, char **argv, struct record_opts *o)
 {
-	struct option longopts[NR_SHARED + OWN_MAX + 1];
+	struct option longopts[NR_SHARED + CLI_OWN_LONGOPTS_MAX + 1];
 	char shortopts[128];
-	size_t n = NR_SHARED;
 	int c, r;
 
-	memcpy(longopts, shared_longopts, sizeof(shared_longopts));
-	for (const struct option *own = cli->own_longopts; own && own->name && n < NR_SHARED + OWN_MAX; own++)
-		longopts[n++] = *own;
-	longopts[n] = (struct option){ 0 };
+	cli_merge_longopts(longopts, shared_longopts, NR_SHARED, cli->own_longopts);
 	snprintf(shortopts, sizeof(shortopts), "%s:e:F:c:go:qh%s", cli->stop_at_command ? "+" : "",
 		 cli->own_shortopts ? cli->own_shortopts : "");
 	memset(o, 0, sizeof(*o));

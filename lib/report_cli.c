@@ -15,7 +15,6 @@ static const struct option shared_longopts[] = {
 	{ "recover", no_argument, NULL, 'R' },	    { "help", no_argument, NULL, 'h' },
 };
 #define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
-#define OWN_MAX 16
 
 /* "text", "folded", "pprof" or "svg". 0 or -EINVAL. */
 static int parse_format(const char *name, enum report_format *out)
@@ -39,15 +38,11 @@ static int parse_format(const char *name, enum report_format *out)
 /* -1 to go on, else the exit status. */
 static int parse_args(const struct report_cli *cli, int argc, char **argv, struct report_cli_args *a)
 {
-	struct option longopts[NR_SHARED + OWN_MAX + 1];
+	struct option longopts[NR_SHARED + CLI_OWN_LONGOPTS_MAX + 1];
 	char shortopts[128];
-	size_t n = NR_SHARED;
 	int c, r;
 
-	memcpy(longopts, shared_longopts, sizeof(shared_longopts));
-	for (const struct option *own = cli->own_longopts; own && own->name && n < NR_SHARED + OWN_MAX; own++)
-		longopts[n++] = *own;
-	longopts[n] = (struct option){ 0 };
+	cli_merge_longopts(longopts, shared_longopts, NR_SHARED, cli->own_longopts);
 	snprintf(shortopts, sizeof(shortopts), ":i:f:o:r:h%s", cli->own_shortopts ? cli->own_shortopts : "");
 	*a = (struct report_cli_args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT };
 	optind = 1;
