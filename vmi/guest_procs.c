@@ -112,6 +112,21 @@ bool guest_procs_news(const struct guest_procs_seen *s, const struct guest_os *o
 	return true;
 }
 
+void guest_procs_comm(const struct guest_os *os, const struct vmi_mem *mem, const struct guest_paging *pg,
+		      const struct guest_task *task, char comm[KP_COMM_MAX + 1])
+{
+	struct guest_desc_proc info;
+
+	if (os->linux_layout) {
+		guest_linux_comm(os->linux_layout, mem, pg, task->gva, comm);
+	} else if (os->desc) {
+		guest_desc_proc_info(os->desc, mem, pg, task->gva, &info);
+		memcpy(comm, info.comm, KP_COMM_MAX + 1);
+	} else {
+		strcpy(comm, "[unknown]");
+	}
+}
+
 void guest_procs_told(struct guest_procs_seen *s, const struct guest_proc_news *news)
 {
 	int slot = seen_slot(s, news->pid, true);

@@ -80,6 +80,10 @@ struct guest_proc_news {
 bool guest_procs_news(const struct guest_procs_seen *s, const struct guest_os *os, const struct vmi_mem *mem,
 		      const struct guest_paging *pg, const struct guest_task *task, struct guest_proc_news *news);
 
+/* task's name (a running process, pid not 0): "[unknown]" when it cannot be read. */
+void guest_procs_comm(const struct guest_os *os, const struct vmi_mem *mem, const struct guest_paging *pg,
+		      const struct guest_task *task, char comm[KP_COMM_MAX + 1]);
+
 /* The consumer has received the news (all of its records): remember it. */
 void guest_procs_told(struct guest_procs_seen *s, const struct guest_proc_news *news);
 

@@ -13,6 +13,7 @@
 #include "control.h"
 #include "mptable.h"
 #include "options.h"
+#include "plugin_host.h"
 #include "trace_file.h"
 #include "vm.h"
 
@@ -194,11 +195,28 @@ int main(int argc, char **argv)
 		guest_mem_free(&vm.mem);
 		return VMM_EXIT_SETUP;
 	}
+	/* Before the vCPUs start: a plugin sees every event from the first vcpu_start. */
+	plugin_host_init(&vm);
+	for (unsigned int i = 0; i < cfg.nplugins; i++) {
+		char perr[PLUGIN_ERR_MAX];
+
+		if (plugin_load_spec(cfg.plugins[i], perr, sizeof(perr)) < 0) {
+			fprintf(stderr, "kvmprof-vmm: --plugin %s\n", perr);
+			plugin_unload_all();
+			trace_close_quietly(trace);
+			control_close(control);
+			vm_destroy(&vm);
+			guest_mem_free(&vm.mem);
+			return VMM_EXIT_SETUP;
+		}
+	}
 	rc = vm_run(&vm);
+	/* Before vm_destroy: the control thread reads the vCPUs. After it: it loads and unloads plugins. */
+	control_close(control);
+	/* Plugins' fini may read guest memory: before it goes. */
+	plugin_unload_all();
 	if (trace)
 		trace_close_and_report(trace, cfg.trace_path);
-	/* Before vm_destroy: the control thread reads the vCPUs. */
-	control_close(control);
 	vm_destroy(&vm);
 	guest_mem_free(&vm.mem);
 	return rc;

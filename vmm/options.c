@@ -60,6 +60,10 @@ static const char usage_text[] =
 	"                        read it with kvmprof trace -i FILE; docs/trace.md)\n"
 	"  --trace-events LIST   the events --trace writes: comma-separated globs of\n"
 	"                        event names, e.g. 'vm_exit,pio,msr_*' (default: all)\n"
+	"  --plugin FILE.so[,KEY=VALUE...]\n"
+	"                        load a plugin (repeatable, at most %d): its callbacks\n"
+	"                        get the trace events; out=FILE sends its output to\n"
+	"                        FILE (default: stderr at exit); docs/plugins.md\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
@@ -71,7 +75,7 @@ enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_CONSOLE,
 	OPT_AGENT, OPT_TIMEOUT, OPT_KVM_DEVICE, OPT_VPMU, OPT_VPMU_COUNTERS, OPT_VPMU_BACKEND,
 	OPT_VPMU_MODE, OPT_VPMU_FILTER, OPT_VPMU_STATS, OPT_VPMU_TRACE_PMI, OPT_VPMU_TRACE_TICK,
-	OPT_CONTROL, OPT_TRACE, OPT_TRACE_EVENTS,
+	OPT_CONTROL, OPT_TRACE, OPT_TRACE_EVENTS, OPT_PLUGIN,
 };
 
 int parse_mem_size(const char *s, uint64_t *bytes)
@@ -160,6 +164,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "vpmu-trace-tick", required_argument, NULL, OPT_VPMU_TRACE_TICK },
 		{ "trace", required_argument, NULL, OPT_TRACE },
 		{ "trace-events", required_argument, NULL, OPT_TRACE_EVENTS },
+		{ "plugin", required_argument, NULL, OPT_PLUGIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -267,6 +272,13 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		case OPT_TRACE_EVENTS:
 			cfg->trace_events = optarg;
 			break;
+		case OPT_PLUGIN:
+			if (!*optarg || *optarg == ',')
+				return bad(err, "--plugin needs a file name: --plugin FILE.so[,KEY=VALUE...]");
+			if (cfg->nplugins == VMM_PLUGINS_MAX)
+				return bad(err, "--plugin: at most %d plugins", VMM_PLUGINS_MAX);
+			cfg->plugins[cfg->nplugins++] = optarg;
+			break;
 		case OPT_TIMEOUT: {
 			char *end;
 			errno = 0;
@@ -276,7 +288,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		}
 		case 'h':
-			printf(usage_text, KVMPROF_MAX_CPUS);
+			printf(usage_text, KVMPROF_MAX_CPUS, VMM_PLUGINS_MAX);
 			return 1;
 		case ':':
 			return bad(err, "option %s needs a value (see --help)", argv[optind - 1]);

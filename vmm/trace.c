@@ -16,14 +16,14 @@ static struct trace_ctx *contexts[TRACE_MAX_CTX];
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct trace_ctx *self;
 
-int trace_ctx_register(struct trace_ctx *ctx, uint16_t vcpu, const struct kvm_run *run)
+int trace_ctx_register(struct trace_ctx *ctx, uint16_t vcpu, const struct kvm_run *run, void *owner)
 {
 	int rc = -ENOSPC;
 
 	pthread_mutex_lock(&reg_lock);
 	for (unsigned int i = 0; i < TRACE_MAX_CTX; i++) {
 		if (!contexts[i]) {
-			*ctx = (struct trace_ctx){ .vcpu = vcpu, .slot = i, .run = run };
+			*ctx = (struct trace_ctx){ .vcpu = vcpu, .slot = i, .run = run, .owner = owner };
 			contexts[i] = ctx;
 			self = ctx;
 			rc = 0;
@@ -42,6 +42,11 @@ void trace_ctx_unregister(struct trace_ctx *ctx)
 	if (self == ctx)
 		self = NULL;
 	pthread_mutex_unlock(&reg_lock);
+}
+
+const struct trace_ctx *trace_self(void)
+{
+	return self;
 }
 
 int trace_subscribe(struct trace_subscriber *s)
@@ -72,29 +77,21 @@ int trace_subscribe(struct trace_subscriber *s)
 	return 0;
 }
 
-void trace_unsubscribe(struct trace_subscriber *s)
+/*
+ * With reg_lock held, after slots were cleared: waits out every dispatch
+ * that may have loaded a cleared slot. A dispatch that loaded one made its
+ * generation odd before the load (both sequentially consistent, as the
+ * clearing store): a context seen even now started after the store and
+ * cannot see it; one seen odd is waited for until its generation moves on.
+ * Contexts cannot go away meanwhile: they unregister under reg_lock.
+ */
+static void wait_for_dispatches(void)
 {
-	pthread_mutex_lock(&reg_lock);
-	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++) {
-		for (int i = 0; i < TRACE_MAX_SUBSCRIBERS; i++) {
-			if (slots[e][i] != s)
-				continue;
-			__atomic_store_n(&slots[e][i], NULL, __ATOMIC_SEQ_CST);
-			__atomic_sub_fetch(&trace_listeners[e], 1, __ATOMIC_RELAXED);
-		}
-	}
-	/*
-	 * A dispatch that loaded s made its generation odd before the load (both
-	 * sequentially consistent, as the store above): a context seen even now
-	 * started after the store and cannot see s; one seen odd is waited for
-	 * until its generation moves on. Contexts cannot go away meanwhile: they
-	 * unregister under the lock we hold.
-	 */
 	for (unsigned int c = 0; c < TRACE_MAX_CTX; c++) {
 		struct trace_ctx *ctx = contexts[c];
 		unsigned long gen;
 
-		if (!ctx)
+		if (!ctx || ctx == self)
 			continue;
 		gen = __atomic_load_n(&ctx->gen, __ATOMIC_SEQ_CST);
 		if (!(gen & 1))
@@ -102,7 +99,53 @@ void trace_unsubscribe(struct trace_subscriber *s)
 		while (__atomic_load_n(&ctx->gen, __ATOMIC_ACQUIRE) == gen)
 			sched_yield();
 	}
+}
+
+/* With reg_lock held: takes s off event's slots. */
+static void clear_event(struct trace_subscriber *s, unsigned int e)
+{
+	for (int i = 0; i < TRACE_MAX_SUBSCRIBERS; i++) {
+		if (slots[e][i] != s)
+			continue;
+		__atomic_store_n(&slots[e][i], NULL, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&trace_listeners[e], 1, __ATOMIC_RELAXED);
+	}
+}
+
+void trace_unsubscribe(struct trace_subscriber *s)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++)
+		clear_event(s, e);
+	wait_for_dispatches();
 	pthread_mutex_unlock(&reg_lock);
+}
+
+int trace_subscribe_event(struct trace_subscriber *s, unsigned int event, bool on)
+{
+	int rc = 0;
+
+	if (event >= KVMPROF_TRACE_EVENT_COUNT)
+		return -EINVAL;
+	pthread_mutex_lock(&reg_lock);
+	if (!on) {
+		clear_event(s, event);
+		s->events[event] = false;
+		wait_for_dispatches();
+	} else if (!s->events[event]) {
+		rc = -ENOSPC;
+		for (int i = 0; i < TRACE_MAX_SUBSCRIBERS; i++) {
+			if (!slots[event][i]) {
+				s->events[event] = true;
+				__atomic_store_n(&slots[event][i], s, __ATOMIC_RELEASE);
+				__atomic_add_fetch(&trace_listeners[event], 1, __ATOMIC_RELEASE);
+				rc = 0;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
 }
 
 void trace_dispatch(unsigned int event, const uint64_t *args, unsigned int nargs)

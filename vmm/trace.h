@@ -38,6 +38,7 @@ struct trace_ctx {
 	uint16_t vcpu;              /* KVMPROF_TRACE_NO_VCPU off the vCPUs */
 	unsigned int slot;          /* below TRACE_MAX_CTX: indexes a subscriber's per-context state */
 	const struct kvm_run *run;  /* the vCPU's run area (registers when KVM synced them), or NULL */
+	void *owner;                /* the struct vcpu emitting, or NULL off the vCPUs */
 	unsigned long gen;          /* odd while a dispatch runs on this context */
 };
 
@@ -52,7 +53,9 @@ struct trace_subscriber {
 };
 
 /* Makes ctx this thread's context. 0, or -ENOSPC when TRACE_MAX_CTX are in use. */
-int trace_ctx_register(struct trace_ctx *ctx, uint16_t vcpu, const struct kvm_run *run);
+int trace_ctx_register(struct trace_ctx *ctx, uint16_t vcpu, const struct kvm_run *run, void *owner);
+/* This thread's context, or NULL. */
+const struct trace_ctx *trace_self(void);
 /* Before the thread ends (or ctx's memory goes). */
 void trace_ctx_unregister(struct trace_ctx *ctx);
 
@@ -60,6 +63,12 @@ void trace_ctx_unregister(struct trace_ctx *ctx);
 int trace_subscribe(struct trace_subscriber *s);
 /* Returns once no callback of s runs or will run. Not from a callback. */
 void trace_unsubscribe(struct trace_subscriber *s);
+/*
+ * Adds or removes one event of a subscribed s (and updates s->events). 0,
+ * or -ENOSPC. Turning an event off returns once no callback of s for it
+ * runs. Not from a callback.
+ */
+int trace_subscribe_event(struct trace_subscriber *s, unsigned int event, bool on);
 
 /* Per event: how many subscribers listen. Read by TRACE(); written under the registration lock. */
 extern unsigned int trace_listeners[KVMPROF_TRACE_EVENT_COUNT];

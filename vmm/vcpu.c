@@ -284,7 +284,7 @@ void *vcpu_thread(void *arg)
 	/* The host profiler opens its perf events on this thread id (control socket "vcpus"). */
 	__atomic_store_n(&vcpu->tid, gettid(), __ATOMIC_RELEASE);
 	/* TRACE_MAX_CTX leaves room for every vCPU: this cannot fail. */
-	trace_ctx_register(&vcpu->trace_ctx, (uint16_t)vcpu->id, vcpu->run);
+	trace_ctx_register(&vcpu->trace_ctx, (uint16_t)vcpu->id, vcpu->run, vcpu);
 	TRACE(vcpu_start);
 	while (!vm_stopping(vm)) {
 		bool kvm_ran = true;

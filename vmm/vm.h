@@ -27,6 +27,8 @@
 #define VMM_EXIT_GUEST_CRASH 125 /* triple fault, unhandled exit, emulation failure */
 #define VMM_EXIT_INTERRUPTED 130 /* SIGINT / SIGTERM */
 
+#define VMM_PLUGINS_MAX 8 /* --plugin: PLUGIN_MAX (plugin_host.h) */
+
 struct vm_config {
 	const char *kernel_path;   /* NULL: the embedded bundled guest */
 	const char *initrd_path;   /* NULL: no initrd, or the embedded one */
@@ -45,6 +47,8 @@ struct vm_config {
 	const char *trace_path;    /* --trace: the trace file (vmm/trace_file.h); NULL: none */
 	const char *trace_events;  /* --trace-events: globs; NULL: every event */
 	bool trace_enabled[KVMPROF_TRACE_EVENT_COUNT]; /* the events --trace-events chose */
+	const char *plugins[VMM_PLUGINS_MAX]; /* --plugin FILE.so[,KEY=VALUE...] (vmm/plugin_host.h) */
+	unsigned int nplugins;
 };
 
 struct vm;

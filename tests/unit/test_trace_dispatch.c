@@ -37,7 +37,7 @@ static void test_no_listener_no_call(void **state)
 	struct trace_ctx ctx;
 
 	(void)state;
-	assert_int_equal(trace_ctx_register(&ctx, 3, NULL), 0);
+	assert_int_equal(trace_ctx_register(&ctx, 3, NULL, NULL), 0);
 	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++)
 		assert_false(trace_event_on(e));
 	TRACE(pio, 0x3f8, 1, 1, 'a'); /* nothing listens: nothing happens, and nothing crashes */
@@ -52,7 +52,7 @@ static void test_subscribe_dispatch_unsubscribe(void **state)
 
 	(void)state;
 	sub.events[KVMPROF_TRACE_pio] = true;
-	assert_int_equal(trace_ctx_register(&ctx, 1, NULL), 0);
+	assert_int_equal(trace_ctx_register(&ctx, 1, NULL, NULL), 0);
 	assert_int_equal(trace_subscribe(&sub), 0);
 	assert_true(trace_event_on(KVMPROF_TRACE_pio));
 	assert_false(trace_event_on(KVMPROF_TRACE_mmio));
@@ -86,7 +86,7 @@ static void test_two_subscribers(void **state)
 
 	(void)state;
 	sa.events[KVMPROF_TRACE_hlt] = sb.events[KVMPROF_TRACE_hlt] = true;
-	assert_int_equal(trace_ctx_register(&ctx, KVMPROF_TRACE_NO_VCPU, NULL), 0);
+	assert_int_equal(trace_ctx_register(&ctx, KVMPROF_TRACE_NO_VCPU, NULL, NULL), 0);
 	assert_int_equal(trace_subscribe(&sa), 0);
 	assert_int_equal(trace_subscribe(&sb), 0);
 	TRACE(hlt);
@@ -149,7 +149,7 @@ static void *dispatcher(void *arg)
 	struct slow *s = arg;
 	struct trace_ctx ctx;
 
-	if (trace_ctx_register(&ctx, 0, NULL))
+	if (trace_ctx_register(&ctx, 0, NULL, NULL))
 		return NULL;
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
 		TRACE(vm_exit, 1, 2, 3);
@@ -217,12 +217,12 @@ static void test_context_table_is_bounded(void **state)
 
 	(void)state;
 	for (int i = 0; i < TRACE_MAX_CTX + 1; i++)
-		ok += trace_ctx_register(&ctx[i], (uint16_t)i, NULL) == 0;
+		ok += trace_ctx_register(&ctx[i], (uint16_t)i, NULL, NULL) == 0;
 	assert_int_equal(ok, TRACE_MAX_CTX);
-	assert_int_equal(trace_ctx_register(&ctx[TRACE_MAX_CTX], 0, NULL), -ENOSPC);
+	assert_int_equal(trace_ctx_register(&ctx[TRACE_MAX_CTX], 0, NULL, NULL), -ENOSPC);
 	for (int i = 0; i < TRACE_MAX_CTX; i++)
 		trace_ctx_unregister(&ctx[i]);
-	assert_int_equal(trace_ctx_register(&ctx[0], 0, NULL), 0);
+	assert_int_equal(trace_ctx_register(&ctx[0], 0, NULL, NULL), 0);
 	trace_ctx_unregister(&ctx[0]);
 }
 

@@ -82,7 +82,7 @@ static void *emit_pio(void *arg)
 	struct emitter *e = arg;
 	struct trace_ctx ctx;
 
-	if (trace_ctx_register(&ctx, e->vcpu, NULL))
+	if (trace_ctx_register(&ctx, e->vcpu, NULL, NULL))
 		return NULL;
 	TRACE(vcpu_start);
 	for (unsigned int i = 0; i < e->count; i++)

@@ -420,7 +420,7 @@ static int setup_traced(void **state)
 {
 	memset(&traced, 0, sizeof(traced));
 	trace_sub.events[KVMPROF_TRACE_pio] = trace_sub.events[KVMPROF_TRACE_mmio] = true;
-	assert_int_equal(trace_ctx_register(&trace_ctx, 0, &area.run), 0);
+	assert_int_equal(trace_ctx_register(&trace_ctx, 0, &area.run, NULL), 0);
 	assert_int_equal(trace_subscribe(&trace_sub), 0);
 	return setup(state);
 }

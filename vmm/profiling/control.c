@@ -351,7 +351,7 @@ static void *control_thread(void *arg)
 	bool backoff = false;
 	struct trace_ctx trace_ctx;
 	/* Its control_request events carry no vCPU; without a free context (cannot happen) it emits none. */
-	bool traced = trace_ctx_register(&trace_ctx, KVMPROF_TRACE_NO_VCPU, NULL) == 0;
+	bool traced = trace_ctx_register(&trace_ctx, KVMPROF_TRACE_NO_VCPU, NULL, NULL) == 0;
 
 	pthread_setname_np(pthread_self(), "control");
 	for (;;) {
