@@ -58,18 +58,44 @@ $(BUILD)/asan/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST
 
 # The control socket's requests and commands, without its connections; the
 # test stands in for the guest sampler.
-CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/trace.c
+# The plugin commands use the real plugin host, with the test plugins below.
+CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/control_plugins.c \
+                     vmm/plugin_host.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
 
-$(BUILD)/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/%.o) $(VPMU_OBJS)
+$(BUILD)/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/%.o) $(VPMU_OBJS) \
+		$(VMI_A) | $(TEST_PLUGINS)
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
 
 $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_TEST_SRCS:%.c=$(BUILD)/asan/%.o) \
-		$(VPMU_ASAN_OBJS)
+		$(VPMU_ASAN_OBJS) $(VMI_ASAN_A) | $(TEST_PLUGINS)
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
+
+# The plugin host (vmm/plugin_host.c): loading, refusing, unloading while
+# another thread dispatches, output. The test plugins are built from
+# tests/unit/plugins/*.c into build/tests/plugins/*.so, plain: an ASan test
+# binary loads them as any program would.
+TEST_PLUGINS := $(patsubst tests/unit/plugins/%.c,$(BUILD)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.c))
+PLUGIN_HOST_TEST_SRCS := vmm/plugin_host.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
+UNIT_TESTS += $(BUILD)/tests/test_plugin_host
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_host
+
+$(BUILD)/tests/plugins/%.so: tests/unit/plugins/%.c include/kvmprof/plugin.h
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/tests/test_plugin_host: tests/unit/test_plugin_host.c $(PLUGIN_HOST_TEST_SRCS:%.c=$(BUILD)/%.o) $(VMI_A) \
+		| $(TEST_PLUGINS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) -lpthread
+
+$(BUILD)/asan/tests/test_plugin_host: tests/unit/test_plugin_host.c $(PLUGIN_HOST_TEST_SRCS:%.c=$(BUILD)/asan/%.o) \
+		$(VMI_ASAN_A) | $(TEST_PLUGINS)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) -lpthread
 
 # Trace event dispatch (vmm/trace.c): subscribing, and unsubscribing while another thread dispatches.
 UNIT_TESTS += $(BUILD)/tests/test_trace_dispatch

@@ -42,6 +42,13 @@ struct plugin {
 };
 
 static struct plugin *plugins[PLUGIN_MAX];
+/* Unloaded plugins' output that their unload reply could not carry, until plugin-output reads it. */
+static struct kept_output {
+	unsigned int id;
+	char name[64];
+	char *text;
+	size_t len, off;
+} kept[PLUGIN_MAX];
 static unsigned int next_id = 1;
 /* Guards plugins[] against plugin-list and output readers; loads and unloads are serialized by their callers. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -500,8 +507,60 @@ void plugin_unload_result_free(struct plugin_unload_result *res)
 	res->output = NULL;
 }
 
+int plugin_output_keep(unsigned int id, const char *name, const char *text, size_t len)
+{
+	int rc = -ENOSPC;
+
+	pthread_mutex_lock(&registry_lock);
+	for (unsigned int i = 0; i < PLUGIN_MAX; i++) {
+		if (kept[i].text)
+			continue;
+		kept[i] = (struct kept_output){ .id = id, .text = malloc(len ? len : 1), .len = len };
+		if (!kept[i].text) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(kept[i].text, text, len);
+		snprintf(kept[i].name, sizeof(kept[i].name), "%s", name);
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: plugin %u (%s) output (no room to keep it for plugin-output):\n", id, name);
+		fwrite(text, 1, len, stderr);
+	}
+	return rc;
+}
+
+/* With registry_lock held. */
+static struct kept_output *kept_find(unsigned int id)
+{
+	for (unsigned int i = 0; i < PLUGIN_MAX; i++)
+		if (kept[i].text && kept[i].id == id)
+			return &kept[i];
+	return NULL;
+}
+
+static void kept_free(struct kept_output *k)
+{
+	free(k->text);
+	*k = (struct kept_output){ 0 };
+}
+
 void plugin_unload_all(void)
 {
+	for (unsigned int i = 0; i < PLUGIN_MAX; i++) {
+		struct kept_output *k = &kept[i];
+
+		if (!k->text)
+			continue;
+		if (k->len > k->off) {
+			fprintf(stderr, "kvmprof-vmm: plugin %u (%s) output, not read by plugin-output:\n", k->id, k->name);
+			fwrite(k->text + k->off, 1, k->len - k->off, stderr);
+		}
+		kept_free(k);
+	}
 	for (unsigned int i = 0; i < PLUGIN_MAX; i++) {
 		struct plugin_unload_result r;
 		char err[PLUGIN_ERR_MAX];
@@ -618,7 +677,24 @@ long plugin_output_take(unsigned int id, char *buf, size_t max, bool *more, uint
 
 	pthread_mutex_lock(&registry_lock);
 	p = plugin_by_id(id);
-	if (!p || p->in_init) {
+	if (!p) {
+		struct kept_output *k = kept_find(id);
+
+		if (!k) {
+			pthread_mutex_unlock(&registry_lock);
+			return -ENOENT;
+		}
+		n = k->len - k->off < max ? k->len - k->off : max;
+		memcpy(buf, k->text + k->off, n);
+		k->off += n;
+		*more = k->off < k->len;
+		*lost = 0;
+		if (!*more)
+			kept_free(k);
+		pthread_mutex_unlock(&registry_lock);
+		return (long)n;
+	}
+	if (p->in_init) {
 		pthread_mutex_unlock(&registry_lock);
 		return -ENOENT;
 	}

@@ -55,7 +55,13 @@ struct plugin_unload_result {
  */
 int plugin_unload(unsigned int id, struct plugin_unload_result *res, char *err, size_t errsz);
 void plugin_unload_result_free(struct plugin_unload_result *res);
-/* At the VMM's end: unloads every plugin, buffered output to stderr, write losses said there. */
+/*
+ * Keeps the part of an unloaded plugin's output a reply could not carry
+ * (text[0..len), copied), for plugin_output_take under the same id. 0, or
+ * -ENOMEM / -ENOSPC (PLUGIN_MAX kept already): then it goes to stderr.
+ */
+int plugin_output_keep(unsigned int id, const char *name, const char *text, size_t len);
+/* At the VMM's end: unloads every plugin; buffered and kept output to stderr, write losses said there. */
 void plugin_unload_all(void);
 
 /* One loaded plugin, as plugin-list shows it. */
@@ -85,6 +91,8 @@ int plugin_set_events(unsigned int id, const char *patterns, bool on, unsigned i
  * Takes up to max bytes of plugin id's buffered output into buf (not
  * NUL-ended): the count, or -ENOENT. *more: more is buffered; *lost: bytes
  * lost so far. A plugin with out=FILE flushes its file instead and takes 0.
+ * An unloaded plugin's kept output (plugin_output_keep) is taken the same
+ * way, until it is all read.
  */
 long plugin_output_take(unsigned int id, char *buf, size_t max, bool *more, uint64_t *lost);
 

@@ -4,20 +4,23 @@
  * commands of vmm/profiling/control_cmds.c), linked without the socket layer
  * (vmm/profiling/control.c): each input line goes to control_reply as the poll loop
  * hands over a complete line, and the few VM calls the commands make
- * (guest_sampler_*, vm_stopping) are stand-ins below whose answers the
- * input chooses. The first byte picks the VM's shape (vPMU model and
+ * (guest_sampler_*, vm_stopping, and the plugin host's plugin_*: the
+ * harness loads no library a fuzzed path names) are stand-ins below whose
+ * answers the input chooses. The first byte picks the VM's shape (vPMU model and
  * backend, vCPUs, exiting or not, whether sampling starts); the rest is
  * request lines.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "control.h"
 #include "control_session.h"
+#include "plugin_host.h"
 #include "vm.h"
 
 static uint8_t shape;
@@ -69,6 +72,100 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 	return 0;
 }
 
+/* One pretend plugin, id 1, loaded by any path that ends in ".so". */
+static bool plugin_loaded;
+static char plugin_out[64];
+static size_t plugin_out_len;
+static const char odd_output[] = "ok \xff\xc0\x80 \xe2\x82 \0 \x01\n";
+
+int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t errsz)
+{
+	size_t n = strlen(path);
+
+	for (int i = 0; i < argc; i++)
+		if (!strchr(argv[i], '=')) {
+			snprintf(err, errsz, "%s: argument '%s' is not key=value", path, argv[i]);
+			return -EINVAL;
+		}
+	if (n < 3 || strcmp(path + n - 3, ".so") || plugin_loaded) {
+		snprintf(err, errsz, "%s: not loadable", path);
+		return -ENOEXEC;
+	}
+	plugin_loaded = true;
+	/* Bytes the output's UTF-8 cleaning must handle: invalid sequences, a NUL, control characters. */
+	memcpy(plugin_out, odd_output, sizeof(odd_output) - 1);
+	plugin_out_len = sizeof(odd_output) - 1;
+	return 1;
+}
+
+int plugin_unload(unsigned int id, struct plugin_unload_result *res, char *err, size_t errsz)
+{
+	memset(res, 0, sizeof(*res));
+	if (id != 1 || !plugin_loaded) {
+		snprintf(err, errsz, "no plugin has id %u", id);
+		return -ENOENT;
+	}
+	plugin_loaded = false;
+	strcpy(res->name, "fuzz");
+	res->output = malloc(plugin_out_len + 1);
+	if (res->output)
+		memcpy(res->output, plugin_out, plugin_out_len);
+	res->output_len = res->output ? plugin_out_len : 0;
+	return 0;
+}
+
+void plugin_unload_result_free(struct plugin_unload_result *res)
+{
+	free(res->output);
+	res->output = NULL;
+}
+
+int plugin_output_keep(unsigned int id, const char *name, const char *text, size_t len)
+{
+	(void)id;
+	(void)name;
+	(void)text;
+	(void)len;
+	return 0;
+}
+
+unsigned int plugin_list(struct plugin_info *out, unsigned int max)
+{
+	if (!plugin_loaded)
+		return 0;
+	if (max) {
+		memset(out, 0, sizeof(*out));
+		out->id = 1;
+		strcpy(out->name, "fuzz");
+		out->events[KVMPROF_TRACE_pio] = out->handles[KVMPROF_TRACE_pio] = true;
+	}
+	return 1;
+}
+
+int plugin_set_events(unsigned int id, const char *patterns, bool on, unsigned int *changed, char *err,
+		      size_t errsz)
+{
+	*changed = 0;
+	if (id != 1 || !plugin_loaded) {
+		snprintf(err, errsz, "no plugin has id %u", id);
+		return -ENOENT;
+	}
+	*changed = on && !strcmp(patterns, "pio");
+	return 0;
+}
+
+long plugin_output_take(unsigned int id, char *buf, size_t max, bool *more, uint64_t *lost)
+{
+	size_t n = plugin_out_len < max ? plugin_out_len : max;
+
+	if (id != 1 || !plugin_loaded)
+		return -ENOENT;
+	memcpy(buf, plugin_out, n);
+	*more = false;
+	*lost = 0;
+	return (long)n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct vm vm;
@@ -81,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	shape = data[0];
 	sampler_on = false;
+	plugin_loaded = false;
 	memset(&vm, 0, sizeof(vm));
 	cfg = (struct vm_config){ .ncpus = 1 + (shape & 7), .mem_size = 256u << 20,
 				  .kernel_path = (shape & 8) ? "/boot/vmlinuz" : NULL };

@@ -19,6 +19,7 @@
 
 #include "control.h"
 #include "control_session.h"
+#include "plugins/probe.h"
 #include "vm.h"
 
 /* --- stand-ins for the live VM --------------------------------------------- */
@@ -214,9 +215,12 @@ static void test_bad_requests(void **state)
 {
 	(void)state;
 	assert_string_equal(ask("{}"), "{\"ok\":false,\"error\":\"missing \\\"cmd\\\" (a string): status, vcpus, "
-				       "vpmu-stats, sample-start or sample-stop\"}");
+				       "vpmu-stats, sample-start, sample-stop, plugin-load, plugin-unload, plugin-list, "
+				       "plugin-output, event-list or event-set\"}");
 	assert_string_equal(ask("{\"cmd\":\"reboot\"}"), "{\"ok\":false,\"error\":\"unknown cmd 'reboot': status, "
-							  "vcpus, vpmu-stats, sample-start or sample-stop\"}");
+							  "vcpus, vpmu-stats, sample-start, sample-stop, plugin-load, "
+							  "plugin-unload, plugin-list, plugin-output, event-list or "
+							  "event-set\"}");
 	assert_string_equal(ask("{\"cmd\":\"vcpus\",\"period\":1}"),
 			    "{\"ok\":false,\"error\":\"vcpus takes no key 'period'\"}");
 	assert_string_equal(ask("{\"cmd\":\"status\",\"id\":[1]}"),
@@ -225,6 +229,57 @@ static void test_bad_requests(void **state)
 					"{\\\"cmd\\\":\\\"status\\\"}\"}");
 	assert_starts(ask("{\"cmd\":\"vcpus\"} \t"), "{\"ok\":true,"); /* blanks after it are fine */
 	assert_starts(ask("{\"cmd\":"), "{\"ok\":false,\"error\":\"not a JSON object: incomplete\"}");
+}
+
+/* --- plugins and events ------------------------------------------------------- */
+
+/* build/tests/plugins/good.so, next to this test (or to build/asan/tests). */
+static char good_so[600];
+
+static void test_plugin_commands(void **state)
+{
+	struct plugin_probe probe = { 0 };
+	char req[1024];
+	const char *r;
+
+	(void)state;
+	snprintf(req, sizeof(req), "{\"cmd\":\"plugin-load\",\"path\":\"%s\",\"args\":[\"probe=%p\"]}", good_so,
+		 (void *)&probe);
+	r = ask(req);
+	assert_starts(r, "{\"ok\":true,\"plugin\":");
+	assert_contains(r, "\"name\":\"good\",\"events\":[\"pio\",\"msr_read\",\"msr_write\"]");
+	/* The same file again: refused, the first stays. */
+	assert_contains(ask(req), "already loaded as plugin");
+	r = ask("{\"cmd\":\"plugin-list\"}");
+	assert_contains(r, "\"name\":\"good\"");
+	assert_contains(r, "\"output_buffered\":");
+	/* Its init printed a line: plugin-output takes it. */
+	assert_contains(ask("{\"cmd\":\"plugin-output\",\"plugin\":1,\"max\":5}"), "\"output\":\"init \",\"more\":true");
+	assert_contains(ask("{\"cmd\":\"plugin-output\",\"plugin\":1}"), "\"more\":false");
+	r = ask("{\"cmd\":\"event-set\",\"plugin\":1,\"events\":\"msr_*\",\"enable\":false}");
+	assert_contains(r, "\"changed\":2,\"events\":[\"pio\"]");
+	assert_contains(ask("{\"cmd\":\"event-set\",\"plugin\":1,\"events\":\"vm_exit\",\"enable\":true}"),
+			"has no callback for 'vm_exit'");
+	assert_contains(ask("{\"cmd\":\"event-set\",\"plugin\":1,\"events\":\"pio\"}"), "\\\"enable\\\" must be given");
+	assert_contains(ask("{\"cmd\":\"event-list\",\"pattern\":\"pio\"}"),
+			"\"events\":[{\"id\":4,\"name\":\"pio\",\"args\":\"port:x,size:u,out:u,value:x\"");
+	assert_contains(ask("{\"cmd\":\"event-list\",\"pattern\":\"pio\"}"), "\"subscribers\":1}");
+	assert_contains(ask("{\"cmd\":\"event-list\",\"pattern\":\"bogus*\"}"), "\"ok\":false");
+	r = ask("{\"cmd\":\"plugin-unload\",\"plugin\":1}");
+	assert_contains(r, "\"name\":\"good\"");
+	assert_contains(r, "\"output\":\"fini pio 0 msr 0\\n\",\"more\":false");
+	assert_contains(ask("{\"cmd\":\"plugin-unload\",\"plugin\":1}"), "no plugin has id 1");
+	assert_contains(ask("{\"cmd\":\"plugin-list\"}"), "\"plugins\":[]");
+	/* Bad requests. */
+	assert_contains(ask("{\"cmd\":\"plugin-load\"}"), "\\\"path\\\" must be given");
+	assert_contains(ask("{\"cmd\":\"plugin-load\",\"path\":\"/nonexistent.so\"}"),
+			"/nonexistent.so: No such file or directory");
+	assert_contains(ask("{\"cmd\":\"plugin-load\",\"path\":\"x.so\",\"args\":\"a=b\"}"),
+			"must be an array of");
+	assert_contains(ask("{\"cmd\":\"plugin-load\",\"path\":\"x.so\",\"args\":[1]}"), "must be an array of");
+	assert_contains(ask("{\"cmd\":\"plugin-unload\"}"), "\\\"plugin\\\" must be given");
+	assert_contains(ask("{\"cmd\":\"plugin-unload\",\"plugin\":\"1\"}"), "must be a positive integer");
+	assert_contains(ask("{\"cmd\":\"plugin-output\",\"plugin\":7}"), "no plugin has id 7");
 }
 
 int main(void)
@@ -238,7 +293,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sampling_belongs_to_the_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plugin_commands, setup, teardown),
 	};
 
+	char dir[512];
+
+	if (test_plugins_dir(dir, sizeof(dir)))
+		return 1;
+	snprintf(good_so, sizeof(good_so), "%s/good.so", dir);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

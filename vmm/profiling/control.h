@@ -9,7 +9,7 @@
  * threads: figures are read from them with relaxed atomic loads.
  */
 
-#define CONTROL_ERR_MAX 256
+#define CONTROL_ERR_MAX 512
 /* sizeof(sockaddr_un.sun_path) less the terminating NUL. */
 #define CONTROL_PATH_MAX 107
 #define CONTROL_MAX_CLIENTS 8

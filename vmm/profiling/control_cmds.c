@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_json.h"
+#include "control_plugins.h"
 #include "control_session.h"
 #include "vm.h"
 
@@ -28,21 +30,6 @@ uint64_t control_now_ns(void)
 static const char *control_backend_name(const struct vm *vm)
 {
 	return vm->pmu.cfg.model == VPMU_MODEL_OFF ? "none" : vpmu_backend_name(vm->pmu.backend);
-}
-
-static void control_put(struct json_object *o, const char *key, struct json_object *v)
-{
-	json_object_object_add(o, key, v);
-}
-
-static void control_put_u64(struct json_object *o, const char *key, uint64_t v)
-{
-	json_object_object_add(o, key, json_object_new_uint64(v));
-}
-
-static void control_put_str(struct json_object *o, const char *key, const char *s)
-{
-	json_object_object_add(o, key, s ? json_object_new_string(s) : NULL);
 }
 
 static const char *control_status(struct control_session *ses, struct json_object *req, struct json_object *r,
@@ -187,22 +174,6 @@ static const char *control_vpmu_stats(struct control_session *ses, struct json_o
 }
 
 /* Reads an optional positive integer key; false (with the message in buf) if it is something else. */
-static bool control_get_u64(struct json_object *req, const char *key, uint64_t *v, bool *given,
-			    char *buf, size_t bufsz)
-{
-	struct json_object *o;
-
-	*given = json_object_object_get_ex(req, key, &o);
-	if (!*given)
-		return true;
-	if (!json_object_is_type(o, json_type_int) || json_object_get_int64(o) <= 0) {
-		snprintf(buf, bufsz, "\"%s\" must be a positive integer", key);
-		return false;
-	}
-	*v = json_object_get_uint64(o);
-	return true;
-}
-
 /*
  * An unsigned 64-bit number given as a JSON integer (at least 0) or as a
  * "0x..." hex string: kernel addresses do not fit JSON's int64, and many
@@ -368,6 +339,12 @@ static const struct control_cmd control_cmds[] = {
 	{ "vpmu-stats", control_no_keys, control_vpmu_stats },
 	{ "sample-start", control_sample_keys, control_sample_start },
 	{ "sample-stop", control_no_keys, control_sample_stop },
+	{ "plugin-load", control_plugin_load_keys, control_plugin_load },
+	{ "plugin-unload", control_plugin_id_keys, control_plugin_unload },
+	{ "plugin-list", control_no_keys, control_plugin_list },
+	{ "plugin-output", control_plugin_output_keys, control_plugin_output },
+	{ "event-list", control_event_list_keys, control_event_list },
+	{ "event-set", control_event_set_keys, control_event_set },
 };
 
 #define CONTROL_NCMDS (sizeof(control_cmds) / sizeof(control_cmds[0]))

@@ -42,7 +42,7 @@ static const char *control_dispatch(struct control_session *ses, struct json_obj
 	struct json_object *v;
 	const struct control_cmd *cmd;
 	const char *name;
-	char cmds[128];
+	char cmds[256];
 
 	if (!json_object_is_type(req, json_type_object))
 		return "a request is one JSON object per line, e.g. {\"cmd\":\"status\"}";
