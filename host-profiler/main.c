@@ -17,6 +17,7 @@
 #include "host_report.h"
 #include "record_cli.h"
 #include "stat.h"
+#include "plugin_cmd.h"
 #include "trace.h"
 
 #define KVMPROF_VERSION "0.1"
@@ -29,6 +30,7 @@ static const char usage_text[] =
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"       kvmprof stat --vm SOCKET [-e EVENT[,EVENT...]] [--duration S]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
+	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
 	"       kvmprof --help | --version\n";
 
 static const char help_text[] =
@@ -58,7 +60,8 @@ static const char help_text[] =
 	"stat options:\n"
 	"  --vm SOCKET, -e EVENTS (comma-separated; default task-clock), --duration S\n"
 	"\n"
-	"trace: prints a kvmprof-vmm --trace file; see `kvmprof trace --help`.\n";
+	"trace: prints a kvmprof-vmm --trace file; see `kvmprof trace --help`.\n"
+	"plugin: loads and unloads a running VMM's plugins; see `kvmprof plugin --help`.\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
 
@@ -191,5 +194,7 @@ int main(int argc, char **argv)
 		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(sub, "trace"))
 		return host_trace_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "plugin"))
+		return host_plugin_main(argc - 1, argv + 1);
 	return usage_error("unknown subcommand '%s'", sub);
 }

@@ -168,7 +168,7 @@ test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
 	@KVMPROF_SUITES=unit bash tests/run-all.sh
 
 test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) $(E2E_HELPERS) guest $(BUILD)/kvmprof-agent \
-          $(BUILD)/asan/kvmprof-agent
+          $(BUILD)/asan/kvmprof-agent $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(TEST_PLUGINS)
 	@bash tests/e2e/run.sh
 
 test: deps

@@ -177,25 +177,11 @@ int main(int argc, char **argv)
 		control_close(control);
 		return VMM_EXIT_SETUP;
 	}
-	vm.control = control;
-	rc = guest_mem_alloc(&vm.mem, cfg.mem_size);
-	if (rc) {
-		fprintf(stderr, "kvmprof-vmm: cannot allocate %llu MiB of guest memory: %s\n",
-			(unsigned long long)(cfg.mem_size >> 20), strerror(-rc));
-		trace_close_quietly(trace);
-		control_close(control);
-		return VMM_EXIT_SETUP;
-	}
-	vm.kvm_fd = vm.vm_fd = vm.console_fd = vm.agent_fd = -1;
-	/* Files first: a bad kernel is reported even on a host without KVM. */
-	if (load_guest(&vm, &cfg) || vm_create(&vm, &cfg)) {
-		trace_close_quietly(trace);
-		control_close(control);
-		vm_destroy(&vm);
-		guest_mem_free(&vm.mem);
-		return VMM_EXIT_SETUP;
-	}
-	/* Before the vCPUs start: a plugin sees every event from the first vcpu_start. */
+	/*
+	 * Then the plugins, also before the VM's own messages, and before the
+	 * vCPUs start: a plugin sees every event from the first vcpu_start.
+	 */
+	vm.cfg = &cfg;
 	plugin_host_init(&vm);
 	for (unsigned int i = 0; i < cfg.nplugins; i++) {
 		char perr[PLUGIN_ERR_MAX];
@@ -205,10 +191,28 @@ int main(int argc, char **argv)
 			plugin_unload_all();
 			trace_close_quietly(trace);
 			control_close(control);
-			vm_destroy(&vm);
-			guest_mem_free(&vm.mem);
 			return VMM_EXIT_SETUP;
 		}
+	}
+	vm.control = control;
+	rc = guest_mem_alloc(&vm.mem, cfg.mem_size);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: cannot allocate %llu MiB of guest memory: %s\n",
+			(unsigned long long)(cfg.mem_size >> 20), strerror(-rc));
+		plugin_unload_all();
+		trace_close_quietly(trace);
+		control_close(control);
+		return VMM_EXIT_SETUP;
+	}
+	vm.kvm_fd = vm.vm_fd = vm.console_fd = vm.agent_fd = -1;
+	/* Files first: a bad kernel is reported even on a host without KVM. */
+	if (load_guest(&vm, &cfg) || vm_create(&vm, &cfg)) {
+		plugin_unload_all();
+		trace_close_quietly(trace);
+		control_close(control);
+		vm_destroy(&vm);
+		guest_mem_free(&vm.mem);
+		return VMM_EXIT_SETUP;
 	}
 	rc = vm_run(&vm);
 	/* Before vm_destroy: the control thread reads the vCPUs. After it: it loads and unloads plugins. */

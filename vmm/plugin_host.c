@@ -227,12 +227,18 @@ static int call_init(struct plugin *p, int (*init)(const struct kvmprof_plugin_a
 		     char **argv, int *ret)
 {
 	struct sigaction sa = { .sa_handler = init_crash, .sa_flags = SA_NODEFER }, old[NCRASH];
+	sigset_t crash_set, old_mask;
 	sigjmp_buf jb;
 	int sig = 0;
 
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NCRASH; i++)
+	sigemptyset(&crash_set);
+	for (size_t i = 0; i < NCRASH; i++) {
 		sigaction(crash_signals[i], &sa, &old[i]);
+		sigaddset(&crash_set, crash_signals[i]);
+	}
+	/* The control thread runs with signals blocked, and a blocked fault signal kills the process. */
+	pthread_sigmask(SIG_UNBLOCK, &crash_set, &old_mask);
 	init_signal = 0;
 	if (sigsetjmp(jb, 1) == 0) {
 		init_jump = &jb;
@@ -241,6 +247,7 @@ static int call_init(struct plugin *p, int (*init)(const struct kvmprof_plugin_a
 		sig = init_signal;
 	}
 	init_jump = NULL;
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	for (size_t i = 0; i < NCRASH; i++)
 		sigaction(crash_signals[i], &old[i], NULL);
 	return sig;
