@@ -48,7 +48,7 @@ DEB_PACKAGES += libxml2-utils chromium python3
 UNIT_TESTS :=
 ASAN_UNIT_TESTS :=
 
-.PHONY: all deps run test bench clean
+.PHONY: all deps run test bench clean install
 all:
 
 include lib/lib.mk
@@ -64,6 +64,15 @@ include tests/fuzz/fuzz.mk
 -include bench/bench.mk
 
 all: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-vmm-static guest $(BUILD)/kvmprof-agent $(BUILD)/kvmprof
+
+# The programs, and the plugin API's headers (docs/plugins.md) for plugins built
+# outside this tree: `cc -shared -fPIC -O2 -o x.so x.c` then finds <kvmprof/plugin.h>
+# under /usr/local/include. DESTDIR for staging, PREFIX for elsewhere.
+PREFIX ?= /usr/local
+install: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/kvmprof
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kvmprof
+	install -m 755 $^ $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 include/kvmprof/plugin.h include/kvmprof/trace_events.h $(DESTDIR)$(PREFIX)/include/kvmprof/
 
 # Installs only what is missing, so it is quick on a machine that has it all.
 deps:
