@@ -348,11 +348,12 @@ int host_plugin_main(int argc, char **argv)
 	} else if (!strcmp(what, "list")) {
 		rc = do_list(c, argc);
 	} else if (!strcmp(what, "output")) {
-		long long id;
+		long long id = 0;
 
-		rc = argc != 1 ? plugin_usage_error("output: give one plugin ID") : parse_id(argv[0], &id);
-		if (!rc)
-			rc = drain_output(c, id);
+		if (argc != 1)
+			rc = plugin_usage_error("output: give one plugin ID");
+		else
+			rc = parse_id(argv[0], &id) ? 2 : drain_output(c, id);
 	} else if (!strcmp(what, "events")) {
 		rc = do_events(c, argc, argv);
 	} else {

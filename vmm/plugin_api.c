@@ -63,8 +63,8 @@ static int vcpu_regs(struct vcpu *v, struct kvm_regs *regs, struct kvm_sregs *sr
 static int api_ctx_regs(const struct kvmprof_plugin_ctx *pctx, struct kvmprof_plugin_regs *out)
 {
 	struct vcpu *v = ctx_vcpu_of(pctx);
-	struct kvm_regs r;
-	struct kvm_sregs s;
+	struct kvm_regs r = { 0 };
+	struct kvm_sregs s = { 0 };
 	int rc;
 
 	if (!v)
