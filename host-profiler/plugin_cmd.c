@@ -109,23 +109,30 @@ static void print_names(FILE *f, json_object *o, const char *key)
 		fputs("-", f);
 }
 
+/* Prints a reply's "output"; whether it says the VMM keeps more. */
+static bool print_output(json_object *reply)
+{
+	const char *text = str_of(reply, "output");
+	json_object *more;
+
+	if (text)
+		fputs(text, stdout);
+	return json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more);
+}
+
 /* Prints the plugin's buffered output until the VMM has no more. */
 static int drain_output(struct vm_client *c, long long id)
 {
 	for (;;) {
-		json_object *req = request("plugin-output"), *reply, *more;
-		const char *text;
-		int stop;
+		json_object *req = request("plugin-output"), *reply;
+		bool more;
 
 		json_object_object_add(req, "plugin", json_object_new_int64(id));
 		if (call(c, req, &reply))
 			return 1;
-		text = str_of(reply, "output");
-		if (text)
-			fputs(text, stdout);
-		stop = !json_object_object_get_ex(reply, "more", &more) || !json_object_get_boolean(more);
+		more = print_output(reply);
 		json_object_put(reply);
-		if (stop)
+		if (!more)
 			return 0;
 	}
 }
@@ -172,9 +179,9 @@ static int do_load(struct vm_client *c, int argc, char **argv)
 
 static int do_unload(struct vm_client *c, int argc, char **argv)
 {
-	json_object *req, *reply, *more;
+	json_object *req, *reply;
 	long long id, lost = 0, bytes = 0;
-	const char *text, *file, *why;
+	const char *file, *why;
 	int rc = 0;
 
 	if (argc != 1)
@@ -185,10 +192,7 @@ static int do_unload(struct vm_client *c, int argc, char **argv)
 	json_object_object_add(req, "plugin", json_object_new_int64(id));
 	if (call(c, req, &reply))
 		return 1;
-	text = str_of(reply, "output");
-	if (text)
-		fputs(text, stdout);
-	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more))
+	if (print_output(reply))
 		rc = drain_output(c, id);
 	vm_client_int(reply, "output_lost", 0, LLONG_MAX, &lost);
 	vm_client_int(reply, "output_bytes", 0, LLONG_MAX, &bytes);
