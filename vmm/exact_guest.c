@@ -13,6 +13,7 @@
 
 #include "backend_exact.h"
 #include "guest_idt.h"
+#include "trace.h"
 #include "vm.h"
 
 #define MSR_IA32_TSC 0x10u
@@ -162,6 +163,11 @@ bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
 	}
 	if (rc != VPMU_MSR_OK)
 		return false;
+	/* The same events as an MSR exit's (pmu.c): a #GP is left to KVM, whose exit then traces it. */
+	if (b[1] == 0x30)
+		TRACE(msr_write, msr, val, 0);
+	else
+		TRACE(msr_read, msr, val, 0);
 	st->regs.rip += 2;
 	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
 	return true;
