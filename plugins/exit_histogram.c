@@ -136,8 +136,12 @@ int kvmprof_plugin_init(const struct kvmprof_plugin_api *a, int argc, char **arg
 	for (int i = 1; i < argc; i++) {
 		const char *v = plugin_arg_value(argv[i], "process");
 
-		if (!v || !plugin_parse_bool(v, &by_process)) {
+		if (!v) {
 			api->output(api->id, "exit_histogram: unknown argument '%s' (it takes process=yes|no)\n", argv[i]);
+			return 1;
+		}
+		if (!plugin_parse_bool(v, &by_process)) {
+			api->output(api->id, "exit_histogram: process=%s: not yes or no\n", v);
 			return 1;
 		}
 	}
