@@ -27,7 +27,8 @@ KVMPROF_PLUGIN_DECLARE;
 #define PORTS_MAX 64    /* ports with their own histogram, per vCPU */
 #define OTHER PORTS_MAX /* the histogram of the ports that did not fit */
 #define BUCKETS 48      /* bucket b: [2^b, 2^(b+1)) ns; 2^48 ns is 3 days */
-#define PENDING_MAX 16  /* OUTs of one exit (a REP OUTS gives one event per element) */
+/* OUTs of one exit: a REP OUTS gives one event per element, and KVM hands the VMM up to a page of them. */
+#define PENDING_MAX 4096
 #define NO_PORT UINT32_MAX
 
 struct hist {
@@ -36,14 +37,10 @@ struct hist {
 	uint64_t bucket[BUCKETS];
 };
 
-struct pending {
-	uint32_t port;
-	uint64_t t;
-};
-
 struct vcpu_state {
 	struct hist h[PORTS_MAX + 1];
-	struct pending pending[PENDING_MAX];
+	uint64_t pending_t[PENDING_MAX]; /* the OUTs since the last exit: when, */
+	uint16_t pending_port[PENDING_MAX]; /* and to which port */
 	unsigned int npending;
 	uint64_t outs;         /* OUTs seen */
 	uint64_t unmeasured;   /* OUTs past PENDING_MAX in one exit */
@@ -99,7 +96,8 @@ KVMPROF_PLUGIN_ON(pio)
 		s->unmeasured++;
 		return;
 	}
-	s->pending[s->npending++] = (struct pending){ .port = (uint32_t)args[0], .t = api->time_ns() };
+	s->pending_port[s->npending] = (uint16_t)args[0];
+	s->pending_t[s->npending++] = api->time_ns();
 }
 
 KVMPROF_PLUGIN_ON(vm_exit)
@@ -111,7 +109,7 @@ KVMPROF_PLUGIN_ON(vm_exit)
 		return;
 	now = api->time_ns();
 	for (unsigned int i = 0; i < s->npending; i++)
-		hist_add(hist_of(s, s->pending[i].port), now - s->pending[i].t);
+		hist_add(hist_of(s, s->pending_port[i]), now - s->pending_t[i]);
 	s->npending = 0;
 }
 

@@ -106,6 +106,19 @@ if [ "$rc" = 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0
 	pass plugin-msr-log-filter
 else fail plugin-msr-log-filter "rc=$rc, $got lines ($others of other MSRs), the trace has $want of those MSRs of $((all))" "$TMP/pl.mlf"; fi
 
+# --- io_latency on the agent channel: COM2's string OUTs (rep outsb), every byte one OUT ---
+vmm --cpus 2 --vpmu-backend=clock --plugin "$PL_DIR/io_latency.so,port=0x2f8,out=$TMP/pl.ila" \
+	--agent-channel "$TMP/pl.agent" --trace "$TMP/pl.ila.trace" --trace-events pio \
+	--cmdline "quiet start=/bin/agent:/bin/matmul+32+2" --timeout 60
+bytes=$(wc -c <"$TMP/pl.agent" 2>/dev/null || echo 0)
+outs=$("$TR_KVMPROF" trace -i "$TMP/pl.ila.trace" 2>/dev/null | grep -c ' pio port=0x2f8 size=1 out=1 ')
+line=$(grep '^io_latency: ' "$TMP/pl.ila")
+if [ "$rc" = 0 ] && [ "$bytes" -gt 0 ] && [ "$outs" = "$bytes" ] &&
+	[ "$line" = "io_latency: $bytes pio outs, $bytes measured, 0 unfinished (the vCPU stopped before its next exit), 0 unmeasured (over 4096 in one exit)" ] &&
+	grep -q "^port 0x2f8: count $bytes " "$TMP/pl.ila" && [ "$(grep -c '^port ' "$TMP/pl.ila")" = 1 ]; then
+	pass plugin-io-latency-agent-channel
+else fail plugin-io-latency-agent-channel "rc=$rc, $bytes agent bytes, $outs OUTs to 0x2f8 in the trace; '$line'" "$TMP/pl.ila"; fi
+
 # --- the ASan VMM loads a plain plugin too -----------------------------------------
 if [ -n "${TAG:-}" ] && [ "$PL_DIR" != "$BUILD/plugins" ]; then
 	vmm --cpus 2 --vpmu=off --plugin "$BUILD/plugins/exit_histogram.so,out=$TMP/pl.plain" --console "$TMP/pl.plain.console" \
