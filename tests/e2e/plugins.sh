@@ -94,7 +94,9 @@ else
 fi
 
 # --- msr_log's filter: only the MSRs asked for, all of them ------------------------------
+# exit_histogram rides along with process=no: the same totals, no process column.
 vmm --cpus 2 --vpmu=amd --vpmu-backend=clock --plugin "$PL_DIR/msr_log.so,msr=0xc0010200-0xc0010201,msr=0xc0000301,out=$TMP/pl.mlf" \
+	--plugin "$PL_DIR/exit_histogram.so,process=no,out=$TMP/pl.ehn" \
 	--trace "$TMP/pl.mlf.trace" --trace-events 'msr_*' --cmdline "quiet start=/bin/pmutest:pmi:1000000:20:0:cycles" --timeout 60
 want=$("$TR_KVMPROF" trace -i "$TMP/pl.mlf.trace" 2>/dev/null | awk '$3 ~ /^msr_/ && ($4 == "index=0xc0010200" ||
 	$4 == "index=0xc0010201" || $4 == "index=0xc0000301") { n++ } END { print n + 0 }')
@@ -105,6 +107,11 @@ if [ "$rc" = 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0
 	grep -q "^msr_log: $want accesses logged, $((all - want)) filtered out, 0 lines lost" "$TMP/pl.mlf"; then
 	pass plugin-msr-log-filter
 else fail plugin-msr-log-filter "rc=$rc, $got lines ($others of other MSRs), the trace has $want of those MSRs of $((all))" "$TMP/pl.mlf"; fi
+procs=$(awk '$1 ~ /^[0-9]+$/ { print $4, $5 }' "$TMP/pl.ehn" | sort -u | tr '\n' ';')
+if [ "$rc" = 0 ] && [ "$procs" = "- -;" ] && grep -qx "total msr_read $(tr_count "$TMP/pl.mlf.trace" msr_read)" "$TMP/pl.ehn" &&
+	grep -qx "total msr_write $(tr_count "$TMP/pl.mlf.trace" msr_write)" "$TMP/pl.ehn"; then
+	pass plugin-exit-histogram-without-process
+else fail plugin-exit-histogram-without-process "rc=$rc, processes '$procs'" "$TMP/pl.ehn"; fi
 
 # --- io_latency on the agent channel: COM2's string OUTs (rep outsb), every byte one OUT ---
 vmm --cpus 2 --vpmu-backend=clock --plugin "$PL_DIR/io_latency.so,port=0x2f8,out=$TMP/pl.ila" \
