@@ -78,14 +78,19 @@ static bool parse_range(const char *s, struct msr_range *r)
 	char first[32];
 	const char *dash = strchr(s, '-');
 
-	if (!dash)
-		return plugin_parse_u64(s, &r->first) && (r->last = r->first) <= UINT32_MAX;
-	if ((size_t)(dash - s) >= sizeof(first))
-		return false;
-	memcpy(first, s, (size_t)(dash - s));
-	first[dash - s] = '\0';
-	return plugin_parse_u64(first, &r->first) && plugin_parse_u64(dash + 1, &r->last) &&
-	       r->first <= r->last && r->last <= UINT32_MAX;
+	if (!dash) {
+		if (!plugin_parse_u64(s, &r->first))
+			return false;
+		r->last = r->first;
+	} else {
+		if ((size_t)(dash - s) >= sizeof(first))
+			return false;
+		memcpy(first, s, (size_t)(dash - s));
+		first[dash - s] = '\0';
+		if (!plugin_parse_u64(first, &r->first) || !plugin_parse_u64(dash + 1, &r->last))
+			return false;
+	}
+	return r->first <= r->last && r->last <= UINT32_MAX;
 }
 
 int kvmprof_plugin_init(const struct kvmprof_plugin_api *a, int argc, char **argv)
