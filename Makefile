@@ -58,6 +58,7 @@ include vmm/vmm.mk
 include guest/guest.mk
 include guest-agent/agent.mk
 include host-profiler/host-profiler.mk
+include plugins/plugins.mk
 include tests/tests.mk
 include tests/nested/nested.mk
 include tests/fuzz/fuzz.mk

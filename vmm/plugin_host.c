@@ -425,9 +425,20 @@ int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t
 		return load_fail(p, slot, -EFAULT, err, errsz, "%s: kvmprof_plugin_init crashed (%s); not loaded",
 				 path, strsignal(sig));
 	}
-	if (ret)
-		return load_fail(p, slot, -ECANCELED, err, errsz, "%s: kvmprof_plugin_init refused (returned %d)",
-				 path, ret);
+	if (ret) {
+		/* What init wrote says why (a bad argument, say): the output itself goes away with the plugin. */
+		char why[PLUGIN_ERR_MAX / 2];
+		size_t n;
+
+		pthread_mutex_lock(&p->out_lock);
+		n = p->len < sizeof(why) - 1 ? p->len : sizeof(why) - 1;
+		memcpy(why, p->buf, n);
+		pthread_mutex_unlock(&p->out_lock);
+		why[n] = '\0';
+		why[strcspn(why, "\n")] = '\0';
+		return load_fail(p, slot, -ECANCELED, err, errsz, "%s: kvmprof_plugin_init refused (returned %d)%s%s",
+				 path, ret, why[0] ? ": " : "", why);
+	}
 
 	p->sub.cb = plugin_event;
 	p->sub.opaque = p;
