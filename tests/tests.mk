@@ -56,11 +56,27 @@ $(BUILD)/asan/tests/test_vcpu_exit: tests/unit/test_vcpu_exit.c $(VCPU_EXIT_TEST
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
+# The test plugins (tests/unit/plugins/*.c) for the plugin host's tests and
+# tests/e2e/plugin-host.sh, built plain into build/tests/plugins/*.so (an ASan
+# program loads them as any program would), and good.c once more with ASan:
+# the plain host must refuse that one (its runtime would end the process
+# inside dlopen), the ASan host loads it. Defined before the rules below use it.
+TEST_PLUGINS := $(patsubst tests/unit/plugins/%.c,$(BUILD)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.c)) \
+                $(BUILD)/tests/plugins/sanitized/good.so
+
+$(BUILD)/tests/plugins/%.so: tests/unit/plugins/%.c include/kvmprof/plugin.h
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/tests/plugins/sanitized/good.so: tests/unit/plugins/good.c include/kvmprof/plugin.h
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -fPIC -shared -o $@ $<
+
 # The control socket's requests and commands, without its connections; the
-# test stands in for the guest sampler.
-# The plugin commands use the real plugin host, with the test plugins below.
+# test stands in for the guest sampler. The plugin commands use the real
+# plugin host, with the test plugins.
 CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/control_plugins.c \
-                     vmm/plugin_host.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
+                     vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
 
@@ -75,17 +91,10 @@ $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(VMM_LIBS)
 
 # The plugin host (vmm/plugin_host.c): loading, refusing, unloading while
-# another thread dispatches, output. The test plugins are built from
-# tests/unit/plugins/*.c into build/tests/plugins/*.so, plain: an ASan test
-# binary loads them as any program would.
-TEST_PLUGINS := $(patsubst tests/unit/plugins/%.c,$(BUILD)/tests/plugins/%.so,$(wildcard tests/unit/plugins/*.c))
-PLUGIN_HOST_TEST_SRCS := vmm/plugin_host.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
+# another thread dispatches, output.
+PLUGIN_HOST_TEST_SRCS := vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_plugin_host
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_host
-
-$(BUILD)/tests/plugins/%.so: tests/unit/plugins/%.c include/kvmprof/plugin.h
-	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -fPIC -shared -o $@ $<
 
 $(BUILD)/tests/test_plugin_host: tests/unit/test_plugin_host.c $(PLUGIN_HOST_TEST_SRCS:%.c=$(BUILD)/%.o) $(VMI_A) \
 		| $(TEST_PLUGINS)

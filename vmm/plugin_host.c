@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "plugin_api.h"
+#include "plugin_elf.h"
 #include "plugin_host.h"
 #include "trace.h"
 #include "trace_event_table.h"
@@ -325,6 +326,7 @@ int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t
 	struct plugin *p;
 	int pargc = 0, slot = -1, ret = 0, sig, rc;
 	char msg[PLUGIN_ERR_MAX];
+	const char *sanitizer_init = NULL;
 
 	if (!path || !*path) {
 		snprintf(err, errsz, "no plugin file given");
@@ -368,6 +370,13 @@ int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t
 	snprintf(dlpath, sizeof(dlpath), "%s%s", strchr(path, '/') ? "" : "./", path);
 	if (access(dlpath, R_OK))
 		return load_fail(p, -1, -errno, err, errsz, "%s: %s", path, strerror(errno));
+	/* A sanitizer runtime that must come first would end this process inside dlopen. */
+	if (plugin_elf_sanitizer_runtime(dlpath, msg, sizeof(msg), &sanitizer_init) &&
+	    !dlsym(RTLD_DEFAULT, sanitizer_init))
+		return load_fail(p, -1, -ENOEXEC, err, errsz,
+				 "%s: built with a sanitizer (it needs %s): it loads only into a VMM built with it "
+				 "(build/asan/kvmprof-vmm for AddressSanitizer)",
+				 path, msg);
 	dlerror();
 	p->dl = dlopen(dlpath, RTLD_NOW | RTLD_LOCAL);
 	if (!p->dl)

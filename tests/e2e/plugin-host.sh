@@ -28,7 +28,7 @@ else
 		--plugin "$PH_DIR/no_init.so"
 	expect_error plugin-start-version-mismatch 1 "old_version.so: built for plugin API version 42, this VMM has version 1: rebuild it$" \
 		--plugin "$PH_DIR/old_version.so"
-	expect_error plugin-start-init-fails 1 "init_fails.so: kvmprof_plugin_init refused \(returned 3\)$" \
+	expect_error plugin-start-init-fails 1 "init_fails.so: kvmprof_plugin_init refused \(returned 3\): refusing$" \
 		--plugin "$PH_DIR/init_fails.so"
 	expect_error plugin-start-init-crashes 1 "init_crashes.so: kvmprof_plugin_init crashed \(Segmentation fault\); not loaded$" \
 		--plugin "$PH_DIR/init_crashes.so"
@@ -42,6 +42,11 @@ else
 		grep -qx "com1 0" "$TMP/err"; then pass plugin-start-twice
 	else fail plugin-start-twice "rc=$rc: $(head -c 300 "$TMP/err")"; fi
 	expect_error plugin-start-empty 2 "^kvmprof-vmm: --plugin needs a file name" --plugin ''
+	# A plugin built with ASan, into a VMM without it: its runtime would end the VMM inside dlopen.
+	if [ -z "${TAG:-}" ]; then
+		expect_error plugin-start-asan-plugin-plain-vmm 1 "good.so: built with a sanitizer \(it needs libasan\.so\.[0-9]+\): it loads only into a VMM built with it" \
+			--plugin "$PH_DIR/sanitized/good.so"
+	fi
 
 	# --- the api on real vCPUs: each COM1 byte's registers, guest memory, process --
 	vmm --cpus 2 --plugin "$PH_DIR/counter.so" --console "$TMP/ph-console.txt" \
@@ -116,6 +121,10 @@ else
 		grep -q "kvmprof_plugin_init crashed (Segmentation fault); not loaded" "$TMP/ph-e" || why="crash: $(cat "$TMP/ph-e")"
 		ph load "$PH_DIR/old_version.so" 2>"$TMP/ph-e" && why="an old version loaded"
 		grep -q "built for plugin API version 42" "$TMP/ph-e" || why="version: $(cat "$TMP/ph-e")"
+		if [ -z "${TAG:-}" ]; then
+			ph load "$PH_DIR/sanitized/good.so" probe=0 2>"$TMP/ph-e" && why="an ASan plugin loaded into the plain VMM"
+			grep -q "built with a sanitizer" "$TMP/ph-e" || why="ASan plugin: $(cat "$TMP/ph-e")"
+		fi
 		ph unload 4242 2>"$TMP/ph-e" && why="unloading an unknown id succeeded"
 		grep -q "no plugin has id 4242" "$TMP/ph-e" || why="unknown id: $(cat "$TMP/ph-e")"
 		ph unload nonsense 2>"$TMP/ph-e"

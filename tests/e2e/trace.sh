@@ -83,6 +83,17 @@ else
 	else fail trace-reader-counts-agree-with-text "$(diff "$TMP/pmu.text-counts" "$TMP/pmu.counts" | head -3)"; fi
 fi
 
+# --- the exact backend: PMU MSR accesses its emulator answers are traced too ------
+# pmutest's PMI loop runs with its counters live, so the emulator runs the
+# guest kernel's RDMSR/WRMSR itself (no KVM exit) for most of them.
+vmm --cpus 2 --vpmu=amd --vpmu-backend=exact --vpmu-stats --trace "$TMP/exact.trace" --trace-events 'msr_*' \
+	--cmdline "quiet start=/bin/pmutest:pmi:100000:20" --timeout 60
+reads=$(awk '/PMU MSR exits/ { print $4 }' "$TMP/err") writes=$(awk '/PMU MSR exits/ { print $6 }' "$TMP/err")
+tr=$(tr_count "$TMP/exact.trace" msr_read) tw=$(tr_count "$TMP/exact.trace" msr_write)
+if [ "$rc" = 0 ] && [ "${reads:-0}" -gt 10 ] && [ "$tr" = "$reads" ] && [ "$tw" = "$writes" ]; then
+	pass trace-msr-events-of-the-exact-backend
+else fail trace-msr-events-of-the-exact-backend "rc=$rc: $tr/$tw msr_read/msr_write records, the vPMU counted $reads/$writes"; fi
+
 # --- the control socket's requests; a whole file after SIGINT ----------------------
 if [ -x "$CTL_CLIENT" ]; then
 	rm -f "$CTL_SOCK"

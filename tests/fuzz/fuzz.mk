@@ -12,7 +12,8 @@ FUZZ_CFLAGS := -std=c17 -g -O1 -Wall -Wextra -Werror -Wno-gnu-variable-sized-typ
 FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 
-FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout trace_file
+FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout trace_file \
+                plugin_elf
 # make test's fuzz smoke (tests/run-all.sh) runs these.
 export KVMPROF_FUZZ_TARGETS = $(FUZZ_TARGETS)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -56,6 +57,10 @@ $(BUILD)/fuzz/fuzz_procfs $(BUILD)/fuzz/fuzz_trace_file: $(BUILD)/fuzz/fuzz_%: t
 $(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(VMM_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_VMM_OBJS) $(FUZZ_VMI_OBJS) $(EMU_LIBS) -lpthread
 
+# What the plugin loader reads of a file before dlopen.
+$(BUILD)/fuzz/fuzz_plugin_elf: tests/fuzz/fuzz_plugin_elf.c $(FUZZ_OBJ)/vmm/plugin_elf.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivmm $(FUZZ_LDFLAGS) -o $@ $^
+
 $(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel $(FUZZ_LDFLAGS) -o $@ $^
 
@@ -81,7 +86,8 @@ $(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_co
 # The seed corpora: small files in tests/fuzz/corpus/<target>/, plus seeds the
 # build makes from its own outputs (the fixtures, the bundled guest's kernel
 # and initrd, a real recording).
-$(BUILD)/fuzz/seeds.stamp: tests/fuzz/seeds.sh $(FIXTURES) $(GUEST_KERNEL) $(GUEST_INITRD) $(BUILD)/kvmprof-agent
+$(BUILD)/fuzz/seeds.stamp: tests/fuzz/seeds.sh $(FIXTURES) $(GUEST_KERNEL) $(GUEST_INITRD) $(BUILD)/kvmprof-agent \
+		$(TEST_PLUGINS)
 	@mkdir -p $(@D)
 	BUILD=$(BUILD) bash tests/fuzz/seeds.sh
 	@touch $@

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 OUT=$BUILD/fuzz/seeds
 rm -rf "$OUT"
-mkdir -p "$OUT"/{sample_file,sample_records,kallsyms,procfs,guest_mem,boot,cpio,vpmu_filter,control,task_layout}
+mkdir -p "$OUT"/{sample_file,sample_records,kallsyms,procfs,guest_mem,boot,cpio,vpmu_filter,control,task_layout,plugin_elf}
 
 # boot: the PVH fixtures and a cut bzImage header (a full bzImage is 8 MB: too slow to mutate).
 for f in "$BUILD"/fixtures/pvh-*.elf; do
@@ -16,6 +16,9 @@ done
 if [ -f "$BUILD/debian/vmlinuz" ]; then
 	{ printf '\002\000\000'; head -c 4096 "$BUILD/debian/vmlinuz"; } >"$OUT/boot/debian-vmlinuz-head"
 fi
+# plugin_elf: the test plugins, plain and the one built with ASan (its DT_NEEDED names libasan).
+cp "$BUILD"/tests/plugins/not_plugin.so "$OUT/plugin_elf/plain.so"
+cp "$BUILD"/tests/plugins/sanitized/good.so "$OUT/plugin_elf/asan.so"
 # cpio: the bundled guest's initrd, cut to its first entries.
 head -c 16384 "$BUILD/guest/initrd.cpio" >"$OUT/cpio/initrd-head"
 # sample_file: a short real recording (flag byte 0: plain reading), and its cut (flag 1: --recover).

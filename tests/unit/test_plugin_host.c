@@ -190,7 +190,7 @@ static void test_refusals(void **state)
 	assert_int_equal(load("old_version", err, NULL), -EPROTO);
 	assert_contains(err, "built for plugin API version 42, this VMM has version 1");
 	assert_int_equal(load("init_fails", err, NULL), -ECANCELED);
-	assert_contains(err, "kvmprof_plugin_init refused (returned 3)");
+	assert_contains(err, "kvmprof_plugin_init refused (returned 3): refusing");
 	assert_int_equal(load("good", err, NULL), -ECANCELED); /* no probe= argument: its init says no */
 	assert_int_equal(load("good", err, "novalue", NULL), -EINVAL);
 	assert_contains(err, "argument 'novalue' is not key=value");
@@ -208,6 +208,31 @@ static void test_refusals(void **state)
 	assert_contains(err, "already loaded as plugin");
 	free(unload(id, &res));
 	assert_int_equal(plugin_list(NULL, 0), 0);
+}
+
+/* A plugin built with ASan: its runtime must be the process's first library. */
+static void test_sanitized_plugin(void **state)
+{
+	struct plugin_probe probe = { 0 };
+	struct plugin_unload_result res;
+	char err[PLUGIN_ERR_MAX];
+	int id;
+
+	(void)state;
+	id = load("sanitized/good", err, probe_of(&probe), NULL);
+#if defined(__SANITIZE_ADDRESS__)
+	/* This host has the runtime: it loads and works. */
+	assert_true(id > 0);
+	TRACE(pio, 0x80, 1, 1, 0);
+	assert_int_equal(probe.pio_calls, 1);
+	free(unload(id, &res));
+#else
+	/* Refused before dlopen, which would have ended this process. */
+	(void)res;
+	assert_int_equal(id, -ENOEXEC);
+	assert_contains(err, "sanitized/good.so: built with a sanitizer (it needs libasan.so");
+	assert_contains(err, "build/asan/kvmprof-vmm");
+#endif
 }
 
 static void test_init_crashes(void **state)
@@ -400,6 +425,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_dispatch_unload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_set, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sanitized_plugin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_init_crashes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_to_file_and_full_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_buffer, setup, teardown),
