@@ -422,10 +422,13 @@ static void test_steady_subscriber_misses_nothing_while_others_change(void **sta
 	assert_int_equal(pthread_create(&t, NULL, counting_dispatcher, &steady), 0);
 	for (int round = 0; round < 300; round++) {
 		struct trace_subscriber o = { .cb = count_cb, .opaque = &other, .internal = round % 2 };
+		unsigned long before = __atomic_load_n(&steady.emitted, __ATOMIC_RELAXED);
 
 		o.events[KVMPROF_TRACE_vm_run_end] = true;
 		assert_int_equal(trace_subscribe(&o), 0);
-		sched_yield();
+		/* Each change overlaps the other thread's dispatches. */
+		while (__atomic_load_n(&steady.emitted, __ATOMIC_RELAXED) == before)
+			sched_yield();
 		trace_unsubscribe(&o);
 	}
 	__atomic_store_n(&steady.stop, 1, __ATOMIC_RELEASE);
