@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Trace event dispatch: subscriber slots read with atomic loads, contexts with generations (trace.h). */
+/*
+ * Trace event dispatch: per event, a published list of subscribers in
+ * dispatch order, replaced whole on every change; contexts with
+ * generations say when an old list is no longer read (trace.h).
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -9,8 +13,20 @@
 
 unsigned int trace_listeners[KVMPROF_TRACE_EVENT_COUNT];
 
-/* Per event, the subscribers: NULL slots are free. Written under reg_lock, read without it. */
-static struct trace_subscriber *slots[KVMPROF_TRACE_EVENT_COUNT][TRACE_MAX_SUBSCRIBERS];
+/* One event's subscribers, in the order dispatch calls them. */
+struct trace_list {
+	unsigned int n;
+	struct trace_subscriber *sub[TRACE_MAX_SUBSCRIBERS];
+};
+
+/*
+ * Per event two lists: the one live points at (read without a lock), and
+ * the spare a change is built in before it is published. The spare is
+ * free to build in: every change waits until no dispatch still reads the
+ * list it replaced. NULL live: nobody subscribed yet.
+ */
+static struct trace_list lists[KVMPROF_TRACE_EVENT_COUNT][2];
+static struct trace_list *live[KVMPROF_TRACE_EVENT_COUNT];
 static struct trace_ctx *contexts[TRACE_MAX_CTX];
 /* Serializes (un)subscribing and (un)registering contexts; dispatch never takes it. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,41 +65,77 @@ const struct trace_ctx *trace_self(void)
 	return self;
 }
 
-int trace_subscribe(struct trace_subscriber *s)
+/* With reg_lock held: event e's current subscribers (never NULL). */
+static const struct trace_list *current(unsigned int e)
 {
-	int free_slot[KVMPROF_TRACE_EVENT_COUNT];
+	static const struct trace_list empty;
 
-	pthread_mutex_lock(&reg_lock);
-	/* Find a slot for every event first: a subscriber is registered whole or not at all. */
-	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++) {
-		free_slot[e] = -1;
-		if (!s->events[e])
-			continue;
-		for (int i = 0; i < TRACE_MAX_SUBSCRIBERS && free_slot[e] < 0; i++)
-			if (!slots[e][i])
-				free_slot[e] = i;
-		if (free_slot[e] < 0) {
-			pthread_mutex_unlock(&reg_lock);
-			return -ENOSPC;
-		}
+	return live[e] ? live[e] : &empty;
+}
+
+/* With reg_lock held: the list e's next version is built in. */
+static struct trace_list *spare(unsigned int e)
+{
+	return live[e] == &lists[e][0] ? &lists[e][1] : &lists[e][0];
+}
+
+/* With reg_lock held: makes l event e's list (dispatches from now on read it). */
+static void publish(unsigned int e, struct trace_list *l)
+{
+	__atomic_store_n(&live[e], l, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&trace_listeners[e], l->n, __ATOMIC_RELEASE);
+}
+
+/* With reg_lock held: e's list without s. */
+static void remove_from(unsigned int e, const struct trace_subscriber *s)
+{
+	const struct trace_list *old = current(e);
+	struct trace_list *l = spare(e);
+
+	l->n = 0;
+	for (unsigned int i = 0; i < old->n; i++)
+		if (old->sub[i] != s)
+			l->sub[l->n++] = old->sub[i];
+	if (l->n != old->n)
+		publish(e, l);
+}
+
+/*
+ * With reg_lock held: e's list with s added where trace.h's order puts it:
+ * after the internal subscribers if it is one, else at the end. -ENOSPC
+ * when the event has TRACE_MAX_SUBSCRIBERS.
+ */
+static int insert_into(unsigned int e, struct trace_subscriber *s)
+{
+	const struct trace_list *old = current(e);
+	struct trace_list *l = spare(e);
+	unsigned int at = old->n;
+
+	if (old->n >= TRACE_MAX_SUBSCRIBERS)
+		return -ENOSPC;
+	if (s->internal)
+		for (at = 0; at < old->n && old->sub[at]->internal; at++)
+			;
+	l->n = 0;
+	for (unsigned int i = 0; i < old->n; i++) {
+		if (i == at)
+			l->sub[l->n++] = s;
+		l->sub[l->n++] = old->sub[i];
 	}
-	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++) {
-		if (free_slot[e] < 0)
-			continue;
-		__atomic_store_n(&slots[e][free_slot[e]], s, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&trace_listeners[e], 1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&reg_lock);
+	if (at == old->n)
+		l->sub[l->n++] = s;
+	publish(e, l);
 	return 0;
 }
 
 /*
- * With reg_lock held, after slots were cleared: waits out every dispatch
- * that may have loaded a cleared slot. A dispatch that loaded one made its
- * generation odd before the load (both sequentially consistent, as the
- * clearing store): a context seen even now started after the store and
- * cannot see it; one seen odd is waited for until its generation moves on.
- * Contexts cannot go away meanwhile: they unregister under reg_lock.
+ * With reg_lock held, after lists were replaced: waits out every dispatch
+ * that may still read a replaced list. A dispatch makes its context's
+ * generation odd before it loads the list (both sequentially consistent,
+ * as the publishing store): a context seen even now will load the new
+ * list; one seen odd is waited for until its generation moves on. Then
+ * the replaced lists are free to build in again. Contexts cannot go away
+ * meanwhile: they unregister under reg_lock.
  */
 static void wait_for_dispatches(void)
 {
@@ -101,22 +153,29 @@ static void wait_for_dispatches(void)
 	}
 }
 
-/* With reg_lock held: takes s off event's slots. */
-static void clear_event(struct trace_subscriber *s, unsigned int e)
+int trace_subscribe(struct trace_subscriber *s)
 {
-	for (int i = 0; i < TRACE_MAX_SUBSCRIBERS; i++) {
-		if (slots[e][i] != s)
-			continue;
-		__atomic_store_n(&slots[e][i], NULL, __ATOMIC_SEQ_CST);
-		__atomic_sub_fetch(&trace_listeners[e], 1, __ATOMIC_RELAXED);
-	}
+	int rc = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	/* A subscriber is registered whole or not at all: check every event's room first. */
+	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++)
+		if (s->events[e] && current(e)->n >= TRACE_MAX_SUBSCRIBERS)
+			rc = -ENOSPC;
+	for (unsigned int e = 0; !rc && e < KVMPROF_TRACE_EVENT_COUNT; e++)
+		if (s->events[e])
+			insert_into(e, s);
+	if (!rc)
+		wait_for_dispatches();
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
 }
 
 void trace_unsubscribe(struct trace_subscriber *s)
 {
 	pthread_mutex_lock(&reg_lock);
 	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++)
-		clear_event(s, e);
+		remove_from(e, s);
 	wait_for_dispatches();
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -129,19 +188,14 @@ int trace_subscribe_event(struct trace_subscriber *s, unsigned int event, bool o
 		return -EINVAL;
 	pthread_mutex_lock(&reg_lock);
 	if (!on) {
-		clear_event(s, event);
+		remove_from(event, s);
 		s->events[event] = false;
 		wait_for_dispatches();
 	} else if (!s->events[event]) {
-		rc = -ENOSPC;
-		for (int i = 0; i < TRACE_MAX_SUBSCRIBERS; i++) {
-			if (!slots[event][i]) {
-				s->events[event] = true;
-				__atomic_store_n(&slots[event][i], s, __ATOMIC_RELEASE);
-				__atomic_add_fetch(&trace_listeners[event], 1, __ATOMIC_RELEASE);
-				rc = 0;
-				break;
-			}
+		rc = insert_into(event, s);
+		if (!rc) {
+			s->events[event] = true;
+			wait_for_dispatches();
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
@@ -151,15 +205,21 @@ int trace_subscribe_event(struct trace_subscriber *s, unsigned int event, bool o
 void trace_dispatch(unsigned int event, const uint64_t *args, unsigned int nargs)
 {
 	struct trace_ctx *ctx = self;
+	const struct trace_list *l;
 
 	if (!ctx || event >= KVMPROF_TRACE_EVENT_COUNT)
 		return;
-	__atomic_add_fetch(&ctx->gen, 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < TRACE_MAX_SUBSCRIBERS; i++) {
-		struct trace_subscriber *s = __atomic_load_n(&slots[event][i], __ATOMIC_SEQ_CST);
-
-		if (s)
-			s->cb(s->opaque, ctx, event, args, nargs);
-	}
-	__atomic_add_fetch(&ctx->gen, 1, __ATOMIC_RELEASE);
+	/*
+	 * Only this thread writes its generation: plain stores, the first
+	 * sequentially consistent (ordered before the list's load). An event
+	 * emitted from a callback runs inside the outer dispatch, whose odd
+	 * generation covers it.
+	 */
+	if (!ctx->depth++)
+		__atomic_store_n(&ctx->gen, ctx->gen + 1, __ATOMIC_SEQ_CST);
+	l = __atomic_load_n(&live[event], __ATOMIC_SEQ_CST);
+	for (unsigned int i = 0; l && i < l->n; i++)
+		l->sub[i]->cb(l->sub[i]->opaque, ctx, event, args, nargs);
+	if (!--ctx->depth)
+		__atomic_store_n(&ctx->gen, ctx->gen + 1, __ATOMIC_RELEASE);
 }

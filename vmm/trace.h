@@ -7,16 +7,25 @@
  * event: TRACE() tests the event's listener count before it evaluates its
  * arguments. Callbacks run on the emitting thread (a vCPU, or the control
  * socket's thread): they must not block, and must not subscribe or
- * unsubscribe.
+ * unsubscribe. Subscribing and unsubscribing wait for running dispatches.
  *
  * A thread emits only after trace_ctx_register, which makes its context
  * (vCPU id, kvm_run) the one its events carry; events of other threads
  * are not emitted.
  *
- * Removal while vCPUs run: trace_unsubscribe clears the subscriber's slots,
- * then waits until no context is inside a callback that may have loaded
- * it: each context's generation is odd while it dispatches. When it
- * returns, the subscriber's callback never runs again and its memory may go.
+ * Order: an event's subscribers are called one after the other, the
+ * internal ones first (the VMM's own clients: the guest sampler,
+ * --vpmu-trace-pmi), then the others (the trace file, plugins); within each
+ * group in the order they subscribed to the event. So an event emitted by
+ * an internal subscriber's callback (callbacks may emit events; they are
+ * dispatched before the emitting callback goes on) precedes, in a trace,
+ * the record of the event that caused it.
+ *
+ * Removal while vCPUs run: every change publishes a new list of the
+ * event's subscribers, then waits until no context is inside a dispatch
+ * that may still read the old one: each context's generation is odd while
+ * it dispatches. When trace_unsubscribe returns, the subscriber's callback
+ * never runs again and its memory may go.
  */
 #ifndef KVMPROF_TRACE_H
 #define KVMPROF_TRACE_H
@@ -31,7 +40,7 @@ struct kvm_run;
 
 /* Contexts: the vCPUs, the control socket's thread, and tests. */
 #define TRACE_MAX_CTX (KVMPROF_MAX_CPUS + 8)
-/* Subscribers per event: the trace file and a handful of plugins. */
+/* Subscribers per event: the VMM's own clients, the trace file and a handful of plugins. */
 #define TRACE_MAX_SUBSCRIBERS 16
 
 struct trace_ctx {
@@ -40,6 +49,7 @@ struct trace_ctx {
 	const struct kvm_run *run;  /* the vCPU's run area (registers when KVM synced them), or NULL */
 	void *owner;                /* the struct vcpu emitting, or NULL off the vCPUs */
 	unsigned long gen;          /* odd while a dispatch runs on this context */
+	unsigned int depth;         /* dispatches in progress here: events emitted from callbacks nest */
 };
 
 typedef void (*trace_callback)(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
@@ -49,6 +59,7 @@ typedef void (*trace_callback)(void *opaque, const struct trace_ctx *ctx, unsign
 struct trace_subscriber {
 	trace_callback cb;
 	void *opaque;
+	bool internal; /* the VMM's own client: called before the trace file and plugins */
 	bool events[KVMPROF_TRACE_EVENT_COUNT]; /* the events it listens to */
 };
 

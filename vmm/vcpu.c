@@ -239,17 +239,47 @@ static void vcpu_exit_rip_cpl(struct vcpu *vcpu, uint64_t *rip, uint64_t *cpl)
 	*cpl = (sregs->cr0 & X86_CR0_PE) ? sregs->cs.selector & 3 : 0;
 }
 
-/* The vm_exit event; keeps errno, which the run loop reads after a failed KVM_RUN. */
+/* The vm_exit event: its RIP and CPL cost two ioctls unless KVM synced the registers. */
 static void vcpu_trace_exit(struct vcpu *vcpu)
 {
 	uint64_t rip, cpl;
-	int saved_errno = errno;
 
 	if (!trace_event_on(KVMPROF_TRACE_vm_exit))
 		return;
 	vcpu_exit_rip_cpl(vcpu, &rip, &cpl);
 	TRACE(vm_exit, vcpu->run->exit_reason, rip, cpl);
-	errno = saved_errno;
+}
+
+/*
+ * Before an entry: KVM copies into kvm_run, at each exit, the register sets
+ * someone wants there (vcpu->sync_regs: the guest sampler while it
+ * samples). Only this thread writes kvm_valid_regs, so after an exit it
+ * says whether the copy in kvm_run is this exit's.
+ */
+static void vcpu_sync_regs(struct vcpu *vcpu)
+{
+	uint32_t want = __atomic_load_n(&vcpu->sync_regs, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(vcpu->run->kvm_valid_regs != want, 0))
+		vcpu->run->kvm_valid_regs = want;
+}
+
+/*
+ * After a run (err: its errno, or 0): immediate_exit asks for one return
+ * (the guest sampler's clock signal sets it), so it is reset unless the VM
+ * stops; then the events: vm_exit first, so that what the subscribers of
+ * vm_run_end (the guest sampler, --vpmu-trace-pmi) and the vPMU make of
+ * this exit follows it in a trace.
+ */
+static void vcpu_run_ended(struct vcpu *vcpu, bool kvm_ran, int err)
+{
+	struct kvm_run *run = vcpu->run;
+
+	if (__atomic_load_n(&run->immediate_exit, __ATOMIC_RELAXED) && !vm_stopping(vcpu->vm))
+		__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_RELAXED);
+	if (kvm_ran)
+		vcpu_trace_exit(vcpu);
+	TRACE(vm_run_end, kvm_ran ? run->exit_reason : 0, (uint64_t)err, !kvm_ran);
 }
 
 /* Carries out an exit's outcome; false when this vCPU must stop running. */
@@ -288,27 +318,22 @@ void *vcpu_thread(void *arg)
 	TRACE(vcpu_start);
 	while (!vm_stopping(vm)) {
 		bool kvm_ran = true;
-		int rc;
+		int rc, err;
 
 		vcpu_pmu_before_run(vcpu);
-		guest_sampler_before_run(vcpu);
+		vcpu_sync_regs(vcpu);
 		TRACE(vm_entry);
 		/* The exact vPMU backend runs counting vCPUs in its emulator, and KVM in steps. */
 		if (vcpu_exact_active(vcpu))
 			rc = vcpu_exact_run(vcpu, &kvm_ran);
 		else
 			rc = ioctl(vcpu->fd, KVM_RUN, 0);
-		/* First: what the sampler and the vPMU make of this exit follows it in a trace. */
-		if (kvm_ran)
-			vcpu_trace_exit(vcpu);
-		guest_sampler_after_run(vcpu);
+		err = rc < 0 ? errno : 0;
+		vcpu_run_ended(vcpu, kvm_ran, err);
 		vcpu_pmu_after_run(vcpu);
 		if (!kvm_ran)
 			continue; /* the emulator stopped (a slice's end, an overflow): no exit to handle */
 		if (rc < 0) {
-			int err = errno;
-
-			pmi_trace_after_run(vcpu, rc, err);
 			if (err == EINTR) {
 				vcpu_exact_after_exit(vcpu);
 				continue;
@@ -330,7 +355,6 @@ void *vcpu_thread(void *arg)
 			vm_request_stop(vm, VMM_EXIT_GUEST_CRASH);
 			break;
 		}
-		pmi_trace_after_run(vcpu, rc, 0);
 		if (!vcpu_act(vcpu, vcpu_handle_exit(vcpu)))
 			break;
 		if (vcpu->run->exit_reason != KVM_EXIT_DEBUG)

@@ -66,6 +66,7 @@ struct vcpu {
 	struct guest_sampler_vcpu sampler; /* guest sampling for the host profiler */
 	struct vcpu_exact exact;           /* the exact vPMU backend's engine and KVM steps */
 	struct trace_ctx trace_ctx;        /* what this vCPU's trace events carry (trace.h) */
+	uint32_t sync_regs;                /* atomic: KVM_SYNC_X86_* sets wanted in kvm_run at exits, set before each entry */
 };
 
 struct vm {
@@ -85,6 +86,7 @@ struct vm {
 	pthread_t main_thread;
 	struct control *control; /* NULL without --control; served while vm_run runs */
 	struct guest_sampler sampler;
+	struct trace_subscriber pmi_trace; /* --vpmu-trace-pmi/-tick's vm_run_end subscriber (pmi_trace.c) */
 	bool ran; /* vm_run was called: there are statistics to print */
 
 	/* Stopping: the first reason wins; later ones are ignored. */

@@ -37,7 +37,8 @@
 	EV(12, pmi_inject, 2, "nmi:u,vector:u", "the vPMU delivered a PMI through the guest's LVTPC (nmi=1: as an NMI)") \
 	EV(13, guest_sample, 6, "pid:u,tid:u,ip:x,cpl:u,period:u,depth:u", "the guest sampler took a sample") \
 	EV(14, guest_process_switch, 3, "from:u,to:u,tid:u", "the sampler saw another guest process on this vCPU") \
-	EV(15, control_request, 3, "cmd:s,ok:u,bytes:u", "the control socket answered a request")
+	EV(15, control_request, 3, "cmd:s,ok:u,bytes:u", "the control socket answered a request") \
+	EV(16, vm_run_end, 3, "reason:u,err:u,emulated:u", "a run ended: KVM_RUN returned (exit reason, its errno) or an emulator slice did; no registers read")
 
 enum kvmprof_trace_event {
 #define KVMPROF_TRACE_ENUM(id, name, nargs, args, desc) KVMPROF_TRACE_##name = id,

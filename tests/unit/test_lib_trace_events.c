@@ -16,7 +16,7 @@
 static const char *const stable_ids[] = {
 	"vcpu_start", "vcpu_stop", "vm_exit", "vm_entry", "pio", "mmio", "msr_read", "msr_write",
 	"cpuid", "hlt", "pmu_counter_program", "pmu_overflow", "pmi_inject", "guest_sample",
-	"guest_process_switch", "control_request",
+	"guest_process_switch", "control_request", "vm_run_end",
 };
 
 static void test_ids_are_stable_and_dense(void **state)
@@ -37,6 +37,7 @@ static void test_ids_are_stable_and_dense(void **state)
 	/* The enum the emit macro uses agrees with the table. */
 	assert_int_equal(KVMPROF_TRACE_vm_exit, 2);
 	assert_int_equal(KVMPROF_TRACE_control_request, 15);
+	assert_int_equal(KVMPROF_TRACE_vm_run_end, 16);
 }
 
 static void test_names_unique_and_described(void **state)
@@ -106,9 +107,9 @@ static void test_patterns(void **state)
 
 	memset(on, 0, sizeof(on));
 	assert_int_equal(trace_events_match("msr_*,vm_*", on, err, sizeof(err)), 0);
-	assert_int_equal(count_enabled(on), 4);
+	assert_int_equal(count_enabled(on), 5);
 	assert_true(on[KVMPROF_TRACE_msr_read] && on[KVMPROF_TRACE_msr_write]);
-	assert_true(on[KVMPROF_TRACE_vm_exit] && on[KVMPROF_TRACE_vm_entry]);
+	assert_true(on[KVMPROF_TRACE_vm_exit] && on[KVMPROF_TRACE_vm_entry] && on[KVMPROF_TRACE_vm_run_end]);
 
 	memset(on, 0, sizeof(on));
 	assert_int_equal(trace_events_match("pmi_inject,pmi_inject", on, err, sizeof(err)), 0);

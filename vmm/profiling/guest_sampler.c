@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,18 +42,19 @@ static int gs_signo(void)
 	return SIGRTMIN + 2;
 }
 
-static __thread struct kvm_run *gs_run;      /* this vCPU thread's run area */
 static __thread volatile sig_atomic_t gs_fired; /* a clock signal arrived */
 
 static void gs_signal(int sig)
 {
-	struct kvm_run *run = gs_run;
+	/* The vCPU thread's trace context (it registers one before it runs the guest) names its vCPU. */
+	const struct trace_ctx *ctx = trace_self();
+	struct vcpu *vcpu = ctx ? ctx->owner : NULL;
 
 	(void)sig;
 	gs_fired = 1;
-	/* Ends the KVM_RUN in progress, or makes the next one return at once. */
-	if (run)
-		__atomic_store_n(&run->immediate_exit, 1, __ATOMIC_RELAXED);
+	/* Ends the KVM_RUN in progress, or makes the next one return at once; the run loop resets it. */
+	if (vcpu)
+		__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELAXED);
 }
 
 static uint64_t gs_now(void)
@@ -255,12 +255,13 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 	bool pg_ok, known = false;
 	int pid0_kind;
 
-	if (!s->sync_on || !(gs->sync_mask & KVM_SYNC_X86_REGS)) {
+	/* kvm_valid_regs: what KVM copied at this exit (set before the entry, vcpu.c). */
+	if (!(run->kvm_valid_regs & KVM_SYNC_X86_REGS)) {
 		if (ioctl(vcpu->fd, KVM_GET_REGS, &regs_buf) < 0)
 			return;
 		regs = &regs_buf;
 	}
-	if (!s->sync_on || !(gs->sync_mask & KVM_SYNC_X86_SREGS)) {
+	if (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS)) {
 		if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs_buf) < 0)
 			return;
 		sregs = &sregs_buf;
@@ -318,45 +319,32 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		__atomic_store_n(&s->capture_max, dt, __ATOMIC_RELAXED);
 }
 
-void guest_sampler_before_run(struct vcpu *vcpu)
+/*
+ * vm_run_end, subscribed while sampling: takes a sample when the clock's
+ * signal came during the run. Reads the clock's count, so one sample
+ * stands for however many periods passed: never a loop of them.
+ */
+static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
+		       unsigned int nargs)
 {
-	struct guest_sampler_vcpu *s = &vcpu->sampler;
-	bool on = __atomic_load_n(&s->active, __ATOMIC_RELAXED) != 0;
-
-	if (!gs_run)
-		gs_run = vcpu->run;
-	/* Synced registers cost KVM a copy per exit: only while sampling. */
-	if (on != s->sync_on) {
-		vcpu->run->kvm_valid_regs = on ? vcpu->vm->sampler.sync_mask : 0;
-		s->sync_on = on;
-	}
-}
-
-void guest_sampler_after_run(struct vcpu *vcpu)
-{
-	struct guest_sampler_vcpu *s = &vcpu->sampler;
+	struct vcpu *vcpu = ctx->owner;
+	struct guest_sampler_vcpu *s;
 	uint64_t count, periods;
 
-	if (!gs_fired)
+	(void)opaque, (void)event, (void)args, (void)nargs;
+	if (!gs_fired || !vcpu)
 		return;
 	gs_fired = 0;
-	/* Our handler set immediate_exit; a stop request sets it too, and must keep it. */
-	if (!vm_stopping(vcpu->vm))
-		__atomic_store_n(&vcpu->run->immediate_exit, 0, __ATOMIC_RELAXED);
-	if (!__atomic_load_n(&s->active, __ATOMIC_ACQUIRE))
+	s = &vcpu->sampler;
+	/* stop clears active before it unsubscribes: a run that ends in between takes no sample. */
+	if (!__atomic_load_n(&s->active, __ATOMIC_ACQUIRE) ||
+	    read(s->perf_fd, &count, sizeof(count)) != (ssize_t)sizeof(count))
 		return;
-	/* Dekker with guest_sampler_stop: it clears active, then waits while busy. */
-	__atomic_store_n(&s->busy, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&s->active, __ATOMIC_SEQ_CST) &&
-	    read(s->perf_fd, &count, sizeof(count)) == (ssize_t)sizeof(count)) {
-		periods = count / vcpu->vm->sampler.period;
-		/* One sample for however many periods passed: never a loop of them. */
-		if (periods > s->periods_seen) {
-			gs_sample(vcpu, s, periods - s->periods_seen);
-			s->periods_seen = periods;
-		}
+	periods = count / vcpu->vm->sampler.period;
+	if (periods > s->periods_seen) {
+		gs_sample(vcpu, s, periods - s->periods_seen);
+		s->periods_seen = periods;
 	}
-	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* --- start and stop (control thread) ---------------------------------------- */
@@ -391,7 +379,7 @@ static int gs_open_clock(pid_t tid, uint32_t type, uint64_t config, uint64_t per
 	return fd;
 }
 
-/* Frees what start set up; the vCPUs are inactive and not busy. */
+/* Frees what start set up; no vCPU samples (gs_run_end is not subscribed). */
 static void gs_release(struct vm *vm)
 {
 	struct guest_sampler *gs = &vm->sampler;
@@ -543,9 +531,21 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		close(fd);
 		return rc;
 	}
+	/* The vCPU threads see the rings and clocks set up above from their first dispatch to gs_run_end on. */
+	gs->sub = (struct trace_subscriber){ .cb = gs_run_end, .internal = true };
+	gs->sub.events[KVMPROF_TRACE_vm_run_end] = true;
+	rc = trace_subscribe(&gs->sub);
+	if (rc) {
+		gs_release(vm);
+		close(fd);
+		return gs_fail(err, rc, "cannot subscribe to vm_run_end: %s", strerror(-rc));
+	}
 	gs->running = true;
-	for (unsigned int i = 0; i < vm->cfg->ncpus; i++)
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
+		/* Synced registers cost KVM a copy per exit: only while sampling. */
+		__atomic_store_n(&vm->vcpu[i].sync_regs, gs->sync_mask, __ATOMIC_RELAXED);
 		__atomic_store_n(&vm->vcpu[i].sampler.active, 1, __ATOMIC_SEQ_CST);
+	}
 	*memfd = fd;
 	*ring_size = gs->map_size;
 	return 0;
@@ -559,14 +559,15 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 	memset(t, 0, sizeof(*t));
 	if (!gs->running)
 		return -ESRCH;
-	for (unsigned int i = 0; i < vm->cfg->ncpus; i++)
+	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		__atomic_store_n(&vm->vcpu[i].sampler.active, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&vm->vcpu[i].sync_regs, 0, __ATOMIC_RELAXED);
+	}
+	/* Waits out samples in progress: they take microseconds and never block. */
+	trace_unsubscribe(&gs->sub);
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
 
-		/* A sample takes microseconds and never blocks: this wait is short. */
-		while (__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST))
-			sched_yield();
 		t->samples += s->samples;
 		t->lost += s->lost;
 		t->records += s->written;

@@ -6,8 +6,9 @@
  * Guest sampling by the VMM, for the host profiler (docs/guest-sampling.md,
  * docs/control-socket.md sample-start / sample-stop). The control thread
  * starts and stops it; each vCPU thread samples itself: a host clock event
- * on the vCPU thread signals it every period, KVM_RUN returns, and the
- * thread writes one SAMPLE record (RIP, CPL, guest pid, optionally the guest
+ * on the vCPU thread signals it every period, KVM_RUN returns, and at the
+ * vm_run_end event (trace.h), to which the sampler subscribes while it
+ * samples, the thread writes one SAMPLE record (RIP, CPL, guest pid, optionally the guest
  * call stack) into its own ring of the memfd ring set
  * (include/kvmprof/guest_ring.h) that the profiler drains.
  */
@@ -21,6 +22,7 @@
 #include "kvmprof/guest_desc.h"
 #include "kvmprof/guest_ring.h"
 #include "kvmprof/sample_format.h"
+#include "trace.h"
 
 struct vm;
 struct vcpu;
@@ -38,7 +40,6 @@ struct vcpu;
 struct guest_sampler_vcpu {
 	/* Set by the control thread while inactive; published by active. */
 	int active; /* atomic: ring and clock are set up, the vCPU thread may sample */
-	int busy;   /* atomic: the vCPU thread is inside the sampler (stop waits it out) */
 	int perf_fd;
 	struct kp_ring_ctl *ctl;
 	uint8_t *data;
@@ -52,7 +53,6 @@ struct guest_sampler_vcpu {
 	int desc_entry;         /* the descriptor's per-CPU entry of this vCPU, -1: unknown */
 	int pid0_kind;          /* what the COMM of pid 0 says in this ring: 0 none, 1 idle, 2 unknown */
 	bool kernel_mmap_sent;
-	bool sync_on;           /* kvm_valid_regs was set for the KVM_RUN that just returned */
 	bool traced_pid_known;  /* traced_pid holds the process of this vCPU's last sample */
 	uint32_t traced_pid;    /* for the guest_process_switch event */
 	uint8_t rec[GUEST_SAMPLER_REC_MAX] __attribute__((aligned(8)));
@@ -72,6 +72,7 @@ struct guest_sampler {
 	unsigned int desc_rejected, desc_ignored;
 	struct kp_guest_desc desc;
 	uint32_t sync_mask; /* KVM_CAP_SYNC_REGS: the register sets KVM copies into kvm_run */
+	struct trace_subscriber sub; /* vm_run_end while running: where the vCPU threads sample */
 	/* A Linux guest's task layout (sample-start "linux"): set before the vCPUs go active, then read-only. */
 	bool has_lx;
 	struct kp_rec_task_layout lx;
@@ -104,9 +105,5 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t);
 bool guest_sampler_running(const struct vm *vm);
 bool guest_sampler_has_desc(struct vm *vm);
-
-/* vCPU thread, around each KVM_RUN. */
-void guest_sampler_before_run(struct vcpu *vcpu);
-void guest_sampler_after_run(struct vcpu *vcpu);
 
 #endif

@@ -30,9 +30,13 @@ static bool tracing(const struct vcpu *vcpu)
 	return vcpu->vm->cfg->trace_pmi_on || vcpu->vm->cfg->trace_tick_on;
 }
 
+static void pmi_trace_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
+			      unsigned int nargs);
+
 int pmi_trace_init(struct vcpu *vcpu)
 {
 	struct pmi_trace_vcpu *t = &vcpu->trace;
+	struct trace_subscriber *sub = &vcpu->vm->pmi_trace;
 	const unsigned int n[T_KINDS] = { vcpu->vm->cfg->trace_pmi, vcpu->vm->cfg->trace_tick };
 
 	memset(t, 0, sizeof(*t));
@@ -45,11 +49,24 @@ int pmi_trace_init(struct vcpu *vcpu)
 		if (!t->steps_of[k] || !t->exits_of[k])
 			return -ENOMEM;
 	}
+	/* One subscriber for the VM's vCPUs, from the first one's creation to the first one's destruction. */
+	if (sub->cb)
+		return 0;
+	*sub = (struct trace_subscriber){ .cb = pmi_trace_run_end, .internal = true };
+	sub->events[KVMPROF_TRACE_vm_run_end] = true;
+	if (trace_subscribe(sub)) {
+		sub->cb = NULL;
+		return -ENOSPC;
+	}
 	return 0;
 }
 
 void pmi_trace_destroy(struct vcpu *vcpu)
 {
+	if (vcpu->vm && vcpu->vm->pmi_trace.cb) {
+		trace_unsubscribe(&vcpu->vm->pmi_trace);
+		vcpu->vm->pmi_trace.cb = NULL;
+	}
 	for (unsigned int k = 0; k < T_KINDS; k++) {
 		free(vcpu->trace.steps_of[k]);
 		free(vcpu->trace.exits_of[k]);
@@ -186,19 +203,23 @@ static void finish(struct vcpu *vcpu, bool complete)
 		arm(vcpu);
 }
 
-void pmi_trace_after_run(struct vcpu *vcpu, int rc, int err)
+/* vm_run_end (args: reason, err, emulated): counts each KVM exit, and the handler's ones while stepping. */
+static void pmi_trace_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
+			      unsigned int nargs)
 {
-	struct pmi_trace_vcpu *t = &vcpu->trace;
+	struct vcpu *vcpu = ctx->owner;
+	struct pmi_trace_vcpu *t;
 	unsigned int r;
 
-	if (!tracing(vcpu))
+	(void)opaque, (void)event, (void)nargs;
+	/* The exact backend's emulator slices are no exits; a failed KVM_RUN other than a signal is none either. */
+	if (!vcpu || args[2] || (args[1] && args[1] != EINTR))
 		return;
-	if (rc < 0) {
-		if (err != EINTR)
-			return;
+	t = &vcpu->trace;
+	if (args[1]) {
 		r = R_INTR;
 	} else {
-		switch (vcpu->run->exit_reason) {
+		switch (args[0]) {
 		case KVM_EXIT_IO: r = R_IO; break;
 		case KVM_EXIT_X86_RDMSR:
 		case KVM_EXIT_X86_WRMSR: r = R_MSR; break;

@@ -35,13 +35,15 @@ struct pmi_trace_vcpu {
 	uint64_t stray;        /* windows abandoned or disturbed */
 };
 
-/* Per vCPU, after KVM_CREATE_VCPU; 0 or a negative errno. */
+/*
+ * Per vCPU, after KVM_CREATE_VCPU; 0 or a negative errno. The first one
+ * subscribes the VM's tracer to vm_run_end (trace.h), where it counts each
+ * KVM exit; the first pmi_trace_destroy unsubscribes it.
+ */
 int pmi_trace_init(struct vcpu *vcpu);
 void pmi_trace_destroy(struct vcpu *vcpu);
 /* A PMI was injected into this vCPU (its thread). */
 void pmi_trace_injected(struct vcpu *vcpu);
-/* After each KVM_RUN (rc < 0: it failed with errno err). */
-void pmi_trace_after_run(struct vcpu *vcpu, int rc, int err);
 /* KVM_EXIT_DEBUG: true if it was a trace step (and is handled). */
 bool pmi_trace_debug_exit(struct vcpu *vcpu);
 void pmi_trace_print(struct vm *vm);
