@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 	struct vm vm = { 0 };
 	struct control *control = NULL;
 	struct trace_file *trace = NULL;
-	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX];
+	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX], perr[PLUGIN_ERR_MAX];
 	int rc = vmm_options_parse(argc, argv, &cfg, err);
 
 	if (rc > 0)
@@ -197,18 +197,15 @@ int main(int argc, char **argv)
 	}
 	/* Before the vCPUs start: a plugin sees every event from the first vcpu_start. */
 	plugin_host_init(&vm);
-	for (unsigned int i = 0; i < cfg.nplugins; i++) {
-		char perr[PLUGIN_ERR_MAX];
-
-		if (plugin_load_spec(cfg.plugins[i], perr, sizeof(perr)) < 0) {
-			fprintf(stderr, "kvmprof-vmm: --plugin %s\n", perr);
-			plugin_unload_all();
-			trace_close_quietly(trace);
-			control_close(control);
-			vm_destroy(&vm);
-			guest_mem_free(&vm.mem);
-			return VMM_EXIT_SETUP;
-		}
+	/* The --plugin options, then a static build's built-in plugin. */
+	if (plugin_load_start(cfg.plugins, cfg.nplugins, perr, sizeof(perr)) < 0) {
+		fprintf(stderr, "kvmprof-vmm: --plugin %s\n", perr);
+		plugin_unload_all();
+		trace_close_quietly(trace);
+		control_close(control);
+		vm_destroy(&vm);
+		guest_mem_free(&vm.mem);
+		return VMM_EXIT_SETUP;
 	}
 	rc = vm_run(&vm);
 	/* Before vm_destroy: the control thread reads the vCPUs. After it: it loads and unloads plugins. */

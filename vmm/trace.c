@@ -8,6 +8,7 @@
 #include "trace.h"
 
 unsigned int trace_listeners[KVMPROF_TRACE_EVENT_COUNT];
+bool trace_static_on[KVMPROF_TRACE_EVENT_COUNT];
 
 /* Per event, the subscribers: NULL slots are free. Written under reg_lock, read without it. */
 static struct trace_subscriber *slots[KVMPROF_TRACE_EVENT_COUNT][TRACE_MAX_SUBSCRIBERS];
@@ -162,4 +163,10 @@ void trace_dispatch(unsigned int event, const uint64_t *args, unsigned int nargs
 			s->cb(s->opaque, ctx, event, args, nargs);
 	}
 	__atomic_add_fetch(&ctx->gen, 1, __ATOMIC_RELEASE);
+}
+
+void trace_static_set(unsigned int event, bool on)
+{
+	if (event < KVMPROF_TRACE_EVENT_COUNT)
+		__atomic_store_n(&trace_static_on[event], on, __ATOMIC_RELEASE);
 }
