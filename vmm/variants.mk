@@ -48,3 +48,8 @@ $(BUILD)/notrace/kvmprof-vmm: $(VMM_VARIANT_SRCS:%.c=$(BUILD)/notrace/%.o) $(BUI
 $(BUILD)/plugins/console_bytes.so: plugins/console_bytes.c include/kvmprof/plugin.h include/kvmprof/trace_events.h
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O2 -Iinclude -o $@ $<
+
+# tests/e2e/static-plugin.sh runs these.
+VMM_VARIANT_TEST_DEPS := $(BUILD)/static/console_bytes/kvmprof-vmm $(BUILD)/notrace/kvmprof-vmm \
+                         $(BUILD)/plugins/console_bytes.so
+test-e2e test-all: $(VMM_VARIANT_TEST_DEPS)

@@ -187,9 +187,9 @@ else
 fi
 
 # --- the bundled guest, the control socket, guest sampling ------------------
-# In this order (guest-sampler.sh, hostile-guest.sh and trace.sh use control.sh's
+# In this order (guest-sampler.sh, hostile-guest.sh, trace.sh and static-plugin.sh use control.sh's
 # client and functions); a part that is missing fails, it is not left out.
-for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-guest trace; do
+for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-guest trace static-plugin; do
 	if [ -f "tests/e2e/$part.sh" ]; then
 		# shellcheck source=/dev/null
 		. "tests/e2e/$part.sh"
