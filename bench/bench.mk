@@ -45,6 +45,7 @@ bench-exact: deps
 # What trace events and plugins cost (bench/trace.sh): in the VM, the
 # ordinary VMM against the compiled-out and static builds and each plugin;
 # on the host, bench/trace_cost.c through the VMM's own dispatch and loader.
+# Plugins: build/plugins/*.so, console_bytes and the examples of plugins/plugins.mk ($(PLUGINS)).
 TRACE_COST_LOOP_FLAGS := $(VMM_CFLAGS) -Ibench
 $(BUILD)/bench/trace_cost_loop.o: bench/trace_cost_loop.c
 	@mkdir -p $(@D)
@@ -73,5 +74,5 @@ bench: bench-trace
 bench-trace: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/notrace/kvmprof-vmm \
 		$(BUILD)/static/console_bytes/kvmprof-vmm $(BUILD)/bench/trace-cost $(BUILD)/kvmprof \
-		$(BUILD)/plugins/console_bytes.so $(wildcard plugins/*.c) guest
+		$(BUILD)/plugins/console_bytes.so $(PLUGINS) guest
 	@bash bench/trace.sh
