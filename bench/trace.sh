@@ -31,14 +31,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# run_ms BINARY ARGS...: the workload's wall time, VMM start to exit, in ms.
+# run_ms BINARY ARGS...: the workload's cost in ms: the VMM's CPU time, user
+# (guest time included) and system, which other load on a shared host
+# disturbs far less than the wall time.
 run_ms() {
-	local s e
-	s=$(date +%s%N)
-	"$@" --cpus 1 --vpmu-backend=clock --console "$tmp/console" --cmdline "$WORK" >/dev/null 2>"$tmp/err" ||
+	local TIMEFORMAT='%3U %3S' t
+	t=$( { time "$@" --cpus 1 --vpmu-backend=clock --console "$tmp/console" --cmdline "$WORK" >/dev/null 2>"$tmp/err"; } 2>&1) ||
 		{ echo "bench-trace: $* failed: $(head -c 300 "$tmp/err")" >&2; exit 1; }
-	e=$(date +%s%N)
-	awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f\n", (e - s) / 1e6 }'
+	awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.1f\n", (a[1] + a[2]) * 1000 }'
 }
 # spread FILE: "min–max" of its numbers.
 spread() { sort -n "$1" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s", lo, hi }'; }
@@ -117,13 +117,13 @@ cat <<TABLE
 
 Trace events and plugins, 1 vCPU, clock vPMU backend, host $(uname -r), $RUNS alternating runs (medians), workload \`$WORK\`:
 
-| build | run time (median) | runs (min–max) |
+| build | VMM CPU time per run (median) | runs (min–max) |
 |---|---|---|
 | events compiled in, nothing listening (build/kvmprof-vmm) | $t_in ms | $(spread "$tmp/in") ms |
 | events compiled out (build/notrace/kvmprof-vmm) | $t_out ms | $(spread "$tmp/out") ms |
 | compiled in / compiled out | $(awk -v a="$t_in" -v b="$t_out" 'BEGIN { printf "%.4f (%+.2f%%)", a / b, (a / b - 1) * 100 }') | pairs $(spread "$tmp/ratio") |
 
-| plugin | its events | events per run | without (median) | with (median) | extra per run | ns per event (medians; each pair's) |
+| plugin | its events | events per run | CPU time without (median) | with (median) | extra per run | ns per event (medians; each pair's) |
 |---|---|---|---|---|---|---|
 $rows
 TABLE
