@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "plugin_host.h"
 #include "trace.h"
@@ -50,18 +49,16 @@ static bool have_builtin = false;
 
 int plugin_load_start(const char *const *specs, unsigned int n, char *err, size_t errsz)
 {
-	bool builtin_loaded = false;
 	int rc;
 
 	for (unsigned int i = 0; i < n; i++) {
 		rc = plugin_load_spec(specs[i], err, errsz);
 		if (rc < 0)
 			return rc;
-		builtin_loaded |= !strncmp(specs[i], PLUGIN_BUILTIN_SPEC, strlen(PLUGIN_BUILTIN_SPEC)) &&
-				  (specs[i][strlen(PLUGIN_BUILTIN_SPEC)] == ',' || !specs[i][strlen(PLUGIN_BUILTIN_SPEC)]);
 	}
-	if (!have_builtin || builtin_loaded)
+	if (!have_builtin)
 		return 0;
+	/* -EEXIST: a "builtin,key=value" spec above started it with its arguments. */
 	rc = plugin_static_load(0, NULL, err, errsz);
-	return rc < 0 ? rc : 0;
+	return rc < 0 && rc != -EEXIST ? rc : 0;
 }

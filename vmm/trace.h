@@ -90,6 +90,7 @@ void trace_dispatch(unsigned int event, const uint64_t *args, unsigned int nargs
  *   TRACE() calls that handler directly (inlined by LTO) when the event is
  *   on for it (trace_static_on, event-set). The generated
  *   static_plugin_events.h defines KVMPROF_STATIC_ON_<event> as 1 for those.
+ *   Those events' sites test two flags; the others' still one.
  */
 #ifdef KVMPROF_TRACE_COMPILED_OUT
 #define TRACE_COMPILED_IN 0
