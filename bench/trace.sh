@@ -3,9 +3,10 @@
 # run, alternating, and printed as Markdown tables:
 #   1. the VMM with its trace events compiled in and nothing listening
 #      against the build with them compiled out (build/notrace/kvmprof-vmm):
-#      the run time of the same exit-heavy guest workload, and its spread;
+#      the VMM's CPU time for the same exit-heavy guest workload, and its spread;
 #   2. each plugin (every build/plugins/*.so, and the static build with
-#      console_bytes compiled in): the run time with it loaded against
+#      console_bytes compiled in), and a --trace file of vm_exit alone (the
+#      VMM's own cost of that event's arguments): the CPU time with it against
 #      without, per run and per event it received. Its events are those it
 #      has KVMPROF_PLUGIN_ON handlers for (nm), counted in a --trace run of
 #      the same workload (the workload is deterministic in its exits' kinds
@@ -44,7 +45,9 @@ run_ms() {
 spread() { sort -n "$1" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s", lo, hi }'; }
 # handled FILE.so|static: the events a plugin has handlers for, one per line.
 handled() {
-	if [ "$1" = static ]; then
+	if [ "$1" = trace-vm_exit ]; then
+		echo vm_exit
+	elif [ "$1" = static ]; then
 		sed -n 's/^#define KVMPROF_STATIC_ON_\([a-z0-9_]*\) 1$/\1/p' "$BUILD/static/console_bytes/static_plugin_events.h"
 	else
 		nm -D --defined-only "$1" | sed -n 's/.* T kvmprof_plugin_on_\([a-z0-9_]*\)$/\1/p'
@@ -86,13 +89,19 @@ events_of() {
 
 # 2. Each plugin loaded against none, alternating; the static build against the ordinary one.
 rows=""
-for p in "${plugins[@]}" static; do
+# trace-vm_exit: the --trace file of vm_exit alone, for what the VMM itself
+# spends on that event's arguments (RIP and CPL: KVM_GET_REGS and
+# KVM_GET_SREGS when KVM did not sync them), which every vm_exit handler pays too.
+for p in trace-vm_exit "${plugins[@]}" static; do
 	name=$(basename "$p" .so)
 	: >"$tmp/with" && : >"$tmp/without"
 	with=("$VMM" --plugin "$p,out=$tmp/plugin.out")
 	if [ "$p" = static ]; then
 		with=("$STATIC" --plugin "builtin,out=$tmp/plugin.out")
 		name="console_bytes, static build (LTO) against the ordinary build"
+	elif [ "$p" = trace-vm_exit ]; then
+		with=("$VMM" --trace "$tmp/vm_exit.trace" --trace-events vm_exit)
+		name="(no plugin: --trace of vm_exit alone)"
 	fi
 	for i in $(seq "$RUNS"); do
 		if [ $((i % 2)) = 1 ]; then
