@@ -41,3 +41,38 @@ bench: bench-exact
 bench-exact: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm guest
 	@bash bench/exact.sh
+
+# What trace events and plugins cost (bench/trace.sh): in the VM, the
+# ordinary VMM against the compiled-out and static builds and each plugin;
+# on the host, bench/trace_cost.c through the VMM's own dispatch and loader.
+# Plugins: build/plugins/*.so, console_bytes and the examples of plugins/plugins.mk ($(PLUGINS)).
+TRACE_COST_LOOP_FLAGS := $(VMM_CFLAGS) -Ibench
+$(BUILD)/bench/trace_cost_loop.o: bench/trace_cost_loop.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(TRACE_COST_LOOP_FLAGS) -DTRACE_COST_LOOP=trace_cost_loop -c $< -o $@
+$(BUILD)/bench/trace_cost_loop_out.o: bench/trace_cost_loop.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(TRACE_COST_LOOP_FLAGS) -DTRACE_COST_LOOP=trace_cost_loop_out -DKVMPROF_TRACE_COMPILED_OUT \
+		-c $< -o $@
+$(BUILD)/bench/trace_cost_loop_static.o: bench/trace_cost_loop.c $(BUILD)/static/console_bytes/static_plugin_events.h
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(TRACE_COST_LOOP_FLAGS) $(STATIC_LTO) -DTRACE_COST_LOOP=trace_cost_loop_static \
+		-DKVMPROF_STATIC_PLUGIN='"console_bytes"' -I$(BUILD)/static/console_bytes -c $< -o $@
+$(BUILD)/bench/trace_cost.o: bench/trace_cost.c $(BUILD)/static/console_bytes/static_plugin_events.h
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(TRACE_COST_LOOP_FLAGS) -DKVMPROF_STATIC_PLUGIN='"console_bytes"' \
+		-I$(BUILD)/static/console_bytes -c $< -o $@
+$(BUILD)/bench/trace-cost: $(BUILD)/bench/trace_cost.o $(BUILD)/bench/trace_cost_loop.o \
+		$(BUILD)/bench/trace_cost_loop_out.o $(BUILD)/bench/trace_cost_loop_static.o \
+		$(BUILD)/static/console_bytes/plugin.o $(filter-out $(BUILD)/vmm/main.o,$(VMM_OBJS)) $(VMI_A)
+	$(CC) $(HOST_CFLAGS) $(STATIC_LTO) -o $@ $^ $(VMM_LIBS)
+-include $(BUILD)/bench/trace_cost.d $(BUILD)/bench/trace_cost_loop.d $(BUILD)/bench/trace_cost_loop_out.d \
+	$(BUILD)/bench/trace_cost_loop_static.d
+
+bench: bench-trace
+.PHONY: bench-trace
+bench-trace: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/notrace/kvmprof-vmm \
+		$(BUILD)/static/console_bytes/kvmprof-vmm $(BUILD)/bench/trace-cost $(BUILD)/kvmprof \
+		$(BUILD)/plugins/console_bytes.so $(PLUGINS) guest
+	@bash bench/trace.sh

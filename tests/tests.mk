@@ -121,6 +121,28 @@ $(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_file,\
 	tests/unit/test_trace_file.c $(BUILD)/vmm/trace.o $(BUILD)/vmm/trace_file.o $(LIB_A),\
 	$$(VMM_CFLAGS) $$(LIB_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(LIB_LIBS) -lpthread))
 
+# TRACE()'s build options (vmm/trace.h): a static plugin's handler called at the
+# site (the test is its plugin; the fixture header stands for make's generated
+# one), and a site compiled out (trace_compiled_out_site.c).
+UNIT_TESTS += $(BUILD)/tests/test_trace_static
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_trace_static
+
+$(eval $(call plain_and_asan,$(BUILD)/tests/trace_compiled_out_site.o,tests/unit/trace_compiled_out_site.c,\
+	$$(VMM_CFLAGS) -DKVMPROF_TRACE_COMPILED_OUT -c $$< -o $$@))
+$(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_static,\
+	tests/unit/test_trace_static.c $(BUILD)/tests/trace_compiled_out_site.o $(BUILD)/vmm/trace.o,\
+	$$(VMM_CFLAGS) -DKVMPROF_STATIC_PLUGIN='"fixture"' -Itests/unit/static_plugin_fixture \
+	-o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
+
+# A static build's built-in plugin in the plugin registry (vmm/plugin_host.c, vmm/plugin_static.c).
+UNIT_TESTS += $(BUILD)/tests/test_plugin_builtin
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_builtin
+PLUGIN_BUILTIN_TEST_OBJS := $(BUILD)/vmm/plugin_host.o $(BUILD)/vmm/plugin_static.o $(BUILD)/vmm/trace.o \
+                            $(BUILD)/lib/trace_event_table.o
+
+$(eval $(call plain_and_asan,$(BUILD)/tests/test_plugin_builtin,tests/unit/test_plugin_builtin.c $(PLUGIN_BUILTIN_TEST_OBJS),\
+	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -ldl -lpthread))
+
 include tests/agent/agent-tests.mk
 
 # Test kernels for the end-to-end tests (tests/fixtures/pvh_tiny.S).

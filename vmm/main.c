@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 	struct vm vm = { 0 };
 	struct control *control = NULL;
 	struct trace_file *trace = NULL;
-	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX];
+	char err[OPTIONS_ERR_MAX], control_err[CONTROL_ERR_MAX], perr[PLUGIN_ERR_MAX];
 	int rc = vmm_options_parse(argc, argv, &cfg, err);
 
 	if (rc > 0)
@@ -183,16 +183,13 @@ int main(int argc, char **argv)
 	 */
 	vm.cfg = &cfg;
 	plugin_host_init(&vm);
-	for (unsigned int i = 0; i < cfg.nplugins; i++) {
-		char perr[PLUGIN_ERR_MAX];
-
-		if (plugin_load_spec(cfg.plugins[i], perr, sizeof(perr)) < 0) {
-			fprintf(stderr, "kvmprof-vmm: --plugin %s\n", perr);
-			plugin_unload_all();
-			trace_close_quietly(trace);
-			control_close(control);
-			return VMM_EXIT_SETUP;
-		}
+	/* The --plugin options, then a static build's built-in plugin. */
+	if (plugin_load_start(cfg.plugins, cfg.nplugins, perr, sizeof(perr)) < 0) {
+		fprintf(stderr, "kvmprof-vmm: --plugin %s\n", perr);
+		plugin_unload_all();
+		trace_close_quietly(trace);
+		control_close(control);
+		return VMM_EXIT_SETUP;
 	}
 	vm.control = control;
 	rc = guest_mem_alloc(&vm.mem, cfg.mem_size);

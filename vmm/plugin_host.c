@@ -30,6 +30,7 @@ struct plugin {
 	kvmprof_plugin_cb cb[KVMPROF_TRACE_EVENT_COUNT];      /* api->subscribe callbacks */
 	void *cb_data[KVMPROF_TRACE_EVENT_COUNT];
 	bool in_init; /* subscribe is allowed */
+	const struct plugin_builtin *builtin; /* compiled in (static build): its handlers run at the TRACE sites */
 	struct kvmprof_plugin_api api;
 
 	/* Output: out_lock guards everything below (vCPU threads write, the control thread reads). */
@@ -79,6 +80,19 @@ static struct plugin *plugin_by_id(unsigned int id)
 		if (plugins[i] && plugins[i]->id == id)
 			return plugins[i];
 	return NULL;
+}
+
+/* The plugin has a callback for event: loaded handlers, subscribe's, or a built-in plugin's handlers. */
+static bool plugin_handles(const struct plugin *p, unsigned int event)
+{
+	return p->on[event] || p->cb[event] || (p->builtin && p->builtin->handles[event]);
+}
+
+/* The event is on for p now. */
+static bool plugin_event_enabled(const struct plugin *p, unsigned int event)
+{
+	return p->sub.events[event] ||
+	       (p->builtin && p->builtin->handles[event] && __atomic_load_n(&trace_static_on[event], __ATOMIC_RELAXED));
 }
 
 /*
@@ -317,54 +331,16 @@ static int open_output(struct plugin *p, const char *file, char *err, size_t err
 	return 0;
 }
 
-int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t errsz)
+/* Opens p's library and finds its symbols: 0, or a negative errno with p freed and err saying why. */
+static int plugin_open(struct plugin *p, const char *path, int (**initp)(const struct kvmprof_plugin_api *, int, char **),
+		       char *err, size_t errsz)
 {
-	char *pargv[PLUGIN_ARGS_MAX + 2];
 	char dlpath[PATH_MAX + 2];
 	int (*init)(const struct kvmprof_plugin_api *, int, char **);
 	const unsigned int *version;
-	struct plugin *p;
-	int pargc = 0, slot = -1, ret = 0, sig, rc;
 	char msg[PLUGIN_ERR_MAX];
 	const char *sanitizer_init = NULL;
-
-	if (!path || !*path) {
-		snprintf(err, errsz, "no plugin file given");
-		return -EINVAL;
-	}
-	if (argc > PLUGIN_ARGS_MAX) {
-		snprintf(err, errsz, "%s: more than %d arguments", path, PLUGIN_ARGS_MAX);
-		return -E2BIG;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errsz, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	p->out_fd = -1;
-	pthread_mutex_init(&p->out_lock, NULL);
-	plugin_name(path, p->name, sizeof(p->name));
-	snprintf(p->path, sizeof(p->path), "%s", path);
-	pargv[pargc++] = p->name;
-	for (int i = 0; i < argc; i++) {
-		if (!strchr(argv[i], '='))
-			return load_fail(p, -1, -EINVAL, err, errsz, "%s: argument '%s' is not key=value", path,
-					 argv[i]);
-		if (!strncmp(argv[i], "out=", 4)) {
-			if (p->out_fd >= 0)
-				return load_fail(p, -1, -EINVAL, err, errsz, "%s: out= given twice", path);
-			rc = open_output(p, argv[i] + 4, msg, sizeof(msg));
-			if (rc)
-				return load_fail(p, -1, rc, err, errsz, "%s: %s", path, msg);
-			continue;
-		}
-		pargv[pargc++] = argv[i];
-	}
-	pargv[pargc] = NULL;
-	p->cap = p->out_fd >= 0 ? PLUGIN_FILE_BUFFER : PLUGIN_BUFFER_MAX;
-	p->buf = malloc(p->cap + 1); /* + 1: the unload result's NUL */
-	if (!p->buf)
-		return load_fail(p, -1, -ENOMEM, err, errsz, "%s: out of memory", path);
+	int rc;
 
 	/* A bare name would be searched for in the library path: a plugin is a file. */
 	snprintf(dlpath, sizeof(dlpath), "%s%s", strchr(path, '/') ? "" : "./", path);
@@ -405,6 +381,71 @@ int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t
 
 		snprintf(sym, sizeof(sym), "kvmprof_plugin_on_%s", trace_event_info(e)->name);
 		p->on[e] = (kvmprof_plugin_handler)dlsym(p->dl, sym);
+	}
+	*initp = init;
+	return 0;
+}
+
+/* Loads the library at path, or starts builtin (path is then its name). */
+static int plugin_load_from(const char *path, const struct plugin_builtin *builtin, int argc, char *const *argv,
+			    char *err, size_t errsz)
+{
+	char *pargv[PLUGIN_ARGS_MAX + 2];
+	int (*init)(const struct kvmprof_plugin_api *, int, char **) = NULL;
+	struct plugin *p;
+	int pargc = 0, slot = -1, ret = 0, sig, rc;
+	char msg[PLUGIN_ERR_MAX];
+
+	if (!path || !*path) {
+		snprintf(err, errsz, "no plugin file given");
+		return -EINVAL;
+	}
+	if (!TRACE_COMPILED_IN) {
+		snprintf(err, errsz, "%s: " TRACE_COMPILED_OUT_MESSAGE, path);
+		return -ENOTSUP;
+	}
+	if (argc > PLUGIN_ARGS_MAX) {
+		snprintf(err, errsz, "%s: more than %d arguments", path, PLUGIN_ARGS_MAX);
+		return -E2BIG;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errsz, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	p->out_fd = -1;
+	pthread_mutex_init(&p->out_lock, NULL);
+	plugin_name(path, p->name, sizeof(p->name));
+	snprintf(p->path, sizeof(p->path), "%s", builtin ? "(built in)" : path);
+	pargv[pargc++] = p->name;
+	for (int i = 0; i < argc; i++) {
+		if (!strchr(argv[i], '='))
+			return load_fail(p, -1, -EINVAL, err, errsz, "%s: argument '%s' is not key=value", path,
+					 argv[i]);
+		if (!strncmp(argv[i], "out=", 4)) {
+			if (p->out_fd >= 0)
+				return load_fail(p, -1, -EINVAL, err, errsz, "%s: out= given twice", path);
+			rc = open_output(p, argv[i] + 4, msg, sizeof(msg));
+			if (rc)
+				return load_fail(p, -1, rc, err, errsz, "%s: %s", path, msg);
+			continue;
+		}
+		pargv[pargc++] = argv[i];
+	}
+	pargv[pargc] = NULL;
+	p->cap = p->out_fd >= 0 ? PLUGIN_FILE_BUFFER : PLUGIN_BUFFER_MAX;
+	p->buf = malloc(p->cap + 1); /* + 1: the unload result's NUL */
+	if (!p->buf)
+		return load_fail(p, -1, -ENOMEM, err, errsz, "%s: out of memory", path);
+
+	if (builtin) {
+		init = builtin->init;
+		p->fini = builtin->fini;
+		p->builtin = builtin;
+	} else {
+		rc = plugin_open(p, path, &init, err, errsz);
+		if (rc)
+			return rc;
 	}
 
 	pthread_mutex_lock(&registry_lock);
@@ -460,7 +501,17 @@ int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t
 		return load_fail(p, slot, rc, err, errsz, "%s: an event it wants has %d subscribers already", path,
 				 TRACE_MAX_SUBSCRIBERS);
 	}
+	for (unsigned int e = 0; builtin && e < KVMPROF_TRACE_EVENT_COUNT; e++)
+		if (builtin->handles[e])
+			trace_static_set(e, true);
 	return (int)p->id;
+}
+
+int plugin_load(const char *path, int argc, char *const *argv, char *err, size_t errsz)
+{
+	if (path && !strcmp(path, PLUGIN_BUILTIN_SPEC))
+		return plugin_static_load(argc, argv, err, errsz);
+	return plugin_load_from(path, NULL, argc, argv, err, errsz);
 }
 
 int plugin_load_spec(const char *spec, char *err, size_t errsz)
@@ -489,17 +540,15 @@ int plugin_load_spec(const char *spec, char *err, size_t errsz)
 
 /* --- unloading -------------------------------------------------------------- */
 
-int plugin_unload(unsigned int id, struct plugin_unload_result *res, char *err, size_t errsz)
+/* Unloads p, built-in or not. */
+static void plugin_unload_any(struct plugin *p, struct plugin_unload_result *res)
 {
-	struct plugin *p = plugin_by_id(id);
-
-	memset(res, 0, sizeof(*res));
-	if (!p) {
-		snprintf(err, errsz, "no plugin has id %u", id);
-		return -ENOENT;
-	}
 	/* Once this returns no callback of p runs, on any vCPU: fini and dlclose are safe. */
 	trace_unsubscribe(&p->sub);
+	/* A built-in plugin goes at the VMM's end only, when the vCPUs have stopped. */
+	for (unsigned int e = 0; p->builtin && e < KVMPROF_TRACE_EVENT_COUNT; e++)
+		if (p->builtin->handles[e])
+			trace_static_set(e, false);
 	if (p->fini)
 		p->fini();
 	pthread_mutex_lock(&registry_lock);
@@ -522,9 +571,29 @@ int plugin_unload(unsigned int id, struct plugin_unload_result *res, char *err, 
 		p->buf = NULL;
 	}
 	pthread_mutex_unlock(&p->out_lock);
-	dlclose(p->dl);
+	if (p->dl)
+		dlclose(p->dl);
 	p->dl = NULL;
 	plugin_free(p);
+}
+
+int plugin_unload(unsigned int id, struct plugin_unload_result *res, char *err, size_t errsz)
+{
+	struct plugin *p = plugin_by_id(id);
+
+	memset(res, 0, sizeof(*res));
+	if (!p) {
+		snprintf(err, errsz, "no plugin has id %u", id);
+		return -ENOENT;
+	}
+	if (p->builtin) {
+		snprintf(err, errsz,
+			 "plugin %u (%s) is built into this kvmprof-vmm (a static build) and cannot be unloaded; "
+			 "event-set can turn its events off",
+			 id, p->name);
+		return -EPERM;
+	}
+	plugin_unload_any(p, res);
 	return 0;
 }
 
@@ -590,14 +659,13 @@ void plugin_unload_all(void)
 	}
 	for (unsigned int i = 0; i < PLUGIN_MAX; i++) {
 		struct plugin_unload_result r;
-		char err[PLUGIN_ERR_MAX];
 		unsigned int id;
 
 		if (!plugins[i])
 			continue;
 		id = plugins[i]->id;
-		if (plugin_unload(id, &r, err, sizeof(err)))
-			continue;
+		memset(&r, 0, sizeof(r));
+		plugin_unload_any(plugins[i], &r);
 		if (r.output_len) {
 			fprintf(stderr, "kvmprof-vmm: plugin %u (%s) output:\n", id, r.name);
 			fwrite(r.output, 1, r.output_len, stderr);
@@ -633,8 +701,8 @@ unsigned int plugin_list(struct plugin_info *out, unsigned int max)
 			snprintf(o->name, sizeof(o->name), "%s", p->name);
 			snprintf(o->path, sizeof(o->path), "%s", p->path);
 			for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++) {
-				o->events[e] = p->sub.events[e];
-				o->handles[e] = p->on[e] || p->cb[e];
+				o->events[e] = plugin_event_enabled(p, e);
+				o->handles[e] = plugin_handles(p, e);
 			}
 			pthread_mutex_lock(&p->out_lock);
 			snprintf(o->output_file, sizeof(o->output_file), "%s", p->out_file);
@@ -676,7 +744,7 @@ int plugin_set_events(unsigned int id, const char *patterns, bool on, unsigned i
 		return -EINVAL;
 	}
 	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++)
-		handled += match[e] && (p->on[e] || p->cb[e]);
+		handled += match[e] && plugin_handles(p, e);
 	if (!handled) {
 		snprintf(err, errsz, "plugin %u (%s) has no callback for '%s'", id, p->name, patterns);
 		return -EINVAL;
@@ -684,9 +752,12 @@ int plugin_set_events(unsigned int id, const char *patterns, bool on, unsigned i
 	for (unsigned int e = 0; e < KVMPROF_TRACE_EVENT_COUNT; e++) {
 		int rc;
 
-		if (!match[e] || !(p->on[e] || p->cb[e]) || p->sub.events[e] == on)
+		if (!match[e] || !plugin_handles(p, e) || plugin_event_enabled(p, e) == on)
 			continue;
-		rc = trace_subscribe_event(&p->sub, e, on);
+		/* A built-in plugin's handler is switched at its TRACE sites; subscribe's callbacks through dispatch. */
+		if (p->builtin && p->builtin->handles[e])
+			trace_static_set(e, on);
+		rc = p->on[e] || p->cb[e] ? trace_subscribe_event(&p->sub, e, on) : 0;
 		if (rc) {
 			snprintf(err, errsz, "%s: %d subscribers already", trace_event_info(e)->name,
 				 TRACE_MAX_SUBSCRIBERS);
@@ -739,4 +810,18 @@ long plugin_output_take(unsigned int id, char *buf, size_t max, bool *more, uint
 	pthread_mutex_unlock(&p->out_lock);
 	pthread_mutex_unlock(&registry_lock);
 	return (long)n;
+}
+
+/* --- built-in plugins (static builds: plugin_static.c) ---------------------- */
+
+int plugin_load_builtin(const struct plugin_builtin *b, int argc, char *const *argv, char *err, size_t errsz)
+{
+	for (unsigned int i = 0; i < PLUGIN_MAX; i++) {
+		if (plugins[i] && plugins[i]->builtin == b) {
+			snprintf(err, errsz, "%s: the built-in plugin is loaded already, as plugin %u", PLUGIN_BUILTIN_SPEC,
+				 plugins[i]->id);
+			return -EEXIST;
+		}
+	}
+	return plugin_load_from(b->name, b, argc, argv, err, errsz);
 }

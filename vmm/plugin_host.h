@@ -96,4 +96,32 @@ int plugin_set_events(unsigned int id, const char *patterns, bool on, unsigned i
  */
 long plugin_output_take(unsigned int id, char *buf, size_t max, bool *more, uint64_t *lost);
 
+/* --- a plugin compiled into the VMM (static builds: docs/plugins.md, plugin_static.c) --- */
+
+/* The name --plugin and plugin-load give the built-in plugin: "builtin[,key=value...]". */
+#define PLUGIN_BUILTIN_SPEC "builtin"
+
+struct plugin_builtin {
+	const char *name;
+	int (*init)(const struct kvmprof_plugin_api *api, int argc, char **argv);
+	void (*fini)(void); /* or NULL */
+	bool handles[KVMPROF_TRACE_EVENT_COUNT]; /* its KVMPROF_PLUGIN_ON handlers, which the TRACE sites call */
+};
+
+/*
+ * Starts b as plugin_load starts a library (argv the same), except that it
+ * can never be unloaded (plugin_unload says -EPERM; plugin_unload_all runs
+ * its fini). Its id, or a negative errno: -EEXIST when it runs already.
+ */
+int plugin_load_builtin(const struct plugin_builtin *b, int argc, char *const *argv, char *err, size_t errsz);
+
+/* plugin_static.c: plugin_load_builtin of this build's plugin; -ENOENT in a build without one. */
+int plugin_static_load(int argc, char *const *argv, char *err, size_t errsz);
+/*
+ * At start: plugin_load_spec of each of specs, then the built-in plugin
+ * without arguments unless a "builtin" spec loaded it. 0, or the first
+ * failure's negative errno with err saying which.
+ */
+int plugin_load_start(const char *const *specs, unsigned int n, char *err, size_t errsz);
+
 #endif

@@ -12,6 +12,7 @@
 #include "trace.h"
 
 unsigned int trace_listeners[KVMPROF_TRACE_EVENT_COUNT];
+bool trace_static_on[KVMPROF_TRACE_EVENT_COUNT];
 
 /* One event's subscribers, in the order dispatch calls them. */
 struct trace_list {
@@ -222,4 +223,10 @@ void trace_dispatch(unsigned int event, const uint64_t *args, unsigned int nargs
 		l->sub[i]->cb(l->sub[i]->opaque, ctx, event, args, nargs);
 	if (!--ctx->depth)
 		__atomic_store_n(&ctx->gen, ctx->gen + 1, __ATOMIC_RELEASE);
+}
+
+void trace_static_set(unsigned int event, bool on)
+{
+	if (event < KVMPROF_TRACE_EVENT_COUNT)
+		__atomic_store_n(&trace_static_on[event], on, __ATOMIC_RELEASE);
 }

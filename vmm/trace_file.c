@@ -136,6 +136,11 @@ int trace_file_open(struct trace_file **out, const char *path, const bool enable
 					  .start_ns = now_ns() };
 	int rc;
 
+	if (!TRACE_COMPILED_IN) {
+		free(tf);
+		snprintf(err, errsz, "--trace %s: " TRACE_COMPILED_OUT_MESSAGE, path);
+		return -ENOTSUP;
+	}
 	if (!tf) {
 		snprintf(err, errsz, "--trace %s: out of memory", path);
 		return -ENOMEM;

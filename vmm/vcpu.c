@@ -244,7 +244,7 @@ static void vcpu_trace_exit(struct vcpu *vcpu)
 {
 	uint64_t rip, cpl;
 
-	if (!trace_event_on(KVMPROF_TRACE_vm_exit))
+	if (!TRACE_ON(vm_exit))
 		return;
 	vcpu_exit_rip_cpl(vcpu, &rip, &cpl);
 	TRACE(vm_exit, vcpu->run->exit_reason, rip, cpl);

@@ -48,3 +48,4 @@ $(BUILD)/asan/kvmprof-vmm: $(VMM_ASAN_OBJS) $(VMI_ASAN_A)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(VMM_LIBS)
 
 -include $(VMM_OBJS:.o=.d) $(VMM_ASAN_OBJS:.o=.d)
+include vmm/variants.mk

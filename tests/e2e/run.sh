@@ -187,10 +187,11 @@ else
 fi
 
 # --- the bundled guest, the control socket, guest sampling ------------------
-# In this order (guest-sampler.sh, hostile-guest.sh and trace.sh use control.sh's
-# client and functions, plugins.sh trace.sh's, plugin-host.sh control.sh's); a part
+# In this order (guest-sampler.sh, hostile-guest.sh, trace.sh, static-plugin.sh and
+# plugin-host.sh use control.sh's client and functions, plugins.sh trace.sh's); a part
 # that is missing fails, it is not left out.
-for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-guest trace plugins plugin-host; do
+for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-guest trace plugins static-plugin \
+	plugin-host; do
 	if [ -f "tests/e2e/$part.sh" ]; then
 		# shellcheck source=/dev/null
 		. "tests/e2e/$part.sh"
