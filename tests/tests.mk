@@ -72,11 +72,15 @@ $(BUILD)/tests/plugins/sanitized/good.so: tests/unit/plugins/good.c include/kvmp
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -fPIC -shared -o $@ $<
 
+# The plugin host: the loader and registry, what it reads of a file before
+# dlopen, and the built-in plugin of a static build (none in these).
+PLUGIN_HOST_SRCS := vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_static.c
+
 # The control socket's requests and commands, without its connections; the
 # test stands in for the guest sampler. The plugin commands use the real
 # plugin host, with the test plugins.
 CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/control_plugins.c \
-                     vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
+                     $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
 
@@ -92,7 +96,7 @@ $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_
 
 # The plugin host (vmm/plugin_host.c): loading, refusing, unloading while
 # another thread dispatches, output.
-PLUGIN_HOST_TEST_SRCS := vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
+PLUGIN_HOST_TEST_SRCS := $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_plugin_host
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_host
 
@@ -137,8 +141,7 @@ $(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_static,\
 # A static build's built-in plugin in the plugin registry (vmm/plugin_host.c, vmm/plugin_static.c).
 UNIT_TESTS += $(BUILD)/tests/test_plugin_builtin
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_builtin
-PLUGIN_BUILTIN_TEST_OBJS := $(BUILD)/vmm/plugin_host.o $(BUILD)/vmm/plugin_static.o $(BUILD)/vmm/trace.o \
-                            $(BUILD)/lib/trace_event_table.o
+PLUGIN_BUILTIN_TEST_OBJS := $(PLUGIN_HOST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/trace.o $(BUILD)/lib/trace_event_table.o
 
 $(eval $(call plain_and_asan,$(BUILD)/tests/test_plugin_builtin,tests/unit/test_plugin_builtin.c $(PLUGIN_BUILTIN_TEST_OBJS),\
 	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -ldl -lpthread))
