@@ -92,21 +92,24 @@ static const char *str_of(json_object *o, const char *key)
 		       NULL;
 }
 
-/* The names in an array of strings, comma-separated ("-" for none). */
-static void print_names(FILE *f, json_object *o, const char *key)
+/* The names in an array of strings, comma-separated ("-" for none), into buf. */
+static const char *names_of(json_object *o, const char *key, char *buf, size_t size)
 {
 	json_object *a;
-	size_t n = 0;
+	size_t n = 0, used = 0;
 
 	if (json_object_object_get_ex(o, key, &a) && json_object_is_type(a, json_type_array))
 		n = json_object_array_length(a);
-	for (size_t i = 0; i < n; i++) {
+	snprintf(buf, size, "-");
+	for (size_t i = 0; i < n && used < size; i++) {
 		const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+		int w = snprintf(buf + used, size - used, "%s%s", i ? "," : "", s ? s : "?");
 
-		fprintf(f, "%s%s", i ? "," : "", s ? s : "?");
+		if (w < 0)
+			break;
+		used += (size_t)w;
 	}
-	if (!n)
-		fputs("-", f);
+	return buf;
 }
 
 /* Prints a reply's "output"; whether it says the VMM keeps more. */
@@ -139,7 +142,7 @@ static int drain_output(struct vm_client *c, long long id)
 
 static int do_load(struct vm_client *c, int argc, char **argv)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], names[512];
 	json_object *req, *reply, *args;
 	long long id;
 
@@ -170,9 +173,8 @@ static int do_load(struct vm_client *c, int argc, char **argv)
 		return 1;
 	}
 	printf("%lld\n", id);
-	fprintf(stderr, "kvmprof plugin: loaded %s as plugin %lld, events ", str_of(reply, "name"), id);
-	print_names(stderr, reply, "events");
-	fputc('\n', stderr);
+	fprintf(stderr, "kvmprof plugin: loaded %s as plugin %lld, events %s\n", str_of(reply, "name"), id,
+		names_of(reply, "events", names, sizeof(names)));
 	json_object_put(reply);
 	return 0;
 }
@@ -224,18 +226,19 @@ static int do_list(struct vm_client *c, int argc)
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = json_object_array_get_idx(list, i);
 		long long id = 0, bytes = 0, buffered = 0, lost = 0;
+		char names[512];
 		const char *file = str_of(p, "output_file");
 
 		vm_client_int(p, "plugin", 0, LLONG_MAX, &id);
 		vm_client_int(p, "output_bytes", 0, LLONG_MAX, &bytes);
 		vm_client_int(p, "output_buffered", 0, LLONG_MAX, &buffered);
 		vm_client_int(p, "output_lost", 0, LLONG_MAX, &lost);
-		printf("%-4lld %-20s ", id, str_of(p, "name") ? str_of(p, "name") : "?");
-		print_names(stdout, p, "events");
+		printf("%-4lld %-20s %-40s ", id, str_of(p, "name") ? str_of(p, "name") : "?",
+		       names_of(p, "events", names, sizeof(names)));
 		if (file)
-			printf("  %s (%lld bytes", file, bytes);
+			printf("%s (%lld bytes", file, bytes);
 		else
-			printf("  buffer (%lld bytes unread", buffered);
+			printf("buffer (%lld bytes unread", buffered);
 		printf("%s", lost ? ", " : ")\n");
 		if (lost)
 			printf("%lld lost)\n", lost);
@@ -277,6 +280,7 @@ static int do_set(struct vm_client *c, int argc, char **argv, bool on)
 {
 	json_object *req, *reply;
 	long long id, changed = 0;
+	char names[512];
 
 	if (argc != 2)
 		return plugin_usage_error("%s: give a plugin ID and a PATTERN", on ? "enable" : "disable");
@@ -289,10 +293,8 @@ static int do_set(struct vm_client *c, int argc, char **argv, bool on)
 	if (call(c, req, &reply))
 		return 1;
 	vm_client_int(reply, "changed", 0, LLONG_MAX, &changed);
-	printf("plugin %lld: %lld event%s switched %s; now getting ", id, changed, changed == 1 ? "" : "s",
-	       on ? "on" : "off");
-	print_names(stdout, reply, "events");
-	putchar('\n');
+	printf("plugin %lld: %lld event%s switched %s; now getting %s\n", id, changed, changed == 1 ? "" : "s",
+	       on ? "on" : "off", names_of(reply, "events", names, sizeof(names)));
 	json_object_put(reply);
 	return 0;
 }

@@ -112,6 +112,34 @@ else
 			[ "${c2:-0}" -lt "${c1:-0}" ]; then pass plugin-event-set-off
 		else fail plugin-event-set-off "$(head -c 200 "$TMP/ph-set"); com1 $c1 and $c2"; fi
 
+		# docs/plugins.md's example, as the page says: its code block is plugins/console_bytes.c, its one
+		# cc line builds it against the headers make install installs, it loads into this running VM,
+		# and its unload prints the bytes the console got meanwhile.
+		why=
+		awk '/^```c$/ { on = 1; next } on && /^```$/ { exit } on' docs/plugins.md >"$TMP/doc-example.c"
+		cmp -s "$TMP/doc-example.c" plugins/console_bytes.c || why="the page's code block is not plugins/console_bytes.c"
+		cc_line=$(grep -m1 '^cc -shared' docs/plugins.md)
+		make --no-print-directory -s install DESTDIR="$TMP/inst" >"$TMP/inst.log" 2>&1 || why="make install: $(tail -c 200 "$TMP/inst.log")"
+		if [ -z "$why" ]; then
+			mkdir -p "$TMP/doc/plugins" && cp plugins/console_bytes.c "$TMP/doc/plugins/"
+			(cd "$TMP/doc" && C_INCLUDE_PATH="$TMP/inst/usr/local/include" sh -c "$cc_line") >"$TMP/doc.log" 2>&1 ||
+				why="'$cc_line' failed: $(head -c 300 "$TMP/doc.log")"
+		fi
+		if [ -z "$why" ]; then
+			# It counts every byte written while it was surely loaded, and none outside the load and unload.
+			b0=$(wc -c <"$TMP/ph-run.txt")
+			id=$(ph load "$TMP/doc/console_bytes.so" 2>"$TMP/doc.err") || why="load: $(cat "$TMP/doc.err")"
+			b1=$(wc -c <"$TMP/ph-run.txt")
+			sleep 0.3
+			b2=$(wc -c <"$TMP/ph-run.txt")
+			[ -n "$id" ] && ph unload "$id" >"$TMP/doc.out" 2>"$TMP/doc.err"
+			b3=$(wc -c <"$TMP/ph-run.txt")
+			n=$(sed -n 's/^console bytes \([0-9]*\)$/\1/p' "$TMP/doc.out")
+			[ -n "$why" ] || { [ -n "$n" ] && [ $((b2 - b1)) -gt 0 ] && [ "$n" -ge $((b2 - b1)) ] && [ "$n" -le $((b3 - b0)) ]; } ||
+				why="it counted '${n:-}' bytes; the console grew by $((b2 - b1)) while it was loaded, $((b3 - b0)) from load to unload"
+		fi
+		if [ -z "$why" ]; then pass plugin-docs-example-as-documented; else fail plugin-docs-example-as-documented "$why"; fi
+
 		# Bad input at run time: a clear error, exit 1, and the VM goes on.
 		why=
 		ph load "$TMP/nope.so" 2>"$TMP/ph-e" && why="loading a missing file succeeded"
