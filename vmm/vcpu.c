@@ -253,12 +253,17 @@ static void vcpu_trace_exit(struct vcpu *vcpu)
 /*
  * Before an entry: KVM copies into kvm_run, at each exit, the register sets
  * someone wants there (vcpu->sync_regs: the guest sampler while it
- * samples). Only this thread writes kvm_valid_regs, so after an exit it
- * says whether the copy in kvm_run is this exit's.
+ * samples; and whoever listens to vm_exit, whose RIP and CPL would
+ * otherwise cost KVM_GET_REGS and KVM_GET_SREGS at every exit, ~10 us
+ * here). Only this thread writes kvm_valid_regs, so after an exit it says
+ * whether the copy in kvm_run is this exit's.
  */
 static void vcpu_sync_regs(struct vcpu *vcpu)
 {
 	uint32_t want = __atomic_load_n(&vcpu->sync_regs, __ATOMIC_RELAXED);
+
+	if (TRACE_ON(vm_exit))
+		want |= vcpu->vm->sampler.sync_mask;
 
 	if (__builtin_expect(vcpu->run->kvm_valid_regs != want, 0))
 		vcpu->run->kvm_valid_regs = want;
