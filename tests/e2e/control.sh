@@ -64,8 +64,13 @@ else
 			pass control-status
 		else fail control-status "$(head -c 400 "$TMP/reply")"; fi
 
-		# vCPU thread ids: real threads of the VMM, named vcpuN.
-		ctl '{"cmd":"vcpus","id":"v1"}'
+		# vCPU thread ids: real threads of the VMM, named vcpuN. The socket serves from the moment the
+		# vCPU threads are created; a thread not yet scheduled says "tid":null, so ask until both ran.
+		for _ in $(seq 100); do
+			ctl '{"cmd":"vcpus","id":"v1"}'
+			grep -q '"tid":null' "$TMP/reply" || break
+			sleep 0.1
+		done
 		tids=$(grep -o '"tid":[0-9]*' "$TMP/reply" | cut -d: -f2)
 		why=
 		grep -q '^{"ok":true,"id":"v1",' "$TMP/reply" || why="reply $(head -c 300 "$TMP/reply")"
@@ -78,7 +83,12 @@ else
 		done
 		if [ -z "$why" ]; then pass control-vcpus-thread-ids; else fail control-vcpus-thread-ids "$why"; fi
 
-		ctl '{"cmd":"vpmu-stats"}'
+		# At least one exit: on a loaded host the spinning guest may not have run yet.
+		for _ in $(seq 100); do
+			ctl '{"cmd":"vpmu-stats"}'
+			grep -qE '"vm_exits":[1-9][0-9]*,' "$TMP/reply" && break
+			sleep 0.1
+		done
 		if grep -q '^{"ok":true,"model":"amd","backend":"clock",' "$TMP/reply" &&
 			grep -qE '"vm_exits":[1-9][0-9]*,' "$TMP/reply" && grep -q '"pmis_injected":0,' "$TMP/reply" &&
 			grep -q '"latency_histogram":{"upper_us":\[1,2,4,' "$TMP/reply"; then pass control-vpmu-stats
