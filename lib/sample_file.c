@@ -403,6 +403,24 @@ static const char *check_payload(uint32_t type, const unsigned char *p, uint32_t
 	}
 	case KP_REC_LOST:
 		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
+	case KP_REC_VM_EXIT: {
+		const struct kp_rec_vm_exit *x = (const void *)p;
+		if (len < sizeof(*x))
+			return "VM_EXIT record too short";
+		if (x->nr_callchain > KP_CALLCHAIN_MAX)
+			return "VM_EXIT callchain longer than the format allows";
+		if (len < sizeof(*x) + (size_t)x->nr_callchain * sizeof(uint64_t))
+			return "VM_EXIT callchain runs past its record";
+		if (x->kind > KP_EXIT_KIND_MAX)
+			return "VM_EXIT kind unknown";
+		if (x->cpl != KP_CPL_KERNEL && x->cpl != KP_CPL_USER)
+			return "VM_EXIT privilege level is neither kernel (0) nor user (3)";
+		if (x->end < x->time)
+			return "VM_EXIT interval ends before it starts";
+		if (x->reserved || x->reserved2)
+			return "VM_EXIT reserved field set";
+		return NULL;
+	}
 	case KP_REC_TASK_LAYOUT: {
 		const struct kp_rec_task_layout *l = (const void *)p;
 		if (len < sizeof(*l))
@@ -484,7 +502,7 @@ const char *kp_record_check(const void *rec, size_t avail)
 		return "corrupt record header (reserved word set)";
 	switch (h.type) {
 	case KP_REC_META: case KP_REC_EVENT: case KP_REC_COMM: case KP_REC_MMAP:
-	case KP_REC_FORK: case KP_REC_EXIT: case KP_REC_SAMPLE: case KP_REC_LOST:
+	case KP_REC_FORK: case KP_REC_EXIT: case KP_REC_SAMPLE: case KP_REC_LOST: case KP_REC_VM_EXIT:
 		break;
 	default:
 		return "record type not allowed in a copied stream";
@@ -621,7 +639,7 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 			return rc;
 		}
 		r->records++;
-		if (h.type < KP_REC_META || h.type > KP_REC_TASK_LAYOUT)
+		if (h.type < KP_REC_META || h.type > KP_REC_VM_EXIT)
 			continue; /* a newer minor version's record: skip it */
 		return 1;
 	}

@@ -171,13 +171,14 @@ $(BUILD)/fixtures/pvh-high.elf: tests/fixtures/pvh_tiny.S
 # The end-to-end tests' helper programs: a control-socket client, the
 # bundled agent's sample-file checker, and a guest-sample ring client that
 # drains through kvmprof's own ring reader (host-profiler/guest_ring_reader.c).
-E2E_HELPERS := $(BUILD)/tests/e2e/control_client $(BUILD)/tests/e2e/sample_check $(BUILD)/tests/e2e/ring_client
+E2E_HELPERS := $(BUILD)/tests/e2e/control_client $(BUILD)/tests/e2e/sample_check $(BUILD)/tests/e2e/ring_client \
+               $(BUILD)/tests/e2e/exit_check
 
 $(BUILD)/tests/e2e/control_client: tests/e2e/control_client.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) -o $@ $(filter-out %.h,$^)
 
-$(BUILD)/tests/e2e/sample_check: tests/e2e/sample_check.c $(LIB_A)
+$(BUILD)/tests/e2e/sample_check $(BUILD)/tests/e2e/exit_check: $(BUILD)/tests/e2e/%: tests/e2e/%.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $(filter-out %.h,$^) $(LIB_LIBS)
 

@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 3  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 4  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -71,6 +71,7 @@ enum kp_rec_type {
 	KP_REC_END = 10,   /* struct kp_rec_end: the last record of a whole stream */
 	KP_REC_KSYMS_Z = 11, /* struct kp_rec_ksyms_z: a zlib-compressed KSYMS chunk (since 1.1) */
 	KP_REC_TASK_LAYOUT = 12, /* struct kp_rec_task_layout: where a Linux kernel keeps its current task (since 1.3) */
+	KP_REC_VM_EXIT = 13, /* struct kp_rec_vm_exit + callchain: one VM exit and its host interval (since 1.4) */
 };
 
 /*
@@ -217,6 +218,45 @@ struct kp_rec_task_layout {
 	uint32_t reserved;                  /* 0 */
 };
 
+/*
+ * One VM exit the VMM handled while `kvmprof record` sampled the guest
+ * (KP_SOURCE_VMM's rings, copied into the host profiler's file): what made
+ * the guest exit, where the guest was, and the host interval [time, end)
+ * from the end of KVM_RUN to the vCPU's next entry. Host samples of the
+ * vCPU thread (host_tid) inside that interval are that exit's cost. The
+ * guest fields are as in a guest SAMPLE (domain guest): pid 0 is idle or
+ * unknown, the callchain is the guest's (with callgraph).
+ */
+enum kp_exit_kind {
+	KP_EXIT_OTHER = 0,      /* detail: KVM's exit reason */
+	KP_EXIT_IO_IN = 1,      /* detail: port; size: bytes */
+	KP_EXIT_IO_OUT = 2,
+	KP_EXIT_MMIO_READ = 3,  /* detail: guest-physical address */
+	KP_EXIT_MMIO_WRITE = 4,
+	KP_EXIT_MSR_READ = 5,   /* detail: MSR index */
+	KP_EXIT_MSR_WRITE = 6,
+	KP_EXIT_SIGNAL = 7,     /* KVM_RUN returned EINTR: a signal to the vCPU thread (the sampler's clock, a stop) */
+	KP_EXIT_HLT = 8,
+	KP_EXIT_KIND_MAX = KP_EXIT_HLT,
+};
+
+struct kp_rec_vm_exit {
+	uint32_t pid, tid;     /* the guest process at the exit */
+	uint32_t cpu;          /* vCPU index */
+	uint32_t host_tid;     /* the vCPU thread */
+	uint64_t time;         /* CLOCK_MONOTONIC ns: KVM_RUN returned */
+	uint64_t end;          /* CLOCK_MONOTONIC ns: the vCPU entered the guest again (>= time) */
+	uint64_t ip;           /* guest RIP */
+	uint64_t detail;       /* see enum kp_exit_kind */
+	uint8_t kind;          /* enum kp_exit_kind */
+	uint8_t cpl;           /* KP_CPL_KERNEL or KP_CPL_USER */
+	uint8_t size;          /* I/O and MMIO access size in bytes, else 0 */
+	uint8_t reserved;
+	uint16_t nr_callchain; /* <= KP_CALLCHAIN_MAX */
+	uint16_t reserved2;
+	uint64_t callchain[];  /* guest return addresses, innermost first */
+};
+
 struct kp_rec_lost {
 	uint32_t event_id;
 	uint32_t reserved;
@@ -237,5 +277,6 @@ _Static_assert(sizeof(struct kp_rec_comm) == 40, "comm record layout");
 _Static_assert(sizeof(struct kp_rec_mmap) == 72, "mmap record layout");
 _Static_assert(sizeof(struct kp_rec_sample) == 48, "sample record layout");
 _Static_assert(sizeof(struct kp_rec_task_layout) == 48, "task layout record layout");
+_Static_assert(sizeof(struct kp_rec_vm_exit) == 56, "vm exit record layout");
 
 #endif

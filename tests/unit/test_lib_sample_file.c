@@ -537,6 +537,56 @@ static void test_task_layout_record(void **state)
 	assert_non_null(strstr(err, "too short"));
 }
 
+/* VM_EXIT (1.4): read back whole with its call chain, through kp_record_check too; bad ones refused. */
+static void test_vm_exit_record(void **state)
+{
+	struct {
+		struct kp_rec_vm_exit x;
+		uint64_t chain[2];
+	} v = {
+		.x = { .pid = 7, .tid = 7, .cpu = 1, .host_tid = 4242, .time = 1000, .end = 9000, .ip = 0x401000,
+		       .detail = 0x3f8, .kind = KP_EXIT_IO_OUT, .cpl = KP_CPL_KERNEL, .size = 1, .nr_callchain = 2 },
+		.chain = { 0x401234, 0x401500 },
+	};
+	struct kp_reader *r;
+	struct kp_record rec;
+	char err[256];
+
+	(void)state;
+	write_single_record(KP_REC_VM_EXIT, &v, sizeof(v));
+	assert_int_equal(kp_reader_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(kp_reader_next(r, &rec, err, sizeof(err)), 1);
+	assert_int_equal(rec.type, KP_REC_VM_EXIT);
+	assert_memory_equal(rec.vm_exit, &v, sizeof(v));
+	assert_int_equal(kp_reader_next(r, &rec, err, sizeof(err)), 0);
+	kp_reader_close(r);
+
+	v.x.end = 999;
+	write_single_record(KP_REC_VM_EXIT, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "interval ends before it starts"));
+	v.x.end = 9000;
+	v.x.kind = KP_EXIT_KIND_MAX + 1;
+	write_single_record(KP_REC_VM_EXIT, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	v.x.kind = KP_EXIT_IO_OUT;
+	v.x.nr_callchain = 3;
+	write_single_record(KP_REC_VM_EXIT, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "callchain runs past"));
+	v.x.nr_callchain = 2;
+	v.x.cpl = 1;
+	write_single_record(KP_REC_VM_EXIT, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	v.x.cpl = KP_CPL_USER;
+	v.x.reserved2 = 1;
+	write_single_record(KP_REC_VM_EXIT, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	write_single_record(KP_REC_VM_EXIT, &v, 48);
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "too short"));
+}
+
 static void test_unknown_record_types_are_skipped(void **state)
 {
 	(void)state;
@@ -586,6 +636,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_large_kallsyms_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lying_compressed_kallsyms_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_layout_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vm_exit_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_record_types_are_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_record_is_refused_by_writer, setup, teardown),
 		cmocka_unit_test(test_crc_matches_zlib),

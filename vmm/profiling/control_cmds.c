@@ -281,6 +281,11 @@ static const char *control_sample_start(struct control_session *ses, struct json
 			return "\"callgraph\" must be true or false";
 		sr.callgraph = json_object_get_boolean(o);
 	}
+	if (json_object_object_get_ex(req, "exits", &o)) {
+		if (!json_object_is_type(o, json_type_boolean))
+			return "\"exits\" must be true or false";
+		sr.exits = json_object_get_boolean(o);
+	}
 	if (json_object_object_get_ex(req, "linux", &o)) {
 		bad = control_linux_layout(o, &lx, buf, bufsz);
 		if (bad)
@@ -300,6 +305,7 @@ static const char *control_sample_start(struct control_session *ses, struct json
 	control_put_str(r, "event", sr.event);
 	control_put_u64(r, "period", sr.period);
 	control_put(r, "callgraph", json_object_new_boolean(sr.callgraph));
+	control_put(r, "exits", json_object_new_boolean(sr.exits));
 	control_put_u64(r, "vcpus", ses->vm->cfg->ncpus);
 	control_put_u64(r, "ring_size", ring_size);
 	control_put_u64(r, "data_size", GUEST_SAMPLER_DATA_SIZE);
@@ -325,13 +331,14 @@ static const char *control_sample_stop(struct control_session *ses, struct json_
 	control_put_u64(r, "samples", t.samples);
 	control_put_u64(r, "lost", t.lost);
 	control_put_u64(r, "records", t.records);
+	control_put_u64(r, "vm_exits", t.vm_exits);
 	control_put_u64(r, "capture_mean_ns", t.capture_mean_ns);
 	control_put_u64(r, "capture_max_ns", t.capture_max_ns);
 	return NULL;
 }
 
 static const char *const control_no_keys[] = { NULL };
-static const char *const control_sample_keys[] = { "event", "period", "freq", "callgraph", "linux", NULL };
+static const char *const control_sample_keys[] = { "event", "period", "freq", "callgraph", "exits", "linux", NULL };
 
 static const struct control_cmd control_cmds[] = {
 	{ "status", control_no_keys, control_status },

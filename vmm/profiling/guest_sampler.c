@@ -235,62 +235,89 @@ static bool gs_put_news(struct guest_sampler_vcpu *s, const struct guest_proc_ne
 	       (!n->has_text || gs_put_mmap(s, n->pid, now, n->text_start, n->text_len, n->text_pgoff, n->path));
 }
 
-static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight)
+/* The registers KVM synced at this exit (kvm_valid_regs, set before the entry: vcpu.c), else the ioctls. */
+static bool gs_regs(struct vcpu *vcpu, struct guest_sampler_vcpu *s, struct kvm_regs *rbuf, struct kvm_sregs *sbuf,
+		    const struct kvm_regs **regs, const struct kvm_sregs **sregs)
+{
+	const struct kvm_run *run = vcpu->run;
+
+	*regs = &run->s.regs.regs;
+	*sregs = &run->s.regs.sregs;
+	if (!(run->kvm_valid_regs & KVM_SYNC_X86_REGS)) {
+		if (ioctl(vcpu->fd, KVM_GET_REGS, rbuf) < 0)
+			return false;
+		*regs = rbuf;
+	}
+	if (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS)) {
+		if (ioctl(vcpu->fd, KVM_GET_SREGS, sbuf) < 0)
+			return false;
+		*sregs = sbuf;
+		s->sreg_ioctls++;
+	}
+	return true;
+}
+
+/*
+ * The guest process on this vCPU, for a sample or an exit record: its pid
+ * and tid (0: idle or unknown), with the ring told its name (and the
+ * bundled guest's text mapping) first. *pg_ok: the paging could be read.
+ */
+static void gs_attribute(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const struct kvm_sregs *sregs,
+			 struct guest_paging *pg, bool *pg_ok, uint64_t t0, uint32_t *pid, uint32_t *tid)
 {
 	struct vm *vm = vcpu->vm;
 	struct guest_sampler *gs = &vm->sampler;
-	struct kvm_run *run = vcpu->run;
-	struct kvm_regs regs_buf;
-	struct kvm_sregs sregs_buf;
-	const struct kvm_regs *regs = &run->s.regs.regs;
-	const struct kvm_sregs *sregs = &run->s.regs.sregs;
 	const struct vmi_mem ram = guest_mem_vmi(&vm->mem);
 	struct guest_os os = { 0 };
 	struct guest_task task = { 0 };
 	struct guest_proc_news news;
-	struct guest_paging pg;
-	struct kp_rec_sample *smp;
-	uint64_t t0 = gs_now(), dt;
-	uint32_t pid, tid, size;
-	bool pg_ok, known = false;
+	bool known = false;
 	int pid0_kind;
 
-	/* kvm_valid_regs: what KVM copied at this exit (set before the entry, vcpu.c). */
-	if (!(run->kvm_valid_regs & KVM_SYNC_X86_REGS)) {
-		if (ioctl(vcpu->fd, KVM_GET_REGS, &regs_buf) < 0)
-			return;
-		regs = &regs_buf;
-	}
-	if (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS)) {
-		if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs_buf) < 0)
-			return;
-		sregs = &sregs_buf;
-		s->sreg_ioctls++;
-	}
-	pg_ok = guest_paging_init(&pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
+	*pg_ok = guest_paging_init(pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
 	/* Linux: kernel addresses are mapped in every process's tables, so the sampled CR3 reaches them. */
 	if (gs->has_lx)
 		os.linux_layout = &gs->lx;
 	else if (guest_sampler_has_desc(vm))
 		os.desc = &gs->desc;
-	if (pg_ok && os.desc && !s->kernel_mmap_sent)
+	if (*pg_ok && os.desc && !s->kernel_mmap_sent)
 		s->kernel_mmap_sent = gs_put_mmap(s, KP_PID_KERNEL, t0, os.desc->kernel_text_start,
 						  os.desc->kernel_text_end - os.desc->kernel_text_start, 0,
 						  os.desc->kernel_path);
-	if (pg_ok && (os.desc || os.linux_layout)) {
-		known = guest_procs_current(&os, &ram, &pg, vcpu->id, &s->desc_entry, &task) == 0;
-		if (known && task.pid && guest_procs_news(&s->procs, &os, &ram, &pg, &task, &news) &&
+	if (*pg_ok && (os.desc || os.linux_layout)) {
+		known = guest_procs_current(&os, &ram, pg, vcpu->id, &s->desc_entry, &task) == 0;
+		if (known && task.pid && guest_procs_news(&s->procs, &os, &ram, pg, &task, &news) &&
 		    gs_put_news(s, &news, t0))
 			guest_procs_told(&s->procs, &news);
 	}
-	pid = task.pid;
-	tid = task.tid;
-	if (!pid) {
+	*pid = task.pid;
+	*tid = task.tid;
+	if (!task.pid) {
 		pid0_kind = known ? GS_PID0_IDLE : GS_PID0_UNKNOWN;
 		if (s->pid0_kind != pid0_kind &&
 		    gs_put_comm(s, 0, t0, pid0_kind == GS_PID0_IDLE ? "[idle]" : "[unknown]"))
 			s->pid0_kind = pid0_kind;
 	}
+}
+
+static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight)
+{
+	struct vm *vm = vcpu->vm;
+	struct guest_sampler *gs = &vm->sampler;
+	struct kvm_regs regs_buf;
+	struct kvm_sregs sregs_buf;
+	const struct kvm_regs *regs;
+	const struct kvm_sregs *sregs;
+	const struct vmi_mem ram = guest_mem_vmi(&vm->mem);
+	struct guest_paging pg;
+	struct kp_rec_sample *smp;
+	uint64_t t0 = gs_now(), dt;
+	uint32_t pid, tid, size;
+	bool pg_ok;
+
+	if (!gs_regs(vcpu, s, &regs_buf, &sregs_buf, &regs, &sregs))
+		return;
+	gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &pid, &tid);
 	smp = (struct kp_rec_sample *)(s->rec + sizeof(struct kp_rec_header));
 	*smp = (struct kp_rec_sample){
 		.pid = pid, .tid = tid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
@@ -319,10 +346,99 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		__atomic_store_n(&s->capture_max, dt, __ATOMIC_RELAXED);
 }
 
+/* --- VM exit records ---------------------------------------------------------- */
+
+/* What made the guest exit, from kvm_run (err: KVM_RUN's errno, which makes exit_reason stale). */
+static void gs_exit_kind(const struct kvm_run *run, uint64_t err, struct kp_rec_vm_exit *x)
+{
+	if (err == EINTR) {
+		x->kind = KP_EXIT_SIGNAL;
+		return;
+	}
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		x->kind = run->io.direction == KVM_EXIT_IO_OUT ? KP_EXIT_IO_OUT : KP_EXIT_IO_IN;
+		x->detail = run->io.port;
+		x->size = run->io.size;
+		break;
+	case KVM_EXIT_MMIO:
+		x->kind = run->mmio.is_write ? KP_EXIT_MMIO_WRITE : KP_EXIT_MMIO_READ;
+		x->detail = run->mmio.phys_addr;
+		x->size = (uint8_t)run->mmio.len;
+		break;
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		x->kind = run->exit_reason == KVM_EXIT_X86_RDMSR ? KP_EXIT_MSR_READ : KP_EXIT_MSR_WRITE;
+		x->detail = run->msr.index;
+		break;
+	case KVM_EXIT_HLT:
+		x->kind = KP_EXIT_HLT;
+		break;
+	case KVM_EXIT_INTR:
+		x->kind = KP_EXIT_SIGNAL;
+		break;
+	default:
+		x->kind = KP_EXIT_OTHER;
+		x->detail = run->exit_reason;
+	}
+}
+
+/*
+ * At the end of a run: begins the record of this exit (where the guest
+ * was, which process, its stack), to be sealed at the next entry with the
+ * interval's end. A run that did not end in an exit (the exact backend's
+ * emulator slices, a PVM AP's EAGAIN) records nothing.
+ */
+static void gs_exit_begin(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const uint64_t *args)
+{
+	struct vm *vm = vcpu->vm;
+	struct kvm_regs regs_buf;
+	struct kvm_sregs sregs_buf;
+	const struct kvm_regs *regs;
+	const struct kvm_sregs *sregs;
+	const struct vmi_mem ram = guest_mem_vmi(&vm->mem);
+	struct kp_rec_vm_exit *x = (struct kp_rec_vm_exit *)(s->xrec + sizeof(struct kp_rec_header));
+	struct guest_paging pg;
+	uint64_t t0 = gs_now();
+	bool pg_ok;
+
+	s->exit_pending = false;
+	/* vm_run_end's arguments: reason, err, emulated. */
+	if (args[2] || (args[1] && args[1] != EINTR))
+		return;
+	if (!gs_regs(vcpu, s, &regs_buf, &sregs_buf, &regs, &sregs))
+		return;
+	*x = (struct kp_rec_vm_exit){ .cpu = vcpu->id, .host_tid = (uint32_t)vcpu->tid, .time = t0, .ip = regs->rip,
+				      .cpl = (sregs->cr0 & X86_CR0_PE) && (sregs->cs.selector & 3) == 3 ?
+						     KP_CPL_USER : KP_CPL_KERNEL };
+	gs_exit_kind(vcpu->run, args[1], x);
+	gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &x->pid, &x->tid);
+	if (vm->sampler.callgraph && pg_ok)
+		x->nr_callchain = (uint16_t)guest_stack_walk(&ram, &pg, x->cpl == KP_CPL_USER, regs->rsp, regs->rbp,
+							     x->callchain, KP_CALLCHAIN_MAX);
+	s->exit_pending = true;
+}
+
+/* At the next entry: the exit's interval ends; the record goes to the ring (or is counted lost there). */
+static void gs_exit_end(struct guest_sampler_vcpu *s)
+{
+	struct kp_rec_vm_exit *x = (struct kp_rec_vm_exit *)(s->xrec + sizeof(struct kp_rec_header));
+	uint32_t size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*x) + x->nr_callchain * sizeof(uint64_t));
+
+	if (!s->exit_pending)
+		return;
+	s->exit_pending = false;
+	x->end = gs_now();
+	gs_seal(s->xrec, KP_REC_VM_EXIT, size);
+	if (gs_put(s, s->xrec, size))
+		__atomic_store_n(&s->exits, s->exits + 1, __ATOMIC_RELAXED);
+}
+
 /*
  * vm_run_end, subscribed while sampling: takes a sample when the clock's
  * signal came during the run. Reads the clock's count, so one sample
- * stands for however many periods passed: never a loop of them.
+ * stands for however many periods passed: never a loop of them. With
+ * "exits", also vm_entry: each exit's record spans the exit to the entry.
  */
 static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
 		       unsigned int nargs)
@@ -331,11 +447,20 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 	struct guest_sampler_vcpu *s;
 	uint64_t count, periods;
 
-	(void)opaque, (void)event, (void)args, (void)nargs;
-	if (!gs_fired || !vcpu)
+	(void)opaque, (void)nargs;
+	if (!vcpu)
+		return;
+	s = &vcpu->sampler;
+	if (vcpu->vm->sampler.exits && __atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
+		if (event == KVMPROF_TRACE_vm_entry) {
+			gs_exit_end(s);
+			return;
+		}
+		gs_exit_begin(vcpu, s, args);
+	}
+	if (event != KVMPROF_TRACE_vm_run_end || !gs_fired)
 		return;
 	gs_fired = 0;
-	s = &vcpu->sampler;
 	/* stop clears active before it unsubscribes: a run that ends in between takes no sample. */
 	if (!__atomic_load_n(&s->active, __ATOMIC_ACQUIRE) ||
 	    read(s->perf_fd, &count, sizeof(count)) != (ssize_t)sizeof(count))
@@ -495,6 +620,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		return gs_fail(err, rc, "cannot create the sample rings: %s", strerror(-rc));
 	gs->period = req->period;
 	gs->callgraph = req->callgraph;
+	gs->exits = req->exits;
 	/* Published to the vCPU threads by the SEQ_CST store of each one's active flag below. */
 	gs->has_lx = req->lx != NULL;
 	if (req->lx)
@@ -509,6 +635,8 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		s->pid0_kind = GS_PID0_NONE;
 		s->kernel_mmap_sent = false;
 		s->traced_pid_known = false;
+		s->exit_pending = false;
+		s->exits = 0;
 		if (guest_procs_seen_init(&s->procs)) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;
@@ -534,6 +662,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 	/* The vCPU threads see the rings and clocks set up above from their first dispatch to gs_run_end on. */
 	gs->sub = (struct trace_subscriber){ .cb = gs_run_end, .internal = true };
 	gs->sub.events[KVMPROF_TRACE_vm_run_end] = true;
+	gs->sub.events[KVMPROF_TRACE_vm_entry] = req->exits;
 	rc = trace_subscribe(&gs->sub);
 	if (rc) {
 		gs_release(vm);
@@ -571,6 +700,7 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 		t->samples += s->samples;
 		t->lost += s->lost;
 		t->records += s->written;
+		t->vm_exits += s->exits;
 		ns += s->capture_ns;
 		nsamples += s->captures;
 		if (s->capture_max > t->capture_max_ns)

@@ -36,6 +36,10 @@ struct vcpu;
 #define GUEST_SAMPLER_REC_MAX (sizeof(struct kp_rec_header) + sizeof(struct kp_rec_sample) + \
 			       KP_CALLCHAIN_MAX * sizeof(uint64_t))
 
+/* A VM exit record being built: header, record, the longest guest call chain. */
+#define GUEST_SAMPLER_XREC_MAX (sizeof(struct kp_rec_header) + sizeof(struct kp_rec_vm_exit) + \
+				KP_CALLCHAIN_MAX * sizeof(uint64_t))
+
 /* Per-vCPU state (struct vcpu.sampler). */
 struct guest_sampler_vcpu {
 	/* Set by the control thread while inactive; published by active. */
@@ -56,6 +60,10 @@ struct guest_sampler_vcpu {
 	bool traced_pid_known;  /* traced_pid holds the process of this vCPU's last sample */
 	uint32_t traced_pid;    /* for the guest_process_switch event */
 	uint8_t rec[GUEST_SAMPLER_REC_MAX] __attribute__((aligned(8)));
+	/* VM exit records (sample-start "exits"): the one begun at the last exit, sealed at the next entry. */
+	bool exit_pending;
+	uint64_t exits;                   /* VM_EXIT records written */
+	uint8_t xrec[GUEST_SAMPLER_XREC_MAX] __attribute__((aligned(8)));
 };
 
 /* Per-VM state (struct vm.sampler). */
@@ -63,6 +71,7 @@ struct guest_sampler {
 	/* Control thread only. */
 	bool running;
 	bool callgraph;
+	bool exits; /* a VM_EXIT record per exit (issue 14's exit attribution) */
 	uint64_t period;
 	void *map;
 	size_t map_size;
@@ -82,12 +91,13 @@ struct guest_sampler_request {
 	const char *event; /* "cpu-clock" or "cycles" */
 	uint64_t period;   /* events between samples (ns for cpu-clock) */
 	bool callgraph;
+	bool exits;        /* also a VM_EXIT record for every exit, with its host interval */
 	/* A Linux guest: where its current task lives (checked with task_layout_check); NULL: the descriptor. */
 	const struct kp_rec_task_layout *lx;
 };
 
 struct guest_sampler_totals {
-	uint64_t samples, lost, records;
+	uint64_t samples, lost, records, vm_exits;
 	uint64_t capture_mean_ns, capture_max_ns;
 };
 
