@@ -118,6 +118,14 @@ ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_trace_dispatch
 $(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_dispatch,tests/unit/test_trace_dispatch.c $(BUILD)/vmm/trace.o,\
 	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
 
+# VM exits by reason (vmm/profiling/exit_stats.c) through the real dispatch, with a clock the test sets.
+UNIT_TESTS += $(BUILD)/tests/test_exit_stats
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_exit_stats
+
+$(eval $(call plain_and_asan,$(BUILD)/tests/test_exit_stats,\
+	tests/unit/test_exit_stats.c $(BUILD)/vmm/profiling/exit_stats.o $(BUILD)/vmm/trace.o,\
+	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
+
 # The --trace file: the VMM's writer (vmm/trace_file.c) against kvmprof's reader (lib/trace_read.c).
 UNIT_TESTS += $(BUILD)/tests/test_trace_file
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_trace_file
