@@ -35,7 +35,7 @@ unsigned int exit_stats_slot_of(uint64_t reason, uint64_t err, uint64_t emulated
 	return reason < EXIT_STATS_KVM_REASONS ? (unsigned int)reason : EXIT_STATS_OTHER_REASON;
 }
 
-const char *exit_stats_slot_name(unsigned int slot, char *buf, unsigned long bufsz)
+const char *exit_stats_slot_name(unsigned int slot, char *buf, size_t bufsz)
 {
 	switch (slot) {
 	case KVM_EXIT_UNKNOWN: return "unknown";

@@ -19,6 +19,7 @@
  * difference.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kvmprof/platform.h"
@@ -72,7 +73,7 @@ static inline bool exit_stats_counting(const struct exit_stats *es)
 }
 
 /* The slot's name, e.g. "io out", "msr write", "reason 17"; buf holds the numbered ones. */
-const char *exit_stats_slot_name(unsigned int slot, char *buf, unsigned long bufsz);
+const char *exit_stats_slot_name(unsigned int slot, char *buf, size_t bufsz);
 /* The slot a run's end falls in: vm_run_end's reason, err and emulated, and the IO direction if reason is IO. */
 unsigned int exit_stats_slot_of(uint64_t reason, uint64_t err, uint64_t emulated, bool io_out);
 
