@@ -500,6 +500,7 @@ fi
 # ---- stat against a VMM without exit-stats (older), or with a hostile reply: one line, and the rest as before.
 if command -v python3 >/dev/null; then
 	for mode in old badexits; do
+		rm -f "$T/fake.sock" # an earlier fake's socket would pass for this one's
 		python3 tests/host-profiler/fake_vmm.py "$T/fake.sock" $mode >"$T/fake.out" 2>&1 &
 		fpid=$!
 		for _ in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.05; done
