@@ -13,7 +13,8 @@
  *    guest_time is part of utime on KVM). When the kernel accounts no guest
  *    time (it is 0 for every vCPU thread), the split says so instead of
  *    pretending the guest never ran;
- *  - vpmu-stats gives the VM exits in the interval.
+ *  - vpmu-stats gives the VM exits in the interval, and exit-stats (where
+ *    the VMM has it) the exits by reason with the host time they took.
  */
 #include "stat.h"
 
@@ -33,6 +34,7 @@
 #include "emit.h"
 #include "perf_open.h"
 #include "procfs.h"
+#include "stat_exits.h"
 #include "vm_client.h"
 
 #define MAX_THREADS 256
@@ -159,6 +161,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	static struct thread th[MAX_THREADS];
 	bool supported[HOST_STAT_MAX_EVENTS] = { false }, split[HOST_STAT_MAX_EVENTS] = { false };
 	struct vm_client vm;
+	static struct stat_exits exits_by_reason;
 	json_object *reply;
 	char err[512], dir[64];
 	long long pid = 0, exits0, exits1;
@@ -227,6 +230,7 @@ int host_stat_run(const struct host_stat_opts *o)
 			snprintf(th[t].comm, sizeof(th[t].comm), "?");
 		th[t].gone = read_times((pid_t)pid, tids[t], &th[t].utime0, &th[t].stime0, &th[t].gtime0) != 0;
 	}
+	stat_exits_start(&exits_by_reason, &vm);
 	exits0 = vm_exits(&vm);
 	t0 = emit_now_ns();
 	for (int e = 0; e < nev; e++)
@@ -312,6 +316,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	if (exits0 >= 0 && exits1 >= exits0)
 		printf("VM exits: %lld (vpmu-stats), %.0f per second\n", exits1 - exits0,
 		       (double)(exits1 - exits0) / ((double)(t1 - t0) / 1e9));
+	stat_exits_print(&exits_by_reason, &vm, vm_gone, t1 - t0);
 	status = 0;
 out:
 	for (int e = 0; e < nev; e++)

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "boot.h"
+#include "exit_stats.h"
 #include "guest_mem.h"
 #include "guest_sampler.h"
 #include "vcpu_exact.h"
@@ -86,6 +87,7 @@ struct vm {
 	pthread_t main_thread;
 	struct control *control; /* NULL without --control; served while vm_run runs */
 	struct guest_sampler sampler;
+	struct exit_stats exit_stats; /* VM exits by reason while a control connection asks (exit-stats) */
 	struct trace_subscriber pmi_trace; /* --vpmu-trace-pmi/-tick's vm_run_end subscriber (pmi_trace.c) */
 	bool ran; /* vm_run was called: there are statistics to print */
 

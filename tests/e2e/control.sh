@@ -94,6 +94,19 @@ else
 			grep -q '"latency_histogram":{"upper_us":\[1,2,4,' "$TMP/reply"; then pass control-vpmu-stats
 		else fail control-vpmu-stats "$(head -c 400 "$TMP/reply")"; fi
 
+		# exit-stats: held by the connection that started it, dropped (unsubscribed while the vCPUs run) when it goes.
+		ctl '{"cmd":"exit-stats","start":true}
+{"cmd":"exit-stats"}
+'
+		why=
+		[ "$(grep -c '^{"ok":true,"counting":true,"holders":1,"exits":[0-9]*,"host_ns":[0-9]*,"reasons":\[' "$TMP/reply")" = 2 ] ||
+			why="start and read: $(head -c 300 "$TMP/reply")"
+		grep -q '"vcpus":\[{"index":0,"exits":[0-9]*,"host_ns":[0-9]*},{"index":1,' "$TMP/reply" || why="no per-vCPU totals: $(head -c 300 "$TMP/reply")"
+		ctl '{"cmd":"exit-stats"}'
+		grep -q '^{"ok":true,"counting":false,"holders":0,' "$TMP/reply" || why="after its connection ended: $(head -c 300 "$TMP/reply")"
+		if [ -z "$why" ] && kill -0 $ctl_pid 2>/dev/null; then pass control-exit-stats-held-by-its-connection
+		else fail control-exit-stats-held-by-its-connection "${why:-the VMM died}"; fi
+
 		ctl '{"cmd":"sample-start","event":"cpu-clock","period":1000000}
 {"cmd":"sample-stop"}
 '

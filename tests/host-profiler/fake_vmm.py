@@ -9,6 +9,9 @@
 #   notok     {"ok":false} to everything
 #   badring   a valid status and vcpus, then sample-start with a memfd of
 #             rings whose records are garbage (and a second fd to close)
+#   old       a valid status and vpmu-stats; exit-stats is an unknown cmd
+#             (a VMM older than it)
+#   badexits  the same, but exit-stats answers with a hostile reason list
 import json, os, socket, sys, time
 
 path, mode = sys.argv[1], sys.argv[2]
@@ -67,6 +70,19 @@ def serve(c):
                     return
             elif mode == "notok":
                 c.send(b'{"ok":false,"error":"no\\u0007pe\\nnever"}\n')
+            elif mode in ("old", "badexits"):
+                cmd = json.loads(line).get("cmd")
+                if cmd == "status":
+                    c.send(json.dumps({"ok": True, "protocol": 1, "state": "running", "pid": os.getpid(),
+                                       "vcpus": 1}).encode() + b"\n")
+                elif cmd == "vpmu-stats":
+                    c.send(b'{"ok":true,"vm_exits":1000}\n')
+                elif cmd == "exit-stats" and mode == "badexits":
+                    c.send(b'{"ok":true,"reasons":[{"reason":"io\\u001b[2Jout","count":-5,"host_ns":1}],'
+                           b'"vcpus":[{}]}\n')
+                else:
+                    c.send(json.dumps({"ok": False, "error": "unknown cmd '%s': status, vcpus or vpmu-stats"
+                                       % cmd}).encode() + b"\n")
             elif mode == "badring":
                 req = json.loads(line)
                 cmd = req.get("cmd")

@@ -430,3 +430,94 @@ if start_vm stat "start=/bin/matmul:128:100000"; then
 else
 	fail stat "the VMM did not start" "$T/stat.vmm"
 fi
+
+# ---- stat's VM exits by reason: the bundled guest writes to COM1, one OUT
+# exit per byte (each after an IN of the line status: console.c). The io out
+# row counts at least the bytes written while stat surely counted (from when
+# exit-stats says stat holds it, to when it still does) less one exit in
+# flight per vCPU, and at most the bytes written from before stat started to
+# after it ended. Its total of all exits contains vpmu-stats' count (read
+# inside stat's interval, less one run in flight per vCPU) and exceeds it by
+# at most 2% + 100 (the exits in the two request round trips between them).
+# exit_stats_holders SOCKET: how many connections hold exit-stats now.
+exit_stats_holders() {
+	python3 - "$1" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(b'{"cmd":"exit-stats"}\n')
+print(json.loads(s.makefile().readline())["holders"])
+PY
+}
+if ! command -v python3 >/dev/null; then
+	skip stat-exits-by-reason "python3 not installed"
+elif start_vm statx "start=/bin/spam:8000"; then
+	why=
+	for _ in $(seq 100); do [ -s "$T/statx.console" ] && break; sleep 0.05; done
+	b0=$(wc -c <"$T/statx.console")
+	"$KVMPROF" stat --vm "$T/statx.sock" --duration 2 >"$T/statx.out" 2>"$T/statx.err" &
+	spid=$!
+	held=0
+	for _ in $(seq 200); do
+		held=$(exit_stats_holders "$T/statx.sock") || break
+		[ "$held" = 1 ] && break
+		sleep 0.01
+	done
+	b1=$(wc -c <"$T/statx.console")
+	sleep 0.5
+	b2=$(wc -c <"$T/statx.console")
+	held2=$(exit_stats_holders "$T/statx.sock")
+	wait $spid
+	rc=$?
+	b3=$(wc -c <"$T/statx.console")
+	stop_vm
+	out=$(awk '$1 == "io" && $2 == "out" { print $3 }' "$T/statx.out")
+	all=$(awk '$1 == "all" && NF == 5 { print $2 }' "$T/statx.out")
+	vmx=$(sed -n 's/^VM exits: \([0-9]*\) (vpmu-stats).*/\1/p' "$T/statx.out")
+	if [ $rc != 0 ] || ! grep -q '^VM exits by reason (' "$T/statx.out" || [ -z "$out" ] || [ -z "$all" ] || [ -z "$vmx" ]; then
+		why="stat exited $rc, or printed no io out row, all row or vpmu-stats line"
+	elif [ "$held" != 1 ] || [ "$held2" != 1 ]; then
+		why="exit-stats holders while stat ran: '$held' then '$held2', want 1"
+	elif [ $((b2 - b1)) -le 0 ]; then
+		why="the guest wrote nothing to the console while stat counted"
+	elif [ "$out" -lt $((b2 - b1 - 2)) ] || [ "$out" -gt $((b3 - b0)) ]; then
+		why="io out $out: the console grew by $((b2 - b1)) while stat surely counted, $((b3 - b0)) from its start to its end"
+	elif [ "$all" -lt $((vmx - 2)) ] || [ "$all" -gt $((vmx + vmx / 50 + 100)) ]; then
+		why="all exits $all against vpmu-stats' $vmx (want from $((vmx - 2)) to $((vmx + vmx / 50 + 100)))"
+	elif ! sanitizer_clean "$T/statx.err"; then
+		why="sanitizer report"
+	fi
+	if [ -z "$why" ]; then
+		pass "stat-exits-by-reason (io out $out, console $((b2 - b1))..$((b3 - b0)) bytes; all $all, vpmu-stats $vmx)"
+	else
+		fail stat-exits-by-reason "$why" "$T/statx.out" "$T/statx.err"
+	fi
+else
+	fail stat-exits-by-reason "the VMM did not start" "$T/statx.vmm"
+fi
+
+# ---- stat against a VMM without exit-stats (older), or with a hostile reply: one line, and the rest as before.
+if command -v python3 >/dev/null; then
+	for mode in old badexits; do
+		rm -f "$T/fake.sock" # an earlier fake's socket would pass for this one's
+		python3 tests/host-profiler/fake_vmm.py "$T/fake.sock" $mode >"$T/fake.out" 2>&1 &
+		fpid=$!
+		for _ in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.05; done
+		timeout 30 "$KVMPROF" stat --vm "$T/fake.sock" --duration 0.3 >"$T/fakestat.out" 2>"$T/fakestat.err"
+		rc=$?
+		kill "$fpid" 2>/dev/null
+		wait "$fpid" 2>/dev/null
+		rm -f "$T/fake.sock"
+		want="this kvmprof-vmm is older than exit-stats"
+		[ $mode = badexits ] && want="the VMM's exit-stats reply is malformed"
+		if [ $rc = 0 ] && [ "$(grep -c '^VM exits by reason' "$T/fakestat.out")" = 1 ] &&
+			grep -q "^VM exits by reason: not available: $want" "$T/fakestat.out" &&
+			grep -q '^time by domain' "$T/fakestat.out" && grep -q '^VM exits: ' "$T/fakestat.out" &&
+			! grep -q $'\e' "$T/fakestat.out" && sanitizer_clean "$T/fakestat.err"; then
+			pass "stat-exits-$mode-vmm"
+		else
+			fail stat-exits-$mode-vmm "exit $rc; want one line '$want' and the rest of stat" "$T/fakestat.out" "$T/fakestat.err"
+		fi
+	done
+fi

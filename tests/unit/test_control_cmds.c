@@ -215,12 +215,12 @@ static void test_bad_requests(void **state)
 {
 	(void)state;
 	assert_string_equal(ask("{}"), "{\"ok\":false,\"error\":\"missing \\\"cmd\\\" (a string): status, vcpus, "
-				       "vpmu-stats, sample-start, sample-stop, plugin-load, plugin-unload, plugin-list, "
-				       "plugin-output, event-list or event-set\"}");
+				       "vpmu-stats, sample-start, sample-stop, exit-stats, plugin-load, plugin-unload, "
+				       "plugin-list, plugin-output, event-list or event-set\"}");
 	assert_string_equal(ask("{\"cmd\":\"reboot\"}"), "{\"ok\":false,\"error\":\"unknown cmd 'reboot': status, "
-							  "vcpus, vpmu-stats, sample-start, sample-stop, plugin-load, "
-							  "plugin-unload, plugin-list, plugin-output, event-list or "
-							  "event-set\"}");
+							  "vcpus, vpmu-stats, sample-start, sample-stop, exit-stats, "
+							  "plugin-load, plugin-unload, plugin-list, plugin-output, "
+							  "event-list or event-set\"}");
 	assert_string_equal(ask("{\"cmd\":\"vcpus\",\"period\":1}"),
 			    "{\"ok\":false,\"error\":\"vcpus takes no key 'period'\"}");
 	assert_string_equal(ask("{\"cmd\":\"status\",\"id\":[1]}"),
@@ -229,6 +229,79 @@ static void test_bad_requests(void **state)
 					"{\\\"cmd\\\":\\\"status\\\"}\"}");
 	assert_starts(ask("{\"cmd\":\"vcpus\"} \t"), "{\"ok\":true,"); /* blanks after it are fine */
 	assert_starts(ask("{\"cmd\":"), "{\"ok\":false,\"error\":\"not a JSON object: incomplete\"}");
+}
+
+/* --- exit-stats ------------------------------------------------------------------ */
+
+static uint64_t fake_now;
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static void test_exit_stats(void **state)
+{
+	struct control_session other = { .vm = &vm, .pass_fd = -1 };
+	struct kvm_run run = { .exit_reason = KVM_EXIT_IO, .io.direction = KVM_EXIT_IO_OUT };
+	struct trace_ctx vcpu1;
+	const char *start = "{\"cmd\":\"exit-stats\",\"start\":true}";
+	char line[4096];
+	size_t n;
+
+	(void)state;
+	vm.exit_stats.now_ns = fake_clock;
+	assert_string_equal(ask("{\"cmd\":\"exit-stats\"}"),
+			    "{\"ok\":true,\"counting\":false,\"holders\":0,\"exits\":0,\"host_ns\":0,\"reasons\":[],"
+			    "\"vcpus\":[{\"index\":0,\"exits\":0,\"host_ns\":0},{\"index\":1,\"exits\":0,\"host_ns\":0}]}");
+	assert_starts(ask("{\"cmd\":\"exit-stats\",\"start\":true}"), "{\"ok\":true,\"counting\":true,\"holders\":1,");
+	assert_true(ses.exit_stats);
+	/* A connection holds it once, however often it asks. */
+	assert_starts(ask("{\"cmd\":\"exit-stats\",\"start\":true}"), "{\"ok\":true,\"counting\":true,\"holders\":1,");
+
+	/* vCPU 1 runs: an OUT exit handled in 250 ns, then a signal in 30. */
+	assert_int_equal(trace_ctx_register(&vcpu1, 1, &run, NULL), 0);
+	fake_now = 1000;
+	TRACE(vm_run_end, KVM_EXIT_IO, 0, 0);
+	fake_now = 1250;
+	TRACE(vm_entry);
+	fake_now = 2000;
+	TRACE(vm_run_end, KVM_EXIT_INTR, EINTR, 0);
+	fake_now = 2030;
+	TRACE(vm_entry);
+	trace_ctx_unregister(&vcpu1);
+	assert_string_equal(ask("{\"cmd\":\"exit-stats\",\"start\":false}"),
+			    "{\"ok\":true,\"counting\":true,\"holders\":1,\"exits\":2,\"host_ns\":280,\"reasons\":["
+			    "{\"reason\":\"signal\",\"count\":1,\"host_ns\":30},{\"reason\":\"io out\",\"count\":1,\"host_ns\":250}],"
+			    "\"vcpus\":[{\"index\":0,\"exits\":0,\"host_ns\":0},{\"index\":1,\"exits\":2,\"host_ns\":280}]}");
+
+	/* A second connection holds it too; its end drops only its own hold. */
+	n = control_reply(&other, start, strlen(start), line, sizeof(line));
+	assert_true(n > 0);
+	assert_non_null(strstr(line, "\"holders\":2,"));
+	control_session_end(&other);
+	assert_starts(ask("{\"cmd\":\"exit-stats\"}"), "{\"ok\":true,\"counting\":true,\"holders\":1,");
+	/* stop: counting ends, the totals stay. */
+	assert_starts(ask("{\"cmd\":\"exit-stats\",\"stop\":true}"),
+		      "{\"ok\":true,\"counting\":false,\"holders\":0,\"exits\":2,\"host_ns\":280,");
+	assert_false(ses.exit_stats);
+	assert_false(trace_event_on(KVMPROF_TRACE_vm_run_end));
+	assert_string_equal(ask("{\"cmd\":\"exit-stats\",\"stop\":true}"),
+			    "{\"ok\":false,\"error\":\"this connection did not start exit-stats\"}");
+
+	/* Bad requests. */
+	assert_string_equal(ask("{\"cmd\":\"exit-stats\",\"start\":1}"),
+			    "{\"ok\":false,\"error\":\"\\\"start\\\" must be true or false\"}");
+	assert_string_equal(ask("{\"cmd\":\"exit-stats\",\"start\":true,\"stop\":true}"),
+			    "{\"ok\":false,\"error\":\"give \\\"start\\\" or \\\"stop\\\", not both\"}");
+	assert_string_equal(ask("{\"cmd\":\"exit-stats\",\"reset\":true}"),
+			    "{\"ok\":false,\"error\":\"exit-stats takes no key 'reset'\"}");
+	assert_false(ses.exit_stats);
+
+	/* The connection's end drops its hold (teardown ends it). */
+	ask("{\"cmd\":\"exit-stats\",\"start\":true}");
+	control_session_end(&ses);
+	assert_false(exit_stats_counting(&vm.exit_stats));
+	assert_false(trace_event_on(KVMPROF_TRACE_vm_entry));
 }
 
 /* --- plugins and events ------------------------------------------------------- */
@@ -293,6 +366,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sampling_belongs_to_the_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit_stats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plugin_commands, setup, teardown),
 	};
 

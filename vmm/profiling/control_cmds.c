@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_exit_stats.h"
 #include "control_json.h"
 #include "control_plugins.h"
 #include "control_session.h"
@@ -346,6 +347,7 @@ static const struct control_cmd control_cmds[] = {
 	{ "vpmu-stats", control_no_keys, control_vpmu_stats },
 	{ "sample-start", control_sample_keys, control_sample_start },
 	{ "sample-stop", control_no_keys, control_sample_stop },
+	{ "exit-stats", control_exit_stats_keys, control_exit_stats },
 	{ "plugin-load", control_plugin_load_keys, control_plugin_load },
 	{ "plugin-unload", control_plugin_id_keys, control_plugin_unload },
 	{ "plugin-list", control_no_keys, control_plugin_list },
@@ -387,6 +389,7 @@ void control_session_end(struct control_session *ses)
 	if (ses->sampling)
 		guest_sampler_stop(ses->vm, &t); /* sampling belongs to the connection that started it */
 	ses->sampling = false;
+	control_exit_stats_end(ses);
 	if (ses->pass_fd >= 0)
 		close(ses->pass_fd);
 	ses->pass_fd = -1;

@@ -22,6 +22,7 @@ struct control_session {
 	struct vm *vm;
 	uint64_t start_ns; /* when the socket began serving (control_now_ns): status's uptime */
 	bool sampling;     /* this connection started guest sampling: it stops when the connection goes */
+	bool exit_stats;   /* this connection holds the exit counting (exit-stats start): dropped when it goes */
 	int pass_fd;       /* -1, or a descriptor to send with the reply just made (sample-start's rings) */
 };
 
@@ -31,7 +32,7 @@ struct control_session {
  */
 size_t control_reply(struct control_session *ses, const char *line, size_t len, char *out, size_t outsz);
 
-/* The connection is gone: stops the guest sampling it started, closes a descriptor never sent. */
+/* The connection is gone: stops the guest sampling it started, drops its exit counting, closes a descriptor never sent. */
 void control_session_end(struct control_session *ses);
 
 /* Fills reply for request; returns NULL, or the error text (static, or in buf). */
