@@ -111,7 +111,7 @@ else
 {"cmd":"sample-stop"}
 '
 		# Served on any guest (tests/e2e/guest-sampler.sh drains the rings); this client drops the descriptor.
-		if sed -n 1p "$TMP/reply" | grep -q '^{"ok":true,"event":"cpu-clock","period":1000000,"callgraph":false,"vcpus":2,"ring_size":[0-9]*,' &&
+		if sed -n 1p "$TMP/reply" | grep -q '^{"ok":true,"event":"cpu-clock","period":1000000,"callgraph":false,"exits":false,"vcpus":2,"ring_size":[0-9]*,' &&
 			sed -n 2p "$TMP/reply" | grep -qE '^\{"ok":true,"samples":[0-9]+,"lost":0,'; then
 			pass control-sample-start-stop
 		else fail control-sample-start-stop "$(head -c 300 "$TMP/reply")"; fi

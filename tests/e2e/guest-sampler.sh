@@ -93,18 +93,21 @@ else
 	then pass guest-sampler-processes-named
 	else fail guest-sampler-processes-named "matmul pid '$mm' ($mm_n), hash pid '$hs' ($hs_n)"; fi
 
-	# Most of matmul's samples are in matmul_multiply (symbols from the guest's own ELF).
+	# Nearly all of matmul's user-mode samples are in matmul_multiply (symbols from the guest's own
+	# ELF): it does n^3 of the program's work against n^2 for the rest (n = 128), so 90% leaves room
+	# for the loop set-up around it. Its kernel-mode samples (timer ticks, emulated at ~1.4 us per
+	# ring-0 instruction on this host: their share follows the host's load) are not counted.
 	read -r lo hi <<<"$(gs_range "$BUILD/guest/bin/matmul" matmul_multiply)"
 	in=0
 	all=0
 	# "rip 0xADDR pid P cpl C: N"
-	while read -r _ ip _ p _ _ n; do
-		if [ "$p" != "$mm" ]; then continue; fi
+	while read -r _ ip _ p _ cpl n; do
+		if [ "$p" != "$mm" ] || [ "$cpl" != "3:" ]; then continue; fi
 		all=$((all + n))
 		[ $((ip)) -ge "${lo:-1}" ] && [ $((ip)) -lt "${hi:-0}" ] && in=$((in + n))
 	done < <(grep '^rip ' "$TMP/gs.ring")
-	if [ -n "$lo" ] && [ "$all" -gt 0 ] && [ $((in * 100 / all)) -ge 80 ]; then pass guest-sampler-matmul-hot-function
-	else fail guest-sampler-matmul-hot-function "$in of $all matmul samples in matmul_multiply [$lo, $hi)"; fi
+	if [ -n "$lo" ] && [ "$all" -ge 100 ] && [ $((in * 100 / all)) -ge 90 ]; then pass guest-sampler-matmul-hot-function
+	else fail guest-sampler-matmul-hot-function "$in of $all matmul user-mode samples in matmul_multiply [$lo, $hi)"; fi
 
 	# Call stacks: matmul_multiply's caller is main.
 	read -r mlo mhi <<<"$(gs_range "$BUILD/guest/bin/matmul" main)"
