@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <linux/kvm.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <time.h>
 
 #include "guest_procs.h"
@@ -40,48 +39,27 @@ static unsigned int api_ctx_vcpu(const struct kvmprof_plugin_ctx *pctx)
 	return ctx ? ctx->vcpu : KVMPROF_PLUGIN_NO_VCPU;
 }
 
-/* The vCPU's registers: KVM's synced copy when it made one for this exit, else the ioctls. */
-static int vcpu_regs(struct vcpu *v, struct kvm_regs *regs, struct kvm_sregs *sregs)
-{
-	const struct kvm_run *run = v->run;
-
-	if (regs) {
-		if (run->kvm_valid_regs & KVM_SYNC_X86_REGS)
-			*regs = run->s.regs.regs;
-		else if (ioctl(v->fd, KVM_GET_REGS, regs) < 0)
-			return -errno;
-	}
-	if (sregs) {
-		if (run->kvm_valid_regs & KVM_SYNC_X86_SREGS)
-			*sregs = run->s.regs.sregs;
-		else if (ioctl(v->fd, KVM_GET_SREGS, sregs) < 0)
-			return -errno;
-	}
-	return 0;
-}
-
 static int api_ctx_regs(const struct kvmprof_plugin_ctx *pctx, struct kvmprof_plugin_regs *out)
 {
 	struct vcpu *v = ctx_vcpu_of(pctx);
-	struct kvm_regs r = { 0 };
-	struct kvm_sregs s = { 0 };
-	int rc;
+	struct kvm_regs rbuf;
+	struct kvm_sregs sbuf;
+	const struct kvm_regs *r;
+	const struct kvm_sregs *s;
 
 	if (!v)
 		return -ENODEV;
-	rc = vcpu_regs(v, &r, &s);
-	if (rc)
-		return rc;
+	if (!vcpu_exit_regs(v, &rbuf, &sbuf, &r, &s))
+		return -errno;
 	*out = (struct kvmprof_plugin_regs){
-		.rax = r.rax, .rbx = r.rbx, .rcx = r.rcx, .rdx = r.rdx,
-		.rsi = r.rsi, .rdi = r.rdi, .rsp = r.rsp, .rbp = r.rbp,
-		.r8 = r.r8, .r9 = r.r9, .r10 = r.r10, .r11 = r.r11,
-		.r12 = r.r12, .r13 = r.r13, .r14 = r.r14, .r15 = r.r15,
-		.rip = r.rip, .rflags = r.rflags,
-		.cr0 = s.cr0, .cr2 = s.cr2, .cr3 = s.cr3, .cr4 = s.cr4, .efer = s.efer,
-		.cs = s.cs.selector, .ss = s.ss.selector,
-		/* CS.RPL is the CPL in protected and long mode (CR0.PE); real mode runs at 0. */
-		.cpl = (s.cr0 & 1) ? (uint8_t)(s.cs.selector & 3) : 0,
+		.rax = r->rax, .rbx = r->rbx, .rcx = r->rcx, .rdx = r->rdx,
+		.rsi = r->rsi, .rdi = r->rdi, .rsp = r->rsp, .rbp = r->rbp,
+		.r8 = r->r8, .r9 = r->r9, .r10 = r->r10, .r11 = r->r11,
+		.r12 = r->r12, .r13 = r->r13, .r14 = r->r14, .r15 = r->r15,
+		.rip = r->rip, .rflags = r->rflags,
+		.cr0 = s->cr0, .cr2 = s->cr2, .cr3 = s->cr3, .cr4 = s->cr4, .efer = s->efer,
+		.cs = s->cs.selector, .ss = s->ss.selector,
+		.cpl = (uint8_t)vcpu_cpl(s),
 	};
 	return 0;
 }
@@ -89,12 +67,12 @@ static int api_ctx_regs(const struct kvmprof_plugin_ctx *pctx, struct kvmprof_pl
 /* The vCPU's paging, from its special registers. */
 static int vcpu_paging(struct vcpu *v, struct guest_paging *pg)
 {
-	struct kvm_sregs s;
-	int rc = vcpu_regs(v, NULL, &s);
+	struct kvm_sregs sbuf;
+	const struct kvm_sregs *s;
 
-	if (rc)
-		return rc;
-	return guest_paging_init(pg, s.cr0, s.cr3, s.cr4, s.efer) ? -EFAULT : 0;
+	if (!vcpu_exit_regs(v, NULL, &sbuf, NULL, &s))
+		return -errno;
+	return guest_paging_init(pg, s->cr0, s->cr3, s->cr4, s->efer) ? -EFAULT : 0;
 }
 
 static int api_ctx_read_virt(const struct kvmprof_plugin_ctx *pctx, uint64_t gva, void *buf, size_t len)

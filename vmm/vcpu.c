@@ -217,26 +217,16 @@ static void vcpu_report_crash(struct vcpu *vcpu, const char *what)
 /* Guest RIP and CPL at an exit, for the vm_exit event: from KVM's synced registers when the sampler has them on. */
 static void vcpu_exit_rip_cpl(struct vcpu *vcpu, uint64_t *rip, uint64_t *cpl)
 {
-	const struct kvm_run *run = vcpu->run;
 	struct kvm_regs r;
 	struct kvm_sregs s;
-	const struct kvm_regs *regs = &run->s.regs.regs;
-	const struct kvm_sregs *sregs = &run->s.regs.sregs;
+	const struct kvm_regs *regs;
+	const struct kvm_sregs *sregs;
 
 	*rip = *cpl = 0;
-	if (!(run->kvm_valid_regs & KVM_SYNC_X86_REGS)) {
-		if (ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0)
-			return;
-		regs = &r;
-	}
-	if (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS)) {
-		if (ioctl(vcpu->fd, KVM_GET_SREGS, &s) < 0)
-			return;
-		sregs = &s;
-	}
+	if (!vcpu_exit_regs(vcpu, &r, &s, &regs, &sregs))
+		return;
 	*rip = regs->rip;
-	/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
-	*cpl = (sregs->cr0 & X86_CR0_PE) ? sregs->cs.selector & 3 : 0;
+	*cpl = vcpu_cpl(sregs);
 }
 
 /* The vm_exit event: its RIP and CPL cost two ioctls unless KVM synced the registers. */

@@ -113,6 +113,20 @@ void vcpu_destroy(struct vcpu *vcpu);
 void *vcpu_thread(void *arg);
 void vcpu_kick(struct vcpu *vcpu);
 void vcpu_dump_state(struct vcpu *vcpu);
+/*
+ * The registers at this exit, on the vCPU's own thread: KVM's synced copy in
+ * kvm_run where it made one (kvm_valid_regs, set before the entry), else
+ * KVM_GET_REGS / KVM_GET_SREGS into rbuf / sbuf. A NULL regs or sregs is not
+ * read. false (errno set) when an ioctl failed.
+ */
+bool vcpu_exit_regs(struct vcpu *vcpu, struct kvm_regs *rbuf, struct kvm_sregs *sbuf,
+		    const struct kvm_regs **regs, const struct kvm_sregs **sregs);
+
+/* The CPL: CS.RPL in protected and long mode (CR0.PE); real mode runs at 0. */
+static inline unsigned int vcpu_cpl(const struct kvm_sregs *s)
+{
+	return (s->cr0 & 1) ? s->cs.selector & 3 : 0;
+}
 
 int cpuid_get_supported(int kvm_fd, struct kvm_cpuid2 **out);
 void cpuid_adjust_for_vcpu(struct kvm_cpuid2 *cpuid, unsigned int id, unsigned int ncpus);

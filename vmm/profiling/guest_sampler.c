@@ -32,7 +32,6 @@
 #include "vm.h"
 
 #define GS_DESC_REJECTS_SHOWN 4
-#define X86_CR0_PE 0x1ULL
 
 enum { GS_PID0_NONE, GS_PID0_IDLE, GS_PID0_UNKNOWN };
 
@@ -235,25 +234,13 @@ static bool gs_put_news(struct guest_sampler_vcpu *s, const struct guest_proc_ne
 	       (!n->has_text || gs_put_mmap(s, n->pid, now, n->text_start, n->text_len, n->text_pgoff, n->path));
 }
 
-/* The registers KVM synced at this exit (kvm_valid_regs, set before the entry: vcpu.c), else the ioctls. */
+/* The registers at this exit (vcpu_exit_regs), counting the special registers' ioctls for sample-stop. */
 static bool gs_regs(struct vcpu *vcpu, struct guest_sampler_vcpu *s, struct kvm_regs *rbuf, struct kvm_sregs *sbuf,
 		    const struct kvm_regs **regs, const struct kvm_sregs **sregs)
 {
-	const struct kvm_run *run = vcpu->run;
-
-	*regs = &run->s.regs.regs;
-	*sregs = &run->s.regs.sregs;
-	if (!(run->kvm_valid_regs & KVM_SYNC_X86_REGS)) {
-		if (ioctl(vcpu->fd, KVM_GET_REGS, rbuf) < 0)
-			return false;
-		*regs = rbuf;
-	}
-	if (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS)) {
-		if (ioctl(vcpu->fd, KVM_GET_SREGS, sbuf) < 0)
-			return false;
-		*sregs = sbuf;
-		s->sreg_ioctls++;
-	}
+	if (!vcpu_exit_regs(vcpu, rbuf, sbuf, regs, sregs))
+		return false;
+	s->sreg_ioctls += *sregs == sbuf;
 	return true;
 }
 
@@ -323,7 +310,7 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		.pid = pid, .tid = tid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
 		.period = weight * gs->period,
 		/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
-		.cpl = (sregs->cr0 & X86_CR0_PE) && (sregs->cs.selector & 3) == 3 ? KP_CPL_USER : KP_CPL_KERNEL,
+		.cpl = vcpu_cpl(sregs) == 3 ? KP_CPL_USER : KP_CPL_KERNEL,
 		.domain = KP_DOMAIN_GUEST,
 	};
 	if (gs->callgraph && pg_ok)
@@ -409,8 +396,7 @@ static void gs_exit_begin(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const
 	if (!gs_regs(vcpu, s, &regs_buf, &sregs_buf, &regs, &sregs))
 		return;
 	*x = (struct kp_rec_vm_exit){ .cpu = vcpu->id, .host_tid = (uint32_t)vcpu->tid, .time = t0, .ip = regs->rip,
-				      .cpl = (sregs->cr0 & X86_CR0_PE) && (sregs->cs.selector & 3) == 3 ?
-						     KP_CPL_USER : KP_CPL_KERNEL };
+				      .cpl = vcpu_cpl(sregs) == 3 ? KP_CPL_USER : KP_CPL_KERNEL };
 	gs_exit_kind(vcpu->run, args[1], x);
 	gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &x->pid, &x->tid);
 	if (vm->sampler.callgraph && pg_ok)
