@@ -4,6 +4,7 @@
 #define HOST_REPORT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "profile.h"
 
@@ -17,6 +18,21 @@ enum host_layer {
 
 /* The one domain a sample is in: guest or native (the VMM's threads), by its privilege level. */
 enum host_layer host_layer_of(const struct profile_sample *s);
+
+/* What a frame's function is, by its image: "guest user", "guest kernel", "VM exit", "VMM user", "host kernel". */
+const char *host_frame_layer(const struct profile *p, uint32_t func);
+
+/*
+ * --drill: the CrossWalk walk down the cross-layer stacks from the whole
+ * recording, or from the guest process or function `start`, following the
+ * heaviest child while it holds at least threshold% of the start, to the
+ * frame whose self time is the bottleneck. 0, -ENOENT (start found in no
+ * stack: said on out... on stderr), or -errno.
+ */
+int host_report_drill(FILE *out, struct profile *p, const char *start, double threshold);
+
+/* --exits: VM exits by guest function and by guest process, with their host time. 0 or -errno. */
+int host_report_exits(FILE *out, const struct profile *p);
 
 /* argv[0] is "report". Returns the exit status. */
 int host_report_main(int argc, char **argv);

@@ -27,7 +27,8 @@
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
-	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n";
+	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
+	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n";
 
 static const char help[] =
 	"\n"
@@ -47,6 +48,17 @@ static const char help[] =
 	"                          pprof: gzipped protobuf (needs -o or a non-terminal);\n"
 	"                          svg: a flame graph, the four layers in their own colours\n"
 	"  -o, --output OUT        write there instead of standard output\n"
+	"      --drill[=START]     the drill-down: from the whole recording (or the guest\n"
+	"                          process or function START) follow the heaviest path\n"
+	"                          down the cross-layer stacks (guest, exit, VMM, host\n"
+	"                          kernel) to the frame that holds the time itself\n"
+	"      --drill-threshold PCT  children below PCT%% of the start are not followed\n"
+	"                          or listed (default 5)\n"
+	"      --exits             the exit cost table: VM exits by guest function and by\n"
+	"                          guest process, with the host time that handled them\n"
+	"      --no-cross-layer    host samples keep their host stacks (by default, one\n"
+	"                          taken while the VMM handled a VM exit goes on through\n"
+	"                          the exit's frame into the guest's stack at the exit)\n"
 	"      --recover           read a damaged file (cut short by kill -9, a crash or a\n"
 	"                          full disk; a corrupt record; data after END) up to the\n"
 	"                          damage, and say where it is and how much was lost\n";
@@ -55,6 +67,11 @@ static const char help[] =
 struct host_report_args {
 	const char *guest_kernel, *guest_kallsyms, *guest_export;
 	bool by_process;
+	bool drill, exits, no_cross_layer;
+	const char *drill_start;
+	double drill_threshold;
+	int argc; /* for --drill's optional START as the next word */
+	char **argv;
 };
 
 static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
@@ -83,6 +100,28 @@ static int own_option(int c, const char *arg, void *ctx)
 	case 'x':
 		a->guest_export = arg;
 		return 0;
+	case 'D':
+		a->drill = true;
+		/* "--drill START" as well as "--drill=START": START is never an option or empty. */
+		if (!arg && optind < a->argc && a->argv[optind][0] && a->argv[optind][0] != '-')
+			arg = a->argv[optind++];
+		a->drill_start = arg;
+		return 0;
+	case 'T': {
+		char *end;
+
+		a->drill_threshold = strtod(arg, &end);
+		if (end == arg || *end || !(a->drill_threshold >= 0 && a->drill_threshold <= 100))
+			return cli_usage_error("kvmprof report", usage, "--drill-threshold: '%s' is not a percentage (0-100)",
+					       arg);
+		return 0;
+	}
+	case 'E':
+		a->exits = true;
+		return 0;
+	case 'C':
+		a->no_cross_layer = true;
+		return 0;
 	case 's':
 		if (!strcmp(arg, "domain,process,symbol"))
 			a->by_process = true;
@@ -102,6 +141,11 @@ static int check_args(void *ctx)
 
 	if (a->guest_kernel && a->guest_kallsyms)
 		return cli_usage_error("kvmprof report", usage, "--guest-kernel and --guest-kallsyms exclude each other");
+	if (a->drill && a->exits)
+		return cli_usage_error("kvmprof report", usage, "--drill and --exits are two reports: ask for one");
+	if ((a->drill || a->exits) && a->no_cross_layer)
+		return cli_usage_error("kvmprof report", usage, "--%s needs the cross-layer stacks: not with --no-cross-layer",
+				       a->drill ? "drill" : "exits");
 	return -1;
 }
 
@@ -114,6 +158,7 @@ static void profile_options(const struct report_cli_args *a, struct profile_opti
 	popt->guest_kernel_path = own->guest_kernel;
 	popt->guest_kallsyms_path = own->guest_kallsyms;
 	popt->guest_export_path = own->guest_export;
+	popt->cross_layer = !own->no_cross_layer;
 }
 
 static const char *meta(const struct profile *p, const char *key)
@@ -126,18 +171,29 @@ static const char *meta(const struct profile *p, const char *key)
 	return v;
 }
 
-/* "[guest] matmul": each sample's command names its domain, for every renderer. */
-static int tag_commands(struct profile *p, void *ctx)
+/*
+ * "[guest] matmul": each sample's command names its domain. In stacks, a
+ * host sample joined to a VM exit is the guest process's that caused the
+ * exit ("[guest-kernel] spam" for an exit in its kernel code): its stack
+ * starts in that process, so its time shows under that process.
+ */
+static int tag_commands(struct profile *p, bool stacks)
 {
 	char name[96];
 
-	(void)ctx;
-
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
-		uint32_t c;
+		const char *tag = layer_tags[host_layer_of(s)];
+		uint32_t c, comm = s->comm;
 
-		snprintf(name, sizeof(name), "%s %s", layer_tags[host_layer_of(s)], p->comms[s->comm]);
+		if (stacks && s->exit != PROFILE_NONE) {
+			const struct profile_exit *x = &p->exits[s->exit];
+
+			tag = layer_tags[x->cpl == KP_CPL_KERNEL ? HOST_LAYER_GUEST_KERNEL : HOST_LAYER_GUEST_USER];
+			comm = x->comm;
+			s->pid = x->pid;
+		}
+		snprintf(name, sizeof(name), "%s %s", tag, p->comms[comm]);
 		c = profile_comm(p, name);
 		if (c == PROFILE_NONE)
 			return -ENOMEM;
@@ -146,11 +202,24 @@ static int tag_commands(struct profile *p, void *ctx)
 	return 0;
 }
 
+const char *host_frame_layer(const struct profile *p, uint32_t func)
+{
+	const struct profile_image *im = &p->images[p->funcs[func].image];
+
+	if (im->vm_exit)
+		return "VM exit";
+	if (im->domain == KP_DOMAIN_GUEST)
+		return im->kernel ? "guest kernel" : "guest user";
+	return im->kernel ? "host kernel" : "VMM user";
+}
+
 static enum report_kind frame_kind(const struct profile *p, uint32_t func, void *ctx)
 {
 	const struct profile_image *im = &p->images[p->funcs[func].image];
 
 	(void)ctx;
+	if (im->vm_exit)
+		return REPORT_KIND_VM_EXIT;
 	if (!im->path && !im->kernel && !profile_func_known(p, func))
 		return REPORT_KIND_UNKNOWN;
 	if (im->domain == KP_DOMAIN_GUEST)
@@ -206,6 +275,15 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 			     "guest's own samples stand for it; rule: %s)\n",
 			in_guest, (v = meta(p, "host_guest_rule")) ? v : "?");
 
+	if (p->nr_exits) {
+		uint64_t host = 0;
+
+		for (size_t i = 0; i < p->nr_samples; i++)
+			host += p->samples[i].domain == KP_DOMAIN_NATIVE;
+		fprintf(out, "VM exits: %zu recorded; %" PRIu64 " of %" PRIu64 " host samples fell in their handling "
+			     "(their stacks go on into the guest: --format svg|folded, --drill, --exits)\n",
+			p->nr_exits, p->exit_samples, host);
+	}
 	for (size_t i = 0; i < p->nr_samples; i++)
 		by_layer[host_layer_of(&p->samples[i])]++;
 	fprintf(out, "\n%-14s %10s %8s\n", "domain", "samples", "%");
@@ -281,8 +359,17 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 {
 	const struct host_report_args *own = ctx;
 	struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
+	bool stacks = a->format != REPORT_FORMAT_TEXT;
 	uint32_t ev;
+	int rc;
 
+	if (own->drill)
+		return host_report_drill(out, p, own->drill_start, own->drill_threshold);
+	if (own->exits)
+		return host_report_exits(out, p);
+	rc = tag_commands(p, stacks);
+	if (rc)
+		return rc;
 	switch (a->format) {
 	case REPORT_FORMAT_FOLDED:
 		ev = merge_events(p);
@@ -304,13 +391,17 @@ int host_report_main(int argc, char **argv)
 		{ "guest-kallsyms", required_argument, NULL, 'K' },
 		{ "guest-export", required_argument, NULL, 'x' },
 		{ "sort", required_argument, NULL, 's' },
+		{ "drill", optional_argument, NULL, 'D' },
+		{ "drill-threshold", required_argument, NULL, 'T' },
+		{ "exits", no_argument, NULL, 'E' },
+		{ "no-cross-layer", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct host_report_args own = { .by_process = true };
+	struct host_report_args own = { .by_process = true, .drill_threshold = 5.0, .argc = argc, .argv = argv };
 	const struct report_cli cli = {
 		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
 		.own_shortopts = "k:K:x:s:", .own_longopts = own_longopts, .own_option = own_option,
-		.check = check_args, .profile_options = profile_options, .prepare = tag_commands, .render = render,
+		.check = check_args, .profile_options = profile_options, .render = render,
 		.ctx = &own,
 	};
 

@@ -180,7 +180,7 @@ int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
 	uint32_t *order = NULL, *sample_mm = NULL;
-	size_t i;
+	size_t i, nr, nr_samples;
 	bool sorted = true;
 	int rc = -ENOMEM;
 
@@ -222,25 +222,43 @@ int profile_finish(struct profile *p)
 		p->samples[i].event = ev;
 	}
 
-	order = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*order));
-	sample_mm = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*sample_mm));
+	/*
+	 * Exits resolve like guest samples: for replay and symbolization they
+	 * are appended to the samples as pseudo samples, then taken back out.
+	 */
+	nr = p->nr_samples + p->nr_exits;
+	if (grow_array(&p->samples, &ps->samples_cap, nr ? nr : 1, sizeof(*p->samples)) ||
+	    grow_array(&ps->sample_seq, &ps->sample_seq_cap, nr ? nr : 1, sizeof(uint64_t)))
+		goto out;
+	for (i = 0; i < p->nr_exits; i++) {
+		const struct profile_exit *x = &p->exits[i];
+
+		p->samples[p->nr_samples + i] = (struct profile_sample){
+			.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
+			.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
+			.comm = PROFILE_NONE, .exit = PROFILE_NONE,
+		};
+		ps->sample_seq[p->nr_samples + i] = ps->exit_seq[i];
+	}
+	order = malloc((nr ? nr : 1) * sizeof(*order));
+	sample_mm = malloc((nr ? nr : 1) * sizeof(*sample_mm));
 	p->frames = malloc((ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
 	if (!order || !sample_mm || !p->frames)
 		goto out;
-	for (i = 0; i < p->nr_samples; i++) {
+	for (i = 0; i < nr; i++) {
 		order[i] = (uint32_t)i;
 		if (i && p->samples[i].time < p->samples[i - 1].time)
 			sorted = false;
 	}
 	if (!sorted)
-		qsort_r(order, p->nr_samples, sizeof(*order), cmp_sample_order, p);
+		qsort_r(order, nr, sizeof(*order), cmp_sample_order, p);
 
-	if (profile_replay(p, order, sample_mm))
+	nr_samples = p->nr_samples;
+	if (profile_replay(p, order, nr, sample_mm))
 		goto out;
 
-	for (i = 0; i < p->nr_samples; i++) {
+	for (i = 0; i < nr; i++) {
 		struct profile_sample *s = &p->samples[i];
-		struct profile_event *e = &p->events[s->event];
 		int64_t mm = sample_mm[i];
 
 		if (profile_resolve_sample(p, s, (uint32_t)mm))
@@ -262,6 +280,15 @@ int profile_finish(struct profile *p)
 			if (s->comm == PROFILE_NONE)
 				goto out;
 		}
+		if (i >= nr_samples) {
+			struct profile_exit *x = &p->exits[i - nr_samples];
+
+			x->comm = s->comm;
+			x->nr_frames = s->nr_frames;
+			continue;
+		}
+		struct profile_event *e = &p->events[s->event];
+
 		e->samples++;
 		e->weight += s->period;
 		if (!profile_func_known(p, p->locs[p->frames[s->first_frame]].func)) {
@@ -269,6 +296,8 @@ int profile_finish(struct profile *p)
 			p->unresolved++;
 		}
 	}
+	if (profile_join_exits(p))
+		goto out;
 	rc = 0;
 out:
 	free(order);
@@ -277,6 +306,8 @@ out:
 	ps->raw = NULL;
 	free(ps->sample_seq);
 	ps->sample_seq = NULL;
+	free(ps->exit_seq);
+	ps->exit_seq = NULL;
 	return rc;
 }
 
@@ -303,6 +334,7 @@ void profile_free(struct profile *p)
 		free(ps->ops);
 		free(ps->raw);
 		free(ps->sample_seq);
+		free(ps->exit_seq);
 		for (int d = 0; d < NR_DOMAINS; d++) {
 			if (ps->root_fd[d] >= 0)
 				close(ps->root_fd[d]);
@@ -323,6 +355,7 @@ void profile_free(struct profile *p)
 	free(p->funcs);
 	free(p->locs);
 	free(p->samples);
+	free(p->exits);
 	free(p->frames);
 	free(p->comms);
 	free(p->meta);

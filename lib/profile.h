@@ -52,6 +52,14 @@ struct profile_options {
 	 * the recording, as the guest's (profile_add_guest_record). NULL: none.
 	 */
 	const char *guest_export_path;
+	/*
+	 * Cross-layer stacks: a host sample of a vCPU thread taken while the
+	 * VMM handled one of the guest's VM exits (KP_REC_VM_EXIT: the same
+	 * thread, time in [exit, next entry)) gets, outside its own frames,
+	 * the exit's frame ("[exit: io out 0x3f8]") and the guest's stack at
+	 * the exit. Off: host samples keep their host stacks.
+	 */
+	bool cross_layer;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -76,6 +84,7 @@ struct profile_image {
 	uint8_t build_id[KP_BUILD_ID_MAX];
 	uint8_t build_id_size;
 	bool kernel;
+	bool vm_exit;     /* "[vm exit]": the pseudo image of exits' frames */
 	bool has_symbols; /* its ELF file was opened and used */
 	uint8_t domain;   /* enum kp_domain */
 };
@@ -102,6 +111,30 @@ struct profile_sample {
 	uint64_t time, period;
 	uint32_t nr_frames; /* locations: frames[first_frame ...], innermost (the ip) first */
 	size_t first_frame;
+	/*
+	 * The VM exit (index into exits) whose handling this host sample fell
+	 * in, with cross_layer; PROFILE_NONE otherwise. Its frames then go on
+	 * past the host's outermost one: the exit's frame, the guest's stack.
+	 */
+	uint32_t exit;
+};
+
+/*
+ * One VM exit of a system-wide recording: where the guest was (as a guest
+ * sample: process, privilege level, stack) and the host interval from the
+ * exit to the vCPU's next entry, which host samples of host_tid fall in.
+ */
+struct profile_exit {
+	uint32_t pid, tid;  /* the guest process at the exit */
+	uint32_t cpu;       /* vCPU index */
+	uint32_t host_tid;  /* the vCPU thread */
+	uint32_t comm;      /* the guest process's command */
+	uint8_t kind, cpl, size; /* enum kp_exit_kind, KP_CPL_*, access size */
+	uint64_t detail;    /* port, guest-physical address, MSR index, KVM's reason */
+	uint64_t time, end; /* CLOCK_MONOTONIC ns */
+	uint32_t loc;       /* the exit's own frame, "[exit: io out 0x3f8]" */
+	uint32_t nr_frames; /* the guest's stack: frames[first_frame ...], the guest RIP first */
+	size_t first_frame;
 };
 
 struct profile_meta {
@@ -119,6 +152,9 @@ struct profile {
 	size_t nr_locs;
 	struct profile_sample *samples;
 	size_t nr_samples;
+	struct profile_exit *exits; /* in recorded order */
+	size_t nr_exits;
+	uint64_t exit_samples;      /* host samples joined to an exit (cross_layer) */
 	uint32_t *frames;
 	const char **comms;
 	size_t nr_comms;
@@ -159,6 +195,12 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
  * profile_finish (the host profiler's "[guest] matmul").
  */
 uint32_t profile_comm(struct profile *p, const char *name);
+
+/*
+ * An exit as its frame names it: "io out 0x3f8", "mmio write 0xfee000b0",
+ * "msr read 0xc1", "hlt", "signal", "kvm reason 17".
+ */
+void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail);
 
 /* Whether a function is the image's "[unknown]". */
 static inline bool profile_func_known(const struct profile *p, uint32_t func)

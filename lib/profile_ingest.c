@@ -63,7 +63,7 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t 
 		.pid = s->pid, .tid = s->tid, .cpu = s->cpu, .cpl = s->cpl, .domain = domain,
 		.time = s->time, .period = s->period,
 		.nr_frames = (uint32_t)n + 1, .first_frame = ps->nr_raw,
-		.comm = PROFILE_NONE,
+		.comm = PROFILE_NONE, .exit = PROFILE_NONE,
 	};
 	ps->raw[ps->nr_raw++] = s->ip;
 	memcpy(&ps->raw[ps->nr_raw], s->callchain, n * sizeof(uint64_t));
@@ -169,6 +169,9 @@ static int add_record(struct profile *p, const struct kp_record *rec, bool guest
 					       .tid = rec->task->tid, .ppid = rec->task->ppid, .domain = domain });
 	case KP_REC_SAMPLE:
 		return add_sample(p, rec->sample, domain);
+	case KP_REC_VM_EXIT:
+		ps->has_guest = true;
+		return profile_add_vm_exit(p, rec->vm_exit);
 	case KP_REC_KSYMS:
 		return add_ksyms(p, rec->ksyms, rec->payload_len, domain);
 	case KP_REC_LOST:

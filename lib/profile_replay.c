@@ -150,7 +150,7 @@ static int cmp_op(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int profile_replay(struct profile *p, const uint32_t *order, uint32_t *sample_mm)
+int profile_replay(struct profile *p, const uint32_t *order, size_t n, uint32_t *sample_mm)
 {
 	struct profile_state *ps = p->state;
 	size_t i, o = 0;
@@ -158,7 +158,7 @@ int profile_replay(struct profile *p, const uint32_t *order, uint32_t *sample_mm
 	if (ps->nr_ops > 1)
 		qsort(ps->ops, ps->nr_ops, sizeof(*ps->ops), cmp_op);
 	/* Walk samples and state changes together in (time, stream order). */
-	for (i = 0; i < p->nr_samples; i++) {
+	for (i = 0; i < n; i++) {
 		struct profile_sample *s = &p->samples[order[i]];
 		uint64_t seq = ps->sample_seq[order[i]];
 		int64_t mm;

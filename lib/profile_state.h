@@ -8,6 +8,7 @@
  *   profile_replay.c     process state replayed in (time, stream order)
  *   profile_intervals.c  an address space as sorted, non-overlapping maps
  *   profile_symbolize.c  addresses to locations, functions and images
+ *   profile_exits.c      VM exits: their frames, and host samples joined to them
  *   profile_load.c       sample files in (both report commands' loader)
  * Nothing outside these files includes it.
  */
@@ -84,6 +85,9 @@ struct profile_state {
 	size_t nr_raw, raw_cap;
 	uint64_t *sample_seq;
 	size_t sample_seq_cap;
+	size_t exits_cap;
+	uint64_t *exit_seq; /* as sample_seq, for exits */
+	size_t exit_seq_cap;
 	uint64_t lost_sum, end_lost;
 
 	struct domain_state dom[NR_DOMAINS];
@@ -113,13 +117,24 @@ uint32_t profile_image_id(struct profile *p, const char *path, const char *name,
 /* The index of the event with a recorded id, added if new. PROFILE_NONE when out of memory. */
 uint32_t profile_event_index(struct profile *p, uint32_t id);
 
+/* profile_exits.c */
+/* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */
+int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x);
+/*
+ * After symbolization: each exit's own frame, and with cross_layer each
+ * host sample in an exit's interval joined to it, its frames extended by
+ * the exit's frame and guest stack. 0 or -ENOMEM.
+ */
+int profile_join_exits(struct profile *p);
+
 /* profile_replay.c */
 /*
  * Replays every process-state record in (time, stream order) along the
- * samples in `order` (by time): sample_mm[i] gets sample i's address space
- * at its time (PROFILE_NONE: none), and its command when it has one.
+ * n samples in `order` (by time; profile_finish's exits ride along as
+ * samples past nr_samples): sample_mm[i] gets sample i's address space at
+ * its time (PROFILE_NONE: none), and its command when it has one.
  */
-int profile_replay(struct profile *p, const uint32_t *order, uint32_t *sample_mm);
+int profile_replay(struct profile *p, const uint32_t *order, size_t n, uint32_t *sample_mm);
 /* Adds one mapping to its process's (or the kernel's) current address space. */
 int profile_replay_mmap(struct profile *p, const struct op *op);
 
@@ -132,6 +147,8 @@ const struct map *mm_find_map(struct mm *mm, uint64_t addr);
 int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
 /* --guest-kernel: the guest kernel's ELF (a host path) covers every guest kernel address. */
 int profile_add_guest_kernel_elf(struct profile *p);
+/* The location of a pseudo function `name` (interned) in pseudo image img; PROFILE_NONE when out of memory. */
+uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
 /* Turns a sample's recorded ip and callchain into locations (frames). 0 or -ENOMEM. */
 int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm);
 

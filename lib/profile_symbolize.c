@@ -115,6 +115,16 @@ static uint32_t add_loc(struct profile *p, uint32_t img, uint64_t addr, uint64_t
 	return (uint32_t)p->nr_locs++;
 }
 
+uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr)
+{
+	/* Keyed by the interned name: one location per pseudo function. */
+	int64_t v = keymap_get(&p->state->loc_by_key, img, (uintptr_t)name);
+
+	if (v >= 0)
+		return (uint32_t)v;
+	return add_loc(p, img, addr, (uintptr_t)name, func_id(p, img, name, name, 0));
+}
+
 /* A location in a mapped file. */
 static uint32_t resolve_in_map(struct profile *p, const struct map *m, uint64_t addr)
 {

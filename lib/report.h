@@ -55,6 +55,7 @@ enum report_kind {
 	REPORT_KIND_GUEST_KERNEL, /* the guest's kernel (teal) */
 	REPORT_KIND_VMM,          /* the VMM's own user code on the host (warm: red to orange) */
 	REPORT_KIND_HOST_KERNEL,  /* the host kernel (blue) */
+	REPORT_KIND_VM_EXIT,      /* a VM exit, between the guest's frames and the host's (yellow) */
 	REPORT_KIND_COUNT,
 };
 
@@ -78,7 +79,8 @@ struct report_svg_options {
 int report_svg(FILE *out, const struct profile *p, uint32_t event, const struct report_svg_options *opt);
 
 /*
- * A function as folded stacks print it, "image`symbol", with the
+ * A function as folded stacks print it, "image`symbol" ("[exit: ...]" for
+ * a VM exit's frame), with the
  * characters that would break the line format (';', spaces, control
  * characters: names come from a possibly hostile guest) replaced by '_'.
  */

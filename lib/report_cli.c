@@ -110,7 +110,9 @@ static int write_report(const struct report_cli *cli, const struct report_cli_ar
 		}
 	}
 	rc = cli->render(out, p, a, cli->ctx);
-	if (rc) {
+	if (rc == -ECANCELED) {
+		status = 1; /* the renderer said why */
+	} else if (rc) {
 		fprintf(stderr, "%s: %s: %s\n", cli->prog, a->output ? a->output : "standard output", strerror(-rc));
 		status = 1;
 	}

@@ -43,7 +43,10 @@ struct report_cli {
 	void (*profile_options)(const struct report_cli_args *a, struct profile_options *popt, void *ctx);
 	/* After loading, before rendering (NULL: nothing): 0 or -errno. */
 	int (*prepare)(struct profile *p, void *ctx);
-	/* Renders the profile to out: 0 or -errno (-EIO when writing failed). */
+	/*
+	 * Renders the profile to out: 0 or -errno (-EIO when writing failed;
+	 * -ECANCELED: it told the user why itself).
+	 */
 	int (*render)(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx);
 	/* Formats other than text say on stderr how many samples have no symbol (the table has a footer). */
 	bool note_unresolved;

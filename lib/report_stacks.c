@@ -56,7 +56,12 @@ const char *report_func_name(const struct profile *p, uint32_t func)
 void report_frame(char *buf, size_t len, const struct profile *p, uint32_t func)
 {
 	const struct profile_func *f = &p->funcs[func];
-	snprintf(buf, len, "%s`%s", p->images[f->image].name, report_func_name(p, func));
+
+	/* A VM exit's frame names itself: "[exit: io out 0x3f8]". */
+	if (p->images[f->image].vm_exit)
+		snprintf(buf, len, "%s", report_func_name(p, func));
+	else
+		snprintf(buf, len, "%s`%s", p->images[f->image].name, report_func_name(p, func));
 	/* snprintf may have cut a UTF-8 sequence: the sanitizer replaces its remains. */
 	utf8_sanitize(buf, '_', "; ");
 }

@@ -51,6 +51,7 @@ static const struct kind_style {
 	[REPORT_KIND_GUEST_KERNEL] = { "guest kernel", 165, 185, 0.55, 0.50, 0.62 },
 	[REPORT_KIND_VMM] = { "VMM user", 0, 45, 0.85, 0.55, 0.65 },
 	[REPORT_KIND_HOST_KERNEL] = { "host kernel", 210, 240, 0.65, 0.58, 0.70 },
+	[REPORT_KIND_VM_EXIT] = { "VM exit", 50, 58, 0.95, 0.55, 0.58 },
 };
 
 enum report_kind report_frame_kind(const struct profile *p, uint32_t func)

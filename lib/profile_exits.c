@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * VM exits in the profile model (KP_REC_VM_EXIT, issue 14): each exit's
+ * guest side resolves like a guest sample (profile_finish runs them
+ * through replay and symbolization with the samples), gets a frame of its
+ * own ("[exit: io out 0x3f8]" in the pseudo image "[vm exit]"), and, with
+ * cross_layer, every host sample of the exit's vCPU thread inside its
+ * interval is joined to it: that host work was done for that exit.
+ *
+ * A vCPU thread's exit intervals never overlap (the thread is either in
+ * the guest or handling one exit), so a host sample belongs to at most one
+ * exit: the one with the latest start at or before the sample's time, if
+ * the sample is before that exit's end. Clocks: both sides are
+ * CLOCK_MONOTONIC (the host recorder sets perf's clockid).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "profile_state.h"
+
+int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
+{
+	struct profile_state *ps = p->state;
+	size_t n = x->nr_callchain <= KP_CALLCHAIN_MAX ? x->nr_callchain : KP_CALLCHAIN_MAX;
+
+	if (grow_array(&p->exits, &ps->exits_cap, p->nr_exits + 1, sizeof(*p->exits)) ||
+	    grow_array(&ps->exit_seq, &ps->exit_seq_cap, p->nr_exits + 1, sizeof(uint64_t)) ||
+	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
+		return -ENOMEM;
+	p->exits[p->nr_exits] = (struct profile_exit){
+		.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .host_tid = x->host_tid, .comm = PROFILE_NONE,
+		.kind = x->kind, .cpl = x->cpl, .size = x->size, .detail = x->detail,
+		/* The reader refuses end < time; a record built in memory might not have been read. */
+		.time = x->time, .end = x->end >= x->time ? x->end : x->time,
+		.loc = PROFILE_NONE, .nr_frames = (uint32_t)n + 1, .first_frame = ps->nr_raw,
+	};
+	ps->raw[ps->nr_raw++] = x->ip;
+	memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
+	ps->nr_raw += n;
+	ps->exit_seq[p->nr_exits++] = ps->seq;
+	return 0;
+}
+
+void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail)
+{
+	static const char *const names[KP_EXIT_KIND_MAX + 1] = {
+		[KP_EXIT_OTHER] = "kvm reason", [KP_EXIT_IO_IN] = "io in", [KP_EXIT_IO_OUT] = "io out",
+		[KP_EXIT_MMIO_READ] = "mmio read", [KP_EXIT_MMIO_WRITE] = "mmio write",
+		[KP_EXIT_MSR_READ] = "msr read", [KP_EXIT_MSR_WRITE] = "msr write",
+		[KP_EXIT_SIGNAL] = "signal", [KP_EXIT_HLT] = "hlt",
+	};
+
+	if (kind > KP_EXIT_KIND_MAX)
+		snprintf(buf, len, "kind %u", kind);
+	else if (kind == KP_EXIT_OTHER)
+		snprintf(buf, len, "%s %llu", names[kind], (unsigned long long)detail);
+	else if (kind == KP_EXIT_SIGNAL || kind == KP_EXIT_HLT)
+		snprintf(buf, len, "%s", names[kind]);
+	else
+		snprintf(buf, len, "%s %#llx", names[kind], (unsigned long long)detail);
+}
+
+/* Each exit's own frame: one pseudo function per distinct description. */
+static int exit_frames(struct profile *p)
+{
+	uint32_t img = PROFILE_NONE;
+	char name[64], desc[48];
+
+	for (size_t i = 0; i < p->nr_exits; i++) {
+		struct profile_exit *x = &p->exits[i];
+		const char *s;
+
+		if (img == PROFILE_NONE) {
+			img = profile_image_id(p, NULL, "[vm exit]", NULL, 0, false, KP_DOMAIN_NATIVE);
+			if (img == PROFILE_NONE)
+				return -ENOMEM;
+			p->images[img].vm_exit = true;
+		}
+		profile_exit_describe(desc, sizeof(desc), x->kind, x->detail);
+		snprintf(name, sizeof(name), "[exit: %s]", desc);
+		s = profile_intern(p, name);
+		if (!s)
+			return -ENOMEM;
+		x->loc = profile_pseudo_loc(p, img, s, x->detail);
+		if (x->loc == PROFILE_NONE)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cmp_exit_order(const void *a, const void *b, void *arg)
+{
+	const struct profile *p = arg;
+	const struct profile_exit *x = &p->exits[*(const uint32_t *)a], *y = &p->exits[*(const uint32_t *)b];
+
+	if (x->host_tid != y->host_tid)
+		return x->host_tid < y->host_tid ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* The exit whose interval holds a host sample of thread tid at time t, or PROFILE_NONE. */
+static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	/* The first exit after (tid, t); the one before it is the candidate. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct profile_exit *x = &p->exits[order[mid]];
+
+		if (x->host_tid < tid || (x->host_tid == tid && x->time <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return PROFILE_NONE;
+	const struct profile_exit *x = &p->exits[order[lo - 1]];
+
+	return x->host_tid == tid && t < x->end ? order[lo - 1] : PROFILE_NONE;
+}
+
+int profile_join_exits(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	uint32_t *order = NULL, *frames = NULL;
+	size_t total = 0, out = 0, i;
+	int rc = -ENOMEM;
+
+	if (exit_frames(p))
+		return -ENOMEM;
+	if (!ps->opt.cross_layer || !p->nr_exits)
+		return 0;
+	order = malloc(p->nr_exits * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < p->nr_exits; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, p->nr_exits, sizeof(*order), cmp_exit_order, p);
+
+	for (i = 0; i < p->nr_samples; i++) {
+		struct profile_sample *s = &p->samples[i];
+
+		total += s->nr_frames;
+		if (s->domain != KP_DOMAIN_NATIVE)
+			continue;
+		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time);
+		if (s->exit != PROFILE_NONE) {
+			total += 1 + p->exits[s->exit].nr_frames;
+			p->exit_samples++;
+		}
+	}
+	for (i = 0; i < p->nr_exits; i++)
+		total += p->exits[i].nr_frames;
+
+	/* One new frame array: each sample's own frames, then (joined) the exit's frame and guest stack. */
+	frames = malloc((total ? total : 1) * sizeof(*frames));
+	if (!frames)
+		goto out;
+	for (i = 0; i < p->nr_samples; i++) {
+		struct profile_sample *s = &p->samples[i];
+		size_t first = out;
+
+		memcpy(&frames[out], &p->frames[s->first_frame], s->nr_frames * sizeof(*frames));
+		out += s->nr_frames;
+		if (s->exit != PROFILE_NONE) {
+			const struct profile_exit *x = &p->exits[s->exit];
+
+			frames[out++] = x->loc;
+			memcpy(&frames[out], &p->frames[x->first_frame], x->nr_frames * sizeof(*frames));
+			out += x->nr_frames;
+		}
+		s->first_frame = first;
+		s->nr_frames = (uint32_t)(out - first);
+	}
+	for (i = 0; i < p->nr_exits; i++) {
+		struct profile_exit *x = &p->exits[i];
+
+		memcpy(&frames[out], &p->frames[x->first_frame], x->nr_frames * sizeof(*frames));
+		x->first_frame = out;
+		out += x->nr_frames;
+	}
+	free(p->frames);
+	p->frames = frames;
+	rc = 0;
+out:
+	free(order);
+	return rc;
+}
