@@ -2,7 +2,7 @@
 # Included by the root Makefile (BUILD, CC, HOST_CFLAGS, CMOCKA_LIBS, SAN_FLAGS).
 
 GUEST_OUT      := $(BUILD)/guest
-GUEST_PROGRAMS := matmul hash exit hello fault pmutest vpmubench agent spam split badstack
+GUEST_PROGRAMS := matmul hash exit hello fault pmutest vpmubench agent spam split badstack exitloop
 
 # Ring 0 is emulated instruction by instruction on the target host: no SSE,
 # no red zone, no CET/endbr, nothing clever.

@@ -58,12 +58,14 @@ static bool return_address_ok(const struct stack_reader *r, uint64_t ret)
 	return rc == 0 && !t.user;
 }
 
-unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_paging *pg, bool user,
-			      uint64_t rsp, uint64_t rbp, uint64_t *callers, unsigned int max)
+/* The walk; *last gets the frame pointer it stopped at (a kernel chain's last one is often the user's). */
+static unsigned int walk(const struct vmi_mem *mem, const struct guest_paging *pg, bool user, uint64_t rsp,
+			 uint64_t rbp, uint64_t *callers, unsigned int max, uint64_t *last)
 {
 	struct stack_reader r = { .mem = mem, .pg = pg, .user = user };
 	unsigned int n = 0;
 
+	*last = 0;
 	if (user && (!LOWER_HALF(rsp) || !LOWER_HALF(rbp)))
 		return 0;
 	/* The innermost frame lies above the stack pointer, and not far above it. */
@@ -82,9 +84,63 @@ unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_pagi
 			break;
 		callers[n++] = ret;
 		/* saved_rbp 0 is the outermost frame's marker (System V _start). */
+		*last = saved_rbp;
 		if (saved_rbp <= rbp || saved_rbp - rbp > GUEST_STACK_FRAME_MAX)
 			break;
 		rbp = saved_rbp;
 	}
 	return n;
+}
+
+unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_paging *pg, bool user,
+			      uint64_t rsp, uint64_t rbp, uint64_t *callers, unsigned int max)
+{
+	uint64_t last;
+
+	return walk(mem, pg, user, rsp, rbp, callers, max, &last);
+}
+
+/* A supervisor-only word of guest memory (the TSS, the kernel stack), within one page. */
+static int read_kernel_word(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, uint64_t *val)
+{
+	struct guest_translation t;
+
+	if ((gva & PAGE_MASK) > PAGE_MASK - 7 || !guest_walk_canonical(pg, gva) ||
+	    guest_walk_translate(mem, pg, gva, &t) || t.user)
+		return -EFAULT;
+	return vmi_mem_read(mem, t.gpa, val, sizeof(*val));
+}
+
+unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_paging *pg, bool user, uint64_t rsp,
+			     uint64_t rbp, uint64_t tss_base, uint64_t *callers, unsigned int max)
+{
+	uint64_t last, rsp0, frame, cs, user_rip, user_rsp;
+	unsigned int n;
+
+	if (user)
+		return guest_stack_walk(mem, pg, true, rsp, rbp, callers, max);
+	n = walk(mem, pg, false, rsp, rbp, callers, max, &last);
+	/*
+	 * Into the interrupted user code: the CPU pushed SS, RSP, RFLAGS, CS
+	 * and RIP at the top of the stack TSS.RSP0 names (aligned down to 16)
+	 * when it entered the kernel from ring 3. Only if that frame says ring
+	 * 3 (CS.RPL) and holds lower-half addresses; the user chain's frame
+	 * pointer is the kernel chain's last saved one (the entry code left
+	 * the user's RBP alone, the first kernel frame saved it).
+	 */
+	if (!tss_base || n + 3 > max || !last)
+		return n;
+	/* RSP0 sits at offset 4 of the 64-bit TSS. */
+	if (tss_base > UINT64_MAX - 12 || read_kernel_word(mem, pg, tss_base + 4, &rsp0))
+		return n;
+	frame = (rsp0 & ~15ull) - 40;
+	if (rsp0 < 40 || read_kernel_word(mem, pg, frame + 8, &cs) || (cs & 3) != 3 ||
+	    read_kernel_word(mem, pg, frame, &user_rip) || read_kernel_word(mem, pg, frame + 24, &user_rsp))
+		return n;
+	if (!LOWER_HALF(user_rip) || !user_rip || !LOWER_HALF(user_rsp))
+		return n;
+	callers[n++] = GUEST_STACK_CONTEXT_USER;
+	/* The interrupted instruction, as a caller: +1 because readers take one off return addresses. */
+	callers[n++] = user_rip + 1;
+	return n + guest_stack_walk(mem, pg, true, user_rsp, last, callers + n, max - n);
 }

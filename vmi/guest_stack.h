@@ -49,4 +49,25 @@
 unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_paging *pg, bool user,
 			      uint64_t rsp, uint64_t rbp, uint64_t *callers, unsigned int max);
 
+/*
+ * perf's PERF_CONTEXT_USER: in a callchain, what follows is user code.
+ * Readers of kp_rec_sample callchains know perf's context markers.
+ */
+#define GUEST_STACK_CONTEXT_USER ((uint64_t)-512)
+
+/*
+ * A sample's callchain: guest_stack_walk's, and for a kernel-mode sample
+ * that interrupted user code, the user side too (as perf's callchains
+ * have it): the kernel frames, GUEST_STACK_CONTEXT_USER, the interrupted
+ * user RIP (+1, read as a return address), then its callers. The user
+ * context comes from the interrupt frame at the top of the stack the TSS
+ * (guest-virtual tss_base, from TR; 0: none) gives for ring 0, so it is
+ * found for guests that enter the kernel through the TSS stack (the
+ * bundled guest); elsewhere the frame there does not say ring 3, or does
+ * not check out, and the chain is the kernel's alone. Every word read is
+ * checked as guest_stack_walk checks its own.
+ */
+unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_paging *pg, bool user, uint64_t rsp,
+			     uint64_t rbp, uint64_t tss_base, uint64_t *callers, unsigned int max);
+
 #endif

@@ -314,8 +314,8 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		.domain = KP_DOMAIN_GUEST,
 	};
 	if (gs->callgraph && pg_ok)
-		smp->nr_callchain = (uint16_t)guest_stack_walk(&ram, &pg, smp->cpl == KP_CPL_USER, regs->rsp,
-							       regs->rbp, smp->callchain, KP_CALLCHAIN_MAX);
+		smp->nr_callchain = (uint16_t)guest_callchain(&ram, &pg, smp->cpl == KP_CPL_USER, regs->rsp, regs->rbp,
+							      sregs->tr.base, smp->callchain, KP_CALLCHAIN_MAX);
 	size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*smp) + smp->nr_callchain * sizeof(uint64_t));
 	gs_seal(s->rec, KP_REC_SAMPLE, size);
 	if (gs_put(s, s->rec, size))
@@ -400,8 +400,8 @@ static void gs_exit_begin(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const
 	gs_exit_kind(vcpu->run, args[1], x);
 	gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &x->pid, &x->tid);
 	if (vm->sampler.callgraph && pg_ok)
-		x->nr_callchain = (uint16_t)guest_stack_walk(&ram, &pg, x->cpl == KP_CPL_USER, regs->rsp, regs->rbp,
-							     x->callchain, KP_CALLCHAIN_MAX);
+		x->nr_callchain = (uint16_t)guest_callchain(&ram, &pg, x->cpl == KP_CPL_USER, regs->rsp, regs->rbp,
+							    sregs->tr.base, x->callchain, KP_CALLCHAIN_MAX);
 	s->exit_pending = true;
 }
 

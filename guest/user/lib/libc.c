@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #include "libc.h"
 
-/* System call: ud2 with rax = number (see guest/include/guest/syscall.h). */
+/*
+ * System call: ud2 with rax = number (see guest/include/guest/syscall.h).
+ * The wrappers it is inlined into are leaves, and gcc gives a leaf that
+ * uses no stack no frame even with -fno-omit-frame-pointer; asking for the
+ * frame's address makes one, so that a guest kernel stack followed on into
+ * user code (vmi's guest_callchain) names the wrapper's caller too.
+ */
 long syscall3(long nr, long a, long b, long c)
 {
 	long ret;
+	__asm__ volatile("" : : "r"(__builtin_frame_address(0)));
 	__asm__ volatile("ud2" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "memory");
 	return ret;
 }
