@@ -43,7 +43,7 @@ else
 			[ "${signals:-0}" -gt 0 ] && grep -q ' vcpus=2 ' "$TMP/xr.check"; then
 			pass exit-records-attributed
 		else fail exit-records-attributed "$(tail -1 "$TMP/xr.check"), $outs COM1 outs, ${signals:-no} signal exits"; fi
-		# The recording still reports (the report does not use the exits yet: issue 14's next parts).
+		# The recording still reports (its cross-layer stacks: tests/e2e/cross-layer.sh).
 		if "$XR_KVMPROF" report -i "$TMP/xr.data" --guest-root "$BUILD/guest" >"$TMP/xr.report" 2>&1 &&
 			grep -q '^guest user' "$TMP/xr.report"; then pass exit-records-file-reports
 		else fail exit-records-file-reports "$(head -c 300 "$TMP/xr.report")"; fi
