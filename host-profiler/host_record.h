@@ -9,6 +9,8 @@
 #ifndef HOST_RECORD_H
 #define HOST_RECORD_H
 
+#include <stdbool.h>
+
 #include "record_cli.h"
 
 struct host_record_opts {
@@ -17,6 +19,7 @@ struct host_record_opts {
 	const char *vm;      /* --vm: the control socket */
 	double duration;     /* --duration seconds; 0: until Ctrl-C or the VM exits */
 	const char *guest_export; /* --guest-export: a Linux guest's `kvmprof-agent export`, for its task layout */
+	bool no_exits;       /* --no-exits: no VM_EXIT records (when their cost, docs/benchmarks.md, is not wanted) */
 };
 
 /* Prints its own messages. Returns the exit status: 0, or 1 when nothing usable was recorded. */

@@ -24,10 +24,11 @@
 
 static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [--callgraph] [-o FILE]\n"
-	"                      [--duration S] [--guest-export FILE] [-q]\n"
+	"                      [--duration S] [--guest-export FILE] [--no-exits] [-q]\n"
 	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
+	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
 	"       kvmprof stat --vm SOCKET [-e EVENT[,EVENT...]] [--duration S]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
@@ -50,6 +51,9 @@ static const char help_text[] =
 	"  -d, --duration S    stop after S seconds (default: Ctrl-C, or when the VM exits)\n"
 	"  -x, --guest-export FILE  a Linux guest's `kvmprof-agent export`: its task layout\n"
 	"                      lets the VMM name the guest's processes in its samples\n"
+	"      --no-exits      no VM exit records (by default the VMM records every exit\n"
+	"                      with its guest context and host interval, for the report's\n"
+	"                      cross-layer stacks, --drill and --exits)\n"
 	"  -q, --quiet         no progress line\n"
 	"Host samples taken while guest code ran are the guest's time: they are left\n"
 	"out and counted (META host_samples_in_guest), and the guest's own samples stand\n"
@@ -81,6 +85,9 @@ static int record_option(int c, const char *arg, void *ctx)
 	case 'x':
 		o->guest_export = arg;
 		return 0;
+	case 'X':
+		o->no_exits = true;
+		return 0;
 	}
 	return -1;
 }
@@ -91,6 +98,7 @@ static int cmd_record(int argc, char **argv)
 		{ "vm", required_argument, NULL, 'v' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "guest-export", required_argument, NULL, 'x' },
+		{ "no-exits", no_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_record_opts o;

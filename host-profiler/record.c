@@ -507,7 +507,7 @@ static void start_guest_sampling(struct hrec *R)
 		json_object_object_add(req, "period", json_object_new_int64((int64_t)R->ev_rate));
 	json_object_object_add(req, "callgraph", json_object_new_boolean(R->o->rec.callgraph));
 	/* A VM_EXIT record per exit, with its host interval: what host samples of a vCPU thread were for. */
-	json_object_object_add(req, "exits", json_object_new_boolean(true));
+	json_object_object_add(req, "exits", json_object_new_boolean(!R->o->no_exits));
 	if (R->has_layout)
 		json_object_object_add(req, "linux", layout_json(&R->layout));
 	r = vm_client_call(&R->vm, req, &reply, &fd, VM_CLIENT_TIMEOUT_MS, err, sizeof(err));

@@ -179,8 +179,8 @@ int host_report_exits(FILE *out, const struct profile *p)
 		     " host samples in those intervals\n",
 		p->nr_exits, (double)host_ns / 1e6, p->exit_samples);
 	if (!p->nr_exits) {
-		fprintf(out, "(the recording has no VM exit records: recorded by kvmprof record before 1.4, or the VM "
-			     "made no exit while it ran)\n");
+		fprintf(out, "(the recording has no VM exit records: recorded with --no-exits or by a kvmprof before "
+			     "sample file 1.4, or the VM made no exit while it ran)\n");
 		return ferror(out) ? -EIO : 0;
 	}
 	fprintf(out, "host ms: exit to next entry; VMM user, host kern: the vCPU thread's host samples in those "

@@ -24,7 +24,7 @@ cl_record() {
 		return 1
 	fi
 	before=$(wc -c <"$TMP/cl-$name.console")
-	"$CL_KVMPROF" record --vm "$sock" -g -q -d 60 -o "$TMP/cl-$name.data" 2>"$TMP/cl-$name.rec.err"
+	"$CL_KVMPROF" record --vm "$sock" -g -q -d 60 ${cl_record_args:-} -o "$TMP/cl-$name.data" 2>"$TMP/cl-$name.rec.err"
 	ctl_wait_exit $pid
 	after=$(wc -c <"$TMP/cl-$name.console")
 	cl_bytes=$((after - before))
@@ -127,4 +127,11 @@ if cl_record badstack "quiet start=/bin/badstack:2500:write"; then
 		! grep -q 'ERROR: AddressSanitizer\|runtime error' "$TMP/cl-badstack.rep.err"; then
 		pass cross-layer-hostile-stack-keeps-exit-frame
 	else fail cross-layer-hostile-stack-keeps-exit-frame "report rc=$rep: $(head -c 400 "$TMP/cl-badstack.exits") $(head -c 300 "$TMP/cl-badstack.rep.err")"; fi
+fi
+
+# --- record --no-exits: no exit records, and the report says so --------------------------------
+if cl_record_args=--no-exits cl_record noexits "quiet start=/bin/exitloop:console:200:1000"; then
+	if cl_report noexits --exits | grep -q '^kvmprof exit cost: 0 VM exits' && ! cl_report noexits -f folded | grep -q 'exit:' &&
+		cl_report noexits | grep -q '^guest kernel'; then pass cross-layer-record-no-exits
+	else fail cross-layer-record-no-exits "$(cl_report noexits --exits | head -3)"; fi
 fi
