@@ -76,3 +76,11 @@ bench-trace: deps
 		$(BUILD)/static/console_bytes/kvmprof-vmm $(BUILD)/bench/trace-cost $(BUILD)/kvmprof \
 		$(BUILD)/plugins/console_bytes.so $(PLUGINS) guest
 	@bash bench/trace.sh
+
+# What exit attribution costs: kvmprof record with and without its VM exit
+# records on exitloop's console and PMU-MSR workloads (bench/exits.sh).
+bench: bench-exits
+.PHONY: bench-exits
+bench-exits: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof guest
+	@bash bench/exits.sh
