@@ -211,8 +211,15 @@ if [ "${kvmprof_case:-}" = agent ]; then
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		echo "KVMPROF-L2-SYSPROF-RUN-BEGIN pid=$hl uptime=$t0"
 		kill -CONT $hl
+		# Meanwhile, lines to the serial console: each byte an OUT to port
+		# 0x3f8 from the 8250 driver, for the cross-layer stacks (issue 14).
+		( n=0; while kill -0 $hl 2>/dev/null; do
+			echo "KVMPROF-L2-SERIAL-LINE $n ................................"; n=$((n + 1)); sleep 0.05
+		  done > /dev/ttyS0; echo "KVMPROF-L2-SERIAL-LINES $n" ) &
+		sl=$!
 		wait $hl
 		rc=$?
+		wait $sl
 		echo "KVMPROF-L2-SYSPROF-RUN-END rc=$rc pid=$hl start=$t0 end=$(cut -d' ' -f1 /proc/uptime) $(tail -n 1 /tmp/hotloop.out)"
 	fi
 fi
@@ -523,7 +530,7 @@ check_agent() { # section-log end-line
 # control socket, the task layout from the agent's export), reported on the
 # host with the export's kallsyms and maps and the L2 staging tree.
 check_sysprof() { # section-log
-	local sect="$1" wl pid recl says runl rep rc kern ksyms hl top
+	local sect="$1" wl pid recl says runl rep rc kern ksyms hl top serial
 	wl=$(grep -m1 -o 'KVMPROF-L2-SYSPROF-WORKLOAD pid=[0-9]*' "$sect")
 	pid=${wl##*pid=}
 	recl=$(grep -m1 -o 'KVMPROF-L1-SYSPROF-RECORD .*' "$CLEAN")
@@ -561,6 +568,16 @@ check_sysprof() { # section-log
 		result l2-sysprof-process 1 "$hl guest user samples in process hotloop [$pid] (L2 said pid=$pid)"
 	else
 		result l2-sysprof-process 0 "no guest user samples of hotloop [${pid:-?}]; guest user rows: $(awk '$3 == "guest" && $4 == "user"' "$rep" | head -n 4 | sed 's/  */ /g' | tr '\n' '|')"
+	fi
+	# The serial console's exits (issue 14): in the cross-layer stacks, host samples of the VMM
+	# handling an OUT to port 0x3f8 have the Linux kernel's serial code above the exit's frame.
+	"$KVMPROF" report -i "$SYSPROF_DATA" --guest-export "$CHANNEL" --guest-root "$L2" -f folded >"$rep.folded" 2>/dev/null
+	"$KVMPROF" report -i "$SYSPROF_DATA" --guest-export "$CHANNEL" --guest-root "$L2" --exits >"$rep.exits" 2>/dev/null
+	serial=$(grep -o '[^;`]*`[a-z0-9_]*\(serial\|8250\|uart\)[a-z0-9_]*;\[exit:_io_out_0x3f8\]' "$rep.folded" | sort | uniq -c | sort -rn | head -n 3 | tr -s ' ' | tr '\n' ',')
+	if [ -n "$serial" ]; then
+		result l2-sysprof-serial-exit-stacks 1 "above [exit: io out 0x3f8]: $serial ($(grep -m1 'io out 0x3f8' "$rep.exits" | tr -s ' '))"
+	else
+		result l2-sysprof-serial-exit-stacks 0 "no stack with a serial function above [exit: io out 0x3f8]; exits: $(sed -n '/^by reason/,/^$/p' "$rep.exits" | head -n 5 | tr -s ' ' | tr '\n' '|'); stacks: $(grep -m2 'exit:_io_out' "$rep.folded" | cut -c1-300)"
 	fi
 	top=$(awk '$1 ~ /^[0-9]+$/ && $3 == "guest" && $4 == "user" && $6 == "hotloop" { print $8, $9; exit }' "$rep")
 	if [ "$top" = "hotloop hotloop_spin" ]; then
