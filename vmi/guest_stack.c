@@ -130,14 +130,21 @@ unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_pagin
 	 */
 	if (!tss_base || n + 3 > max || !last)
 		return n;
-	/* RSP0 sits at offset 4 of the 64-bit TSS. */
-	if (tss_base > UINT64_MAX - 12 || read_kernel_word(mem, pg, tss_base + 4, &rsp0))
+	/* RSP0 sits at offset 4 of the 64-bit TSS; its 8 bytes must lie below 2^64. */
+	if (tss_base > UINT64_MAX - 11 || read_kernel_word(mem, pg, tss_base + 4, &rsp0))
+		return n;
+	/* Aligned down first: the 40 bytes below must not wrap past 0. */
+	if ((rsp0 & ~15ull) < 40)
 		return n;
 	frame = (rsp0 & ~15ull) - 40;
-	if (rsp0 < 40 || read_kernel_word(mem, pg, frame + 8, &cs) || (cs & 3) != 3 ||
+	if (read_kernel_word(mem, pg, frame + 8, &cs) || (cs & 3) != 3 ||
 	    read_kernel_word(mem, pg, frame, &user_rip) || read_kernel_word(mem, pg, frame + 24, &user_rsp))
 		return n;
-	if (!LOWER_HALF(user_rip) || !user_rip || !LOWER_HALF(user_rsp))
+	/*
+	 * A RIP the CPU ran at is canonical (which also keeps RIP + 1 in the
+	 * lower half). RSP need not be: user code may load any value into it.
+	 */
+	if (!LOWER_HALF(user_rip) || !user_rip || !guest_walk_canonical(pg, user_rip) || !LOWER_HALF(user_rsp))
 		return n;
 	callers[n++] = GUEST_STACK_CONTEXT_USER;
 	/* The interrupted instruction, as a caller: +1 because readers take one off return addresses. */

@@ -3,12 +3,13 @@
  * Everything guest introspection (vmi/) reads in a hostile guest's memory:
  * the page walker (4- and 5-level, large pages; also the emulator's walk
  * that sets accessed and dirty bits), bounded reads across pages, the
- * frame-pointer stack walker, an IDT gate, the bundled guest's descriptor
- * and process records, a Linux task layout, and process attribution over
- * both. The input is the control registers, the stack pointers, a
- * descriptor and a task layout, then the guest's RAM (64 KiB, zero beyond
- * the input), read either as a mapping or through a read function (flag 4),
- * the two ways vmi_mem offers.
+ * frame-pointer stack walker and its step into user code through the TSS
+ * (at the gva), an IDT gate, the bundled guest's descriptor and process
+ * records, a Linux task layout, and process attribution over both. The
+ * input is the control registers, the stack pointers, a descriptor and a
+ * task layout, then the guest's RAM (64 KiB, zero beyond the input), read
+ * either as a mapping or through a read function (flag 4), the two ways
+ * vmi_mem offers.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -73,6 +74,30 @@ static void attribute(const struct params *p, const struct vmi_mem *mem, const s
 			guest_procs_told(&seen, &news);
 }
 
+/*
+ * The walk on into user code, the TSS at gva (RSP0 at gva + 4) and a depth
+ * bound from the flags (64 when they are 0). Its promises: nothing past the
+ * bound, and after the user-context marker the RIP and only lower-half
+ * addresses.
+ */
+static void callchain(const struct params *p, const struct vmi_mem *mem, const struct guest_paging *pg)
+{
+	uint64_t chain[65];
+	unsigned int max = 64 - (p->flags >> 16) % 65, n, i = 0;
+
+	chain[max] = 0x5a5a5a5a5a5a5a5aULL;
+	n = guest_callchain(mem, pg, p->flags & 2, p->rsp, p->rbp, p->gva, chain, max);
+	if (n > max || chain[max] != 0x5a5a5a5a5a5a5a5aULL)
+		__builtin_trap();
+	while (i < n && chain[i] != GUEST_STACK_CONTEXT_USER)
+		i++;
+	if (i < n && i + 2 > n)
+		__builtin_trap();
+	while (++i < n)
+		if (chain[i] >> 63 || !chain[i])
+			__builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct vmi_mem mem = vmi_mem_mapped(ram, RAM_SIZE);
@@ -101,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	guest_walk_canonical(&pg, p.gva);
 	guest_read_virt(&mem, &pg, p.gva, buf, 1 + (p.flags >> 8) % sizeof(buf));
 	guest_stack_walk(&mem, &pg, p.flags & 2, p.rsp, p.rbp, callers, 64);
+	callchain(&p, &mem, &pg);
 	guest_idt_handler(&mem, &pg, p.rsp, (uint16_t)p.rbp, p.cpu & 0x1ff);
 	/* Last of the walks: it sets bits in the tables the others read. Without a mapping it must refuse. */
 	if (guest_walk_touch(&mem, &pg, p.gva, p.flags & 16, &tr) == -EOPNOTSUPP && mem.base)

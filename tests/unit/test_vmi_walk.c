@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The guest-memory reader and the frame-pointer stack walker against page
- * tables and stacks built by hand in a fake guest RAM. The RAM is malloc'd
- * (not mmap'd as in the VMM) so that ASan puts redzones around it: a read
- * one byte past guest RAM is a test failure, not a silent success.
+ * The guest-memory reader, the frame-pointer stack walker and its step from
+ * a kernel stack into the interrupted user code (guest_callchain) against
+ * page tables, stacks and a TSS built by hand in a fake guest RAM. The RAM
+ * is malloc'd (not mmap'd as in the VMM) so that ASan puts redzones around
+ * it: a read one byte past guest RAM is a test failure, not a silent success.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -616,7 +617,37 @@ static void test_fuzz(void **state)
 	fake_free(f);
 }
 
-/* Random stack contents: words that look like frame pointers, return addresses, or neither. */
+/* Fills the fixture's user or kernel stack with words that look like frame pointers, return addresses, or neither. */
+static void fill_random_stack(struct fake *f, bool user)
+{
+	uint64_t base = user ? USTACK : KSTACK;
+
+	for (uint64_t off = 0; off < 4 * 4096; off += 8) {
+		uint64_t r = rnd(), w;
+
+		switch (r & 7) {
+		case 0:
+			w = rnd();
+			break;
+		case 1:
+		case 2:
+			w = base + (rnd() % (4 * 4096 + 64)) - 32; /* near or in the stack */
+			break;
+		case 3:
+			w = (user ? UTEXT : KTEXT) + (rnd() & 0x1fff);
+			break;
+		case 4:
+			w = 0;
+			break;
+		default:
+			w = base + off + 8 + (rnd() % 64) * 8; /* a plausible next frame */
+			break;
+		}
+		put(f, base + off, w);
+	}
+}
+
+/* Random stack contents. */
 static void test_fuzz_stack(void **state)
 {
 	struct fake *f = stack_fake();
@@ -628,29 +659,7 @@ static void test_fuzz_stack(void **state)
 		bool user = iter & 1;
 		uint64_t base = user ? USTACK : KSTACK;
 
-		for (uint64_t off = 0; off < 4 * 4096; off += 8) {
-			uint64_t r = rnd(), w;
-
-			switch (r & 7) {
-			case 0:
-				w = rnd();
-				break;
-			case 1:
-			case 2:
-				w = base + (rnd() % (4 * 4096 + 64)) - 32; /* near or in the stack */
-				break;
-			case 3:
-				w = (user ? UTEXT : KTEXT) + (rnd() & 0x1fff);
-				break;
-			case 4:
-				w = 0;
-				break;
-			default:
-				w = base + off + 8 + (rnd() % 64) * 8; /* a plausible next frame */
-				break;
-			}
-			put(f, base + off, w);
-		}
+		fill_random_stack(f, user);
 		uint64_t rsp = base + (rnd() % (4 * 4096));
 		uint64_t rbp = rsp + (rnd() % 64) * (rnd() & 1 ? 8 : 1);
 		unsigned int n = guest_stack_walk(&f->mem, &f->pg, user ^ ((rnd() & 15) == 0), rsp, rbp,
@@ -663,6 +672,387 @@ static void test_fuzz_stack(void **state)
 	}
 	assert_true(deepest > 3);
 	print_message("stack fuzz: %u frames, deepest %u\n", frames, deepest);
+	fake_free(f);
+}
+
+/*
+ * guest_callchain fixtures: a kernel-mode sample that interrupted user code.
+ * The TSS's RSP0 names the top of the kernel stack, where the CPU pushed the
+ * interrupt frame (RIP, CS, RFLAGS, RSP, SS) on the way in from ring 3.
+ */
+#define TSS 0xfffffe0000003000ULL /* supervisor-only, as Linux's cpu_entry_area */
+#define TSS_GPA 0xc0000ULL
+#define KSTACK_TOP (KSTACK + 0x4000)
+#define USER_CS 0x2bULL /* RPL 3 */
+#define USER_RIP (UTEXT + 0x5)
+#define USER_RSP (USTACK + 0x100)
+#define TOP_PAGE 0xfffffffffffff000ULL
+#define CHAIN_MAX 16
+/* What guest_callchain must never write: entries past its count keep it. */
+#define POISON 0x5a5a5a5a5a5a5a5aULL
+
+static const uint64_t full_chain[] = {
+	KTEXT + 0x10, KTEXT + 0x20, GUEST_STACK_CONTEXT_USER, USER_RIP + 1, UTEXT + 0x10, UTEXT + 0x20,
+};
+
+static void put_iret_frame(struct fake *f, uint64_t at, uint64_t rip, uint64_t cs, uint64_t rsp)
+{
+	put(f, at, rip);
+	put(f, at + 8, cs);
+	put(f, at + 16, 0x202);
+	put(f, at + 24, rsp);
+	put(f, at + 32, 0x23);
+}
+
+/*
+ * The good case: two kernel frames, the outer one holding the user's RBP
+ * (below the kernel stack, so the kernel walk stops there), RSP0 at the
+ * kernel stack's top with a ring-3 interrupt frame under it, and two user
+ * frames from that RBP.
+ */
+static struct fake *callchain_fake(void)
+{
+	struct fake *f = stack_fake();
+
+	map_page(f, TSS, TSS_GPA, 1, P | RW | XD);
+	put(f, TSS + 4, KSTACK_TOP);
+	frame(f, KSTACK + 0x100, KSTACK + 0x200, KTEXT + 0x10);
+	frame(f, KSTACK + 0x200, USTACK + 0x140, KTEXT + 0x20);
+	put_iret_frame(f, KSTACK_TOP - 40, USER_RIP, USER_CS, USER_RSP);
+	frame(f, USTACK + 0x140, USTACK + 0x200, UTEXT + 0x10);
+	frame(f, USTACK + 0x200, 0, UTEXT + 0x20);
+	return f;
+}
+
+/* The kernel-mode sample's callchain into callers[0..max), poisoned past that up to CHAIN_MAX. */
+static unsigned int kernel_callchain(struct fake *f, uint64_t tss_base, uint64_t *callers, unsigned int max)
+{
+	for (unsigned int i = 0; i <= CHAIN_MAX; i++)
+		callers[i] = POISON;
+	return guest_callchain(&f->mem, &f->pg, false, KSTACK + 0x80, KSTACK + 0x100, tss_base, callers, max);
+}
+
+/*
+ * The count of the kernel-mode sample's chain when that chain is the first
+ * entries of full_chain with nothing written past them (a refusal: 2, the
+ * kernel frames alone); -1 when it is anything else.
+ */
+static int chain_length(struct fake *f, uint64_t tss_base)
+{
+	uint64_t cs[CHAIN_MAX + 1];
+	unsigned int n = kernel_callchain(f, tss_base, cs, CHAIN_MAX);
+
+	if (n > sizeof(full_chain) / sizeof(full_chain[0]) || memcmp(cs, full_chain, n * sizeof(cs[0])))
+		return -1;
+	for (unsigned int i = n; i <= CHAIN_MAX; i++)
+		if (cs[i] != POISON)
+			return -1;
+	return (int)n;
+}
+
+static void test_callchain_user_side(void **state)
+{
+	struct fake *f = callchain_fake();
+	uint64_t cs[CHAIN_MAX + 1];
+
+	(void)state;
+	assert_int_equal(chain_length(f, TSS), 6);
+	/* Linux's user CS (0x33) is ring 3 too; RSP0 is aligned down to 16 as the CPU does. */
+	put(f, KSTACK_TOP - 32, 0x33);
+	assert_int_equal(chain_length(f, TSS), 6);
+	put(f, TSS + 4, KSTACK_TOP + 0xf);
+	assert_int_equal(chain_length(f, TSS), 6);
+
+	/* An interrupt frame straddling two physically apart kernel stack pages: each word on its own page. */
+	put(f, TSS + 4, KSTACK + 0x1010);
+	put_iret_frame(f, KSTACK + 0xfe8, USER_RIP, USER_CS, USER_RSP);
+	assert_int_equal(chain_length(f, TSS), 6);
+	put(f, TSS + 4, KSTACK_TOP);
+
+	/* A user RIP whose page is not mapped (evicted text) is still the interrupted instruction. */
+	put(f, KSTACK_TOP - 40, UNMAPPED_UTEXT);
+	assert_int_equal(kernel_callchain(f, TSS, cs, CHAIN_MAX), 6);
+	assert_int_equal(cs[3], UNMAPPED_UTEXT + 1);
+	assert_int_equal(cs[5], UTEXT + 0x20);
+	put(f, KSTACK_TOP - 40, USER_RIP);
+
+	/* The RBP the kernel chain stopped at is a kernel one: the marker and RIP, no user frames from kernel memory. */
+	frame(f, KSTACK + 0x200, KSTACK + 0x100, KTEXT + 0x20);
+	assert_int_equal(chain_length(f, TSS), 4);
+	fake_free(f);
+}
+
+/* The bundled guest: its kernel identity-mapped in the lower half, its stack under the user stack. */
+static void test_callchain_low_kernel(void **state)
+{
+	struct fake *f = callchain_fake();
+	uint64_t low_kstack = USTACK - 0x100000 + 0x1000; /* the user RBP is less than a frame bound above */
+	uint64_t cs[CHAIN_MAX + 1];
+
+	(void)state;
+	map_page(f, low_kstack, 0xc2000, 1, P | RW | XD);
+	frame(f, low_kstack + 0x100, low_kstack + 0x200, KTEXT + 0x10);
+	/* The kernel walk steps up to the user's RBP and stops at its user page: that RBP is where the user chain goes on. */
+	frame(f, low_kstack + 0x200, USTACK + 0x140, KTEXT + 0x20);
+	put(f, TSS + 4, low_kstack + 0x1000);
+	put_iret_frame(f, low_kstack + 0x1000 - 40, USER_RIP, USER_CS, USER_RSP);
+	for (unsigned int i = 0; i <= CHAIN_MAX; i++)
+		cs[i] = POISON;
+	assert_int_equal(guest_callchain(&f->mem, &f->pg, false, low_kstack + 0x80, low_kstack + 0x100, TSS, cs,
+					 CHAIN_MAX), 6);
+	assert_memory_equal(cs, full_chain, sizeof(full_chain));
+	assert_int_equal(cs[6], POISON);
+	fake_free(f);
+}
+
+/* Guest RAM through a read function that notes whether the TSS's page was read. */
+static bool tss_page_read;
+
+static int read_noting_tss(void *opaque, uint64_t gpa, void *dst, uint64_t len)
+{
+	struct fake *f = opaque;
+
+	if (gpa < TSS_GPA + 4096 && gpa + len > TSS_GPA)
+		tss_page_read = true;
+	memcpy(dst, f->mem.base + gpa, len);
+	return 0;
+}
+
+static void test_callchain_user_sample(void **state)
+{
+	struct fake *f = callchain_fake();
+	struct vmi_mem noting = { .size = f->mem.size, .read = read_noting_tss, .opaque = f };
+	uint64_t cs[CHAIN_MAX], walked[CHAIN_MAX];
+
+	(void)state;
+	/* The reader sees the TSS when it is read. */
+	tss_page_read = false;
+	assert_int_equal(guest_callchain(&noting, &f->pg, false, KSTACK + 0x80, KSTACK + 0x100, TSS, cs, CHAIN_MAX), 6);
+	assert_true(tss_page_read);
+
+	/* A user-mode sample is guest_stack_walk's chain, and the TSS is not looked at. */
+	tss_page_read = false;
+	memset(cs, 0, sizeof(cs));
+	memset(walked, 0, sizeof(walked));
+	assert_int_equal(guest_callchain(&noting, &f->pg, true, USER_RSP, USTACK + 0x140, TSS, cs, CHAIN_MAX), 2);
+	assert_false(tss_page_read);
+	assert_int_equal(guest_stack_walk(&f->mem, &f->pg, true, USER_RSP, USTACK + 0x140, walked, CHAIN_MAX), 2);
+	assert_memory_equal(cs, walked, sizeof(cs));
+	assert_int_equal(cs[0], UTEXT + 0x10);
+	assert_int_equal(cs[1], UTEXT + 0x20);
+	/* Sampled as user on the kernel stack: nothing, as guest_stack_walk. */
+	assert_int_equal(guest_callchain(&noting, &f->pg, true, KSTACK + 0x80, KSTACK + 0x100, TSS, cs, CHAIN_MAX), 0);
+	assert_false(tss_page_read);
+	fake_free(f);
+}
+
+static void test_callchain_refusals(void **state)
+{
+	struct fake *f = callchain_fake();
+	static const uint64_t bad_rips[] = {
+		0, KTEXT, 0xffff800000000000ULL, UINT64_MAX,
+		0x0000800000000000ULL, /* not canonical: never a RIP the CPU ran at */
+		0x7fffffffffffffffULL, /* not canonical, and +1 would leave the lower half */
+	};
+	static const uint64_t bad_rsp0s[] = {
+		0, 8, 39,                /* no room for the frame below */
+		KSTACK + 0x8000,         /* the frame on an unmapped page */
+		USTACK + 0x1000,         /* a user page, where a user program could forge a frame */
+	};
+
+	(void)state;
+	assert_int_equal(chain_length(f, TSS), 6);
+	/* No TSS; an unmapped one; one on a user page. */
+	assert_int_equal(chain_length(f, 0), 2);
+	assert_int_equal(chain_length(f, TSS + 4096), 2);
+	map_page(f, TSS, TSS_GPA, 1, P | RW | US);
+	assert_int_equal(chain_length(f, TSS), 2);
+	map_page(f, TSS, TSS_GPA, 1, P | RW | XD);
+	assert_int_equal(chain_length(f, TSS), 6);
+
+	put_iret_frame(f, USTACK + 0x1000 - 40, USER_RIP, USER_CS, USER_RSP);
+	for (unsigned int i = 0; i < sizeof(bad_rsp0s) / sizeof(bad_rsp0s[0]); i++) {
+		put(f, TSS + 4, bad_rsp0s[i]);
+		assert_int_equal(chain_length(f, TSS), 2);
+	}
+	put(f, TSS + 4, KSTACK_TOP);
+
+	/* Rings 0, 1 and 2: the kernel interrupted itself, there is no user code under it. */
+	for (uint64_t sel = 0x10; sel <= 0x12; sel++) {
+		put(f, KSTACK_TOP - 32, sel);
+		assert_int_equal(chain_length(f, TSS), 2);
+	}
+	put(f, KSTACK_TOP - 32, USER_CS);
+
+	for (unsigned int i = 0; i < sizeof(bad_rips) / sizeof(bad_rips[0]); i++) {
+		put(f, KSTACK_TOP - 40, bad_rips[i]);
+		assert_int_equal(chain_length(f, TSS), 2);
+	}
+	put(f, KSTACK_TOP - 40, USER_RIP);
+
+	put(f, KSTACK_TOP - 16, KSTACK + 0x100);
+	assert_int_equal(chain_length(f, TSS), 2);
+	put(f, KSTACK_TOP - 16, 0xffff800000000000ULL);
+	assert_int_equal(chain_length(f, TSS), 2);
+	put(f, KSTACK_TOP - 16, USER_RSP);
+	assert_int_equal(chain_length(f, TSS), 6);
+
+	/* The kernel chain's outermost frame saved no RBP: no user frame pointer to go on from. */
+	frame(f, KSTACK + 0x200, 0, KTEXT + 0x20);
+	assert_int_equal(chain_length(f, TSS), 2);
+	fake_free(f);
+}
+
+/* A chain of the maximum length never writes past it; the marker and RIP come with room for a user frame. */
+static void test_callchain_max(void **state)
+{
+	struct fake *f = callchain_fake();
+	/* Counts for max 0..7: the kernel frames fill up to 2, the user side needs 3 more places. */
+	static const unsigned int expected[] = { 0, 1, 2, 2, 2, 5, 6, 6 };
+	uint64_t cs[CHAIN_MAX + 1];
+
+	(void)state;
+	for (unsigned int max = 0; max < sizeof(expected) / sizeof(expected[0]); max++) {
+		unsigned int n = kernel_callchain(f, TSS, cs, max);
+
+		assert_int_equal(n, expected[max]);
+		assert_memory_equal(cs, full_chain, n * sizeof(uint64_t));
+		for (unsigned int i = n; i <= CHAIN_MAX; i++)
+			assert_int_equal(cs[i], POISON);
+	}
+	fake_free(f);
+}
+
+/* RSP0 read at the last bytes of a page and of the address space. */
+static void test_callchain_tss_edges(void **state)
+{
+	struct fake *f = callchain_fake();
+	uint64_t top = KSTACK_TOP;
+
+	(void)state;
+	/* RSP0 as the page's last word; then one byte further, across into the next page (mapped, after it in RAM). */
+	put(f, TSS + 0xff8, KSTACK_TOP);
+	assert_int_equal(chain_length(f, TSS + 0xff4), 6);
+	map_page(f, TSS + 4096, TSS_GPA + 4096, 1, P | RW | XD);
+	memcpy(f->mem.base + TSS_GPA + 0xff9, &top, sizeof(top));
+	assert_int_equal(chain_length(f, TSS + 0xff5), 2);
+	memcpy(f->mem.base + TSS_GPA + 0xffc, &top, sizeof(top));
+	assert_int_equal(chain_length(f, TSS + 0xff8), 2);
+
+	/* The top page of the address space and page 0, both supervisor-only. */
+	map_page(f, TOP_PAGE, 0xc4000, 1, P | RW | XD);
+	map_page(f, 0, 0xc5000, 1, P | RW | XD);
+	put(f, TOP_PAGE + 0xff8, KSTACK_TOP);
+	assert_int_equal(chain_length(f, UINT64_MAX - 11), 6);
+	/* tss_base + 4 past 2^64 wraps to page 0, where a valid RSP0 waits: refused. */
+	put(f, 0, KSTACK_TOP);
+	for (uint64_t back = 0; back <= 10; back++)
+		assert_int_equal(chain_length(f, UINT64_MAX - back), 2);
+	/* tss_base 0 says there is no TSS, even when page 0 would hold a valid RSP0. */
+	put(f, 4, KSTACK_TOP);
+	assert_int_equal(chain_length(f, 0), 2);
+	fake_free(f);
+}
+
+/* The interrupt frame at the bottom of the address space: RSP0 48 fits it, 40..47 would wrap below 0. */
+static void test_callchain_frame_wrap(void **state)
+{
+	struct fake *f = callchain_fake();
+
+	(void)state;
+	map_page(f, TOP_PAGE, 0xc4000, 1, P | RW | XD);
+	map_page(f, 0, 0xc5000, 1, P | RW | XD);
+	put_iret_frame(f, 8, USER_RIP, USER_CS, USER_RSP);
+	put(f, TSS + 4, 48);
+	assert_int_equal(chain_length(f, TSS), 6);
+	/*
+	 * RSP0 40 aligns down to 32; a frame 40 below that starts at 2^64 - 8,
+	 * and its words would be read at 2^64 - 8 (RIP), 0 (CS) and 16 (RSP).
+	 */
+	put(f, TOP_PAGE + 0xff8, USER_RIP);
+	put(f, 0, USER_CS);
+	put(f, 16, USER_RSP);
+	for (uint64_t rsp0 = 40; rsp0 < 48; rsp0++) {
+		put(f, TSS + 4, rsp0);
+		assert_int_equal(chain_length(f, TSS), 2);
+	}
+	fake_free(f);
+}
+
+/* A random interrupt-frame word: often right, often almost right, sometimes anything. */
+static uint64_t rnd_frame_word(uint64_t good, uint64_t near)
+{
+	switch (rnd() & 7) {
+	case 0:
+		return rnd();
+	case 1:
+		return rnd_gva();
+	case 2:
+		return 0;
+	case 3:
+		return near + (rnd() & 0x3fff);
+	default:
+		return good;
+	}
+}
+
+static void test_fuzz_callchain(void **state)
+{
+	struct fake *f = callchain_fake();
+	uint64_t cs[KP_CALLCHAIN_MAX + 1];
+	unsigned int user_sides = 0, user_frames = 0;
+
+	(void)state;
+	for (unsigned int iter = 0; iter < 2000; iter++) {
+		fill_random_stack(f, false);
+		fill_random_stack(f, true);
+		for (uint64_t off = 0; off < 4096; off += 8)
+			put(f, TSS + off, rnd_frame_word(KSTACK_TOP - (rnd() & 0xff), KSTACK));
+		uint64_t rsp0 = rnd_frame_word(KSTACK_TOP - (rnd() & 0xff), KSTACK);
+		uint64_t frame_at = (rsp0 & ~15ULL) - 40;
+
+		put(f, TSS + 4, rsp0);
+		if (frame_at >= KSTACK && frame_at <= KSTACK_TOP - 40)
+			put_iret_frame(f, frame_at, rnd_frame_word(USER_RIP, UTEXT), rnd_frame_word(USER_CS, 0x10),
+				       rnd_frame_word(USER_RSP, USTACK));
+
+		uint64_t tss_base = (rnd() & 3) ? TSS : rnd_frame_word(UINT64_MAX - (rnd() & 15), TSS);
+		uint64_t rsp = KSTACK + (rnd() % (4 * 4096));
+		uint64_t rbp = rsp + (rnd() % 64) * 8;
+
+		/* Half the time a kernel chain that ends at some RBP, often into the random user stack. */
+		if (rnd() & 1) {
+			frame(f, KSTACK + 0x100, KSTACK + 0x200, KTEXT + 0x10);
+			frame(f, KSTACK + 0x200, rnd_frame_word(USTACK + (rnd() % (4 * 4096) & ~7ULL), USTACK),
+			      KTEXT + 0x20);
+			rsp = KSTACK + 0x80;
+			rbp = KSTACK + 0x100;
+		}
+		unsigned int max = rnd() % (KP_CALLCHAIN_MAX + 1);
+		unsigned int n, marker = max;
+
+		cs[max] = POISON;
+		n = guest_callchain(&f->mem, &f->pg, false, rsp, rbp, tss_base, cs, max);
+		assert_true(n <= max);
+		assert_int_equal(cs[max], POISON);
+		for (unsigned int i = 0; i < n; i++) {
+			if (cs[i] == GUEST_STACK_CONTEXT_USER) {
+				/* One marker, followed by the RIP and room for a user frame, all in the lower half. */
+				assert_int_equal(marker, max);
+				marker = i;
+				assert_true(i + 2 <= n && i + 3 <= max);
+				user_sides++;
+			} else if (marker < max) {
+				assert_true(cs[i] != 0 && cs[i] >> 63 == 0);
+				user_frames++;
+			} else {
+				assert_true(cs[i] >> 63 == 1); /* the fixture's kernel text */
+			}
+		}
+	}
+	/* Not a property: a sign the loop gets past the checks to the user side. */
+	assert_true(user_sides > 0 && user_frames > user_sides);
+	print_message("callchain fuzz: %u user sides, %u user frames\n", user_sides, user_frames);
 	fake_free(f);
 }
 
@@ -682,6 +1072,14 @@ int main(void)
 		cmocka_unit_test(test_stack_privilege),
 		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_fuzz_stack),
+		cmocka_unit_test(test_callchain_user_side),
+		cmocka_unit_test(test_callchain_low_kernel),
+		cmocka_unit_test(test_callchain_user_sample),
+		cmocka_unit_test(test_callchain_refusals),
+		cmocka_unit_test(test_callchain_max),
+		cmocka_unit_test(test_callchain_tss_edges),
+		cmocka_unit_test(test_callchain_frame_wrap),
+		cmocka_unit_test(test_fuzz_callchain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
