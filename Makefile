@@ -108,7 +108,10 @@ deps:
 RUN_DIR := $(BUILD)/run
 # The demos' counted regions in the exact backend's emulator, sampled from
 # inside and outside at once, sized to keep make run well under a minute.
-RUN_EXACT_WORK := :/bin/matmul+96+20:/bin/hash+150
+# The exit-heavy demo of the cross-layer profile: 300 lines to the console,
+# each byte one OUT to port 0x3f8 that the VMM handles.
+RUN_EXIT_WORK := :/bin/exitloop+console+300
+RUN_EXACT_WORK := :/bin/matmul+96+20:/bin/hash+150$(RUN_EXIT_WORK)
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/kvmprof guest
 	@mkdir -p $(RUN_DIR)
@@ -119,7 +122,7 @@ run: deps
 		backend=exact; \
 	fi; \
 	sock=$(RUN_DIR)/vmm.sock; rm -f $$sock $(RUN_DIR)/system.data; \
-	if [ $$backend = exact ]; then work=$(RUN_EXACT_WORK); else work=; fi; \
+	if [ $$backend = exact ]; then work=$(RUN_EXACT_WORK); else work=:/bin/matmul:/bin/hash$(RUN_EXIT_WORK); fi; \
 	echo "run: $(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock" \
 		"--agent-channel $(RUN_DIR)/agent.data --cmdline start=/bin/agent$$work &"; \
 	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock \
@@ -127,7 +130,7 @@ run: deps
 		--agent-channel $(RUN_DIR)/agent.data --cmdline "start=/bin/agent$$work" & vmm=$$!; \
 	for i in $$(seq 200); do [ -S $$sock ] && break; sleep 0.01; done; \
 	echo "run: $(BUILD)/kvmprof record --vm $$sock -g -q -o $(RUN_DIR)/system.data &"; \
-	$(BUILD)/kvmprof record --vm $$sock -g -q -o $(RUN_DIR)/system.data & rec=$$!; \
+	$(BUILD)/kvmprof record --vm $$sock -g -q $(RUN_RECORD_EXTRA) -o $(RUN_DIR)/system.data & rec=$$!; \
 	wait $$vmm; status=$$?; wait $$rec; \
 	if [ $$status != 0 ]; then echo "run: kvmprof-vmm exited $$status"; exit $$status; fi
 	@echo
@@ -144,6 +147,18 @@ run: deps
 		--format svg -o $(RUN_DIR)/system-wide.svg
 	@head -n 30 $(RUN_DIR)/system-wide.txt
 	@echo "(whole report: $(RUN_DIR)/system-wide.txt; flame graph: $(RUN_DIR)/system-wide.svg)"
+	@echo
+	@echo "== cross-layer: the exit-heavy demo (exitloop: every console byte is an OUT to port 0x3f8)"
+	@echo "-- its own time, from the process down (kvmprof report --drill exitloop)"
+	@$(BUILD)/kvmprof report -i $(RUN_DIR)/system.data --guest-root $(BUILD)/guest --drill exitloop \
+		-o $(RUN_DIR)/drill-exitloop.txt
+	@sed -n '/^ step/,$$p' $(RUN_DIR)/drill-exitloop.txt
+	@echo "-- the host time of its console exits, from the exit down (--drill '[exit: io out 0x3f8]')"
+	@$(BUILD)/kvmprof report -i $(RUN_DIR)/system.data --guest-root $(BUILD)/guest \
+		--drill '[exit: io out 0x3f8]' -o $(RUN_DIR)/drill-exit.txt
+	@sed -n '1p;/^ step/,$$p' $(RUN_DIR)/drill-exit.txt
+	@echo "(the flame graph shows both: exit frames are yellow, between the guest's frames and the VMM's;"
+	@echo " how to read it: docs/host-profiler.md, \"Cross-layer stacks\")"
 
 clean:
 	rm -rf $(BUILD)

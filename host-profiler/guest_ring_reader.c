@@ -145,6 +145,15 @@ int guest_rings_drain(struct guest_rings *g, struct kp_writer *w)
 	return 0;
 }
 
+uint64_t guest_rings_exits_dropped(const struct guest_rings *g)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; g->map && i < g->nr_rings; i++)
+		n += __atomic_load_n(&ring_ctl(g, i)->exits_dropped, __ATOMIC_RELAXED);
+	return n;
+}
+
 uint64_t guest_rings_lost(const struct guest_rings *g)
 {
 	uint64_t lost = 0;

@@ -35,5 +35,7 @@ int guest_rings_drain(struct guest_rings *g, struct kp_writer *w);
 
 /* Records the producers dropped for want of space, all rings (their `lost` counters). */
 uint64_t guest_rings_lost(const struct guest_rings *g);
+/* VM_EXIT records the VMM left out to keep room for samples (not in lost: no sample was lost). */
+uint64_t guest_rings_exits_dropped(const struct guest_rings *g);
 
 #endif

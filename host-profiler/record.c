@@ -406,6 +406,10 @@ static int write_epilogue(struct hrec *R)
 			snprintf(buf, sizeof(buf), "%" PRIu64, R->capture_max_ns);
 			r = kp_writer_meta(R->w, "guest_capture_max_ns", buf);
 		}
+		if (!r) {
+			snprintf(buf, sizeof(buf), "%" PRIu64, guest_rings_exits_dropped(&R->gr));
+			r = kp_writer_meta(R->w, "vm_exits_dropped", buf);
+		}
 		if (!r && lost) {
 			struct kp_rec_lost l = { .event_id = HOST_EVENT_ID, .lost = lost };
 

@@ -170,8 +170,13 @@ int host_report_exits(FILE *out, const struct profile *p)
 {
 	static const char *const titles[] = { "by reason", "by guest function (at the exit's RIP) and reason",
 					      "by guest process" };
+	const char *dropped = NULL;
 	uint64_t host_ns = 0;
 	int rc = 0;
+
+	for (size_t i = 0; i < p->nr_meta; i++)
+		if (!strcmp(p->meta[i].key, "vm_exits_dropped"))
+			dropped = p->meta[i].value;
 
 	for (size_t i = 0; i < p->nr_exits; i++)
 		host_ns += p->exits[i].end - p->exits[i].time;
@@ -185,8 +190,9 @@ int host_report_exits(FILE *out, const struct profile *p)
 	}
 	fprintf(out, "host ms: exit to next entry; VMM user, host kern: the vCPU thread's host samples in those "
 		     "intervals x their period; waiting: the rest (off CPU, or too short for the sampling rate).\n"
-		     "Records lost in the rings (%" PRIu64 " with the samples) are missing here.\n",
-		p->lost);
+		     "Not here: %s exit records the VMM left out to keep ring room for samples, and records lost "
+		     "in the rings (%" PRIu64 ", counted with the samples).\n",
+		dropped ? dropped : "?", p->lost);
 	for (enum split sp = BY_REASON; sp <= BY_PROCESS; sp++) {
 		struct exit_table t = { 0 };
 

@@ -54,7 +54,8 @@ struct kp_ring_ctl {
 	uint64_t head;    /* bytes ever written (producer) */
 	uint64_t lost;    /* records dropped for want of space (producer) */
 	uint64_t written; /* records ever written (producer) */
-	uint64_t pad0[5];
+	uint64_t exits_dropped; /* VM_EXIT records left out to keep room for samples (producer; not in lost) */
+	uint64_t pad0[4];
 	uint64_t tail; /* bytes ever consumed (consumer), on its own cache line */
 	uint64_t pad1[7];
 };

@@ -333,6 +333,7 @@ static const char *control_sample_stop(struct control_session *ses, struct json_
 	control_put_u64(r, "lost", t.lost);
 	control_put_u64(r, "records", t.records);
 	control_put_u64(r, "vm_exits", t.vm_exits);
+	control_put_u64(r, "vm_exits_dropped", t.vm_exits_dropped);
 	control_put_u64(r, "capture_mean_ns", t.capture_mean_ns);
 	control_put_u64(r, "capture_max_ns", t.capture_max_ns);
 	return NULL;

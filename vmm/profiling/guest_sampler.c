@@ -163,7 +163,11 @@ static void gs_seal(uint8_t *rec, uint32_t type, uint32_t size)
  * mapping and may write anything into it, so only its tail is read, and a
  * tail that makes no sense counts as a full ring.
  */
-static bool gs_put(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t size)
+/*
+ * Appends a record; false (counted in lost) if it does not fit. `keep`:
+ * bytes that must stay free after it, for records of a lower priority.
+ */
+static bool gs_put_keep(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t size, uint64_t keep)
 {
 	const uint64_t dsize = GUEST_SAMPLER_DATA_SIZE;
 	uint64_t tail = __atomic_load_n(&s->ctl->tail, __ATOMIC_ACQUIRE);
@@ -171,7 +175,9 @@ static bool gs_put(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t si
 
 	if (room < size)
 		need += room; /* a record never wraps: skip the end of the area */
-	if (tail > s->head || s->head - tail > dsize || dsize - (s->head - tail) < need) {
+	if (tail > s->head || s->head - tail > dsize || dsize - (s->head - tail) < need + keep) {
+		if (keep)
+			return false; /* the caller counts what it left out */
 		s->lost++;
 		gs_publish(s);
 		return false;
@@ -189,6 +195,11 @@ static bool gs_put(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t si
 	s->written++;
 	gs_publish(s);
 	return true;
+}
+
+static bool gs_put(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t size)
+{
+	return gs_put_keep(s, rec, size, 0);
 }
 
 static bool gs_put_comm(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t time, const char *comm)
@@ -416,8 +427,17 @@ static void gs_exit_end(struct guest_sampler_vcpu *s)
 	s->exit_pending = false;
 	x->end = gs_now();
 	gs_seal(s->xrec, KP_REC_VM_EXIT, size);
-	if (gs_put(s, s->xrec, size))
+	/*
+	 * Exits come far faster than samples: an exit record leaves a quarter
+	 * of the ring free, so that a flood of them (a guest writing to a
+	 * serial port) never costs a sample; what it leaves out is counted.
+	 */
+	if (gs_put_keep(s, s->xrec, size, GUEST_SAMPLER_DATA_SIZE / 4))
 		__atomic_store_n(&s->exits, s->exits + 1, __ATOMIC_RELAXED);
+	else {
+		__atomic_store_n(&s->exits_dropped, s->exits_dropped + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->ctl->exits_dropped, s->exits_dropped, __ATOMIC_RELAXED);
+	}
 }
 
 /*
@@ -623,6 +643,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		s->traced_pid_known = false;
 		s->exit_pending = false;
 		s->exits = 0;
+		s->exits_dropped = 0;
 		if (guest_procs_seen_init(&s->procs)) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;
@@ -687,6 +708,7 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 		t->lost += s->lost;
 		t->records += s->written;
 		t->vm_exits += s->exits;
+		t->vm_exits_dropped += s->exits_dropped;
 		ns += s->capture_ns;
 		nsamples += s->captures;
 		if (s->capture_max > t->capture_max_ns)
