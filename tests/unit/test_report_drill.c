@@ -259,6 +259,42 @@ static void test_drill_threshold(void **state)
 	profile_free(p);
 }
 
+/*
+ * Ties: between equally heavy children the smaller key wins whatever order
+ * the samples came in (pid 100 before pid 200, though 200's came first),
+ * and a child that holds only as much as its parent's own time is not
+ * followed: the parent is the bottleneck.
+ */
+static void test_drill_ties(void **state)
+{
+	static const uint64_t vmm_chain[] = { FX_BETA + 5 };
+	static const uint64_t kernel_chain[] = { FX_ALPHA + 2, FX_BETA + 5 };
+	struct profile_options opt = { .guest_root = dir, .cross_layer = true };
+	struct profile *p;
+	struct rendered r;
+
+	(void)state;
+	assert_int_equal(profile_new(&p, &opt), 0);
+	pf_world(p, native_elf);
+	pf_sample(p, KP_DOMAIN_NATIVE, 200, 200, 1 * MS, MS, PF_HOST_ENTRY + 8, KP_CPL_KERNEL, NULL, 0);
+	pf_sample(p, KP_DOMAIN_NATIVE, 200, 200, 2 * MS, MS, PF_HOST_ENTRY + 8, KP_CPL_KERNEL, NULL, 0);
+	pf_host_sample(p, 101, 3 * MS, FX_ALPHA + 1, KP_CPL_USER, vmm_chain, 1);
+	pf_host_sample(p, 101, 4 * MS, PF_HANDLE_IO + 8, KP_CPL_KERNEL, kernel_chain, 2);
+	assert_int_equal(profile_finish(p), 0);
+	r = drill(p, NULL, 5.0);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.text, "    0  100.0%    0.0%                all (the whole recording: the VM, the VMM, "
+				       "the host kernel for both)\n"
+				       "                          also  50.0%  :200 [200] (host process)\n"
+				       "    1   50.0%    0.0%  process       vmm [100] (host process)\n"
+				       "    2   50.0%    0.0%  VMM user      fx`beta\n"
+				       "    3   50.0%   25.0%  VMM user      fx`alpha\n"
+				       "                          also  25.0%  [kernel.kallsyms]`handle_io\n\n"));
+	assert_non_null(strstr(r.text, "\nultimate bottleneck: fx`alpha, VMM user: 25.0% self, 50.0% with its callees\n"));
+	free(r.text);
+	profile_free(p);
+}
+
 /* A START no stack has: -ECANCELED (it said why on stderr), nothing on out. */
 static void test_drill_start_not_found(void **state)
 {
@@ -431,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_drill_from_exit_frame),
 		cmocka_unit_test(test_drill_from_process),
 		cmocka_unit_test(test_drill_threshold),
+		cmocka_unit_test(test_drill_ties),
 		cmocka_unit_test(test_drill_start_not_found),
 		cmocka_unit_test(test_drill_no_samples),
 		cmocka_unit_test(test_exits_table),
