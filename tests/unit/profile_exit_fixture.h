@@ -107,6 +107,7 @@ static inline void pf_host_sample(struct profile *p, uint32_t tid, uint64_t time
 	pf_sample(p, KP_DOMAIN_NATIVE, PF_VMM_PID, tid, time, 1000000, ip, cpl, chain, n);
 }
 
+/* A VM exit of guest process pid (its tid the same) handled by vCPU thread host_tid in [time, end). */
 struct pf_exit {
 	uint32_t host_tid, pid;
 	uint64_t time, end, ip, detail;
@@ -121,6 +122,7 @@ static inline void pf_vm_exit(struct profile *p, const struct pf_exit *e)
 					     .end = e->end, .ip = e->ip, .detail = e->detail, .kind = e->kind,
 					     .cpl = e->cpl, .size = 1, .nr_callchain = e->chain_len };
 	size_t chain_bytes = e->chain_len * sizeof(uint64_t);
+	/* Bytes, not the struct with its callchain[]: the ASan build's -Warray-bounds misreads that copy. */
 	unsigned char *x = calloc(1, sizeof(head) + chain_bytes);
 
 	assert_non_null(x);

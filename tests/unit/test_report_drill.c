@@ -44,7 +44,8 @@ static int teardown(void **state)
  * Guest process spam (pid 7) writes to port 0x3f8 three times from the
  * guest kernel (twice in console_write, once in guest_syscall), each exit
  * 10 ms on the host; pmu (pid 8) reads MSR 0xc1 once from guest user code
- * (alpha), 1 ms. Host samples of 1 ms (cpu-clock) on vCPU thread 101:
+ * (alpha), 1 ms. Host samples of cpu-clock, each with a 1 ms period (the
+ * event's 500 Hz rate is not what counts), on vCPU thread 101:
  *   console_write's exits: 4 in the host kernel (handle_io), 2 in the VMM (alpha)
  *   guest_syscall's exit:  2 in the host kernel
  *   pmu's exit:            2 in the VMM: more than its 1 ms (nothing waits)
