@@ -219,6 +219,34 @@ static void test_exit_comm(void **state)
 	profile_free(p);
 }
 
+/*
+ * An exit is replayed in (time, stream order) with the process records: a
+ * guest exec recorded before an exit of the same time renamed the process
+ * the exit saw; one recorded after it did not.
+ */
+static void test_exit_comm_at_exec(void **state)
+{
+	struct kp_rec_comm exec = { .pid = PF_SPAM_PID, .tid = PF_SPAM_PID, .time = 5000,
+				    .flags = KP_COMM_GUEST | KP_COMM_EXEC, .comm = "spam2" };
+	struct profile *p = new_profile(true);
+
+	(void)state;
+	pf_add(p, KP_REC_COMM, &exec, sizeof(exec), false);
+	pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = PF_SPAM_PID, .time = 5000, .end = 6000,
+					 .ip = PF_CONSOLE_WRITE, .kind = KP_EXIT_IO_OUT, .detail = 0x3f8,
+					 .cpl = KP_CPL_KERNEL });
+	pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = PF_SPAM_PID, .time = 7000, .end = 8000,
+					 .ip = PF_CONSOLE_WRITE, .kind = KP_EXIT_IO_OUT, .detail = 0x3f8,
+					 .cpl = KP_CPL_KERNEL });
+	exec.time = 7000;
+	snprintf(exec.comm, sizeof(exec.comm), "spam3");
+	pf_add(p, KP_REC_COMM, &exec, sizeof(exec), false);
+	assert_int_equal(profile_finish(p), 0);
+	assert_string_equal(p->comms[p->exits[0].comm], "spam2");
+	assert_string_equal(p->comms[p->exits[1].comm], "spam2");
+	profile_free(p);
+}
+
 static void test_cross_layer_off(void **state)
 {
 	struct profile *p = scenario(false);
@@ -392,6 +420,7 @@ int main(void)
 		cmocka_unit_test(test_join_two_exits_out_of_order),
 		cmocka_unit_test(test_cross_layer_frames),
 		cmocka_unit_test(test_exit_comm),
+		cmocka_unit_test(test_exit_comm_at_exec),
 		cmocka_unit_test(test_cross_layer_off),
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_hostile_callchain_clamped),
