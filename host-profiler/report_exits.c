@@ -19,6 +19,7 @@
 #include "host_report.h"
 #include "keymap.h"
 #include "report.h"
+#include "utf8.h"
 
 struct exit_row {
 	uint32_t func, comm, pid; /* PROFILE_NONE where the table does not split by it */
@@ -154,6 +155,8 @@ static void print_table(FILE *out, const struct profile *p, const struct exit_ta
 		}
 		if (split != BY_REASON) {
 			snprintf(proc, sizeof(proc), "%s [%u]", p->comms[r->comm], r->pid);
+			/* The guest named its process: nothing for the terminal. */
+			utf8_sanitize(proc, '?', NULL);
 			fprintf(out, "  %-24s", proc);
 		}
 		if (split == BY_FUNCTION) {
