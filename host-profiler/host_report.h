@@ -26,8 +26,8 @@ const char *host_frame_layer(const struct profile *p, uint32_t func);
  * --drill: the CrossWalk walk down the cross-layer stacks from the whole
  * recording, or from the guest process or function `start`, following the
  * heaviest child while it holds at least threshold% of the start, to the
- * frame whose self time is the bottleneck. 0, -ENOENT (start found in no
- * stack: said on out... on stderr), or -errno.
+ * frame whose self time is the bottleneck. 0, -ECANCELED (no sample to
+ * start from: it said why on stderr), or -errno.
  */
 int host_report_drill(FILE *out, struct profile *p, const char *start, double threshold);
 

@@ -23,6 +23,7 @@
 #include "keymap.h"
 #include "report.h"
 #include "report_cli.h"
+#include "utf8.h"
 
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
@@ -327,6 +328,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 			layer_names[r->layer]);
 		if (by_process) {
 			snprintf(proc, sizeof(proc), "%s [%u]", p->comms[r->comm], r->pid);
+			/* A guest names its processes: no terminal escapes from it. */
+			utf8_sanitize(proc, '?', NULL);
 			fprintf(out, " %-28s", proc);
 		}
 		fprintf(out, " %-20s %s\n", p->images[p->funcs[r->func].image].name, report_func_name(p, r->func));

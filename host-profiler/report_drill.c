@@ -28,8 +28,9 @@
 
 #define ROOT 0u
 
-/* Node keys: a function id, or a process (domain, pid, command) with this bit set. */
+/* Node keys: a function id, or with this bit set an index into the tree's processes. */
 #define KEY_PROCESS (1ull << 63)
+#define KEY_NONE UINT64_MAX
 
 struct dnode {
 	uint32_t parent, first_child, next_sibling;
@@ -37,10 +38,19 @@ struct dnode {
 	uint64_t incl, self;
 };
 
+/* A process as the walk names it: a guest's and the host's pid 1 are two. */
+struct dproc {
+	uint32_t pid, comm;
+	uint8_t domain;
+};
+
 struct tree {
 	struct dnode *n;
 	size_t nr, cap;
 	struct keymap index;
+	struct dproc *procs;
+	size_t nr_procs, procs_cap;
+	struct keymap proc_index;
 };
 
 static uint32_t child(struct tree *t, uint32_t parent, uint64_t key)
@@ -56,28 +66,35 @@ static uint32_t child(struct tree *t, uint32_t parent, uint64_t key)
 	return (uint32_t)t->nr++;
 }
 
-/* The process a sample's work belongs to: the guest process behind an exit, else its own. */
-static uint64_t process_key(const struct profile *p, const struct profile_sample *s)
+/* The process a sample's work belongs to (the guest process behind an exit, else its own): its key, or KEY_NONE. */
+static uint64_t process_key(struct tree *t, const struct profile *p, const struct profile_sample *s)
 {
-	if (s->exit != PROFILE_NONE) {
-		const struct profile_exit *x = &p->exits[s->exit];
+	struct dproc d = { s->pid, s->comm, s->domain };
+	int64_t v;
 
-		return KEY_PROCESS | (uint64_t)KP_DOMAIN_GUEST << 62 | (uint64_t)x->pid << 31 | x->comm;
-	}
-	return KEY_PROCESS | (uint64_t)s->domain << 62 | (uint64_t)s->pid << 31 | s->comm;
+	if (s->exit != PROFILE_NONE)
+		d = (struct dproc){ p->exits[s->exit].pid, p->exits[s->exit].comm, KP_DOMAIN_GUEST };
+	v = keymap_get(&t->proc_index, (uint64_t)d.domain << 32 | d.pid, d.comm);
+	if (v >= 0)
+		return KEY_PROCESS | (uint64_t)v;
+	if (grow_array(&t->procs, &t->procs_cap, t->nr_procs + 1, sizeof(*t->procs)) ||
+	    keymap_put(&t->proc_index, (uint64_t)d.domain << 32 | d.pid, d.comm, (uint32_t)t->nr_procs))
+		return KEY_NONE;
+	t->procs[t->nr_procs] = d;
+	return KEY_PROCESS | t->nr_procs++;
 }
 
-static void process_label(char *buf, size_t len, const struct profile *p, uint64_t key)
+static void process_label(char *buf, size_t len, const struct profile *p, const struct tree *t, uint64_t key)
 {
-	uint32_t comm = (uint32_t)(key & 0x7fffffffu), pid = (uint32_t)(key >> 31) & 0x7fffffffu;
-	bool guest = (key >> 62 & 1) == KP_DOMAIN_GUEST;
+	const struct dproc *d = &t->procs[key & ~KEY_PROCESS];
 
-	snprintf(buf, len, "%s [%u] (%s)", p->comms[comm], pid, guest ? "guest process" : "host process");
+	snprintf(buf, len, "%s [%u] (%s)", p->comms[d->comm], d->pid,
+		 d->domain == KP_DOMAIN_GUEST ? "guest process" : "host process");
 }
 
-static bool process_matches(const struct profile *p, uint64_t key, const char *start)
+static bool process_matches(const struct profile *p, const struct tree *t, uint64_t key, const char *start)
 {
-	return !strcmp(p->comms[key & 0x7fffffffu], start);
+	return !strcmp(p->comms[t->procs[key & ~KEY_PROCESS].comm], start);
 }
 
 static bool func_matches(const struct profile *p, uint32_t func, const char *start)
@@ -118,17 +135,23 @@ static int64_t build(struct tree *t, const struct profile *p, const char *start)
 	t->n[ROOT] = (struct dnode){ .parent = PROFILE_NONE, .first_child = PROFILE_NONE, .next_sibling = PROFILE_NONE,
 				     .key = KEY_PROCESS };
 	t->nr = 1;
-	if (start)
-		for (size_t i = 0; i < p->nr_samples && !by_process; i++)
-			by_process = process_matches(p, process_key(p, &p->samples[i]), start);
+	for (size_t i = 0; start && i < p->nr_samples && !by_process; i++) {
+		uint64_t pk = process_key(t, p, &p->samples[i]);
+
+		if (pk == KEY_NONE)
+			return -ENOMEM;
+		by_process = process_matches(p, t, pk, start);
+	}
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
-		uint64_t pk = process_key(p, s);
+		uint64_t pk = process_key(t, p, s);
 		int64_t from = (int64_t)s->nr_frames - 1;
 		uint32_t node = ROOT;
 
 		if (start && by_process) {
-			if (!process_matches(p, pk, start))
+			if (pk == KEY_NONE)
+				return -ENOMEM;
+			if (!process_matches(p, t, pk, start))
 				continue;
 		} else if (start) {
 			while (from >= 0 && !func_matches(p, p->locs[p->frames[s->first_frame + (size_t)from]].func, start))
@@ -167,7 +190,7 @@ static void node_label(char *buf, size_t len, const struct profile *p, const str
 	else if (i == ROOT && key == KEY_PROCESS)
 		snprintf(buf, len, "%s (process)", start);
 	else if (key & KEY_PROCESS)
-		process_label(buf, len, p, key);
+		process_label(buf, len, p, t, key);
 	else if (p->images[p->funcs[key].image].vm_exit)
 		snprintf(buf, len, "%s", report_func_name(p, (uint32_t)key));
 	else
@@ -185,14 +208,31 @@ static const char *node_layer(const struct profile *p, const struct tree *t, uin
 	return key & KEY_PROCESS ? "process" : host_frame_layer(p, (uint32_t)key);
 }
 
-/* The heaviest child (ties: the smaller key, for output that does not change from run to run). */
+/* Whether child a goes before child b among equals: processes by (domain, pid, command), functions by id. */
+static bool before(const struct tree *t, uint32_t a, uint32_t b)
+{
+	uint64_t ka = t->n[a].key, kb = t->n[b].key;
+
+	if ((ka & KEY_PROCESS) && (kb & KEY_PROCESS)) {
+		const struct dproc *x = &t->procs[ka & ~KEY_PROCESS], *y = &t->procs[kb & ~KEY_PROCESS];
+
+		if (x->domain != y->domain)
+			return x->domain < y->domain;
+		if (x->pid != y->pid)
+			return x->pid < y->pid;
+		return x->comm < y->comm;
+	}
+	return ka < kb;
+}
+
+/* The heaviest child (ties: by before(), for output that does not change from run to run). */
 static uint32_t heaviest(const struct tree *t, uint32_t i)
 {
 	uint32_t best = PROFILE_NONE;
 
 	for (uint32_t c = t->n[i].first_child; c != PROFILE_NONE; c = t->n[c].next_sibling)
 		if (best == PROFILE_NONE || t->n[c].incl > t->n[best].incl ||
-		    (t->n[c].incl == t->n[best].incl && t->n[c].key < t->n[best].key))
+		    (t->n[c].incl == t->n[best].incl && before(t, c, best)))
 			best = c;
 	return best;
 }
@@ -306,5 +346,7 @@ int host_report_drill(FILE *out, struct profile *p, const char *start, double th
 out:
 	free(t.n);
 	keymap_free(&t.index);
+	free(t.procs);
+	keymap_free(&t.proc_index);
 	return rc;
 }

@@ -206,7 +206,7 @@ static void test_sample_stop(void **state)
 	(void)state;
 	ask("{\"cmd\":\"sample-start\"}");
 	assert_string_equal(ask("{\"cmd\":\"sample-stop\"}"),
-			    "{\"ok\":true,\"samples\":3,\"lost\":0,\"records\":4,\"vm_exits\":0,\"capture_mean_ns\":0,"
+			    "{\"ok\":true,\"samples\":3,\"lost\":0,\"records\":4,\"vm_exits\":0,\"vm_exits_dropped\":0,\"capture_mean_ns\":0,"
 			    "\"capture_max_ns\":0}");
 	assert_false(ses.sampling);
 }

@@ -339,7 +339,8 @@ static void test_exits_table(void **state)
 	static const char want[] =
 	"kvmprof exit cost: 4 VM exits, 31.00 ms of host time from exit to next entry; 10 host samples in those intervals\n"
 	"host ms: exit to next entry; VMM user, host kern: the vCPU thread's host samples in those intervals x their period; waiting: the rest (off CPU, or too short for the sampling rate).\n"
-	"Records lost in the rings (0 with the samples) are missing here.\n"
+	"Not here: ? exit records the VMM left out to keep ring room for samples, and records lost in the rings (0, "
+	"counted with the samples).\n"
 	"\n"
 	"by reason\n"
 	"    exits    host ms   VMM user  host kern    waiting  samples  reason              \n"
@@ -416,8 +417,8 @@ static void test_exits_none(void **state)
 	r = exits(p);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.text, "kvmprof exit cost: 0 VM exits, 0.00 ms of host time from exit to next entry; 0 host "
-				    "samples in those intervals\n(the recording has no VM exit records: recorded by kvmprof "
-				    "record before 1.4, or the VM made no exit while it ran)\n");
+				    "samples in those intervals\n(the recording has no VM exit records: recorded with --no-exits "
+				    "or by a kvmprof before sample file 1.4, or the VM made no exit while it ran)\n");
 	free(r.text);
 	profile_free(p);
 }
