@@ -246,7 +246,7 @@ static double pct(uint64_t n, uint64_t total)
 static void print_others(FILE *out, const struct profile *p, const struct tree *t, uint32_t i, uint32_t chosen,
 			 uint64_t total, uint64_t min, const char *start)
 {
-	uint32_t shown[4];
+	uint32_t shown[4] = { 0 };
 	size_t n = 0;
 	char label[320];
 
@@ -329,8 +329,8 @@ int host_report_drill(FILE *out, struct profile *p, const char *start, double th
 
 		if (!*layer || (key & KEY_PROCESS))
 			continue;
-		if (!prev || strcmp(prev, layer))
-			fprintf(out, "%s\n  %s:", k ? "" : "", layer);
+		if (!prev || strcmp(prev, layer) != 0)
+			fprintf(out, "\n  %s:", layer);
 		else
 			fprintf(out, " ->");
 		fprintf(out, " %s", report_func_name(p, (uint32_t)key));
