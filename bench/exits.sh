@@ -44,14 +44,16 @@ run() {
 	[ -S "$sock" ] || fail "$1: the VMM made no control socket: $(head -c 300 "$tmp/vmm.err")"
 	case $3 in
 	none) ;;
-	exits) "$KVMPROF" record --vm "$sock" -g -q -o "$tmp/rec.data" 2>"$tmp/rec.err" ;;
-	noexits) "$KVMPROF" record --vm "$sock" -g -q --no-exits -o "$tmp/rec.data" 2>"$tmp/rec.err" ;;
+	exits) "$KVMPROF" record --vm "$sock" -q -o "$tmp/rec.data" 2>"$tmp/rec.err" ;;
+	noexits) "$KVMPROF" record --vm "$sock" -q --no-exits -o "$tmp/rec.data" 2>"$tmp/rec.err" ;;
+	gexits) "$KVMPROF" record --vm "$sock" -g -q -o "$tmp/rec.data" 2>"$tmp/rec.err" ;;
+	gnoexits) "$KVMPROF" record --vm "$sock" -g -q --no-exits -o "$tmp/rec.data" 2>"$tmp/rec.err" ;;
 	esac
 	wait "$vmm_pid"
 	vmm_pid=
 	ms=$(sed -n 's/^exitloop: .* in \([0-9]*\) ms$/\1/p' "$tmp/console")
 	[ -n "$ms" ] || fail "$1 ($3): exitloop printed no time: $(tail -c 300 "$tmp/console")"
-	if [ "$3" = exits ]; then
+	if [ "$3" = exits ] || [ "$3" = gexits ]; then
 		exits=$("$KVMPROF" report -i "$tmp/rec.data" --exits 2>/dev/null | sed -n 's/^kvmprof exit cost: \([0-9]*\) VM exits.*/\1/p')
 	fi
 	echo "$ms ${exits:-0}"
@@ -60,30 +62,33 @@ run() {
 [ -x "$VMM" ] && [ -x "$KVMPROF" ] || fail "build the VMM and kvmprof first (make bench-exits does)"
 echo "## Exit attribution: the cost of the VM exit records"
 echo
-echo "\`kvmprof record -g\` (exit records on, the default) against \`kvmprof record -g --no-exits\` and no"
-echo "recorder, on 1 vCPU, $RUNS alternating runs each, medians of the loop's own guest time (bench/exits.sh)."
+echo "\`kvmprof record\` (exit records on, the default) against \`kvmprof record --no-exits\`, without and with"
+echo "-g, and no recorder, on 1 vCPU, $RUNS alternating runs each, medians of the loop's own guest time"
+echo "(bench/exits.sh)."
 echo
-echo "| workload | no recorder ms | --no-exits ms | with exit records ms | extra slowdown of the records | exits recorded per s | cost per exit |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| workload | record | no recorder ms | --no-exits ms | with exit records ms | extra slowdown of the records | exits recorded per s | cost per exit |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for w in console msr; do
 	case $w in
 	console) cmdline="quiet start=/bin/exitloop:console:1500:$PAUSE" ;;
 	msr) cmdline="quiet pmutest start=/bin/exitloop:msr:10000:$PAUSE" ;;
 	esac
-	: >"$tmp/none" ; : >"$tmp/noexits" ; : >"$tmp/exits"
+	for c in none noexits exits gnoexits gexits; do : >"$tmp/$c"; done
 	for i in $(seq "$RUNS"); do
-		for c in none noexits exits; do
+		for c in none noexits exits gnoexits gexits; do
 			run "$w" "$cmdline" $c >>"$tmp/$c" || exit 1
 		done
 		echo "bench-exits: $w run $i/$RUNS done" >&2
 	done
 	none=$(cut -d' ' -f1 "$tmp/none" | median)
-	noex=$(cut -d' ' -f1 "$tmp/noexits" | median)
-	ex=$(cut -d' ' -f1 "$tmp/exits" | median)
-	nexits=$(cut -d' ' -f2 "$tmp/exits" | median)
-	awk -v w="$w" -v none="$none" -v noex="$noex" -v ex="$ex" -v n="$nexits" 'BEGIN {
-		printf "| %s | %.0f | %.0f | %.0f | %+.1f%% | %.0f | %.2f us |\n", w, none, noex, ex,
-			100 * (ex - noex) / noex, n / (ex / 1000), n ? (ex - noex) * 1000 / n : 0 }'
+	for g in "" g; do
+		noex=$(cut -d' ' -f1 "$tmp/${g}noexits" | median)
+		ex=$(cut -d' ' -f1 "$tmp/${g}exits" | median)
+		nexits=$(cut -d' ' -f2 "$tmp/${g}exits" | median)
+		awk -v w="$w" -v g="${g:+-g}" -v none="$none" -v noex="$noex" -v ex="$ex" -v n="$nexits" 'BEGIN {
+			printf "| %s | %s | %.0f | %.0f | %.0f | %+.1f%% | %.0f | %.2f us |\n", w, g ? g : "default", none, noex,
+				ex, 100 * (ex - noex) / noex, n / (ex / 1000), n ? (ex - noex) * 1000 / n : 0 }'
+	done
 done
 echo
 echo "(exits recorded: the whole recording's, the loop's and the boot's last ones; the per-exit cost divides"

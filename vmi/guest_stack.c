@@ -111,6 +111,25 @@ static int read_kernel_word(const struct vmi_mem *mem, const struct guest_paging
 	return vmi_mem_read(mem, t.gpa, val, sizeof(*val));
 }
 
+/*
+ * The interrupt frame's RIP, CS and RSP (frame, +8, +24): one translation
+ * when the frame lies in one page (it is on every exit's path), a word at
+ * a time when it straddles two.
+ */
+static int read_kernel_frame(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t frame, uint64_t *rip,
+			     uint64_t *cs, uint64_t *rsp)
+{
+	struct guest_translation t;
+
+	if ((frame & PAGE_MASK) > PAGE_MASK - 31 || !guest_walk_canonical(pg, frame))
+		return read_kernel_word(mem, pg, frame, rip) || read_kernel_word(mem, pg, frame + 8, cs) ||
+		       read_kernel_word(mem, pg, frame + 24, rsp) ? -EFAULT : 0;
+	if (guest_walk_translate(mem, pg, frame, &t) || t.user)
+		return -EFAULT;
+	return vmi_mem_read(mem, t.gpa, rip, sizeof(*rip)) || vmi_mem_read(mem, t.gpa + 8, cs, sizeof(*cs)) ||
+	       vmi_mem_read(mem, t.gpa + 24, rsp, sizeof(*rsp)) ? -EFAULT : 0;
+}
+
 unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_paging *pg, bool user, uint64_t rsp,
 			     uint64_t rbp, uint64_t tss_base, uint64_t *callers, unsigned int max)
 {
@@ -137,8 +156,7 @@ unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_pagin
 	if ((rsp0 & ~15ull) < 40)
 		return n;
 	frame = (rsp0 & ~15ull) - 40;
-	if (read_kernel_word(mem, pg, frame + 8, &cs) || (cs & 3) != 3 ||
-	    read_kernel_word(mem, pg, frame, &user_rip) || read_kernel_word(mem, pg, frame + 24, &user_rsp))
+	if (read_kernel_frame(mem, pg, frame, &user_rip, &cs, &user_rsp) || (cs & 3) != 3)
 		return n;
 	/*
 	 * A RIP the CPU ran at is canonical (which also keeps RIP + 1 in the
