@@ -165,15 +165,50 @@ int profile_new(struct profile **out, const struct profile_options *opt)
 	return 0;
 }
 
-static int cmp_sample_order(const void *a, const void *b, void *arg)
+/*
+ * Sorts order[0..n) (0..n-1 on entry) by the samples' times, stably, so
+ * that equal times keep their stream order: an LSD radix sort, a byte a
+ * pass, skipping the bytes every time shares. A system-wide recording
+ * interleaves host and guest rings and its exits, ~10^6 of each: this is
+ * several times faster than qsort with a comparison callback.
+ */
+static int sort_by_time(const struct profile *p, uint32_t *order, size_t n)
 {
-	const struct profile *p = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	const struct profile_sample *sx = &p->samples[x], *sy = &p->samples[y];
+	struct key {
+		uint64_t time;
+		uint32_t index;
+	} *a = malloc((n ? n : 1) * sizeof(*a)), *b = malloc((n ? n : 1) * sizeof(*b)), *t;
+	uint64_t all_or = 0, all_and = UINT64_MAX;
 
-	if (sx->time != sy->time)
-		return sx->time < sy->time ? -1 : 1;
-	return x < y ? -1 : x > y;
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return -ENOMEM;
+	}
+	/* The keys side by side: the passes then read memory in order. */
+	for (size_t i = 0; i < n; i++) {
+		a[i] = (struct key){ p->samples[order[i]].time, order[i] };
+		all_or |= a[i].time;
+		all_and &= a[i].time;
+	}
+	for (unsigned int shift = 0; shift < 64; shift += 8) {
+		size_t count[257] = { 0 };
+
+		if (!(((all_or ^ all_and) >> shift) & 0xff))
+			continue; /* every time has the same byte here */
+		for (size_t i = 0; i < n; i++)
+			count[((a[i].time >> shift) & 0xff) + 1]++;
+		for (int k = 0; k < 256; k++)
+			count[k + 1] += count[k];
+		for (size_t i = 0; i < n; i++)
+			b[count[(a[i].time >> shift) & 0xff]++] = a[i];
+		t = a, a = b, b = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = a[i].index;
+	free(a);
+	free(b);
+	return 0;
 }
 
 int profile_finish(struct profile *p)
@@ -250,8 +285,8 @@ int profile_finish(struct profile *p)
 		if (i && p->samples[i].time < p->samples[i - 1].time)
 			sorted = false;
 	}
-	if (!sorted)
-		qsort_r(order, nr, sizeof(*order), cmp_sample_order, p);
+	if (!sorted && sort_by_time(p, order, nr))
+		goto out;
 
 	nr_samples = p->nr_samples;
 	if (profile_replay(p, order, nr, sample_mm))

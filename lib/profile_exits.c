@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "keymap.h"
 #include "profile_state.h"
 
 int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
@@ -63,32 +64,42 @@ void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail)
 		snprintf(buf, len, "%s %#llx", names[kind], (unsigned long long)detail);
 }
 
-/* Each exit's own frame: one pseudo function per distinct description. */
+/* Each exit's own frame: one pseudo function per distinct (kind, detail), named once. */
 static int exit_frames(struct profile *p)
 {
+	struct keymap by_reason = KEYMAP_INIT;
 	uint32_t img = PROFILE_NONE;
 	char name[64], desc[48];
+	int rc = -ENOMEM;
 
 	for (size_t i = 0; i < p->nr_exits; i++) {
 		struct profile_exit *x = &p->exits[i];
+		int64_t v = keymap_get(&by_reason, x->kind, x->detail);
 		const char *s;
 
+		if (v >= 0) {
+			x->loc = (uint32_t)v;
+			continue;
+		}
 		if (img == PROFILE_NONE) {
 			img = profile_image_id(p, NULL, "[vm exit]", NULL, 0, false, KP_DOMAIN_NATIVE);
 			if (img == PROFILE_NONE)
-				return -ENOMEM;
+				goto out;
 			p->images[img].vm_exit = true;
 		}
 		profile_exit_describe(desc, sizeof(desc), x->kind, x->detail);
 		snprintf(name, sizeof(name), "[exit: %s]", desc);
 		s = profile_intern(p, name);
 		if (!s)
-			return -ENOMEM;
+			goto out;
 		x->loc = profile_pseudo_loc(p, img, s, x->detail);
-		if (x->loc == PROFILE_NONE)
-			return -ENOMEM;
+		if (x->loc == PROFILE_NONE || keymap_put(&by_reason, x->kind, x->detail, x->loc))
+			goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	keymap_free(&by_reason);
+	return rc;
 }
 
 static int cmp_exit_order(const void *a, const void *b, void *arg)
@@ -101,6 +112,71 @@ static int cmp_exit_order(const void *a, const void *b, void *arg)
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The exits by (vCPU thread, time). Each vCPU's ring is written in time
+ * order, so the exits of one thread mostly come in order already: a
+ * stable pass by thread (there are few) and a check of each thread's run
+ * replace a sort of them all; a run out of order (a crafted file) is sorted.
+ */
+static uint32_t *exit_order(const struct profile *p)
+{
+	struct keymap bucket_of = KEYMAP_INIT;
+	uint32_t *order = malloc(p->nr_exits * sizeof(*order)), *tids = NULL, *start = NULL;
+	size_t nr_tids = 0, cap = 0, i;
+	bool ok = false;
+
+	if (!order)
+		return NULL;
+	/* The distinct threads, then their buckets in thread order. */
+	for (i = 0; i < p->nr_exits; i++) {
+		uint32_t tid = p->exits[i].host_tid;
+
+		if (keymap_get(&bucket_of, tid, 0) >= 0)
+			continue;
+		if (grow_array(&tids, &cap, nr_tids + 1, sizeof(*tids)) || keymap_put(&bucket_of, tid, 0, 0))
+			goto out;
+		tids[nr_tids++] = tid;
+	}
+	qsort(tids, nr_tids, sizeof(*tids), cmp_u32);
+	start = calloc(nr_tids + 1, sizeof(*start));
+	if (!start)
+		goto out;
+	for (i = 0; i < nr_tids; i++)
+		if (keymap_put(&bucket_of, tids[i], 0, (uint32_t)i))
+			goto out;
+	for (i = 0; i < p->nr_exits; i++)
+		start[keymap_get(&bucket_of, p->exits[i].host_tid, 0) + 1]++;
+	for (i = 0; i < nr_tids; i++)
+		start[i + 1] += start[i];
+	for (i = 0; i < p->nr_exits; i++)
+		order[start[keymap_get(&bucket_of, p->exits[i].host_tid, 0)]++] = (uint32_t)i;
+	/* start[b] is now bucket b's end; each bucket's run is checked, and sorted if it must be. */
+	for (size_t b = 0, from = 0; b < nr_tids; from = start[b++]) {
+		for (i = from + 1; i < start[b]; i++)
+			if (p->exits[order[i]].time < p->exits[order[i - 1]].time)
+				break;
+		if (i < start[b])
+			qsort_r(order + from, start[b] - from, sizeof(*order), cmp_exit_order, (void *)p);
+	}
+	ok = true;
+out:
+	keymap_free(&bucket_of);
+	free(tids);
+	free(start);
+	if (!ok) {
+		free(order);
+		return NULL;
+	}
+	return order;
 }
 
 /* The exit whose interval holds a host sample of thread tid at time t, or PROFILE_NONE. */
@@ -136,12 +212,9 @@ int profile_join_exits(struct profile *p)
 		return -ENOMEM;
 	if (!ps->opt.cross_layer || !p->nr_exits)
 		return 0;
-	order = malloc(p->nr_exits * sizeof(*order));
+	order = exit_order(p);
 	if (!order)
 		return -ENOMEM;
-	for (i = 0; i < p->nr_exits; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, p->nr_exits, sizeof(*order), cmp_exit_order, p);
 
 	for (i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
