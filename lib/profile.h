@@ -198,7 +198,8 @@ uint32_t profile_comm(struct profile *p, const char *name);
 
 /*
  * An exit as its frame names it: "io out 0x3f8", "mmio write 0xfee000b0",
- * "msr read 0xc1", "hlt", "signal", "kvm reason 17".
+ * "msr read 0xc1", "hlt", "signal", "kvm debug" (KVM's reason by name where
+ * it has one), "kvm reason 26".
  */
 void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail);
 

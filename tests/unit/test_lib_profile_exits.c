@@ -289,7 +289,10 @@ static void test_describe(void **state)
 	expect_describe(KP_EXIT_MSR_WRITE, 0x38f, "msr write 0x38f");
 	expect_describe(KP_EXIT_HLT, 123, "hlt");
 	expect_describe(KP_EXIT_SIGNAL, 9, "signal");
-	expect_describe(KP_EXIT_OTHER, 17, "kvm reason 17");
+	expect_describe(KP_EXIT_OTHER, 17, "kvm internal error");
+	expect_describe(KP_EXIT_OTHER, 4, "kvm debug");
+	expect_describe(KP_EXIT_OTHER, 3, "kvm reason 3");
+	expect_describe(KP_EXIT_OTHER, 25, "kvm reason 25");
 	/* A kind from a newer recorder, or hostile: named by its number, never an index past the table. */
 	expect_describe(KP_EXIT_KIND_MAX + 1, 0x3f8, "kind 9");
 	expect_describe(255, 0, "kind 255");
