@@ -298,7 +298,13 @@ static void gs_attribute(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const 
 	}
 }
 
-static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight)
+/*
+ * One sample at this run's end. x: the exit record begun at this same
+ * exit (NULL: none), whose registers, process and stack the sample takes
+ * rather than reading and walking them a second time.
+ */
+static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t weight,
+		      const struct kp_rec_vm_exit *x)
 {
 	struct vm *vm = vcpu->vm;
 	struct guest_sampler *gs = &vm->sampler;
@@ -313,20 +319,30 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 	uint32_t pid, tid, size;
 	bool pg_ok;
 
-	if (!gs_regs(vcpu, s, &regs_buf, &sregs_buf, &regs, &sregs))
-		return;
-	gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &pid, &tid);
 	smp = (struct kp_rec_sample *)(s->rec + sizeof(struct kp_rec_header));
-	*smp = (struct kp_rec_sample){
-		.pid = pid, .tid = tid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
-		.period = weight * gs->period,
-		/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
-		.cpl = vcpu_cpl(sregs) == 3 ? KP_CPL_USER : KP_CPL_KERNEL,
-		.domain = KP_DOMAIN_GUEST,
-	};
-	if (gs->callgraph && pg_ok)
-		smp->nr_callchain = (uint16_t)guest_callchain(&ram, &pg, smp->cpl == KP_CPL_USER, regs->rsp, regs->rbp,
-							      sregs->tr.base, smp->callchain, KP_CALLCHAIN_MAX);
+	if (x) {
+		pid = x->pid;
+		tid = x->tid;
+		*smp = (struct kp_rec_sample){ .pid = pid, .tid = tid, .cpu = vcpu->id, .time = t0, .ip = x->ip,
+					       .period = weight * gs->period, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
+					       .nr_callchain = x->nr_callchain };
+		memcpy(smp->callchain, x->callchain, x->nr_callchain * sizeof(uint64_t));
+	} else {
+		if (!gs_regs(vcpu, s, &regs_buf, &sregs_buf, &regs, &sregs))
+			return;
+		gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &pid, &tid);
+		*smp = (struct kp_rec_sample){
+			.pid = pid, .tid = tid, .cpu = vcpu->id, .time = t0, .ip = regs->rip,
+			.period = weight * gs->period,
+			/* CS.RPL is the CPL in protected and long mode; real mode runs at 0. */
+			.cpl = vcpu_cpl(sregs) == 3 ? KP_CPL_USER : KP_CPL_KERNEL,
+			.domain = KP_DOMAIN_GUEST,
+		};
+		if (gs->callgraph && pg_ok)
+			smp->nr_callchain = (uint16_t)guest_callchain(&ram, &pg, smp->cpl == KP_CPL_USER, regs->rsp,
+								      regs->rbp, sregs->tr.base, smp->callchain,
+								      KP_CALLCHAIN_MAX);
+	}
 	size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*smp) + smp->nr_callchain * sizeof(uint64_t));
 	gs_seal(s->rec, KP_REC_SAMPLE, size);
 	if (gs_put(s, s->rec, size))
@@ -473,7 +489,8 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 		return;
 	periods = count / vcpu->vm->sampler.period;
 	if (periods > s->periods_seen) {
-		gs_sample(vcpu, s, periods - s->periods_seen);
+		gs_sample(vcpu, s, periods - s->periods_seen,
+			  s->exit_pending ? (const struct kp_rec_vm_exit *)(s->xrec + sizeof(struct kp_rec_header)) : NULL);
 		s->periods_seen = periods;
 	}
 }
