@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "kvm_exit_name.h"
 #include "keymap.h"
 #include "profile_state.h"
 
@@ -54,16 +55,13 @@ void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail)
 		[KP_EXIT_SIGNAL] = "signal", [KP_EXIT_HLT] = "hlt",
 	};
 
-	/* KVM's exit reasons (linux/kvm.h's KVM_EXIT_*) that reach a VMM and have no kind of their own. */
-	static const char *const kvm_reasons[] = {
-		[0] = "unknown", [1] = "exception", [4] = "debug", [7] = "irq window", [8] = "shutdown",
-		[9] = "fail entry", [17] = "internal error", [24] = "system event",
-	};
+	const char *reason = kind == KP_EXIT_OTHER && detail <= UINT32_MAX ? kvm_exit_reason_name((unsigned int)detail)
+									   : NULL;
 
 	if (kind > KP_EXIT_KIND_MAX)
 		snprintf(buf, len, "kind %u", kind);
-	else if (kind == KP_EXIT_OTHER && detail < sizeof(kvm_reasons) / sizeof(kvm_reasons[0]) && kvm_reasons[detail])
-		snprintf(buf, len, "kvm %s", kvm_reasons[detail]);
+	else if (reason)
+		snprintf(buf, len, "kvm %s", reason);
 	else if (kind == KP_EXIT_OTHER)
 		snprintf(buf, len, "%s %llu", names[kind], (unsigned long long)detail);
 	else if (kind == KP_EXIT_SIGNAL || kind == KP_EXIT_HLT)

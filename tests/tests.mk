@@ -90,7 +90,7 @@ PLUGIN_HOST_SRCS := vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_static.c
 # test stands in for the guest sampler. The plugin commands use the real
 # plugin host, with the test plugins.
 CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/control_plugins.c \
-                     vmm/profiling/control_exit_stats.c vmm/profiling/exit_stats.c \
+                     vmm/profiling/control_exit_stats.c vmm/profiling/exit_stats.c lib/kvm_exit_name.c \
                      $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_regs.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
@@ -133,7 +133,7 @@ UNIT_TESTS += $(BUILD)/tests/test_exit_stats
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_exit_stats
 
 $(eval $(call plain_and_asan,$(BUILD)/tests/test_exit_stats,\
-	tests/unit/test_exit_stats.c $(BUILD)/vmm/profiling/exit_stats.o $(BUILD)/vmm/trace.o,\
+	tests/unit/test_exit_stats.c $(BUILD)/vmm/profiling/exit_stats.o $(BUILD)/lib/kvm_exit_name.o $(BUILD)/vmm/trace.o,\
 	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
 
 # The --trace file: the VMM's writer (vmm/trace_file.c) against kvmprof's reader (lib/trace_read.c).

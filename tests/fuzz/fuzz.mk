@@ -72,7 +72,7 @@ $(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_ALL_SRCS:%.
 FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
                      $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/lib/trace_event_table.o \
                      $(FUZZ_OBJ)/vmm/profiling/control_exit_stats.o $(FUZZ_OBJ)/vmm/profiling/exit_stats.o \
-                     $(FUZZ_OBJ)/vmm/trace.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+                     $(FUZZ_OBJ)/lib/kvm_exit_name.o $(FUZZ_OBJ)/vmm/trace.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
 $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/vmm/profiling/control_exit_stats.o \
 $(FUZZ_OBJ)/vmm/profiling/exit_stats.o: FUZZ_CFLAGS += $(VMM_CFLAGS)

@@ -5,6 +5,7 @@
  * and vm_entry (the next entry: add the time since).
  */
 #include "exit_stats.h"
+#include "kvm_exit_name.h"
 
 #include <errno.h>
 #include <linux/kvm.h>
@@ -37,30 +38,21 @@ unsigned int exit_stats_slot_of(uint64_t reason, uint64_t err, uint64_t emulated
 
 const char *exit_stats_slot_name(unsigned int slot, char *buf, size_t bufsz)
 {
+	const char *name;
+
 	switch (slot) {
-	case KVM_EXIT_UNKNOWN: return "unknown";
-	case KVM_EXIT_EXCEPTION: return "exception";
-	case KVM_EXIT_IO: return "io in";
-	case KVM_EXIT_DEBUG: return "debug";
-	case KVM_EXIT_HLT: return "hlt";
-	case KVM_EXIT_MMIO: return "mmio";
-	case KVM_EXIT_IRQ_WINDOW_OPEN: return "irq window";
-	case KVM_EXIT_SHUTDOWN: return "shutdown";
-	case KVM_EXIT_FAIL_ENTRY: return "fail entry";
-	case KVM_EXIT_INTR: return "signal";
-	case KVM_EXIT_INTERNAL_ERROR: return "internal error";
-	case KVM_EXIT_SYSTEM_EVENT: return "system event";
-	case KVM_EXIT_X86_RDMSR: return "msr read";
-	case KVM_EXIT_X86_WRMSR: return "msr write";
+	case KVM_EXIT_IO: return "io in"; /* OUTs have a slot of their own */
 	case EXIT_STATS_IO_OUT: return "io out";
 	case EXIT_STATS_EMULATED: return "emulator slice";
 	case EXIT_STATS_AP_WAIT: return "ap wait";
 	case EXIT_STATS_RUN_ERROR: return "run error";
 	case EXIT_STATS_OTHER_REASON: return "other";
-	default:
-		snprintf(buf, bufsz, "reason %u", slot);
-		return buf;
 	}
+	name = kvm_exit_reason_name(slot);
+	if (name)
+		return name;
+	snprintf(buf, bufsz, "reason %u", slot);
+	return buf;
 }
 
 static void add(uint64_t *p, uint64_t v)
