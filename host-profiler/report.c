@@ -162,7 +162,7 @@ static void profile_options(const struct report_cli_args *a, struct profile_opti
 	popt->cross_layer = !own->no_cross_layer;
 }
 
-static const char *meta(const struct profile *p, const char *key)
+const char *host_report_meta(const struct profile *p, const char *key)
 {
 	const char *v = NULL;
 
@@ -254,14 +254,14 @@ static int cmp_rows(const void *x, const void *y, void *arg)
 static int print_text(FILE *out, const struct profile *p, const char *input, bool by_process)
 {
 	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples;
-	const char *v, *guest = meta(p, "guest_sampling"), *in_guest = meta(p, "host_samples_in_guest");
+	const char *v, *guest = host_report_meta(p, "guest_sampling"), *in_guest = host_report_meta(p, "host_samples_in_guest");
 	struct row *rows = NULL;
 	size_t nr = 0, cap = 0;
 	struct keymap index = { 0 };
 	int rc = 0;
 
 	fprintf(out, "kvmprof system-wide profile: %s\n", input);
-	if ((v = meta(p, "command")))
+	if ((v = host_report_meta(p, "command")))
 		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
 	for (size_t i = 0; i < p->nr_events; i++)
 		if (p->events[i].samples || p->events[i].declared)
@@ -274,7 +274,7 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 	if (in_guest)
 		fprintf(out, "host samples taken while guest code ran: %s (guest time: dropped at record time, the "
 			     "guest's own samples stand for it; rule: %s)\n",
-			in_guest, (v = meta(p, "host_guest_rule")) ? v : "?");
+			in_guest, (v = host_report_meta(p, "host_guest_rule")) ? v : "?");
 
 	if (p->nr_exits) {
 		uint64_t host = 0;

@@ -285,11 +285,11 @@ int host_report_drill(FILE *out, struct profile *p, const char *start, double th
 		goto out;
 	}
 	if (!taken) {
-		fprintf(stderr, "kvmprof report: --drill: %s\n",
-			start ? "no sample's stack has a process or function of that name" : "the recording has no samples");
 		if (start)
 			fprintf(stderr, "kvmprof report: --drill: '%s' is neither a process name nor a function "
 					"(\"symbol\" or \"image`symbol\") in any sample's stack\n", start);
+		else
+			fprintf(stderr, "kvmprof report: --drill: the recording has no samples\n");
 		rc = -ECANCELED;
 		goto out;
 	}

@@ -173,13 +173,9 @@ int host_report_exits(FILE *out, const struct profile *p)
 {
 	static const char *const titles[] = { "by reason", "by guest function (at the exit's RIP) and reason",
 					      "by guest process" };
-	const char *dropped = NULL;
+	const char *dropped = host_report_meta(p, "vm_exits_dropped");
 	uint64_t host_ns = 0;
 	int rc = 0;
-
-	for (size_t i = 0; i < p->nr_meta; i++)
-		if (!strcmp(p->meta[i].key, "vm_exits_dropped"))
-			dropped = p->meta[i].value;
 
 	for (size_t i = 0; i < p->nr_exits; i++)
 		host_ns += p->exits[i].end - p->exits[i].time;
