@@ -36,6 +36,27 @@
 #define PF_SPAM_PID 7u
 #define PF_PMU_PID 8u
 
+/* The group's files: the fixture's ELF tree (a native program, the guest's), made once. */
+static char *pf_dir;
+static char pf_native_elf[600];
+
+static int pf_setup(void **state)
+{
+	(void)state;
+	pf_dir = fx_mkdir();
+	if (!pf_dir || fx_build(pf_dir, NULL))
+		return -1;
+	snprintf(pf_native_elf, sizeof(pf_native_elf), "%s/bin/fx", pf_dir);
+	return 0;
+}
+
+static int pf_teardown(void **state)
+{
+	(void)state;
+	fx_rmdir(pf_dir);
+	return 0;
+}
+
 static inline void pf_add(struct profile *p, uint32_t type, const void *payload, size_t len, bool guest)
 {
 	struct kp_record rec = { .type = type, .payload_len = (uint32_t)len, .payload = payload };

@@ -17,33 +17,13 @@
 
 #include "profile_exit_fixture.h"
 
-static char *dir;
-static char native_elf[600];
-
-static int setup(void **state)
-{
-	(void)state;
-	dir = fx_mkdir();
-	if (!dir || fx_build(dir, NULL))
-		return -1;
-	snprintf(native_elf, sizeof(native_elf), "%s/bin/fx", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fx_rmdir(dir);
-	return 0;
-}
-
 static struct profile *new_profile(bool cross_layer)
 {
-	struct profile_options opt = { .guest_root = dir, .cross_layer = cross_layer };
+	struct profile_options opt = { .guest_root = pf_dir, .cross_layer = cross_layer };
 	struct profile *p;
 
 	assert_int_equal(profile_new(&p, &opt), 0);
-	pf_world(p, native_elf);
+	pf_world(p, pf_native_elf);
 	return p;
 }
 
@@ -432,5 +412,5 @@ int main(void)
 		cmocka_unit_test(test_hostile_sample_at_other_vcpu_exit),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, pf_setup, pf_teardown);
 }

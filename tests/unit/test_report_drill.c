@@ -20,26 +20,6 @@
 
 #define MS 1000000ull
 
-static char *dir;
-static char native_elf[600];
-
-static int setup(void **state)
-{
-	(void)state;
-	dir = fx_mkdir();
-	if (!dir || fx_build(dir, NULL))
-		return -1;
-	snprintf(native_elf, sizeof(native_elf), "%s/bin/fx", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fx_rmdir(dir);
-	return 0;
-}
-
 /*
  * Guest process spam (pid 7) writes to port 0x3f8 three times from the
  * guest kernel (twice in console_write, once in guest_syscall), each exit
@@ -59,11 +39,11 @@ static struct profile *cross_layer_profile(void)
 	static const uint64_t from_alpha[] = { FX_BETA + 5 };
 	static const uint64_t vmm_chain[] = { FX_BETA + 5 };
 	static const uint64_t kernel_chain[] = { FX_ALPHA + 2, FX_BETA + 5 };
-	struct profile_options opt = { .guest_root = dir, .cross_layer = true };
+	struct profile_options opt = { .guest_root = pf_dir, .cross_layer = true };
 	struct profile *p;
 
 	assert_int_equal(profile_new(&p, &opt), 0);
-	pf_world(p, native_elf);
+	pf_world(p, pf_native_elf);
 	pf_event(p, 0, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 500, KP_EVENT_FREQ);
 	for (uint64_t t = 10 * MS; t <= 50 * MS; t += 20 * MS) {
 		bool in_console = t < 50 * MS;
@@ -270,13 +250,13 @@ static void test_drill_ties(void **state)
 {
 	static const uint64_t vmm_chain[] = { FX_BETA + 5 };
 	static const uint64_t kernel_chain[] = { FX_ALPHA + 2, FX_BETA + 5 };
-	struct profile_options opt = { .guest_root = dir, .cross_layer = true };
+	struct profile_options opt = { .guest_root = pf_dir, .cross_layer = true };
 	struct profile *p;
 	struct rendered r;
 
 	(void)state;
 	assert_int_equal(profile_new(&p, &opt), 0);
-	pf_world(p, native_elf);
+	pf_world(p, pf_native_elf);
 	pf_sample(p, KP_DOMAIN_NATIVE, 200, 200, 1 * MS, MS, PF_HOST_ENTRY + 8, KP_CPL_KERNEL, NULL, 0);
 	pf_sample(p, KP_DOMAIN_NATIVE, 200, 200, 2 * MS, MS, PF_HOST_ENTRY + 8, KP_CPL_KERNEL, NULL, 0);
 	pf_host_sample(p, 101, 3 * MS, FX_ALPHA + 1, KP_CPL_USER, vmm_chain, 1);
@@ -385,12 +365,12 @@ static void test_exits_sample_time_by_event(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct profile_options opt = { .guest_root = dir, .cross_layer = true };
+		struct profile_options opt = { .guest_root = pf_dir, .cross_layer = true };
 		struct profile *p;
 		struct rendered r;
 
 		assert_int_equal(profile_new(&p, &opt), 0);
-		pf_world(p, native_elf);
+		pf_world(p, pf_native_elf);
 		pf_event(p, 0, cases[i].type, cases[i].config, cases[i].period, cases[i].flags);
 		pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = PF_SPAM_PID, .time = 10 * MS, .end = 20 * MS,
 						 .ip = PF_CONSOLE_WRITE, .kind = KP_EXIT_IO_OUT, .detail = 0x3f8,
@@ -430,13 +410,13 @@ static void test_exits_none(void **state)
  */
 static void test_hostile_guest_names(void **state)
 {
-	struct profile_options opt = { .guest_root = dir, .cross_layer = true };
+	struct profile_options opt = { .guest_root = pf_dir, .cross_layer = true };
 	struct profile *p;
 	struct rendered r;
 
 	(void)state;
 	assert_int_equal(profile_new(&p, &opt), 0);
-	pf_world(p, native_elf);
+	pf_world(p, pf_native_elf);
 	pf_comm(p, 9, "ev\x1b]0;x\x07il", true);
 	pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = 9, .time = 10 * MS, .end = 20 * MS, .ip = 0x5000,
 					 .kind = 200, .detail = 1, .cpl = KP_CPL_USER });
@@ -478,5 +458,5 @@ int main(void)
 		cmocka_unit_test(test_hostile_guest_names),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, pf_setup, pf_teardown);
 }
