@@ -254,7 +254,8 @@ static int cmp_rows(const void *x, const void *y, void *arg)
 static int print_text(FILE *out, const struct profile *p, const char *input, bool by_process)
 {
 	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples;
-	const char *v, *guest = host_report_meta(p, "guest_sampling"), *in_guest = host_report_meta(p, "host_samples_in_guest");
+	const char *v, *guest = host_report_meta(p, "guest_sampling");
+	const char *in_guest = host_report_meta(p, "host_samples_in_guest");
 	struct row *rows = NULL;
 	size_t nr = 0, cap = 0;
 	struct keymap index = { 0 };

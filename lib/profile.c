@@ -215,7 +215,7 @@ int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
 	uint32_t *order = NULL, *sample_mm = NULL;
-	size_t i, nr, nr_samples;
+	size_t i, nr;
 	bool sorted = true;
 	int rc = -ENOMEM;
 
@@ -288,7 +288,6 @@ int profile_finish(struct profile *p)
 	if (!sorted && sort_by_time(p, order, nr))
 		goto out;
 
-	nr_samples = p->nr_samples;
 	if (profile_replay(p, order, nr, sample_mm))
 		goto out;
 
@@ -315,8 +314,8 @@ int profile_finish(struct profile *p)
 			if (s->comm == PROFILE_NONE)
 				goto out;
 		}
-		if (i >= nr_samples) {
-			struct profile_exit *x = &p->exits[i - nr_samples];
+		if (i >= p->nr_samples) {
+			struct profile_exit *x = &p->exits[i - p->nr_samples];
 
 			x->comm = s->comm;
 			x->nr_frames = s->nr_frames;
