@@ -21,11 +21,16 @@ struct stack_reader {
 	uint64_t gpa_page; /* and the 4 KiB guest-physical page it maps to */
 };
 
-/* gva is 8-byte aligned, so the word never straddles two pages. */
+/*
+ * One word at gva, which must not straddle two pages (the stack walk's are
+ * 8-byte aligned; the TSS's RSP0 is at offset 4).
+ */
 static int read_word(struct stack_reader *r, uint64_t gva, uint64_t *val)
 {
 	uint64_t page = gva & ~PAGE_MASK;
 
+	if ((gva & PAGE_MASK) > PAGE_MASK - 7)
+		return -EFAULT;
 	if (!r->cached || r->page != page) {
 		struct guest_translation t;
 
@@ -100,39 +105,11 @@ unsigned int guest_stack_walk(const struct vmi_mem *mem, const struct guest_pagi
 	return walk(mem, pg, user, rsp, rbp, callers, max, &last);
 }
 
-/* A supervisor-only word of guest memory (the TSS, the kernel stack), within one page. */
-static int read_kernel_word(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva, uint64_t *val)
-{
-	struct guest_translation t;
-
-	if ((gva & PAGE_MASK) > PAGE_MASK - 7 || !guest_walk_canonical(pg, gva) ||
-	    guest_walk_translate(mem, pg, gva, &t) || t.user)
-		return -EFAULT;
-	return vmi_mem_read(mem, t.gpa, val, sizeof(*val));
-}
-
-/*
- * The interrupt frame's RIP, CS and RSP (frame, +8, +24): one translation
- * when the frame lies in one page (it is on every exit's path), a word at
- * a time when it straddles two.
- */
-static int read_kernel_frame(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t frame, uint64_t *rip,
-			     uint64_t *cs, uint64_t *rsp)
-{
-	struct guest_translation t;
-
-	if ((frame & PAGE_MASK) > PAGE_MASK - 31 || !guest_walk_canonical(pg, frame))
-		return read_kernel_word(mem, pg, frame, rip) || read_kernel_word(mem, pg, frame + 8, cs) ||
-		       read_kernel_word(mem, pg, frame + 24, rsp) ? -EFAULT : 0;
-	if (guest_walk_translate(mem, pg, frame, &t) || t.user)
-		return -EFAULT;
-	return vmi_mem_read(mem, t.gpa, rip, sizeof(*rip)) || vmi_mem_read(mem, t.gpa + 8, cs, sizeof(*cs)) ||
-	       vmi_mem_read(mem, t.gpa + 24, rsp, sizeof(*rsp)) ? -EFAULT : 0;
-}
-
 unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_paging *pg, bool user, uint64_t rsp,
 			     uint64_t rbp, uint64_t tss_base, uint64_t *callers, unsigned int max)
 {
+	/* The TSS and the interrupt frame: supervisor-only words, read as the kernel stack is. */
+	struct stack_reader k = { .mem = mem, .pg = pg, .user = false };
 	uint64_t last, rsp0, frame, cs, user_rip, user_rsp;
 	unsigned int n;
 
@@ -150,13 +127,14 @@ unsigned int guest_callchain(const struct vmi_mem *mem, const struct guest_pagin
 	if (!tss_base || n + 3 > max || !last)
 		return n;
 	/* RSP0 sits at offset 4 of the 64-bit TSS; its 8 bytes must lie below 2^64. */
-	if (tss_base > UINT64_MAX - 11 || read_kernel_word(mem, pg, tss_base + 4, &rsp0))
+	if (tss_base > UINT64_MAX - 11 || read_word(&k, tss_base + 4, &rsp0))
 		return n;
 	/* Aligned down first: the 40 bytes below must not wrap past 0. */
 	if ((rsp0 & ~15ull) < 40)
 		return n;
 	frame = (rsp0 & ~15ull) - 40;
-	if (read_kernel_frame(mem, pg, frame, &user_rip, &cs, &user_rsp) || (cs & 3) != 3)
+	if (read_word(&k, frame + 8, &cs) || (cs & 3) != 3 || read_word(&k, frame, &user_rip) ||
+	    read_word(&k, frame + 24, &user_rsp))
 		return n;
 	/*
 	 * A RIP the CPU ran at is canonical (which also keeps RIP + 1 in the
