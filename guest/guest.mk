@@ -79,5 +79,13 @@ $(BUILD)/asan/tests/test_cpio: tests/unit/test_cpio.c guest/kernel/cpio.c guest/
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) -Iguest/kernel -o $@ tests/unit/test_cpio.c guest/kernel/cpio.c $(CMOCKA_LIBS)
 
+# The ACPI power-off lookup, on kvmprof-vmm's own tables (vmm/acpi.c) and on hand-made ones.
+UNIT_TESTS += $(BUILD)/tests/test_acpi_tables
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_acpi_tables
+
+$(eval $(call plain_and_asan,$(BUILD)/tests/test_acpi_tables,\
+	tests/unit/test_acpi_tables.c guest/kernel/acpi_tables.c vmm/acpi.c vmm/guest_mem.c $(VMI_A),\
+	-Iguest/kernel $$(VMM_CFLAGS) -o $$@ $$(filter %.c %.a,$$^) $$(CMOCKA_LIBS)))
+
 -include $(GUEST_KERNEL_OBJS:.o=.d) $(GUEST_OUT)/user/*.d $(GUEST_OUT)/user/lib/*.d \
 	$(GUEST_OUT)/lib/*/*.d

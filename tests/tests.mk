@@ -54,7 +54,7 @@ $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c
 
 # The vCPU exit dispatch with the port devices that stop a guest; the test
 # stands in for the vPMU and debug-exit hooks, which need a live vCPU.
-VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/ioport.c vmm/exit_port.c vmm/reset.c vmm/trace.c
+VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/ioport.c vmm/exit_port.c vmm/reset.c vmm/acpi_pm.c vmm/trace.c
 UNIT_TESTS += $(BUILD)/tests/test_vcpu_exit
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_vcpu_exit
 

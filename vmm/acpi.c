@@ -43,12 +43,45 @@ struct madt_ioapic {
 #define FADT_SIZE 276
 #define FADT_DSDT 40
 #define FADT_SCI_INT 46
+#define FADT_PM1A_EVT_BLK 56
+#define FADT_PM1A_CNT_BLK 64
+#define FADT_PM1_EVT_LEN 88
+#define FADT_PM1_CNT_LEN 89
 #define FADT_IAPC_BOOT_ARCH 109
 #define FADT_FLAGS 112
 #define FADT_MINOR_REVISION 131
 #define FADT_X_DSDT 140
+#define FADT_X_PM1A_EVT_BLK 148
+#define FADT_X_PM1A_CNT_BLK 172
 #define FADT_HYPERVISOR_ID 268
 #define IAPC_VGA_NOT_PRESENT (1u << 2)
+
+/* A Generic Address Structure in system I/O space. */
+struct acpi_gas {
+	uint8_t space_id, bit_width, bit_offset, access_size;
+	uint64_t address;
+} __attribute__((packed));
+
+#define ACPI_GAS_SYSTEM_IO 1
+
+/*
+ * The DSDT's only content, Name (_S5_, Package () { S5, S5, 0, 0 }): the
+ * sleep type a guest writes to PM1a_CNT (and PM1b_CNT, which there is not)
+ * to power off. AML: NameOp, the name, PackageOp, PkgLength (itself and the
+ * 7 bytes after it), NumElements, BytePrefix S5 twice, Zero twice.
+ */
+static const uint8_t dsdt_aml_s5[] = { 0x08, '_', 'S', '5', '_', 0x12, 0x08, 0x04,
+				       0x0a, KVMPROF_ACPI_S5_TYPE, 0x0a, KVMPROF_ACPI_S5_TYPE, 0x00, 0x00 };
+
+static void fadt_set_pm_block(uint8_t *fadt, unsigned int legacy_off, unsigned int x_off, uint16_t port,
+			      uint8_t len)
+{
+	uint32_t v32 = port;
+	struct acpi_gas gas = { .space_id = ACPI_GAS_SYSTEM_IO, .bit_width = (uint8_t)(len * 8), .address = port };
+
+	memcpy(fadt + legacy_off, &v32, 4);
+	memcpy(fadt + x_off, &gas, sizeof(gas));
+}
 
 static void acpi_header_init(struct acpi_header *h, const char *sig, uint32_t length, uint8_t revision)
 {
@@ -83,9 +116,11 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 		return -EINVAL;
 	memset(base, 0, madt_gpa - rsdp_gpa + madt_len);
 
-	/* DSDT: no AML. The UARTs and the RTC are legacy devices Linux finds on its own. */
+	/* DSDT: \_S5 alone. The UARTs and the RTC are legacy devices Linux finds on its own. */
+	_Static_assert(sizeof(struct acpi_header) + sizeof(dsdt_aml_s5) <= 64, "the DSDT fits its slot");
 	h = (struct acpi_header *)(base + (dsdt_gpa - rsdp_gpa));
-	acpi_header_init(h, "DSDT", sizeof(*h), 2);
+	acpi_header_init(h, "DSDT", (uint32_t)(sizeof(*h) + sizeof(dsdt_aml_s5)), 2);
+	memcpy(h + 1, dsdt_aml_s5, sizeof(dsdt_aml_s5));
 	h->checksum = checksum8(h, h->length);
 
 	fadt = base + (fadt_gpa - rsdp_gpa);
@@ -97,11 +132,16 @@ int acpi_write_tables(const struct guest_mem *mem, unsigned int ncpus)
 	/*
 	 * Not hardware-reduced: with that flag Linux drops the legacy PIC and
 	 * gives the UARTs no IRQ (it expects them in the DSDT), so a Linux
-	 * console could not work in interrupt mode. With no PM1 blocks and no
-	 * SMI port, Linux takes the machine as already in ACPI mode.
+	 * console could not work in interrupt mode. With no SMI port, Linux
+	 * takes the machine as already in ACPI mode. The PM1a blocks are there
+	 * for the standard power-off (acpi_pm.h); no PM timer, no GPE blocks.
 	 */
 	v32 = 0;
 	memcpy(fadt + FADT_FLAGS, &v32, 4);
+	fadt_set_pm_block(fadt, FADT_PM1A_EVT_BLK, FADT_X_PM1A_EVT_BLK, KVMPROF_ACPI_PM1A_EVT_PORT, 4);
+	fadt_set_pm_block(fadt, FADT_PM1A_CNT_BLK, FADT_X_PM1A_CNT_BLK, KVMPROF_ACPI_PM1A_CNT_PORT, 2);
+	fadt[FADT_PM1_EVT_LEN] = 4;
+	fadt[FADT_PM1_CNT_LEN] = 2;
 	fadt[FADT_IAPC_BOOT_ARCH] = IAPC_VGA_NOT_PRESENT;
 	fadt[FADT_MINOR_REVISION] = 5;
 	memcpy(fadt + FADT_HYPERVISOR_ID, "KVMPROF ", 8);

@@ -6,7 +6,7 @@
 
 /*
  * Writes minimal ACPI tables at KVMPROF_ACPI_ADDR: RSDP, XSDT, a FADT
- * without fixed hardware, an empty DSDT and a MADT with one local APIC per
+ * whose only fixed hardware is the PM1a blocks (acpi_pm.h), a DSDT with \_S5 alone and a MADT with one local APIC per
  * vCPU and the I/O APIC. Linux kernels built without MP-table parsing (the
  * Debian cloud kernel) count CPUs only from the MADT. The RSDP sits in the
  * BIOS area that Linux scans, and its address is also passed explicitly

@@ -179,6 +179,8 @@ static int vm_create_devices(struct vm *vm)
 	if (!rc)
 		rc = reset_init(&vm->io);
 	if (!rc)
+		rc = acpi_pm_init(&vm->acpi_pm, &vm->io);
+	if (!rc)
 		rc = guest_sampler_init(vm);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "acpi_pm.h"
 #include "boot.h"
 #include "exit_stats.h"
 #include "guest_mem.h"
@@ -83,6 +84,7 @@ struct vm {
 	struct ioport_bus io;
 	struct serial com1, com2;
 	struct rtc rtc;
+	struct acpi_pm acpi_pm;
 	int console_fd, agent_fd;
 	pthread_t main_thread;
 	struct control *control; /* NULL without --control; served while vm_run runs */

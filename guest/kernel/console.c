@@ -56,9 +56,17 @@ void kinfo(const char *fmt, ...)
 	va_end(ap);
 }
 
+void console_write_unlocked(const char *s, size_t n)
+{
+	serial_write(s, n);
+}
+
 void poweroff(uint32_t status)
 {
-	outl(KVMPROF_EXIT_PORT, status);
+	if (!acpi_poweroff_only)
+		outl(KVMPROF_EXIT_PORT, status);
+	/* Still running: no exit port on this machine (QEMU without isa-debug-exit). */
+	acpi_poweroff(status);
 	for (;;)
 		__asm__ volatile("cli; hlt");
 }
@@ -75,8 +83,8 @@ void panic(const char *fmt, ...)
 		n = sizeof(buf) - 1;
 	/* Never deadlock on a console lock held by a CPU that faulted. */
 	int locked = spin_trylock_bounded(&console_lock, 100000);
-	serial_write("kernel panic: ", 14);
-	serial_write(buf, (size_t)n);
+	console_write_unlocked("kernel panic: ", 14);
+	console_write_unlocked(buf, (size_t)n);
 	if (locked)
 		spin_unlock(&console_lock);
 	poweroff(PANIC_STATUS);

@@ -131,6 +131,13 @@ void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kinfo(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void poweroff(uint32_t status) __attribute__((noreturn));
+/* The console's bytes without its lock: for the last words of a CPU that powers off or panics. */
+void console_write_unlocked(const char *s, size_t n);
+
+/* acpi.c: the standard power-off (ACPI S5), for machines without kvmprof-vmm's exit port */
+extern int acpi_poweroff_only;
+void acpi_init(uint64_t rsdp_pa);
+void acpi_poweroff(uint32_t status);
 
 /* mm.c */
 void mm_add_ram(uint64_t start, uint64_t end);

@@ -31,6 +31,7 @@ static char cmdline[CMDLINE_MAX];
 static const void *initrd;
 static size_t initrd_size;
 static uint64_t ram_bytes;
+static uint64_t rsdp_paddr; /* from the start info; 0: search for it */
 static int maxcpus = MAX_CPUS;
 static const char *start_opt; /* value of start=, inside cmdline[] */
 static int crash_test;        /* `crash`: fault in kernel mode after boot */
@@ -64,6 +65,7 @@ static void read_start_info(uint32_t paddr)
 		memcpy(cmdline, s, n);
 		cmdline[n] = '\0';
 	}
+	rsdp_paddr = si->rsdp_paddr;
 	if (si->nr_modules >= 1 && phys_ok(si->modlist_paddr, sizeof(struct hvm_modlist_entry))) {
 		const struct hvm_modlist_entry *m = (const void *)si->modlist_paddr;
 		if (phys_ok(m->paddr, m->size)) {
@@ -111,6 +113,8 @@ static void parse_cmdline(void)
 			crash_test = 1;
 		else if (n == 7 && !strncmp(tok, "pmutest", 7))
 			pmu_test_enabled = 1;
+		else if (n == 13 && !strncmp(tok, "poweroff=acpi", 13))
+			acpi_poweroff_only = 1;
 		else if (n == 18 && !strncmp(tok, "sampletest=baddesc", 18))
 			vmm_desc_test = 1;
 		else if (n > 6 && !strncmp(tok, "start=", 6))
@@ -210,6 +214,7 @@ void kmain(uint32_t start_info)
 	struct cpu *c = cpu_get(0);
 
 	read_start_info(start_info); /* before low memory is reused */
+	acpi_init(rsdp_paddr);
 	parse_cmdline();
 	mask_pic();
 	idt_init();

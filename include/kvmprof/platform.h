@@ -25,6 +25,22 @@
 #define KVMPROF_I8042_COMMAND_PORT 0x64
 #define KVMPROF_RESET_CONTROL_PORT 0xcf9
 
+/*
+ * ACPI fixed hardware, as the FADT describes it: the PM1a event block
+ * (status, enable: 4 bytes) and control block (2 bytes) at QEMU's PIIX4
+ * addresses. A guest powers off the standard way by writing SLP_EN with the
+ * SLP_TYP of the DSDT's \_S5 package to PM1a_CNT; kvmprof-vmm then stops
+ * with exit code 0, as QEMU stops a libvirt domain. KVMPROF_ACPI_S5_TYPE is
+ * what kvmprof-vmm's \_S5 says (ICH hardware's value; QEMU's is 0), so a
+ * guest must read it from the DSDT rather than assume one.
+ */
+#define KVMPROF_ACPI_PM1A_EVT_PORT 0x600
+#define KVMPROF_ACPI_PM1A_CNT_PORT 0x604
+#define KVMPROF_ACPI_PM1_CNT_SCI_EN 0x0001u
+#define KVMPROF_ACPI_PM1_CNT_SLP_EN 0x2000u
+#define KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT 10
+#define KVMPROF_ACPI_S5_TYPE 7
+
 /* The CMOS real-time clock: index register, then data register. */
 #define KVMPROF_RTC_PORT 0x70
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "acpi_pm.h"
 #include "exit_port.h"
 #include "kvmprof/platform.h"
 #include "reset.h"
@@ -89,6 +90,7 @@ static int setup(void **state)
 	msr_handled_for = NULL;
 	assert_int_equal(exit_port_init(&vm.io), 0);
 	assert_int_equal(reset_init(&vm.io), 0);
+	assert_int_equal(acpi_pm_init(&vm.acpi_pm, &vm.io), 0);
 	assert_int_equal(ioport_register(&vm.io, TEST_DEVICE_PORT, 1, test_device_io, &device), 0);
 	vcpu = (struct vcpu){ .vm = &vm, .run = &area.run };
 	return 0;
@@ -252,6 +254,61 @@ static void test_reset_control_register(void **state)
 	assert_continue(vcpu_handle_exit(&vcpu));
 	io_data()[0] = 0x06;
 	assert_stop(vcpu_handle_exit(&vcpu), 0, RESET_MESSAGE);
+}
+
+static void pm1_cnt_write(uint16_t v)
+{
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_ACPI_PM1A_CNT_PORT, 2, 1);
+	memcpy(io_data(), &v, 2);
+}
+
+static uint16_t pm1_read(uint16_t port)
+{
+	uint16_t v;
+
+	set_io(KVM_EXIT_IO_IN, port, 2, 1);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	memcpy(&v, io_data(), 2);
+	return v;
+}
+
+static void test_acpi_s5_powers_off(void **state)
+{
+	(void)state;
+	/* ACPICA's order: the sleep type alone, then with SLP_EN. */
+	pm1_cnt_write(KVMPROF_ACPI_S5_TYPE << KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	pm1_cnt_write(KVMPROF_ACPI_S5_TYPE << KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT | KVMPROF_ACPI_PM1_CNT_SLP_EN);
+	assert_stop(vcpu_handle_exit(&vcpu), 0, NULL);
+}
+
+static void test_acpi_other_sleep_types_go_on(void **state)
+{
+	(void)state;
+	/* S1 (type 1) and QEMU's S5 (type 0) are not this machine's S5: refused, the guest runs on. */
+	for (uint16_t type = 0; type < 7; type++) {
+		pm1_cnt_write((uint16_t)(type << KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT | KVMPROF_ACPI_PM1_CNT_SLP_EN));
+		assert_continue(vcpu_handle_exit(&vcpu));
+	}
+	assert_int_equal(vm.acpi_pm.sleep_refused, 1);
+}
+
+static void test_acpi_registers_read_back(void **state)
+{
+	(void)state;
+	/* SCI_EN always set (always in ACPI mode); SLP_EN is write-only; status never rises. */
+	assert_int_equal(pm1_read(KVMPROF_ACPI_PM1A_CNT_PORT), KVMPROF_ACPI_PM1_CNT_SCI_EN);
+	pm1_cnt_write(3u << KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(pm1_read(KVMPROF_ACPI_PM1A_CNT_PORT),
+			 3u << KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT | KVMPROF_ACPI_PM1_CNT_SCI_EN);
+	set_io(KVM_EXIT_IO_OUT, KVMPROF_ACPI_PM1A_EVT_PORT + 2, 2, 1);
+	memcpy(io_data(), &(uint16_t){ 0x0121 }, 2);
+	assert_continue(vcpu_handle_exit(&vcpu));
+	assert_int_equal(pm1_read(KVMPROF_ACPI_PM1A_EVT_PORT), 0);
+	assert_int_equal(pm1_read(KVMPROF_ACPI_PM1A_EVT_PORT + 2), 0x0121);
+	/* Past the control block, inside the range: an open bus. */
+	assert_int_equal(pm1_read(KVMPROF_ACPI_PM1A_CNT_PORT + 2), 0xffff);
 }
 
 /* --- other exits ------------------------------------------------------------- */
@@ -491,6 +548,9 @@ int main(void)
 		cmocka_unit_test_setup(test_io_in_string_fills_each_element, setup),
 		cmocka_unit_test_setup(test_io_in_unclaimed_reads_all_ones, setup),
 		cmocka_unit_test_setup(test_io_out_unclaimed_is_ignored, setup),
+		cmocka_unit_test_setup(test_acpi_s5_powers_off, setup),
+		cmocka_unit_test_setup(test_acpi_other_sleep_types_go_on, setup),
+		cmocka_unit_test_setup(test_acpi_registers_read_back, setup),
 		cmocka_unit_test_setup(test_exit_port_stops_with_the_status, setup),
 		cmocka_unit_test_setup(test_exit_port_status_zero_is_success, setup),
 		cmocka_unit_test_setup(test_exit_port_caps_a_large_status, setup),
