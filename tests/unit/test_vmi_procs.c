@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Process attribution (vmi/guest_procs.c): which process a vCPU runs, from
+ * Process attribution (vmi/guest_procs.c, vmi/guest_attrib.c): which process a vCPU runs, from
  * the bundled guest's descriptor or a Linux task layout, and what a
  * consumer of samples must be told about it first: a process once (name,
  * text mapping), a Linux process again when its name changes, news not
@@ -13,11 +13,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "desc_reader.h"
+#include "guest_attrib.h"
 #include "guest_procs.h"
 #include "task_layout.h"
 #include "vmi_mem.h"
@@ -284,6 +286,111 @@ static void test_no_source(void **state)
 	fake_free(f);
 }
 
+/* A sink that records what it was told, and can refuse (a full ring). */
+struct told {
+	char lines[16][128];
+	int n;
+	bool full;
+};
+
+static bool told_comm(void *opaque, uint32_t pid, uint64_t time, const char *comm)
+{
+	struct told *t = opaque;
+
+	if (t->full)
+		return false;
+	assert_true(t->n < 16);
+	snprintf(t->lines[t->n++], sizeof(t->lines[0]), "comm %u %s @%llu", pid, comm, (unsigned long long)time);
+	return true;
+}
+
+static bool told_mmap(void *opaque, uint32_t pid, uint64_t time, uint64_t start, uint64_t len, uint64_t pgoff,
+		      const char *path)
+{
+	struct told *t = opaque;
+
+	if (t->full)
+		return false;
+	assert_true(t->n < 16);
+	snprintf(t->lines[t->n++], sizeof(t->lines[0]), "mmap %d %s 0x%llx+0x%llx@0x%llx @%llu", (int)pid, path,
+		 (unsigned long long)start, (unsigned long long)len, (unsigned long long)pgoff,
+		 (unsigned long long)time);
+	return true;
+}
+
+static void test_attribute_desc(void **state)
+{
+	struct guest_os os;
+	struct fake *f = desc_fake(&os);
+	struct told t = { 0 };
+	const struct guest_attrib_sink sink = { told_comm, told_mmap, &t };
+	struct guest_attrib a;
+	uint32_t pid, tid;
+
+	(void)state;
+	assert_int_equal(guest_attrib_init(&a), 0);
+	/* A full sink: nothing is remembered as told, the process is still named. */
+	t.full = true;
+	guest_attribute(&a, &os, &f->mem, &f->pg, 0, 5, &sink, &pid, &tid);
+	assert_int_equal(pid, 7);
+	assert_int_equal(tid, 7);
+	assert_int_equal(t.n, 0);
+	/* The kernel's mapping once, then the process's name and text, once. */
+	t.full = false;
+	guest_attribute(&a, &os, &f->mem, &f->pg, 0, 6, &sink, &pid, &tid);
+	guest_attribute(&a, &os, &f->mem, &f->pg, 0, 7, &sink, &pid, &tid);
+	assert_int_equal(t.n, 3);
+	assert_string_equal(t.lines[0], "mmap -1 /kernel.elf 0x100000+0x8000@0x0 @6");
+	assert_string_equal(t.lines[1], "comm 7 matmul @6");
+	assert_string_equal(t.lines[2], "mmap 7 /bin/matmul 0x40001000+0x2000@0x1000 @6");
+	guest_attrib_free(&a);
+
+	/* CPU 1 is idle: pid 0 is "[idle]", said once. */
+	t.n = 0;
+	assert_int_equal(guest_attrib_init(&a), 0);
+	guest_attribute(&a, &os, &f->mem, &f->pg, 1, 9, &sink, &pid, &tid);
+	guest_attribute(&a, &os, &f->mem, &f->pg, 1, 10, &sink, &pid, &tid);
+	assert_int_equal(pid, 0);
+	assert_int_equal(t.n, 2);
+	assert_string_equal(t.lines[1], "comm 0 [idle] @9");
+	/* Paging unreadable: the process is unknown, and pid 0 now says so. */
+	guest_attribute(&a, &os, &f->mem, NULL, 1, 11, &sink, &pid, &tid);
+	assert_int_equal(pid, 0);
+	assert_int_equal(t.n, 3);
+	assert_string_equal(t.lines[2], "comm 0 [unknown] @11");
+	guest_attrib_free(&a);
+	fake_free(f);
+}
+
+static void test_attribute_linux_and_nothing(void **state)
+{
+	struct guest_os os, none = { 0 };
+	struct fake *f = linux_fake(&os);
+	struct told t = { 0 };
+	const struct guest_attrib_sink sink = { told_comm, told_mmap, &t };
+	struct guest_attrib a;
+	uint32_t pid, tid;
+
+	(void)state;
+	assert_int_equal(guest_attrib_init(&a), 0);
+	guest_attribute(&a, &os, &f->mem, &f->pg, 0, 1, &sink, &pid, &tid);
+	assert_int_equal(pid, 40);
+	assert_int_equal(tid, 42);
+	/* Linux: no kernel mapping from here (kallsyms come from the export), the name only. */
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.lines[0], "comm 40 hotloop @1");
+	guest_attrib_free(&a);
+	/* Nothing known of the guest: pid 0, "[unknown]". */
+	t.n = 0;
+	assert_int_equal(guest_attrib_init(&a), 0);
+	guest_attribute(&a, &none, &f->mem, &f->pg, 0, 2, &sink, &pid, &tid);
+	assert_int_equal(pid, 0);
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.lines[0], "comm 0 [unknown] @2");
+	guest_attrib_free(&a);
+	fake_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +400,8 @@ int main(void)
 		cmocka_unit_test(test_linux_rename),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_no_source),
+		cmocka_unit_test(test_attribute_desc),
+		cmocka_unit_test(test_attribute_linux_and_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,7 @@
  * one (signals coalesce; the count does not). Registers come from kvm_run's
  * synced registers (KVM_CAP_SYNC_REGS) where KVM offers them; the current
  * guest process and its name through vmi's process attribution
- * (guest_procs.h); the call stack through guest_stack. Nothing on the
+ * (guest_attrib.h); the call stack through guest_stack. Nothing on the
  * sample path allocates or blocks.
  */
 #include <errno.h>
@@ -24,7 +24,7 @@
 #include <zlib.h>
 
 #include "desc_reader.h"
-#include "guest_procs.h"
+#include "guest_attrib.h"
 #include "guest_stack.h"
 #include "guest_walk.h"
 #include "perf_open.h"
@@ -32,8 +32,6 @@
 #include "vm.h"
 
 #define GS_DESC_REJECTS_SHOWN 4
-
-enum { GS_PID0_NONE, GS_PID0_IDLE, GS_PID0_UNKNOWN };
 
 /* The sampling signal: real-time, so it queues rather than merges with the VMM's SIGUSR1 kicks. */
 static int gs_signo(void)
@@ -238,11 +236,16 @@ static bool gs_put_mmap(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t tim
 
 /* --- taking a sample -------------------------------------------------------- */
 
-/* What the ring must carry before a sample of a new (or renamed) process: its COMM, and MMAP when known. */
-static bool gs_put_news(struct guest_sampler_vcpu *s, const struct guest_proc_news *n, uint64_t now)
+/* The attribution's sink (vmi/guest_attrib.h): this vCPU's ring. */
+static bool gs_sink_comm(void *opaque, uint32_t pid, uint64_t time, const char *comm)
 {
-	return gs_put_comm(s, n->pid, now, n->comm) &&
-	       (!n->has_text || gs_put_mmap(s, n->pid, now, n->text_start, n->text_len, n->text_pgoff, n->path));
+	return gs_put_comm(opaque, pid, time, comm);
+}
+
+static bool gs_sink_mmap(void *opaque, uint32_t pid, uint64_t time, uint64_t start, uint64_t len, uint64_t pgoff,
+			 const char *path)
+{
+	return gs_put_mmap(opaque, pid, time, start, len, pgoff, path);
 }
 
 /* The registers at this exit (vcpu_exit_regs), counting the special registers' ioctls for sample-stop. */
@@ -266,11 +269,8 @@ static void gs_attribute(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const 
 	struct vm *vm = vcpu->vm;
 	struct guest_sampler *gs = &vm->sampler;
 	const struct vmi_mem ram = guest_mem_vmi(&vm->mem);
+	const struct guest_attrib_sink sink = { .comm = gs_sink_comm, .mmap = gs_sink_mmap, .opaque = s };
 	struct guest_os os = { 0 };
-	struct guest_task task = { 0 };
-	struct guest_proc_news news;
-	bool known = false;
-	int pid0_kind;
 
 	*pg_ok = guest_paging_init(pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
 	/* Linux: kernel addresses are mapped in every process's tables, so the sampled CR3 reaches them. */
@@ -278,24 +278,7 @@ static void gs_attribute(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const 
 		os.linux_layout = &gs->lx;
 	else if (guest_sampler_has_desc(vm))
 		os.desc = &gs->desc;
-	if (*pg_ok && os.desc && !s->kernel_mmap_sent)
-		s->kernel_mmap_sent = gs_put_mmap(s, KP_PID_KERNEL, t0, os.desc->kernel_text_start,
-						  os.desc->kernel_text_end - os.desc->kernel_text_start, 0,
-						  os.desc->kernel_path);
-	if (*pg_ok && (os.desc || os.linux_layout)) {
-		known = guest_procs_current(&os, &ram, pg, vcpu->id, &s->desc_entry, &task) == 0;
-		if (known && task.pid && guest_procs_news(&s->procs, &os, &ram, pg, &task, &news) &&
-		    gs_put_news(s, &news, t0))
-			guest_procs_told(&s->procs, &news);
-	}
-	*pid = task.pid;
-	*tid = task.tid;
-	if (!task.pid) {
-		pid0_kind = known ? GS_PID0_IDLE : GS_PID0_UNKNOWN;
-		if (s->pid0_kind != pid0_kind &&
-		    gs_put_comm(s, 0, t0, pid0_kind == GS_PID0_IDLE ? "[idle]" : "[unknown]"))
-			s->pid0_kind = pid0_kind;
-	}
+	guest_attribute(&s->attrib, &os, &ram, *pg_ok ? pg : NULL, vcpu->id, t0, &sink, pid, tid);
 }
 
 /*
@@ -538,7 +521,7 @@ static void gs_release(struct vm *vm)
 		if (s->perf_fd >= 0)
 			close(s->perf_fd);
 		s->perf_fd = -1;
-		guest_procs_seen_free(&s->procs);
+		guest_attrib_free(&s->attrib);
 		s->ctl = NULL;
 		s->data = NULL;
 	}
@@ -654,14 +637,11 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 
 		s->head = s->written = s->lost = s->periods_seen = s->samples = 0;
 		s->capture_ns = s->capture_max = s->sreg_ioctls = s->captures = 0;
-		s->desc_entry = -1;
-		s->pid0_kind = GS_PID0_NONE;
-		s->kernel_mmap_sent = false;
 		s->traced_pid_known = false;
 		s->exit_pending = false;
 		s->exits = 0;
 		s->exits_dropped = 0;
-		if (guest_procs_seen_init(&s->procs)) {
+		if (guest_attrib_init(&s->attrib)) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;
 		}

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guest_procs.h"
+#include "guest_attrib.h"
 #include "kvmprof/guest_desc.h"
 #include "kvmprof/guest_ring.h"
 #include "kvmprof/sample_format.h"
@@ -52,16 +52,13 @@ struct guest_sampler_vcpu {
 	int perf_fd;
 	struct kp_ring_ctl *ctl;
 	uint8_t *data;
-	struct guest_procs_seen procs; /* the guest processes whose COMM/MMAP this ring carries */
+	struct guest_attrib attrib; /* the guest processes (and kernel) whose COMM/MMAP this ring carries */
 	/* vCPU thread only while active; reset by the control thread at start. */
 	uint64_t head, written, lost, periods_seen;
 	uint64_t samples;                 /* SAMPLE records written */
 	uint64_t captures;                /* samples taken, written or lost */
 	uint64_t capture_ns, capture_max; /* time spent taking samples, for the overhead figure */
 	uint64_t sreg_ioctls;             /* samples that needed KVM_GET_SREGS */
-	int desc_entry;         /* the descriptor's per-CPU entry of this vCPU, -1: unknown */
-	int pid0_kind;          /* what the COMM of pid 0 says in this ring: 0 none, 1 idle, 2 unknown */
-	bool kernel_mmap_sent;
 	bool traced_pid_known;  /* traced_pid holds the process of this vCPU's last sample */
 	uint32_t traced_pid;    /* for the guest_process_switch event */
 	uint8_t rec[GUEST_SAMPLER_REC_MAX] __attribute__((aligned(8)));
