@@ -6,8 +6,8 @@
  * `CPU_CLK_UNHALTED:100000` still works where libpfm4 does not know the CPU.
  */
 #include "events.h"
+#include "suggest.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <perfmon/pfmlib_perf_event.h>
@@ -364,73 +364,7 @@ void events_cpu_clock(struct events_event *ev)
 	ev->attr.config = PERF_COUNT_SW_CPU_CLOCK;
 }
 
-int events_distance(const char *a, const char *b)
-{
-	enum { MAXLEN = 128 };
-	int la = (int)strlen(a), lb = (int)strlen(b);
-	int rows[3][MAXLEN + 1], *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
-
-	if (la > MAXLEN || lb > MAXLEN)
-		return MAXLEN;
-	for (int j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (int i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (int j = 1; j <= lb; j++) {
-			int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-			int d = prev[j] + 1;
-
-			if (cur[j - 1] + 1 < d)
-				d = cur[j - 1] + 1;
-			if (prev[j - 1] + cost < d)
-				d = prev[j - 1] + cost;
-			if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
-			    tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
-			    prev2[j - 2] + 1 < d)
-				d = prev2[j - 2] + 1;
-			cur[j] = d;
-		}
-		int *t = prev2;
-
-		prev2 = prev;
-		prev = cur;
-		cur = t;
-	}
-	return prev[lb];
-}
-
-struct suggestions {
-	const char *name;
-	int threshold, max, n;
-	int dist[8];
-	char names[8][KP_EVENT_NAME_MAX];
-};
-
-static void consider(struct suggestions *s, const char *candidate)
-{
-	int d = events_distance(s->name, candidate), at;
-
-	if (d > s->threshold)
-		return;
-	for (int i = 0; i < s->n; i++)
-		if (!strcasecmp(s->names[i], candidate))
-			return;
-	/* Keep the list sorted by distance, first found first among equals. */
-	for (at = s->n; at > 0 && s->dist[at - 1] > d; at--)
-		;
-	if (at >= s->max)
-		return;
-	if (s->n < s->max)
-		s->n++;
-	for (int i = s->n - 1; i > at; i--) {
-		s->dist[i] = s->dist[i - 1];
-		memcpy(s->names[i], s->names[i - 1], KP_EVENT_NAME_MAX);
-	}
-	s->dist[at] = d;
-	snprintf(s->names[at], KP_EVENT_NAME_MAX, "%s", candidate);
-}
-
-static void consider_pfm(struct suggestions *s)
+static void consider_pfm(struct suggest *s)
 {
 	char full[KP_EVENT_NAME_MAX];
 
@@ -450,30 +384,22 @@ static void consider_pfm(struct suggestions *s)
 			info.size = sizeof(info);
 			if (pfm_get_event_info(i, PFM_OS_NONE, &info) != PFM_SUCCESS)
 				continue;
-			consider(s, info.name);
+			suggest_consider(s, info.name);
 			snprintf(full, sizeof(full), "%s::%s", pinfo.name, info.name);
-			consider(s, full);
+			suggest_consider(s, full);
 		}
 	}
 }
 
 int events_suggest(const char *name, int max, char *out, size_t outlen)
 {
-	struct suggestions s = { .name = name, .max = max };
-	size_t len = strlen(name), n = 0;
+	struct suggest s;
 
-	if (s.max > (int)ARRAY_SIZE(s.dist))
-		s.max = (int)ARRAY_SIZE(s.dist);
-	/* Typos cost one or two edits in short names, more in long ones. */
-	s.threshold = len / 3 > 2 ? (int)(len / 3) : 2;
+	suggest_init(&s, name, max);
 	for (size_t i = 0; i < ARRAY_SIZE(generic_events); i++)
-		consider(&s, generic_events[i].name);
+		suggest_consider(&s, generic_events[i].name);
 	for (size_t i = 0; i < ARRAY_SIZE(oprofile_aliases); i++)
-		consider(&s, oprofile_aliases[i].oprofile);
+		suggest_consider(&s, oprofile_aliases[i].oprofile);
 	consider_pfm(&s);
-	if (outlen)
-		out[0] = 0;
-	for (int i = 0; i < s.n && n < outlen; i++)
-		n += (size_t)snprintf(out + n, outlen - n, "%s%s", i ? ", " : "", s.names[i]);
-	return s.n;
+	return suggest_format(&s, out, outlen);
 }

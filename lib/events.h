@@ -38,7 +38,4 @@ int events_suggest(const char *name, int max, char *out, size_t outlen);
 /* The software clock that stands in when there is no PMU. */
 void events_cpu_clock(struct events_event *ev);
 
-/* Edit distance with adjacent transpositions, case-insensitive (exposed for tests). */
-int events_distance(const char *a, const char *b);
-
 #endif

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "events.h"
+#include "suggest.h"
 
 static char err[256], unknown[KP_EVENT_NAME_MAX];
 
@@ -185,11 +186,11 @@ static void test_suggest(void **state)
 static void test_distance(void **state)
 {
 	(void)state;
-	assert_int_equal(events_distance("cycles", "cycles"), 0);
-	assert_int_equal(events_distance("cycels", "cycles"), 1); /* a transposition is one edit */
-	assert_int_equal(events_distance("CYCLES", "cycles"), 0);
-	assert_int_equal(events_distance("", "abc"), 3);
-	assert_int_equal(events_distance("kitten", "sitting"), 3);
+	assert_int_equal(suggest_distance("cycles", "cycles"), 0);
+	assert_int_equal(suggest_distance("cycels", "cycles"), 1); /* a transposition is one edit */
+	assert_int_equal(suggest_distance("CYCLES", "cycles"), 0);
+	assert_int_equal(suggest_distance("", "abc"), 3);
+	assert_int_equal(suggest_distance("kitten", "sitting"), 3);
 }
 
 static void test_cpu_clock(void **state)
