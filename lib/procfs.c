@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -102,6 +103,26 @@ int procfs_read_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	if (!r)
 		buf[strcspn(buf, "\n")] = 0;
 	return r;
+}
+
+int procfs_thread_group(pid_t tid, pid_t *tgid)
+{
+	char path[64], buf[4096], *p;
+	long v;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	r = read_small_file(path, buf, sizeof(buf));
+	if (r)
+		return r == -ENOENT ? -ESRCH : r;
+	p = strstr(buf, "\nTgid:");
+	if (!p)
+		return -EBADMSG;
+	v = strtol(p + 6, NULL, 10);
+	if (v <= 0 || v > INT32_MAX)
+		return -EBADMSG;
+	*tgid = (pid_t)v;
+	return 0;
 }
 
 static int cmp_pid(const void *a, const void *b)

@@ -35,6 +35,9 @@ int procfs_read_maps(pid_t pid, int (*fn)(const struct procfs_map *m, void *ctx)
 /* A thread's name from /proc/PID/task/TID/comm, without the newline. */
 int procfs_read_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 
+/* The process (thread group) of thread tid, from /proc/TID/status. 0 or -errno (-ESRCH: no such thread). */
+int procfs_thread_group(pid_t tid, pid_t *tgid);
+
 /* The numeric entries of a /proc directory ("/proc", "/proc/PID/task"), sorted; free(*out). */
 int procfs_list_ids(const char *dir, pid_t **out, size_t *n);
 

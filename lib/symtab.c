@@ -439,3 +439,43 @@ void symtab_close(struct symtab *st)
 	free(st->loads);
 	free(st);
 }
+
+int symtab_find_symbol(const char *path, const char *name, uint64_t *addr, uint64_t *size)
+{
+	int fd = file_open_regular(path), rc = -ENOENT;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+
+	if (fd < 0)
+		return fd;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		close(fd);
+		return -ENOEXEC;
+	}
+	while (rc == -ENOENT && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    !(n = elf_strptr(elf, sh.sh_link, sym.st_name)) || strcmp(n, name))
+				continue;
+			*addr = sym.st_value;
+			*size = sym.st_size;
+			rc = 0;
+			break;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return rc;
+}

@@ -50,4 +50,12 @@ size_t symtab_count(const struct symtab *st);
 size_t symtab_build_id(const struct symtab *st, const uint8_t **id);
 void symtab_close(struct symtab *st);
 
+/*
+ * The address (st_value) and size of the symbol called name, of any type
+ * (a data object too: symtab_open keeps functions only), in the ELF file
+ * at path's .symtab or .dynsym. 0, -ENOENT (no such symbol), -ENOEXEC (not
+ * an ELF file) or -errno from opening the file.
+ */
+int symtab_find_symbol(const char *path, const char *name, uint64_t *addr, uint64_t *size);
+
 #endif

@@ -224,6 +224,8 @@ long agent_write(const void *buf, size_t len);
 
 /* vmm_desc.c: the guest descriptor for kvmprof-vmm's sampler (kvmprof/guest_desc.h) */
 extern int vmm_desc_test;
+struct kp_guest_desc;
+extern const struct kp_guest_desc kvmprof_guest_desc; /* KP_GDESC_SYMBOL */
 void vmm_desc_register(void);
 
 /* msr.S: RDMSR/WRMSR that return -GUEST_EIO instead of dying on #GP */

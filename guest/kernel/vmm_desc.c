@@ -12,7 +12,8 @@
 
 int vmm_desc_test; /* `sampletest=baddesc`: register lies instead (tests the VMM) */
 
-static const struct kp_guest_desc desc = {
+/* Global, so that its symbol (KP_GDESC_SYMBOL) finds it in kernel.elf when no OUT is taken (QEMU). */
+const struct kp_guest_desc kvmprof_guest_desc = {
 	.magic = KP_GDESC_MAGIC,
 	.version = KP_GDESC_VERSION,
 	.size = sizeof(struct kp_guest_desc),
@@ -64,5 +65,5 @@ void vmm_desc_register(void)
 		outl(KVMPROF_GUEST_DESC_PORT, (uint32_t)(uint64_t)&bad_pointers);
 	}
 	/* Ignored after bad_pointers: the VMM keeps the first descriptor it accepts. */
-	outl(KVMPROF_GUEST_DESC_PORT, (uint32_t)(uint64_t)&desc);
+	outl(KVMPROF_GUEST_DESC_PORT, (uint32_t)(uint64_t)&kvmprof_guest_desc);
 }

@@ -23,6 +23,11 @@
  * cpu_apic_id_off equals the vCPU's initial APIC id (kvmprof-vmm gives vCPU n
  * APIC id n); with KP_GDESC_CPU_BY_INDEX, i is the vCPU index.
  *
+ * A profiler that cannot take the OUT (kvmprof record --domain, which
+ * samples a QEMU guest from outside) finds the structure by its symbol in
+ * the guest kernel's ELF file instead: KP_GDESC_SYMBOL, at a guest-virtual
+ * address mapped in every address space.
+ *
  * Everything the guest wrote is untrusted: a descriptor that lies costs it
  * its own process names (samples get pid 0, comm "[unknown]"), nothing more.
  *
@@ -35,6 +40,9 @@
 
 /* The 32-bit OUT port; reads return all ones. */
 #define KVMPROF_GUEST_DESC_PORT 0x5d0
+
+/* The descriptor's symbol in the kernel's ELF symbol table. */
+#define KP_GDESC_SYMBOL "kvmprof_guest_desc"
 
 #define KP_GDESC_MAGIC 0x4353444bu /* "KDSC" little-endian */
 #define KP_GDESC_VERSION 1
