@@ -99,7 +99,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 				a->format == REPORT_FORMAT_SVG ? "flame graph" : "folded stacks", p->events[ev].name, others);
 		return a->format == REPORT_FORMAT_SVG ? report_svg(out, p, ev, NULL) : report_folded(out, p, ev);
 	case REPORT_FORMAT_PPROF:
-		return report_pprof(out, p);
+		return report_pprof(out, p, NULL);
 	default:
 		return report_text(out, p, &own->opt);
 	}

@@ -214,6 +214,21 @@ const char *host_frame_layer(const struct profile *p, uint32_t func)
 	return im->kernel ? "host kernel" : "VMM user";
 }
 
+/*
+ * pprof's labels: the layer the sample's time was spent in, and the guest
+ * process it was for (a guest sample's, or the one whose VM exit a host
+ * sample handled), its command without the layer's tag.
+ */
+static void pprof_labels(const struct profile *p, const struct profile_sample *s, void *ctx, const char **layer,
+			 const char **guest_process)
+{
+	const char *comm = p->comms[s->comm], *sp = strchr(comm, ' ');
+
+	(void)ctx;
+	*layer = layer_names[host_layer_of(s)];
+	*guest_process = (s->domain == KP_DOMAIN_GUEST || s->exit != PROFILE_NONE) && sp ? sp + 1 : NULL;
+}
+
 static enum report_kind frame_kind(const struct profile *p, uint32_t func, void *ctx)
 {
 	const struct profile_image *im = &p->images[p->funcs[func].image];
@@ -381,8 +396,11 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 	case REPORT_FORMAT_SVG:
 		ev = merge_events(p);
 		return report_svg(out, p, ev, &svg);
-	case REPORT_FORMAT_PPROF:
-		return report_pprof(out, p);
+	case REPORT_FORMAT_PPROF: {
+		const struct report_pprof_options po = { .domain = host_report_meta(p, "domain"), .labels = pprof_labels };
+
+		return report_pprof(out, p, &po);
+	}
 	default:
 		return print_text(out, p, a->input, own->by_process);
 	}

@@ -34,8 +34,21 @@ int report_text(FILE *out, const struct profile *p, const struct report_options 
  */
 int report_folded(FILE *out, const struct profile *p, uint32_t event);
 uint32_t report_folded_event(const struct profile *p);
-/* The whole profile as gzipped pprof protobuf. */
-int report_pprof(FILE *out, const struct profile *p);
+/* What the host profiler adds to pprof's labels; NULL for none. */
+struct report_pprof_options {
+	const char *domain; /* a "domain" label on every sample: the VM (a libvirt domain's name); NULL: none */
+	/*
+	 * A sample's "layer" ("guest user", "VMM user", ...) and "guest_process"
+	 * labels (NULL or "": none); samples of one (pid, command, domain,
+	 * privilege level) share them.
+	 */
+	void (*labels)(const struct profile *p, const struct profile_sample *s, void *ctx, const char **layer,
+		       const char **guest_process);
+	void *ctx;
+};
+
+/* The whole profile as gzipped pprof protobuf; opt may be NULL. */
+int report_pprof(FILE *out, const struct profile *p, const struct report_pprof_options *opt);
 
 /*
  * What a frame is, for the flame graph's colours: a function of the

@@ -3,7 +3,10 @@
  * pprof output: the profile as a gzipped perftools.profiles.Profile
  * (lib/profile.proto). Each event contributes two values per sample, its
  * sample count and its weight (events, the sum of periods); samples with
- * the same event, pid, command and location stack are merged. Locations
+ * the same event, pid, command and location stack are merged. Each sample
+ * has labels pid and comm, and with options domain (the VM), layer and
+ * guest_process, so continuous-profiling back ends can filter by them.
+ * Locations
  * carry their mapping (one per image) and function, so readers need no
  * symbol files.
  */
@@ -57,13 +60,20 @@ static int64_t str_index(struct strtab *t, const char *s)
 	return (int64_t)t->nr++;
 }
 
-/* Groups of (event, pid, command): a sample stack is counted within one. */
+/*
+ * Groups of (event, pid, command, domain, privilege level): a sample
+ * stack is counted within one, and its labels are the group's.
+ */
 struct group {
 	uint32_t event, pid, comm;
+	uint32_t sample; /* one of its samples, for the labels */
 };
+
+#define MAX_LABELS 5 /* pid, comm, and the options': domain, layer, guest_process */
 
 struct builder {
 	const struct profile *p;
+	const struct report_pprof_options *opt;
 	struct strtab str;
 	PbProfile prof;
 	PbValueType *types, **type_ptrs, period_type;
@@ -220,17 +230,30 @@ static int add_locations(struct builder *b)
 	return 0;
 }
 
-static int64_t group_of(struct builder *b, const struct profile_sample *s)
+static int64_t group_of(struct builder *b, const struct profile_sample *s, size_t index)
 {
-	int64_t v = keymap_get(&b->group_index, (uint64_t)s->event << 32 | s->pid, s->comm);
+	uint64_t k1 = (uint64_t)s->event << 32 | s->pid, k2 = (uint64_t)s->domain << 40 | (uint64_t)s->cpl << 32 | s->comm;
+	int64_t v = keymap_get(&b->group_index, k1, k2);
 
 	if (v >= 0)
 		return v;
 	if (grow_array(&b->groups, &b->groups_cap, b->nr_groups + 1, sizeof(*b->groups)) ||
-	    keymap_put(&b->group_index, (uint64_t)s->event << 32 | s->pid, s->comm, (uint32_t)b->nr_groups))
+	    keymap_put(&b->group_index, k1, k2, (uint32_t)b->nr_groups))
 		return -1;
-	b->groups[b->nr_groups] = (struct group){ s->event, s->pid, s->comm };
+	b->groups[b->nr_groups] = (struct group){ s->event, s->pid, s->comm, (uint32_t)index };
 	return (int64_t)b->nr_groups++;
+}
+
+/* A string label of sample ps (the next of its labels at lb[*n]); nothing for an empty or missing value. */
+static void str_label(struct builder *b, PbLabel *lb, PbLabel **ptrs, size_t *n, int64_t key, const char *value)
+{
+	if (!value || !*value)
+		return;
+	perftools__profiles__label__init(&lb[*n]);
+	lb[*n].key = key;
+	lb[*n].str = str_index(&b->str, value);
+	ptrs[*n] = &lb[*n];
+	(*n)++;
 }
 
 static int add_samples(struct builder *b)
@@ -238,11 +261,13 @@ static int add_samples(struct builder *b)
 	const struct profile *p = b->p;
 	size_t nv = 2 * p->nr_events, i, n;
 	int64_t pid_key = str_index(&b->str, "pid"), comm_key = str_index(&b->str, "comm");
+	int64_t domain_key = str_index(&b->str, "domain"), layer_key = str_index(&b->str, "layer");
+	int64_t guest_key = str_index(&b->str, "guest_process");
 	int rc;
 
 	for (i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
-		int64_t g = group_of(b, s);
+		int64_t g = group_of(b, s, i);
 
 		if (g < 0)
 			return -ENOMEM;
@@ -253,8 +278,8 @@ static int add_samples(struct builder *b)
 	n = b->stacks.nr;
 	b->samples = alloc_n(n, sizeof(*b->samples));
 	b->sample_ptrs = alloc_n(n, sizeof(*b->sample_ptrs));
-	b->labels = alloc_n(2 * n, sizeof(*b->labels));
-	b->label_ptrs = alloc_n(2 * n, sizeof(*b->label_ptrs));
+	b->labels = alloc_n(MAX_LABELS * n, sizeof(*b->labels));
+	b->label_ptrs = alloc_n(MAX_LABELS * n, sizeof(*b->label_ptrs));
 	b->loc_ids = alloc_n(b->stacks.nr_ids, sizeof(*b->loc_ids));
 	if (n && nv > SIZE_MAX / n)
 		return -ENOMEM;
@@ -267,7 +292,8 @@ static int add_samples(struct builder *b)
 		const struct report_stack *st = &b->stacks.stacks[i];
 		const struct group *g = &b->groups[st->group];
 		PbSample *ps = &b->samples[i];
-		PbLabel *lb = &b->labels[2 * i];
+		PbLabel *lb = &b->labels[MAX_LABELS * i], **ptrs = &b->label_ptrs[MAX_LABELS * i];
+		size_t nl = 2;
 
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = st->nr;
@@ -282,10 +308,19 @@ static int add_samples(struct builder *b)
 		perftools__profiles__label__init(&lb[1]);
 		lb[1].key = comm_key;
 		lb[1].str = str_index(&b->str, p->comms[g->comm]);
-		b->label_ptrs[2 * i] = &lb[0];
-		b->label_ptrs[2 * i + 1] = &lb[1];
-		ps->n_label = 2;
-		ps->label = &b->label_ptrs[2 * i];
+		ptrs[0] = &lb[0];
+		ptrs[1] = &lb[1];
+		if (b->opt) {
+			const char *layer = NULL, *guest = NULL;
+
+			str_label(b, lb, ptrs, &nl, domain_key, b->opt->domain);
+			if (b->opt->labels)
+				b->opt->labels(p, &p->samples[g->sample], b->opt->ctx, &layer, &guest);
+			str_label(b, lb, ptrs, &nl, layer_key, layer);
+			str_label(b, lb, ptrs, &nl, guest_key, guest);
+		}
+		ps->n_label = nl;
+		ps->label = ptrs;
 		b->sample_ptrs[i] = ps;
 	}
 	b->prof.n_sample = n;
@@ -369,9 +404,9 @@ static int64_t meta_time_ns(const struct profile *p)
 	return 0;
 }
 
-int report_pprof(FILE *out, const struct profile *p)
+int report_pprof(FILE *out, const struct profile *p, const struct report_pprof_options *opt)
 {
-	struct builder b = { .p = p };
+	struct builder b = { .p = p, .opt = opt };
 	uint8_t *buf = NULL;
 	size_t len;
 	int rc;

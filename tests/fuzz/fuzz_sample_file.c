@@ -29,7 +29,7 @@ static void render_all(const struct profile *p)
 		report_folded(out, p, ev);
 		report_svg(out, p, ev, NULL);
 	}
-	report_pprof(out, p);
+	report_pprof(out, p, NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			report_folded(out, p, ev);
 			report_svg(out, p, ev, NULL);
 		}
-		report_pprof(out, p);
+		report_pprof(out, p, NULL);
 		profile_free(p);
 	}
 	close(fd);

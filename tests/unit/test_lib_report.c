@@ -241,7 +241,7 @@ static void test_pprof_round_trip(void **state)
 	(void)state;
 	f = open_memstream((char **)&gz, &gz_len);
 	assert_non_null(f);
-	assert_int_equal(report_pprof(f, prof), 0);
+	assert_int_equal(report_pprof(f, prof, NULL), 0);
 	fclose(f);
 	assert_true(gz_len > 18);
 	assert_int_equal(gz[0], 0x1f); /* gzip magic */
