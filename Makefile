@@ -46,6 +46,10 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
 # vmm/emu.c: the exact vPMU backend runs guest code in Unicorn (QEMU's TCG as a library)
 # and decodes each block once with Capstone.
 DEB_PACKAGES += libunicorn-dev libcapstone-dev
+# host-profiler/libvirt: kvmprof list/record --domain talk to libvirt (its C API, with libvirt-qemu's monitor
+# call) and parse domain XML with libxml2; the tests run a real libvirtd (libvirt-daemon-system, which pulls
+# in QEMU's system emulator) with virsh (libvirt-clients).
+DEB_PACKAGES += libvirt-dev libxml2-dev libvirt-daemon-system libvirt-clients
 # tests/fuzz: libFuzzer needs clang and its runtime (libclang_rt.fuzzer).
 DEB_PACKAGES += clang libclang-rt-14-dev
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.

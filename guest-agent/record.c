@@ -503,11 +503,12 @@ struct loop {
 };
 
 /* After each drain: the progress line, then whether the target is gone or a signal came. */
-static int loop_step(void *ctx, short pidfd_revents)
+static int loop_step(void *ctx, short pidfd_revents, int *next_poll_ms)
 {
 	struct loop *L = ctx;
 	struct rec *R = L->R;
 
+	(void)next_poll_ms;
 	if (L->tty && emit_now_ns() - L->last_progress >= 1000000000ull) {
 		progress(R, false);
 		L->last_progress = emit_now_ns();

@@ -1,24 +1,35 @@
-# kvmprof: the host-side system-wide profiler (record, report, stat).
-# Dynamic, linked with libkvmprof and json-c (the control socket); an
-# ASan + UBSan build runs in the tests.
+# kvmprof: the host-side system-wide profiler (record, report, stat, list).
+# Dynamic, linked with libkvmprof, vmi/'s guest introspection (a libvirt
+# domain's guest is read from outside), json-c (the control socket, QMP),
+# and libvirt with libxml2 (host-profiler/libvirt/: domains, their XML and
+# QEMU's monitor); an ASan + UBSan build runs in the tests.
 
-HOSTPROF_SRCS := $(wildcard host-profiler/*.c)
+HOSTPROF_SRCS := $(wildcard host-profiler/*.c) $(wildcard host-profiler/libvirt/*.c)
 HOSTPROF_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/%.o)
 HOSTPROF_ASAN_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/asan/%.o)
-HOSTPROF_CFLAGS := $(LIB_CFLAGS) -Ihost-profiler $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
-HOSTPROF_LIBS := $(LIB_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lpthread
+HOSTPROF_CFLAGS := $(LIB_CFLAGS) $(VMI_CFLAGS) -Ihost-profiler \
+                   $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) \
+                   $(shell pkg-config --cflags libvirt libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
+HOSTPROF_CORE_LIBS := $(LIB_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lpthread
+HOSTPROF_LIBS := $(shell pkg-config --libs libvirt-qemu libvirt libxml-2.0 2>/dev/null || echo -lvirt-qemu -lvirt -lxml2) \
+                 $(HOSTPROF_CORE_LIBS)
 
 $(eval $(call plain_and_asan,$(BUILD)/host-profiler/%.o,host-profiler/%.c,$$(HOSTPROF_CFLAGS) -c $$< -o $$@))
 
-$(HOSTPROF_OBJS) $(HOSTPROF_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
+$(HOSTPROF_OBJS) $(HOSTPROF_ASAN_OBJS) $(BUILD)/host-profiler/no-libvirt/unavailable.o: | $(BUILD)/gen/profile.pb-c.h
 
-$(eval $(call plain_and_asan,$(BUILD)/kvmprof,$(HOSTPROF_OBJS) $(LIB_A),-o $$@ $$^ $$(HOSTPROF_LIBS)))
+$(eval $(call plain_and_asan,$(BUILD)/kvmprof,$(HOSTPROF_OBJS) $(VMI_A) $(LIB_A),-o $$@ $$^ $$(HOSTPROF_LIBS)))
 
 -include $(HOSTPROF_OBJS:.o=.d) $(HOSTPROF_ASAN_OBJS:.o=.d)
 
 # A static kvmprof for the nested Linux-guest test: it runs in L1's
 # initramfs, which has no libc (tests/nested/run.sh, the sysprof checks).
+# Debian ships libvirt as a shared library only: this one has no libvirt
+# (host-profiler/no-libvirt/ says so for list and --domain).
 all: $(BUILD)/kvmprof-static
 
-$(BUILD)/kvmprof-static: $(HOSTPROF_OBJS) $(LIB_A)
-	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(HOSTPROF_LIBS)
+HOSTPROF_STATIC_OBJS := $(filter-out $(BUILD)/host-profiler/libvirt/%,$(HOSTPROF_OBJS)) \
+                        $(BUILD)/host-profiler/no-libvirt/unavailable.o
+
+$(BUILD)/kvmprof-static: $(HOSTPROF_STATIC_OBJS) $(VMI_A) $(LIB_A)
+	$(CC) $(HOST_CFLAGS) -static -o $@ $^ $(HOSTPROF_CORE_LIBS)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kvmprof: the host-side system-wide profiler. Subcommands record, report
- * and stat; this file only parses the command line. Exit codes: 0 done,
- * 1 failed, 2 bad usage.
+ * kvmprof: the host-side system-wide profiler. Subcommands record, report,
+ * stat, list, trace and plugin; this file only parses the command line.
+ * Exit codes: 0 done, 1 failed, 2 bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +13,8 @@
 
 #include "cli.h"
 #include "events.h"
+#include "domain_sampler.h"
+#include "host_list.h"
 #include "host_record.h"
 #include "host_report.h"
 #include "record_cli.h"
@@ -23,25 +25,39 @@
 #define KVMPROF_VERSION "0.1"
 
 static const char usage_text[] =
-	"usage: kvmprof record --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [--callgraph] [-o FILE]\n"
-	"                      [--duration S] [--guest-export FILE] [--no-exits] [-q]\n"
+	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [--connect URI]\n"
+	"                      [-e EVENT] [-F HZ | -c PERIOD] [--callgraph] [-o FILE]\n"
+	"                      [--duration S] [--guest-export FILE] [--guest-kernel ELF] [--guest-hz HZ]\n"
+	"                      [--no-exits] [-q]\n"
 	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
-	"       kvmprof stat --vm SOCKET [-e EVENT[,EVENT...]] [--duration S]\n"
+	"       kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [-e EVENT[,EVENT...]] [--duration S]\n"
+	"       kvmprof list [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
 	"       kvmprof --help | --version\n";
 
 static const char help_text[] =
 	"\n"
-	"Profiles a kvmprof-vmm virtual machine from the host: the VMM's own threads\n"
-	"(VMM user code, host kernel) with perf_event_open, and the guest through the\n"
-	"VMM's guest sampler, whose samples resolve against the guest's own files.\n"
+	"Profiles a virtual machine from the host: a kvmprof-vmm, or a QEMU/KVM domain\n"
+	"that libvirt manages. The VM's own threads (VMM user code, host kernel) are\n"
+	"sampled with perf_event_open, the guest through kvmprof-vmm's guest sampler or,\n"
+	"for a domain, through QEMU's monitor and QEMU's mapping of guest memory; guest\n"
+	"samples resolve against the guest's own files.\n"
 	"\n"
 	"record options:\n"
 	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
+	"  --domain NAME       a running libvirt domain (kvmprof list shows them)\n"
+	"  --all-domains       every running domain at once, a recording each in the\n"
+	"                      directory -o names (default kvmprof.domains); kvmprof report\n"
+	"                      -i DIR shows them one after another, after host CPU per domain\n"
+	"  --connect URI       libvirt's connection (default qemu:///system)\n"
+	"  --guest-hz HZ       a domain's vCPU register samples per second (default 100,\n"
+	"                      at most 250): each is a round trip through QEMU's monitor\n"
+	"  --guest-kernel ELF  the bundled guest's kernel.elf, when the domain XML does not\n"
+	"                      boot it directly (names the guest's processes)\n"
 	"  -e, --event EVENT   event to sample (default cycles; cpu-clock without a hardware\n"
 	"                      PMU); names as for kvmprof-agent record\n"
 	"  -F, --freq HZ       samples per second (default 1000)\n"
@@ -50,7 +66,7 @@ static const char help_text[] =
 	"  -o, --output FILE   sample file (default kvmprof.data; '-' is standard output)\n"
 	"  -d, --duration S    stop after S seconds (default: Ctrl-C, or when the VM exits)\n"
 	"  -x, --guest-export FILE  a Linux guest's `kvmprof-agent export`: its task layout\n"
-	"                      lets the VMM name the guest's processes in its samples\n"
+	"                      lets kvmprof name the guest's processes in its samples\n"
 	"      --no-exits      no VM exit records (by default the VMM records every exit\n"
 	"                      with its guest context and host interval, for the report's\n"
 	"                      cross-layer stacks, --drill and --exits)\n"
@@ -62,7 +78,11 @@ static const char help_text[] =
 	"report options: see `kvmprof report --help`.\n"
 	"\n"
 	"stat options:\n"
-	"  --vm SOCKET, -e EVENTS (comma-separated; default task-clock), --duration S\n"
+	"  --vm SOCKET | --domain NAME [--connect URI], -e EVENTS (comma-separated;\n"
+	"  default task-clock), --duration S\n"
+	"\n"
+	"list: the running libvirt domains, their QEMU pid, vCPU threads and RAM, and\n"
+	"what kvmprof can do with each (and why not); see `kvmprof list --help`.\n"
 	"\n"
 	"trace: prints a kvmprof-vmm --trace file; see `kvmprof trace --help`.\n"
 	"plugin: loads and unloads a running VMM's plugins; see `kvmprof plugin --help`.\n";
@@ -88,6 +108,27 @@ static int record_option(int c, const char *arg, void *ctx)
 	case 'X':
 		o->no_exits = true;
 		return 0;
+	case 'D':
+		o->domain = arg;
+		return 0;
+	case 'A':
+		o->all_domains = true;
+		return 0;
+	case 'C':
+		o->connect = arg;
+		return 0;
+	case 'k':
+		o->guest_kernel = arg;
+		return 0;
+	case 'H': {
+		unsigned long long hz;
+
+		if (cli_parse_num(arg, 1, DOMAIN_SAMPLER_HZ_MAX, &hz))
+			return usage_error("--guest-hz '%s': expected 1 to %d register samples per second", arg,
+					   DOMAIN_SAMPLER_HZ_MAX);
+		o->guest_hz = (unsigned int)hz;
+		return 0;
+	}
 	}
 	return -1;
 }
@@ -99,6 +140,11 @@ static int cmd_record(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "guest-export", required_argument, NULL, 'x' },
 		{ "no-exits", no_argument, NULL, 'X' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "all-domains", no_argument, NULL, 'A' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "guest-kernel", required_argument, NULL, 'k' },
+		{ "guest-hz", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_record_opts o;
@@ -114,10 +160,15 @@ static int cmd_record(int argc, char **argv)
 		return r;
 	if (optind < argc)
 		return usage_error("record: unexpected argument '%s'", argv[optind]);
-	if (!o.vm)
-		return usage_error("record: --vm SOCKET is required (kvmprof-vmm --control SOCKET)");
+	if (!!o.vm + !!o.domain + o.all_domains != 1)
+		return usage_error("record: one of --vm SOCKET (kvmprof-vmm --control SOCKET), --domain NAME (a libvirt "
+				   "domain) or --all-domains");
+	if (o.vm && (o.connect || o.guest_hz || o.guest_kernel))
+		return usage_error("record: --connect, --guest-hz and --guest-kernel are for libvirt domains, not --vm");
 	r = record_cli_check_rate(&cli, &o.rec);
-	return r >= 0 ? r : host_record_run(&o);
+	if (r >= 0)
+		return r;
+	return o.all_domains ? host_record_all_domains(&o) : host_record_run(&o);
 }
 
 static int cmd_stat(int argc, char **argv)
@@ -125,6 +176,7 @@ static int cmd_stat(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "vm", required_argument, NULL, 'v' },	  { "event", required_argument, NULL, 'e' },
 		{ "duration", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+		{ "domain", required_argument, NULL, 'D' }, { "connect", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_stat_opts o;
@@ -133,10 +185,16 @@ static int cmd_stat(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":v:e:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":v:e:d:hD:C:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			o.vm = optarg;
+			break;
+		case 'D':
+			o.domain = optarg;
+			break;
+		case 'C':
+			o.connect = optarg;
 			break;
 		case 'e': {
 			char *list = strdup(optarg), *save = NULL;
@@ -173,8 +231,10 @@ static int cmd_stat(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("stat: unexpected argument '%s'", argv[optind]);
-	if (!o.vm)
-		return usage_error("stat: --vm SOCKET is required");
+	if (!o.vm == !o.domain)
+		return usage_error("stat: one of --vm SOCKET or --domain NAME");
+	if (o.vm && o.connect)
+		return usage_error("stat: --connect is for libvirt domains, not --vm");
 	return host_stat_run(&o);
 }
 
@@ -200,6 +260,8 @@ int main(int argc, char **argv)
 		return host_report_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
+	if (!strcmp(sub, "list"))
+		return host_list_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "trace"))
 		return host_trace_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "plugin"))

@@ -2,23 +2,24 @@
 /*
  * How a system-wide recording is laid out:
  *
- *  - the VMM is found through its control socket (status: pid; vcpus:
- *    the vCPU thread ids, kept in META for the report);
- *  - host side: one perf event per (online CPU, VMM thread), with inherit
- *    so threads the VMM starts later are followed; one ring buffer per CPU
+ *  - the VM (vm_target.h: kvmprof-vmm or a libvirt domain's QEMU) gives
+ *    its process and vCPU thread ids, kept in META for the report;
+ *  - host side: one perf event per (online CPU, VM thread), with inherit
+ *    so threads the VM starts later are followed; one ring buffer per CPU
  *    (PERF_EVENT_IOC_SET_OUTPUT), as kvmprof-agent record -p does; COMM and
- *    MMAP of the VMM from /proc at the start, then perf's own; the host's
- *    kallsyms;
- *  - guest side: sample-start hands over a memfd of rings
- *    (include/kvmprof/guest_ring.h) whose records are copied as they are;
- *  - host samples taken while guest code ran are guest time, and the guest
- *    sampler already accounts for that time with guest addresses. They are
- *    dropped here, not written, and counted in META
- *    `host_samples_in_guest`: on bare-metal KVM perf marks them with a
- *    PERF_RECORD_MISC_GUEST_* cpumode; on a PVM host (kvm_pvm) they carry no
- *    mark and land in the host kernel function pvm_do_nmi_irqoff, whose
- *    address range is taken from the host's kallsyms. So every sample in
- *    the file is in exactly one domain and none is counted twice.
+ *    MMAP of the VM's process from /proc at the start, then perf's own; the
+ *    host's kallsyms;
+ *  - guest side: the target's (kvmprof-vmm's rings, a domain's register
+ *    samples), written into the same file;
+ *  - host samples taken while guest code ran are guest time. They are not
+ *    written as host samples; they are counted in META
+ *    `host_samples_in_guest` and handed to the target, which has the
+ *    guest's side of that time. On hardware-virtualization KVM perf marks
+ *    them with a PERF_RECORD_MISC_GUEST_* cpumode; on a PVM host (kvm_pvm)
+ *    they carry no mark and land in the host kernel function
+ *    pvm_do_nmi_irqoff, whose address range is taken from the host's
+ *    kallsyms; under TCG the target knows its translated code. So every
+ *    sample in the file is in exactly one domain and none is counted twice.
  */
 #include "host_record.h"
 
@@ -32,7 +33,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -40,7 +40,6 @@
 
 #include "convert.h"
 #include "emit.h"
-#include "guest_ring_reader.h"
 #include "kallsyms.h"
 #include "perf_open.h"
 #include "perf_rings.h"
@@ -48,12 +47,10 @@
 #include "record_fallback.h"
 #include "record_output.h"
 #include "sample_file.h"
-#include "vm_client.h"
+#include "vm_target.h"
 
 #define MAX_CPUS 1024
-#define MAX_VCPUS 64
 #define RING_PAGES 128
-#define POLL_MS 100
 #define HOST_EVENT_ID 0
 
 /* Host kernel functions whose samples mean "guest code was running" (see the top). */
@@ -62,10 +59,8 @@ static const char *const guest_entry_symbols[] = { "pvm_do_nmi_irqoff" };
 
 struct hrec {
 	const struct host_record_opts *o;
-	struct vm_client vm;
-	pid_t vmm_pid;
-	int nvcpus;
-	long long vcpu_tid[MAX_VCPUS];
+	struct vm_target t;
+	struct record_session sess;
 
 	struct events_event ev;
 	uint32_t ev_flags;
@@ -84,17 +79,11 @@ struct hrec {
 
 	uint64_t entry_lo[NR_GUEST_ENTRY], entry_hi[NR_GUEST_ENTRY];
 	bool entry_known;
-	uint64_t in_guest_mode, in_guest_entry; /* host samples dropped as guest time */
+	/* host samples of guest time: perf's guest cpumode, the PVM entry, the target's rule (TCG) */
+	uint64_t in_guest_mode, in_guest_entry, in_guest_code;
 
-	bool sampling; /* the VMM's guest sampler runs for us */
-	struct guest_rings gr;
-	char guest_status[640];
-	bool vm_gone;
-	/* sample-stop's figures of the VMM's own cost per guest sample (none if the VM went first) */
-	bool capture_known;
-	uint64_t capture_mean_ns, capture_max_ns;
 	uint64_t t_start;
-	/* --guest-export: a Linux guest's task layout, for sample-start */
+	/* --guest-export: a Linux guest's task layout, for the guest sampler */
 	bool has_layout;
 	struct kp_rec_task_layout layout;
 };
@@ -116,48 +105,6 @@ static void install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-}
-
-/* ---- the VMM ---- */
-
-static int ask_vm(struct hrec *R)
-{
-	json_object *reply, *arr;
-	char err[512];
-	long long v;
-	int r;
-
-	r = vm_client_connect(&R->vm, R->o->vm, err, sizeof(err));
-	if (!r)
-		r = vm_client_simple(&R->vm, "status", &reply, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "kvmprof: %s\n", err);
-		return r;
-	}
-	r = vm_client_int(reply, "pid", 1, INT32_MAX, &v);
-	json_object_put(reply);
-	if (r) {
-		fprintf(stderr, "kvmprof: %s: status reply has no valid \"pid\": not a kvmprof-vmm?\n", R->o->vm);
-		return r;
-	}
-	R->vmm_pid = (pid_t)v;
-	r = vm_client_simple(&R->vm, "vcpus", &reply, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "kvmprof: %s: vcpus: %s\n", R->o->vm, err);
-		return r;
-	}
-	if (json_object_object_get_ex(reply, "vcpus", &arr) && json_object_is_type(arr, json_type_array)) {
-		size_t n = json_object_array_length(arr);
-
-		for (size_t i = 0; i < n && R->nvcpus < MAX_VCPUS; i++) {
-			json_object *o = json_object_array_get_idx(arr, i);
-
-			/* A tid is null for the microseconds before a vCPU thread runs: 0 then. */
-			R->vcpu_tid[R->nvcpus++] = vm_client_int(o, "tid", 1, INT32_MAX, &v) ? 0 : v;
-		}
-	}
-	json_object_put(reply);
-	return 0;
 }
 
 /* The samples' event and rate, as the user asked (-e, -F, -c), the default cycles. */
@@ -192,9 +139,9 @@ static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_att
 	a->disabled = 1;
 	a->inherit = 1;
 	a->sample_id_all = 1;
-	/* Hardware counters must run in guest mode too: their guest-mode samples are then dropped by cpumode. */
+	/* Hardware counters must run in guest mode too: their guest-mode samples are then guest time. */
 	a->exclude_guest = 0;
-	/* The clock the VMM stamps guest samples with, so both sides share a time line. */
+	/* The clock the guest samplers stamp guest samples with, so both sides share a time line. */
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	if (tracking) {
@@ -231,8 +178,8 @@ static int probe_event(struct hrec *R)
 						  sizeof(R->pmu), "kvmprof", asked);
 			continue;
 		}
-		fprintf(stderr, "kvmprof: perf_event_open %s on thread %d of the VMM: %s\n", R->ev.name, (int)R->tids[0],
-			strerror(e));
+		fprintf(stderr, "kvmprof: perf_event_open %s on thread %d of %s: %s\n", R->ev.name, (int)R->tids[0],
+			R->t.vmm, strerror(e));
 		if (e == EACCES || e == EPERM)
 			fprintf(stderr, "kvmprof: not allowed; see kernel.perf_event_paranoid, or run as root\n");
 		return -e;
@@ -244,10 +191,10 @@ static int open_events(struct hrec *R)
 	char dir[64];
 	int r;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)R->vmm_pid);
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)R->t.pid);
 	r = procfs_list_ids(dir, &R->tids, &R->ntids);
 	if (r || !R->ntids) {
-		fprintf(stderr, "kvmprof: VMM pid %d: %s\n", (int)R->vmm_pid,
+		fprintf(stderr, "kvmprof: %s pid %d: %s\n", R->t.vmm, (int)R->t.pid,
 			r ? strerror(-r) : "no threads (has it exited?)");
 		return r ? r : -ESRCH;
 	}
@@ -279,7 +226,8 @@ static int open_events(struct hrec *R)
 		}
 	}
 	if (!R->rs.nfds) {
-		fprintf(stderr, "kvmprof: every thread of VMM pid %d exited before sampling began\n", (int)R->vmm_pid);
+		fprintf(stderr, "kvmprof: every thread of %s pid %d exited before sampling began\n", R->t.vmm,
+			(int)R->t.pid);
 		return -ESRCH;
 	}
 	return 0;
@@ -306,50 +254,58 @@ static void find_guest_entry(struct hrec *R, const char *text, size_t len)
 	kallsyms_free(ks);
 }
 
-static bool keep_host_sample(void *ctx, const struct kp_rec_sample *s, uint16_t misc)
+/* convert's filter: 1 keeps a host sample, 0 leaves it to the guest's side, < 0 fails. */
+static int keep_host_sample(void *ctx, const struct kp_rec_sample *s, uint16_t misc)
 {
 	struct hrec *R = ctx;
 	uint16_t mode = misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
 	if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER) {
 		R->in_guest_mode++;
-		return false;
+		return R->t.ops->guest_time(&R->t, s, true);
 	}
 	if (s->cpl == KP_CPL_KERNEL)
 		for (size_t i = 0; i < NR_GUEST_ENTRY; i++)
 			if (s->ip >= R->entry_lo[i] && s->ip < R->entry_hi[i]) {
 				R->in_guest_entry++;
-				return false;
+				return R->t.ops->guest_time(&R->t, s, false);
 			}
-	return true;
+	if (R->t.ops->guest_code && R->t.ops->guest_code(&R->t, s)) {
+		R->in_guest_code++;
+		return R->t.ops->guest_time(&R->t, s, false);
+	}
+	return 1;
 }
 
 /* ---- the file ---- */
 
 static int write_preamble(struct hrec *R)
 {
-	char buf[64 + MAX_VCPUS * 24], *text = NULL;
+	char buf[64 + VM_TARGET_MAX_VCPUS * 24], *text = NULL;
 	size_t n = 0, len;
 	struct kp_rec_event ev;
 	bool hidden;
 	int r;
 
 	r = emit_meta_system(&R->e);
-	if (!r) {
-		snprintf(buf, sizeof(buf), "system-wide: kvmprof-vmm pid %d (control socket %s)", (int)R->vmm_pid,
-			 R->o->vm);
-		r = kp_writer_meta(R->w, "command", buf);
-	}
+	if (!r)
+		r = kp_writer_meta(R->w, "command", R->t.what);
 	if (!r)
 		r = kp_writer_meta(R->w, "pmu", R->pmu);
+	if (!r)
+		r = kp_writer_meta(R->w, "vmm", R->t.vmm);
 	if (!r) {
-		snprintf(buf, sizeof(buf), "%d", (int)R->vmm_pid);
+		snprintf(buf, sizeof(buf), "%d", (int)R->t.pid);
 		r = kp_writer_meta(R->w, "vmm_pid", buf);
 	}
-	for (int i = 0; i < R->nvcpus && n < sizeof(buf); i++)
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%lld", i ? "," : "", R->vcpu_tid[i]);
+	for (unsigned int i = 0; i < R->t.nvcpus && n < sizeof(buf); i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%d", i ? "," : "", (int)R->t.vcpu_tid[i]);
 	if (!r)
 		r = kp_writer_meta(R->w, "vcpu_tids", n ? buf : "");
+	if (!r && R->t.domain[0])
+		r = kp_writer_meta(R->w, "domain", R->t.domain);
+	if (!r && R->t.uri[0])
+		r = kp_writer_meta(R->w, "domain_uri", R->t.uri);
 	memset(&ev, 0, sizeof(ev));
 	ev.id = HOST_EVENT_ID;
 	ev.type = R->ev.attr.type;
@@ -385,49 +341,28 @@ static int write_epilogue(struct hrec *R)
 	char buf[64];
 	int r;
 
-	snprintf(buf, sizeof(buf), "%" PRIu64, R->in_guest_mode + R->in_guest_entry);
+	snprintf(buf, sizeof(buf), "%" PRIu64, R->in_guest_mode + R->in_guest_entry + R->in_guest_code);
 	r = kp_writer_meta(R->w, "host_samples_in_guest", buf);
 	if (!r)
 		r = kp_writer_meta(R->w, "host_guest_rule",
 				   R->entry_known ? "perf guest cpumode, or the host kernel's pvm_do_nmi_irqoff"
 						  : "perf guest cpumode");
 	if (!r)
-		r = kp_writer_meta(R->w, "guest_sampling", R->guest_status);
-	if (!r && R->sampling) {
-		uint64_t lost = guest_rings_lost(&R->gr);
-
-		snprintf(buf, sizeof(buf), "%" PRIu64, R->gr.samples);
-		r = kp_writer_meta(R->w, "guest_samples", buf);
-		if (!r && R->capture_known) {
-			snprintf(buf, sizeof(buf), "%" PRIu64, R->capture_mean_ns);
-			r = kp_writer_meta(R->w, "guest_capture_mean_ns", buf);
-		}
-		if (!r && R->capture_known) {
-			snprintf(buf, sizeof(buf), "%" PRIu64, R->capture_max_ns);
-			r = kp_writer_meta(R->w, "guest_capture_max_ns", buf);
-		}
-		if (!r) {
-			snprintf(buf, sizeof(buf), "%" PRIu64, guest_rings_exits_dropped(&R->gr));
-			r = kp_writer_meta(R->w, "vm_exits_dropped", buf);
-		}
-		if (!r && lost) {
-			struct kp_rec_lost l = { .event_id = HOST_EVENT_ID, .lost = lost };
-
-			r = kp_writer_add(R->w, KP_REC_LOST, &l, sizeof(l));
-		}
-	}
+		r = kp_writer_meta(R->w, "guest_sampling", R->t.guest_status);
+	if (!r)
+		r = R->t.ops->epilogue(&R->t, &R->sess);
 	return r;
 }
 
-/* ---- guest sampling through the VMM ---- */
+/* ---- guest sampling: a Linux guest's task layout ---- */
 
 /*
  * The TASK_LAYOUT record of a Linux guest's export (--guest-export). The
  * whole stream is read, not just up to the record: an export cut short or
  * corrupted in transit would fail the report later, so it fails here,
  * before anything is recorded. The file is the guest's word; the reader
- * checked its shape, the VMM checks the numbers again. 0 (with or without
- * a layout, said on stderr), or 1 when the file cannot be read.
+ * checked its shape, the guest sampler checks the numbers again. 0 (with
+ * or without a layout, said on stderr), or 1 when the file cannot be read.
  */
 static int read_guest_layout(struct hrec *R)
 {
@@ -467,122 +402,11 @@ static int read_guest_layout(struct hrec *R)
 	return 0;
 }
 
-static void add_hex(json_object *o, const char *key, uint64_t v)
-{
-	char buf[24];
-
-	/* A string: kernel addresses do not fit JSON's int64 (docs/control-socket.md). */
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	json_object_object_add(o, key, json_object_new_string(buf));
-}
-
-static json_object *layout_json(const struct kp_rec_task_layout *l)
-{
-	json_object *o = json_object_new_object();
-
-	if (!o)
-		return NULL;
-	add_hex(o, "current_task", l->current_task);
-	add_hex(o, "per_cpu_offset", l->per_cpu_offset);
-	json_object_object_add(o, "pid", json_object_new_int64(l->task_pid));
-	json_object_object_add(o, "tgid", json_object_new_int64(l->task_tgid));
-	json_object_object_add(o, "comm", json_object_new_int64(l->task_comm));
-	json_object_object_add(o, "comm_size", json_object_new_int64(l->task_comm_size));
-	json_object_object_add(o, "task_size", json_object_new_int64(l->task_size));
-	return o;
-}
-
-static void start_guest_sampling(struct hrec *R)
-{
-	json_object *req = json_object_new_object(), *reply = NULL;
-	char err[512];
-	int fd = -1, r;
-
-	if (!req)
-		return;
-	json_object_object_add(req, "cmd", json_object_new_string("sample-start"));
-	/* The host samples' event and rate, so both sides' samples weigh the same. */
-	json_object_object_add(req, "event", json_object_new_string(R->ev.attr.type == PERF_TYPE_SOFTWARE &&
-								   (R->ev_flags & KP_EVENT_FALLBACK)
-							   ? "cpu-clock" : R->ev.name));
-	if (R->ev_flags & KP_EVENT_FREQ)
-		json_object_object_add(req, "freq", json_object_new_int64((int64_t)R->ev_rate));
-	else
-		json_object_object_add(req, "period", json_object_new_int64((int64_t)R->ev_rate));
-	json_object_object_add(req, "callgraph", json_object_new_boolean(R->o->rec.callgraph));
-	/* A VM_EXIT record per exit, with its host interval: what host samples of a vCPU thread were for. */
-	json_object_object_add(req, "exits", json_object_new_boolean(!R->o->no_exits));
-	if (R->has_layout)
-		json_object_object_add(req, "linux", layout_json(&R->layout));
-	r = vm_client_call(&R->vm, req, &reply, &fd, VM_CLIENT_TIMEOUT_MS, err, sizeof(err));
-	json_object_put(req);
-	json_object_put(reply);
-	if (r) {
-		fprintf(stderr, "kvmprof: no guest samples (sample-start: %s): recording the VMM's threads from the host only\n",
-			err);
-		snprintf(R->guest_status, sizeof(R->guest_status), "unavailable: %s", err);
-		if (r == -ECONNRESET)
-			R->vm_gone = true;
-		return;
-	}
-	if (fd < 0) {
-		fprintf(stderr, "kvmprof: sample-start gave no ring descriptor: recording the host side only\n");
-		snprintf(R->guest_status, sizeof(R->guest_status), "unavailable: sample-start passed no ring");
-		return;
-	}
-	r = guest_rings_map(&R->gr, fd, err, sizeof(err));
-	close(fd);
-	if (r) {
-		fprintf(stderr, "kvmprof: %s: recording the host side only\n", err);
-		snprintf(R->guest_status, sizeof(R->guest_status), "unavailable: %s", err);
-		return;
-	}
-	R->sampling = true;
-	snprintf(R->guest_status, sizeof(R->guest_status), "on: %u vCPU rings%s", R->gr.nr_rings,
-		 R->has_layout ? ", Linux task layout from the guest's export" : "");
-	/* Which layout named the guest's processes, kept with the samples it named. */
-	if (R->has_layout && kp_writer_add(R->w, KP_REC_TASK_LAYOUT, &R->layout, sizeof(R->layout)))
-		fprintf(stderr, "kvmprof: cannot write the task layout record\n");
-}
-
-static void stop_guest_sampling(struct hrec *R)
-{
-	json_object *reply, *mean, *max;
-	char err[512];
-
-	if (!R->sampling || R->vm_gone)
-		return;
-
-	if (vm_client_simple(&R->vm, "sample-stop", &reply, err, sizeof(err))) {
-		fprintf(stderr, "kvmprof: sample-stop: %s\n", err);
-		return;
-	}
-	/* What one guest sample cost the VMM's vCPU thread (for benchmarks and the curious). */
-	if (json_object_object_get_ex(reply, "capture_mean_ns", &mean) && json_object_is_type(mean, json_type_int) &&
-	    json_object_object_get_ex(reply, "capture_max_ns", &max) && json_object_is_type(max, json_type_int) &&
-	    json_object_get_int64(mean) >= 0 && json_object_get_int64(max) >= 0) {
-		R->capture_known = true;
-		R->capture_mean_ns = (uint64_t)json_object_get_int64(mean);
-		R->capture_max_ns = (uint64_t)json_object_get_int64(max);
-	}
-	json_object_put(reply);
-}
-
 /* ---- the loop ---- */
 
-/* The guest's rings, after the host's (perf_rings_drain): the VMM writes them as it samples. */
-static int drain_guest(struct hrec *R)
+static uint64_t guest_samples(const struct hrec *R)
 {
-	return R->sampling ? guest_rings_drain(&R->gr, R->w) : 0;
-}
-
-/* Whether the control connection was closed by the VMM (it exited). */
-static bool vm_closed(struct hrec *R)
-{
-	char c;
-	ssize_t n = recv(R->vm.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+	return R->t.ops->guest_samples(&R->t);
 }
 
 static void progress(struct hrec *R, bool final)
@@ -595,8 +419,8 @@ static void progress(struct hrec *R, bool final)
 		return;
 	}
 	fprintf(stderr, "\rkvmprof: recording: %" PRIu64 " host samples, %" PRIu64 " guest samples, %" PRIu64
-		" lost, %.1f MB ", kp_writer_samples(R->w) - R->gr.samples, R->gr.samples,
-		R->conv.lost + guest_rings_lost(&R->gr), (double)kp_writer_bytes(R->w) / 1e6);
+		" lost, %.1f MB ", kp_writer_samples(R->w) - guest_samples(R), guest_samples(R),
+		R->conv.lost + R->t.ops->guest_lost(&R->t), (double)kp_writer_bytes(R->w) / 1e6);
 	shown = true;
 }
 
@@ -606,14 +430,16 @@ struct loop {
 	uint64_t last_progress, end; /* end: --duration's, 0 without one */
 };
 
-/* After each drain of the host rings: the guest's, progress, then whether to stop. */
-static int loop_step(void *ctx, short vm_revents)
+/* After each drain of the host rings: the guest's side, progress, then whether to stop. */
+static int loop_step(void *ctx, short vm_revents, int *next_poll_ms)
 {
 	struct loop *L = ctx;
 	struct hrec *R = L->R;
 	uint64_t now;
-	int r = drain_guest(R);
+	int r = R->t.ops->step(&R->t, &R->sess, vm_revents, next_poll_ms);
 
+	if (r > 0 && L->tty)
+		progress(R, true);
 	if (r)
 		return r;
 	now = emit_now_ns();
@@ -621,45 +447,33 @@ static int loop_step(void *ctx, short vm_revents)
 		progress(R, false);
 		L->last_progress = now;
 	}
-	if (stop_signal || (L->end && now >= L->end))
-		return 1;
-	if ((vm_revents & (POLLIN | POLLHUP | POLLERR)) && vm_closed(R)) {
-		if (L->tty)
-			progress(R, true);
-		fprintf(stderr, "kvmprof: the VM went away (control socket closed) after %.1f s; keeping what was "
-				"recorded\n", (double)(now - R->t_start) / 1e9);
-		R->vm_gone = true;
-		return 1;
-	}
-	return 0;
+	return stop_signal || (L->end && now >= L->end);
 }
 
 static int record_loop(struct hrec *R)
 {
 	struct loop L = { .R = R, .tty = !R->o->rec.quiet && isatty(2), .last_progress = emit_now_ns(),
 			  .end = R->o->duration > 0 ? R->t_start + (uint64_t)(R->o->duration * 1e9) : 0 };
-	/* The control socket too: the VMM closing it means the VM is gone. */
-	int r = perf_rings_loop(&R->rs, &R->conv, R->vm.fd, POLL_MS, loop_step, &L);
+	int r = perf_rings_loop(&R->rs, &R->conv, R->t.poll_fd, R->t.poll_ms, loop_step, &L);
 
 	if (L.tty)
 		progress(R, true);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static void cleanup(struct hrec *R)
 {
 	perf_rings_free(&R->rs);
 	free(R->tids);
-	guest_rings_unmap(&R->gr);
 	emit_fini(&R->e);
-	vm_client_close(&R->vm);
+	vm_target_close(&R->t);
 }
 
 static int finish(struct hrec *R)
 {
-	uint64_t duration = emit_now_ns() - R->t_start, samples = kp_writer_samples(R->w);
-	uint64_t lost = R->conv.lost + guest_rings_lost(&R->gr), bytes;
-	uint64_t dropped = R->in_guest_mode + R->in_guest_entry;
+	uint64_t duration = emit_now_ns() - R->t_start, samples = kp_writer_samples(R->w), gs = guest_samples(R);
+	uint64_t lost = R->conv.lost + R->t.ops->guest_lost(&R->t), bytes;
+	uint64_t dropped = R->in_guest_mode + R->in_guest_entry + R->in_guest_code;
 	int r;
 
 	r = write_epilogue(R);
@@ -670,16 +484,18 @@ static int finish(struct hrec *R)
 	if (r)
 		return r;
 	fprintf(stderr, "kvmprof: %" PRIu64 " host samples (%" PRIu64 " more fell in guest code: left to the guest's "
-		"samples), %" PRIu64 " guest samples%s, %" PRIu64 " lost in %.1f s, written to %s (%.2f MB)\n",
-		samples - R->gr.samples, dropped, R->gr.samples, R->sampling ? "" : " (no guest sampler)", lost,
-		(double)duration / 1e9, R->out_name, (double)bytes / 1e6);
-	if (R->capture_known)
-		fprintf(stderr, "kvmprof: the VMM took each guest sample in %.2f us on average (max %.2f us)\n",
-			(double)R->capture_mean_ns / 1e3, (double)R->capture_max_ns / 1e3);
-	if (R->gr.bad)
-		fprintf(stderr, "kvmprof: %" PRIu64 " malformed records in the guest sample rings were skipped\n",
-			R->gr.bad);
+		"samples), %" PRIu64 " guest samples, %" PRIu64 " lost in %.1f s, written to %s (%.2f MB)\n",
+		samples - gs, dropped, gs, lost, (double)duration / 1e9, R->out_name, (double)bytes / 1e6);
+	R->t.ops->summary(&R->t);
 	return 0;
+}
+
+/* The VM to record: --vm's kvmprof-vmm, or --domain's. 0, or 1 after a message. */
+static int open_target(struct hrec *R)
+{
+	const struct host_record_opts *o = R->o;
+
+	return o->vm ? vm_target_open_vmm(&R->t, o->vm, true) : vm_target_open_domain(&R->t, o->connect, o->domain, o);
 }
 
 int host_record_run(const struct host_record_opts *o)
@@ -693,9 +509,8 @@ int host_record_run(const struct host_record_opts *o)
 	memset(&R, 0, sizeof(R));
 	R.o = o;
 	R.out_fd = -1;
-	R.vm.fd = R.vm.passed_fd = -1;
+	R.t.poll_fd = -1;
 	stop_signal = 0;
-	snprintf(R.guest_status, sizeof(R.guest_status), "not asked");
 	install_signals();
 	pick_event(&R);
 	ncpus = procfs_online_cpus(R.cpus, MAX_CPUS);
@@ -708,7 +523,7 @@ int host_record_run(const struct host_record_opts *o)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (read_guest_layout(&R) || ask_vm(&R) || open_events(&R))
+	if (read_guest_layout(&R) || open_target(&R) || open_events(&R))
 		goto out;
 	/* Only now that the VM answered: a wrong socket must not clobber an earlier file. */
 	R.out_name = out;
@@ -728,23 +543,29 @@ int host_record_run(const struct host_record_opts *o)
 	emit_init(&R.e, R.w);
 	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->rec.callgraph,
 				       .keep_sample = keep_host_sample, .keep_ctx = &R };
+	R.sess = (struct record_session){
+		.o = o, .w = R.w, .event_id = HOST_EVENT_ID,
+		/* What the VMM's own sampler takes: its clock where the host has no PMU. */
+		.event = R.ev.attr.type == PERF_TYPE_SOFTWARE && (R.ev_flags & KP_EVENT_FALLBACK) ? "cpu-clock" : R.ev.name,
+		.freq = R.ev_flags & KP_EVENT_FREQ, .rate = R.ev_rate, .layout = R.has_layout ? &R.layout : NULL,
+	};
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;
-	R.t_start = emit_now_ns();
+	R.t_start = R.sess.t_start = emit_now_ns();
 	perf_rings_enable(&R.rs, true);
-	/* The VMM's threads and mappings as they are now; perf reports later changes. */
-	r = emit_process(&R.e, R.vmm_pid, 0);
+	/* The VM's threads and mappings as they are now; perf reports later changes. */
+	r = emit_process(&R.e, R.t.pid, 0);
 	if (r && r != -ESRCH)
 		goto write_error;
-	start_guest_sampling(&R);
-	r = record_loop(&R);
+	r = R.t.ops->start(&R.t, &R.sess);
+	if (!r)
+		r = record_loop(&R);
 	perf_rings_enable(&R.rs, false);
-	stop_guest_sampling(&R);
 	if (!r)
 		r = perf_rings_drain(&R.rs, &R.conv);
 	if (!r)
-		r = drain_guest(&R);
+		r = R.t.ops->stop(&R.t, &R.sess);
 	if (!r)
 		r = finish(&R);
 	if (r)

@@ -36,6 +36,7 @@
 #include "procfs.h"
 #include "stat_exits.h"
 #include "vm_client.h"
+#include "vm_target.h"
 
 #define MAX_THREADS 256
 
@@ -160,11 +161,11 @@ int host_stat_run(const struct host_stat_opts *o)
 	static struct counter cnt[HOST_STAT_MAX_EVENTS][MAX_THREADS];
 	static struct thread th[MAX_THREADS];
 	bool supported[HOST_STAT_MAX_EVENTS] = { false }, split[HOST_STAT_MAX_EVENTS] = { false };
-	struct vm_client vm;
+	struct vm_target target;
+	struct vm_client *vm;
 	static struct stat_exits exits_by_reason;
-	json_object *reply;
-	char err[512], dir[64];
-	long long pid = 0, exits0, exits1;
+	char dir[64];
+	long long pid, exits0 = -1, exits1 = -1;
 	pid_t *tids = NULL;
 	size_t ntids = 0;
 	int nev = o->nevents, status = 1;
@@ -172,19 +173,11 @@ int host_stat_run(const struct host_stat_opts *o)
 	bool vm_gone = false, guest_accounted = false;
 	struct sigaction sa = { .sa_handler = on_signal };
 
-	if (vm_client_connect(&vm, o->vm, err, sizeof(err)) ||
-	    vm_client_simple(&vm, "status", &reply, err, sizeof(err))) {
-		fprintf(stderr, "kvmprof: %s\n", err);
-		vm_client_close(&vm);
+	if (o->vm ? vm_target_open_vmm(&target, o->vm, false) : vm_target_open_domain(&target, o->connect, o->domain, NULL))
 		return 1;
-	}
-	if (vm_client_int(reply, "pid", 1, INT32_MAX, &pid)) {
-		json_object_put(reply);
-		fprintf(stderr, "kvmprof: %s: status reply has no valid \"pid\": not a kvmprof-vmm?\n", o->vm);
-		vm_client_close(&vm);
-		return 1;
-	}
-	json_object_put(reply);
+	pid = target.pid;
+	/* kvmprof-vmm's own figures: its vPMU's exit count and exits by reason. */
+	vm = vm_target_vmm_client(&target);
 	if (nev) {
 		memcpy(evs, o->events, sizeof(evs[0]) * (size_t)nev);
 	} else {
@@ -195,7 +188,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	}
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	if (procfs_list_ids(dir, &tids, &ntids) || !ntids) {
-		fprintf(stderr, "kvmprof: VMM pid %lld: no threads to count\n", pid);
+		fprintf(stderr, "kvmprof: %s pid %lld: no threads to count\n", target.vmm, pid);
 		goto out;
 	}
 	if (ntids > MAX_THREADS)
@@ -230,8 +223,10 @@ int host_stat_run(const struct host_stat_opts *o)
 			snprintf(th[t].comm, sizeof(th[t].comm), "?");
 		th[t].gone = read_times((pid_t)pid, tids[t], &th[t].utime0, &th[t].stime0, &th[t].gtime0) != 0;
 	}
-	stat_exits_start(&exits_by_reason, &vm);
-	exits0 = vm_exits(&vm);
+	if (vm) {
+		stat_exits_start(&exits_by_reason, vm);
+		exits0 = vm_exits(vm);
+	}
 	t0 = emit_now_ns();
 	for (int e = 0; e < nev; e++)
 		for (size_t t = 0; t < ntids; t++)
@@ -240,11 +235,11 @@ int host_stat_run(const struct host_stat_opts *o)
 					ioctl(cnt[e][t].fd[part], PERF_EVENT_IOC_ENABLE, 0);
 	end = o->duration > 0 ? t0 + (uint64_t)(o->duration * 1e9) : 0;
 	while (!stop_signal && (!end || emit_now_ns() < end)) {
-		struct pollfd pfd = { .fd = vm.fd, .events = POLLIN };
-		char c;
+		struct pollfd pfd = { .fd = target.poll_fd, .events = POLLIN };
 
-		if (poll(&pfd, 1, 100) > 0 && recv(vm.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
-			fprintf(stderr, "kvmprof: the VM went away (control socket closed); counts up to now\n");
+		if (poll(&pfd, 1, 100) > 0 && target.ops->gone(&target, pfd.revents)) {
+			fprintf(stderr, "kvmprof: the VM went away (%s); counts up to now\n",
+				vm ? "control socket closed" : "QEMU exited");
 			vm_gone = true;
 			break;
 		}
@@ -253,9 +248,13 @@ int host_stat_run(const struct host_stat_opts *o)
 	for (size_t t = 0; t < ntids; t++)
 		if (read_times((pid_t)pid, tids[t], &th[t].utime1, &th[t].stime1, &th[t].gtime1))
 			th[t].gone = true;
-	exits1 = vm_gone ? -1 : vm_exits(&vm);
+	exits1 = vm_gone || !vm ? -1 : vm_exits(vm);
 
-	printf("kvmprof stat: kvmprof-vmm pid %lld, %zu threads, %.2f s\n\n", pid, ntids, (double)(t1 - t0) / 1e9);
+	if (target.domain[0])
+		printf("kvmprof stat: libvirt domain %s (%s), QEMU pid %lld, %zu threads, %.2f s\n\n", target.domain,
+		       target.uri, pid, ntids, (double)(t1 - t0) / 1e9);
+	else
+		printf("kvmprof stat: kvmprof-vmm pid %lld, %zu threads, %.2f s\n\n", pid, ntids, (double)(t1 - t0) / 1e9);
 	for (int e = 0; e < nev; e++) {
 		double sum[NR_PARTS] = { 0 };
 
@@ -316,7 +315,10 @@ int host_stat_run(const struct host_stat_opts *o)
 	if (exits0 >= 0 && exits1 >= exits0)
 		printf("VM exits: %lld (vpmu-stats), %.0f per second\n", exits1 - exits0,
 		       (double)(exits1 - exits0) / ((double)(t1 - t0) / 1e9));
-	stat_exits_print(&exits_by_reason, &vm, vm_gone, t1 - t0);
+	if (vm)
+		stat_exits_print(&exits_by_reason, vm, vm_gone, t1 - t0);
+	else
+		printf("VM exits: not counted for a QEMU domain (kvmprof-vmm counts them; for QEMU see perf kvm stat)\n");
 	status = 0;
 out:
 	for (int e = 0; e < nev; e++)
@@ -325,6 +327,6 @@ out:
 				if (cnt[e][t].fd[part] > 0)
 					close(cnt[e][t].fd[part]);
 	free(tids);
-	vm_client_close(&vm);
+	vm_target_close(&target);
 	return status;
 }

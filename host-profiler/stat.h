@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `kvmprof stat --vm SOCKET -e EVENTS`: counting mode, split by domain as
- * far as the host allows: per-thread counters of the VMM's threads (with
- * exclude_guest / exclude_host where a hardware PMU exists), the kernel's
- * own accounting of each thread's user, system and guest time, and the
- * VMM's vPMU figures.
+ * `kvmprof stat --vm SOCKET | --domain NAME -e EVENTS`: counting mode,
+ * split by domain as far as the host allows: per-thread counters of the
+ * VM's threads (with exclude_guest / exclude_host where a hardware PMU
+ * exists), the kernel's own accounting of each thread's user, system and
+ * guest time, and kvmprof-vmm's vPMU figures and exits.
  */
 #ifndef HOST_STAT_H
 #define HOST_STAT_H
@@ -14,7 +14,9 @@
 #define HOST_STAT_MAX_EVENTS 8
 
 struct host_stat_opts {
-	const char *vm;
+	const char *vm;      /* kvmprof-vmm's control socket, or */
+	const char *domain;  /* a libvirt domain */
+	const char *connect; /* at this URI (NULL: qemu:///system) */
 	struct events_event events[HOST_STAT_MAX_EVENTS];
 	int nevents; /* 0: task-clock */
 	double duration; /* 0: until Ctrl-C or the VM exits */

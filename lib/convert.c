@@ -72,8 +72,12 @@ static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
 			u.cc[u.s.nr_callchain++] = a;
 		}
 	}
-	if (c->keep_sample && !c->keep_sample(c->keep_ctx, &u.s, h->misc))
-		return 0;
+	if (c->keep_sample) {
+		int keep = c->keep_sample(c->keep_ctx, &u.s, h->misc);
+
+		if (keep <= 0)
+			return keep;
+	}
 	return kp_writer_add(c->e->w, KP_REC_SAMPLE, &u, sizeof(u.s) + u.s.nr_callchain * sizeof(uint64_t));
 }
 

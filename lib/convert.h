@@ -37,10 +37,11 @@ struct convert_ctx {
 	uint64_t lost;  /* sum of LOST records so far */
 	/*
 	 * Optional: called for each converted sample with perf's misc bits;
-	 * false drops it (the host profiler drops host samples that are
-	 * really guest time). NULL keeps every sample.
+	 * 1 keeps it, 0 drops it (the host profiler hands host samples that
+	 * are really guest time to the guest's side instead), -errno fails
+	 * the conversion. NULL keeps every sample.
 	 */
-	bool (*keep_sample)(void *ctx, const struct kp_rec_sample *s, uint16_t misc);
+	int (*keep_sample)(void *ctx, const struct kp_rec_sample *s, uint16_t misc);
 	void *keep_ctx;
 };
 

@@ -118,10 +118,10 @@ void perf_rings_free(struct perf_rings *s)
 }
 
 int perf_rings_loop(struct perf_rings *s, struct convert_ctx *conv, int extra_fd, int poll_ms,
-		    int (*step)(void *ctx, short extra_revents), void *ctx)
+		    int (*step)(void *ctx, short extra_revents, int *next_poll_ms), void *ctx)
 {
 	struct pollfd *pfd = calloc((size_t)s->ncpus + 1, sizeof(*pfd));
-	int nrings = 0, npfd, r = 0;
+	int nrings = 0, npfd, r = 0, wait_ms = poll_ms;
 
 	if (!pfd)
 		return -ENOMEM;
@@ -132,7 +132,7 @@ int perf_rings_loop(struct perf_rings *s, struct convert_ctx *conv, int extra_fd
 	if (extra_fd >= 0)
 		pfd[npfd++] = (struct pollfd){ .fd = extra_fd, .events = POLLIN };
 	for (;;) {
-		int n = poll(pfd, (nfds_t)npfd, poll_ms);
+		int n = poll(pfd, (nfds_t)npfd, wait_ms);
 
 		if (n < 0 && errno != EINTR) {
 			r = -errno;
@@ -146,7 +146,8 @@ int perf_rings_loop(struct perf_rings *s, struct convert_ctx *conv, int extra_fd
 		r = perf_rings_drain(s, conv);
 		if (r)
 			break;
-		r = step(ctx, n > 0 && extra_fd >= 0 ? pfd[npfd - 1].revents : 0);
+		wait_ms = poll_ms;
+		r = step(ctx, n > 0 && extra_fd >= 0 ? pfd[npfd - 1].revents : 0, &wait_ms);
 		if (r) {
 			r = r < 0 ? r : 0;
 			break;

@@ -54,11 +54,12 @@ void perf_rings_free(struct perf_rings *s);
  * The record loop: polls the rings, and extra_fd when it is >= 0 (a pidfd,
  * the VMM's socket), every `poll_ms` at the latest, drains the rings into
  * conv, then calls step with extra_fd's revents (0 when poll returned
- * nothing). step returns 0 to go on, > 0 to stop, < 0 (-errno) to fail.
+ * nothing) and the next poll's timeout (poll_ms), which it may shorten
+ * (work due sooner). step returns 0 to go on, > 0 to stop, < 0 (-errno) to fail.
  * A ring whose events' tasks all exited reports POLLHUP for good: it is
  * then no longer polled but still drained. 0 or -errno.
  */
 int perf_rings_loop(struct perf_rings *s, struct convert_ctx *conv, int extra_fd, int poll_ms,
-		    int (*step)(void *ctx, short extra_revents), void *ctx);
+		    int (*step)(void *ctx, short extra_revents, int *next_poll_ms), void *ctx);
 
 #endif

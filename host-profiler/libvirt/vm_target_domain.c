@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A libvirt domain as a recording's VM (vm_target.h): QEMU's process and
+ * vCPU threads from libvirt (virt.h), guest samples from the vCPUs'
+ * registers through QEMU's monitor and the guest's memory through QEMU's
+ * mapping of it (domain_sampler.h, qemu_ram.h). What names the guest's
+ * processes: a Linux guest's task layout (--guest-export), or the bundled
+ * guest's descriptor, found by its symbol in the kernel.elf the domain XML
+ * boots (or --guest-kernel). The domain going away (QEMU exiting) is seen
+ * on a pidfd.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "domain_sampler.h"
+#include "emit.h"
+#include "procfs.h"
+#include "qemu_ram.h"
+#include "symtab.h"
+#include "virt.h"
+#include "vm_target.h"
+
+#define MAX_JIT 128
+
+struct domain_target {
+	const struct host_record_opts *o;
+	struct virt_conn conn;
+	struct virt_domain dom;
+	int pidfd;
+	struct qemu_ram ram;
+	bool ram_ok;
+	char ram_why[320];
+	char procs_how[320];
+	struct domain_sampler ds;
+	bool sampling;
+	uint64_t interval_ns, next_take;
+	bool monitor_said;
+	/* TCG: QEMU's translated code, where a vCPU thread's samples are guest time */
+	bool tcg;
+	struct {
+		uint64_t lo, hi;
+	} jit[MAX_JIT];
+	int njit;
+};
+
+/* ---- what is guest time ---- */
+
+static int add_jit(const struct procfs_map *m, void *ctx)
+{
+	struct domain_target *d = ctx;
+
+	/* TCG's code buffer: anonymous (or its memfd "tcg-jit") and executable; QEMU's own code is its file's. */
+	if ((m->prot & PROT_EXEC) && (!m->path[0] || strstr(m->path, "tcg-jit")) && d->njit < MAX_JIT) {
+		d->jit[d->njit].lo = m->start;
+		d->jit[d->njit].hi = m->end;
+		d->njit++;
+	}
+	return 0;
+}
+
+static bool domain_guest_code(const struct vm_target *t, const struct kp_rec_sample *s)
+{
+	const struct domain_target *d = t->priv;
+
+	if (!d->tcg || s->cpl != KP_CPL_USER)
+		return false;
+	for (int i = 0; i < d->njit; i++)
+		if (s->ip >= d->jit[i].lo && s->ip < d->jit[i].hi)
+			return true;
+	return false;
+}
+
+static int domain_guest_time(struct vm_target *t, const struct kp_rec_sample *s, bool perf_ip)
+{
+	struct domain_target *d = t->priv;
+	int r = d->sampling ? domain_sampler_join(&d->ds, s, perf_ip) : 0;
+
+	return r < 0 ? r : 0;
+}
+
+/* ---- starting ---- */
+
+/* What names the guest's processes, said in guest_status and META. */
+static void pick_process_source(struct domain_target *d, struct record_session *s)
+{
+	const char *kernel = d->o->guest_kernel ? d->o->guest_kernel : d->dom.kernel;
+	uint64_t addr, size;
+	int r;
+
+	if (!d->ram_ok) {
+		snprintf(d->procs_how, sizeof(d->procs_how), "none (guest memory not readable)");
+		return;
+	}
+	if (s->layout) {
+		domain_sampler_use_linux(&d->ds, s->layout);
+		snprintf(d->procs_how, sizeof(d->procs_how), "Linux task layout from the guest's export");
+		return;
+	}
+	if (!kernel[0]) {
+		snprintf(d->procs_how, sizeof(d->procs_how), "none (no --guest-export for a Linux guest, and no "
+							     "direct-boot kernel in the domain XML or --guest-kernel)");
+		return;
+	}
+	r = symtab_find_symbol(kernel, KP_GDESC_SYMBOL, &addr, &size);
+	if (!r && size >= sizeof(struct kp_guest_desc)) {
+		domain_sampler_use_desc(&d->ds, addr);
+		snprintf(d->procs_how, sizeof(d->procs_how), "the bundled guest's descriptor (%.200s's %s)", kernel,
+			 KP_GDESC_SYMBOL);
+		return;
+	}
+	snprintf(d->procs_how, sizeof(d->procs_how), "none (%.160s: %s; a Linux guest needs --guest-export)", kernel,
+		 r == -ENOENT || !r ? "not the bundled guest's kernel (no " KP_GDESC_SYMBOL ")" : strerror(-r));
+	if (d->o->guest_kernel)
+		fprintf(stderr, "kvmprof: --guest-kernel %s: %s\n", kernel,
+			r == -ENOENT || !r ? "no " KP_GDESC_SYMBOL " in it: not the bundled guest's kernel" : strerror(-r));
+}
+
+static int domain_start(struct vm_target *t, struct record_session *s)
+{
+	struct domain_target *d = t->priv;
+	unsigned int hz = d->o->guest_hz ? d->o->guest_hz : DOMAIN_SAMPLER_HZ_DEFAULT;
+	char err[320];
+	int r;
+
+	r = qemu_ram_map(&d->ram, &d->dom.monitor, d->dom.qemu_pid, err, sizeof(err));
+	if (!r)
+		r = qemu_ram_probe(&d->ram, err, sizeof(err));
+	d->ram_ok = !r;
+	if (r) {
+		snprintf(d->ram_why, sizeof(d->ram_why), "%s", err);
+		fprintf(stderr, "kvmprof: domain '%s': %s: guest samples get no processes or stacks (host-side profile "
+				"and guest RIPs only)\n", d->dom.name, err);
+	}
+	if (domain_sampler_init(&d->ds, &d->dom.monitor, d->ram_ok ? &d->ram : NULL, d->dom.vcpu_tid, d->dom.nvcpus,
+				hz, s->o->rec.callgraph, s->w, s->event_id))
+		return -ENOMEM;
+	pick_process_source(d, s);
+	if (s->layout) {
+		r = kp_writer_add(s->w, KP_REC_TASK_LAYOUT, s->layout, sizeof(*s->layout));
+		if (r)
+			return r;
+	}
+	if (d->tcg)
+		procfs_read_maps(d->dom.qemu_pid, add_jit, d);
+	d->interval_ns = 1000000000ull / hz;
+	r = domain_sampler_take(&d->ds);
+	if (r == -EIO || r == -EBADMSG) {
+		fprintf(stderr, "kvmprof: no guest samples (%s): recording QEMU's threads from the host only\n",
+			d->ds.last_error);
+		snprintf(t->guest_status, sizeof(t->guest_status), "unavailable: %s", d->ds.last_error);
+		return 0;
+	}
+	if (r)
+		return r;
+	d->sampling = true;
+	d->next_take = emit_now_ns() + d->interval_ns;
+	snprintf(t->guest_status, sizeof(t->guest_status),
+		 "on: QEMU's monitor, the vCPUs' registers %u times a second; processes: %.300s; guest memory: %.200s", hz,
+		 d->procs_how, d->ram_ok ? "read through QEMU's mapping" : d->ram_why);
+	return 0;
+}
+
+/* ---- the loop ---- */
+
+static bool domain_gone(struct vm_target *t, short revents)
+{
+	(void)t;
+	return revents & (POLLIN | POLLHUP | POLLERR);
+}
+
+static int say_gone(struct vm_target *t, struct record_session *s)
+{
+	struct domain_target *d = t->priv;
+
+	fprintf(stderr, "kvmprof: domain '%s' stopped (QEMU pid %d exited) after %.1f s; keeping what was recorded\n",
+		d->dom.name, (int)d->dom.qemu_pid, (double)(emit_now_ns() - s->t_start) / 1e9);
+	d->sampling = false;
+	return 1;
+}
+
+static int domain_step(struct vm_target *t, struct record_session *s, short revents, int *next_poll_ms)
+{
+	struct domain_target *d = t->priv;
+	uint64_t now = emit_now_ns();
+	int r;
+
+	if (domain_gone(t, revents))
+		return say_gone(t, s);
+	if (d->sampling && now < d->next_take) {
+		*next_poll_ms = (int)((d->next_take - now + 999999) / 1000000);
+		return 0;
+	}
+	if (!d->sampling)
+		return 0;
+	r = domain_sampler_take(&d->ds);
+	if (r == -EIO && !virt_domain_running(&d->dom))
+		return say_gone(t, s);
+	if (r == -EIO || r == -EBADMSG) {
+		if (!d->monitor_said)
+			fprintf(stderr, "kvmprof: domain '%s': %s (said once; counted in META guest_register_failures)\n",
+				d->dom.name, d->ds.last_error);
+		d->monitor_said = true;
+	} else if (r) {
+		return r;
+	}
+	/* Keep the rate: the next one a period after this one was due, or after now when far behind. */
+	d->next_take += d->interval_ns;
+	now = emit_now_ns();
+	if (d->next_take < now)
+		d->next_take = now + d->interval_ns;
+	*next_poll_ms = (int)((d->next_take - now + 999999) / 1000000);
+	return 0;
+}
+
+static int domain_stop(struct vm_target *t, struct record_session *s)
+{
+	(void)t, (void)s;
+	return 0;
+}
+
+static int meta_u64(struct kp_writer *w, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return kp_writer_meta(w, key, buf);
+}
+
+static int domain_epilogue(struct vm_target *t, struct record_session *s)
+{
+	struct domain_target *d = t->priv;
+	const struct domain_sampler *ds = &d->ds;
+	uint64_t good = ds->rounds - ds->round_failures;
+	int r;
+
+	r = meta_u64(s->w, "guest_samples", ds->joined);
+	if (!r)
+		r = meta_u64(s->w, "guest_register_samples", good);
+	if (!r)
+		r = meta_u64(s->w, "guest_register_failures", ds->round_failures);
+	if (!r)
+		r = meta_u64(s->w, "guest_register_hz", ds->hz);
+	if (!r && ds->rounds)
+		r = meta_u64(s->w, "guest_monitor_rtt_mean_ns", ds->rtt_ns / ds->rounds);
+	if (!r && ds->rounds)
+		r = meta_u64(s->w, "guest_monitor_rtt_max_ns", ds->rtt_max_ns);
+	if (!r)
+		r = meta_u64(s->w, "guest_time_unattributed", ds->unjoined);
+	if (!r)
+		r = kp_writer_meta(s->w, "guest_processes", d->procs_how[0] ? d->procs_how : "none");
+	if (!r)
+		r = kp_writer_meta(s->w, "guest_memory", d->ram_ok ? "read through QEMU's mapping" : d->ram_why);
+	if (!r)
+		r = kp_writer_meta(s->w, "domain_type", d->dom.type);
+	return r;
+}
+
+static uint64_t domain_guest_samples(const struct vm_target *t)
+{
+	const struct domain_target *d = t->priv;
+
+	return d->ds.joined;
+}
+
+static uint64_t domain_guest_lost(const struct vm_target *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void domain_summary(const struct vm_target *t)
+{
+	const struct domain_target *d = t->priv;
+	const struct domain_sampler *ds = &d->ds;
+
+	if (!ds->rounds)
+		return;
+	fprintf(stderr, "kvmprof: QEMU's monitor gave the registers of %u vCPUs %" PRIu64 " times (%" PRIu64
+		" failed), %.2f ms a round trip on average (max %.2f ms); %" PRIu64 " of %" PRIu64
+		" guest-time host samples had a register sample within %.0f ms\n",
+		ds->nvcpus, ds->rounds - ds->round_failures, ds->round_failures, (double)ds->rtt_ns / (double)ds->rounds / 1e6,
+		(double)ds->rtt_max_ns / 1e6, ds->joined, ds->joined + ds->unjoined, (double)ds->window_ns / 1e6);
+}
+
+static void domain_close(struct vm_target *t)
+{
+	struct domain_target *d = t->priv;
+
+	domain_sampler_free(&d->ds);
+	virt_domain_close(&d->dom);
+	virt_disconnect(&d->conn);
+	if (d->pidfd >= 0)
+		close(d->pidfd);
+	free(d);
+	t->priv = NULL;
+}
+
+static const struct vm_target_ops domain_ops = {
+	.start = domain_start,
+	.step = domain_step,
+	.guest_code = domain_guest_code,
+	.guest_time = domain_guest_time,
+	.stop = domain_stop,
+	.epilogue = domain_epilogue,
+	.guest_samples = domain_guest_samples,
+	.guest_lost = domain_guest_lost,
+	.summary = domain_summary,
+	.gone = domain_gone,
+	.close = domain_close,
+};
+
+int vm_target_open_domain(struct vm_target *t, const char *uri, const char *name, const struct host_record_opts *o)
+{
+	static const struct host_record_opts none;
+	struct domain_target *d = calloc(1, sizeof(*d));
+	char err[768];
+	unsigned int hz;
+
+	memset(t, 0, sizeof(*t));
+	t->poll_fd = -1;
+	if (!d) {
+		fprintf(stderr, "kvmprof: out of memory\n");
+		return 1;
+	}
+	d->o = o ? o : &none;
+	d->pidfd = -1;
+	t->ops = &domain_ops;
+	t->priv = d;
+	if (virt_connect(&d->conn, uri, err, sizeof(err)) || virt_domain_open(&d->conn, name, &d->dom, err, sizeof(err))) {
+		fprintf(stderr, "kvmprof: %s\n", err);
+		vm_target_close(t);
+		return 1;
+	}
+	t->pid = d->dom.qemu_pid;
+	t->nvcpus = d->dom.nvcpus;
+	memcpy(t->vcpu_tid, d->dom.vcpu_tid, sizeof(t->vcpu_tid[0]) * d->dom.nvcpus);
+	snprintf(t->vmm, sizeof(t->vmm), "qemu");
+	snprintf(t->domain, sizeof(t->domain), "%s", d->dom.name);
+	snprintf(t->uri, sizeof(t->uri), "%s", d->conn.uri);
+	snprintf(t->what, sizeof(t->what), "system-wide: libvirt domain %s (%s, %s), QEMU pid %d", d->dom.name,
+		 d->conn.uri, !strcmp(d->dom.type, "kvm") ? "KVM" : "TCG", (int)t->pid);
+	snprintf(t->guest_status, sizeof(t->guest_status), "not asked");
+	d->tcg = !strcmp(d->dom.type, "qemu");
+	/* QEMU exiting makes its pidfd readable: the domain is gone. */
+	d->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	t->poll_fd = d->pidfd;
+	hz = d->o->guest_hz ? d->o->guest_hz : DOMAIN_SAMPLER_HZ_DEFAULT;
+	t->poll_ms = (int)(1000 / hz) > 0 ? (int)(1000 / hz) : 1;
+	return 0;
+}
