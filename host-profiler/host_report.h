@@ -3,6 +3,7 @@
 #ifndef HOST_REPORT_H
 #define HOST_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -36,6 +37,16 @@ int host_report_drill(FILE *out, struct profile *p, const char *start, double th
 
 /* --exits: VM exits by guest function and by guest process, with their host time. 0 or -errno. */
 int host_report_exits(FILE *out, const struct profile *p);
+
+/* The text table of one recording (input: its name for the header). 0 or -errno. */
+int host_report_text(FILE *out, struct profile *p, const char *input, bool by_process);
+
+/*
+ * An --all-domains recording (a directory of NAME.data files): host CPU
+ * and samples per domain, then each domain's table. 0, -ECANCELED (said
+ * why: nothing to report), or -errno.
+ */
+int host_report_domains(FILE *out, const char *dir, const struct profile_options *popt, bool by_process);
 
 /* argv[0] is "report". Returns the exit status. */
 int host_report_main(int argc, char **argv);

@@ -279,6 +279,39 @@ static int keep_host_sample(void *ctx, const struct kp_rec_sample *s, uint16_t m
 
 /* ---- the file ---- */
 
+/*
+ * META vmm_threads: "tid:role;..." for the VM's threads as they are now,
+ * the role "main loop" (the process's first thread), "vCPU N", "I/O"
+ * (QEMU's iothreads "IO ...", its worker pool, vhost) or else the
+ * thread's own name; the report names QEMU's threads by it.
+ */
+static int write_thread_roles(struct hrec *R)
+{
+	char meta[KP_META_MAX - 16], comm[32], role[48];
+	size_t n = 0;
+
+	meta[0] = 0;
+	for (size_t i = 0; i < R->ntids && n < sizeof(meta) - 64; i++) {
+		pid_t tid = R->tids[i];
+
+		if (procfs_read_comm(R->t.pid, tid, comm, sizeof(comm)))
+			continue;
+		for (char *c = comm; *c; c++)
+			if (*c == ';' || *c == ':' || (unsigned char)*c < 32)
+				*c = '_';
+		snprintf(role, sizeof(role), "%s", comm);
+		if (tid == R->t.pid)
+			snprintf(role, sizeof(role), "main loop");
+		else if (!strncmp(comm, "IO ", 3) || !strncmp(comm, "worker", 6) || !strncmp(comm, "vhost", 5))
+			snprintf(role, sizeof(role), "I/O");
+		for (unsigned int v = 0; v < R->t.nvcpus; v++)
+			if (R->t.vcpu_tid[v] == tid)
+				snprintf(role, sizeof(role), "vCPU %u", v);
+		n += (size_t)snprintf(meta + n, sizeof(meta) - n, "%s%d:%s", n ? ";" : "", (int)tid, role);
+	}
+	return kp_writer_meta(R->w, "vmm_threads", meta);
+}
+
 static int write_preamble(struct hrec *R)
 {
 	char buf[64 + VM_TARGET_MAX_VCPUS * 24], *text = NULL;
@@ -306,6 +339,8 @@ static int write_preamble(struct hrec *R)
 		r = kp_writer_meta(R->w, "domain", R->t.domain);
 	if (!r && R->t.uri[0])
 		r = kp_writer_meta(R->w, "domain_uri", R->t.uri);
+	if (!r)
+		r = write_thread_roles(R);
 	memset(&ev, 0, sizeof(ev));
 	ev.id = HOST_EVENT_ID;
 	ev.type = R->ev.attr.type;

@@ -173,14 +173,47 @@ const char *host_report_meta(const struct profile *p, const char *key)
 }
 
 /*
+ * QEMU's threads by role ("vCPU 0", "main loop", "I/O"), from META
+ * vmm_threads ("tid:role;..."): the role of thread tid, or "other thread"
+ * (one that started after the recording began). NULL when the recording
+ * is not of QEMU: kvmprof-vmm's threads keep its name alone.
+ */
+static const char *thread_role(const struct profile *p, uint32_t pid, uint32_t tid, char *buf, size_t len)
+{
+	const char *vmm = host_report_meta(p, "vmm"), *threads = host_report_meta(p, "vmm_threads");
+	const char *vmm_pid = host_report_meta(p, "vmm_pid");
+
+	if (!vmm || strcmp(vmm, "qemu") || !threads || !vmm_pid || strtoul(vmm_pid, NULL, 10) != pid)
+		return NULL;
+	for (const char *t = threads; *t;) {
+		char *end;
+		unsigned long id = strtoul(t, &end, 10);
+		size_t n;
+
+		if (*end != ':')
+			break;
+		n = strcspn(end + 1, ";");
+		if (id == tid) {
+			snprintf(buf, len, "%.*s", (int)n, end + 1);
+			return buf;
+		}
+		t = end + 1 + n;
+		if (*t == ';')
+			t++;
+	}
+	return "other thread";
+}
+
+/*
  * "[guest] matmul": each sample's command names its domain. In stacks, a
  * host sample joined to a VM exit is the guest process's that caused the
  * exit ("[guest-kernel] spam" for an exit in its kernel code): its stack
- * starts in that process, so its time shows under that process.
+ * starts in that process, so its time shows under that process. QEMU's own
+ * samples name the thread's role: "[vmm] qemu-system-x86 (vCPU 0)".
  */
 static int tag_commands(struct profile *p, bool stacks)
 {
-	char name[96];
+	char name[160], rbuf[64];
 
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
@@ -194,7 +227,13 @@ static int tag_commands(struct profile *p, bool stacks)
 			comm = x->comm;
 			s->pid = x->pid;
 		}
-		snprintf(name, sizeof(name), "%s %s", tag, p->comms[comm]);
+		const char *role = s->domain == KP_DOMAIN_NATIVE && comm == s->comm
+					   ? thread_role(p, s->pid, s->tid, rbuf, sizeof(rbuf)) : NULL;
+
+		if (role)
+			snprintf(name, sizeof(name), "%s %s (%s)", tag, p->comms[comm], role);
+		else
+			snprintf(name, sizeof(name), "%s %s", tag, p->comms[comm]);
 		c = profile_comm(p, name);
 		if (c == PROFILE_NONE)
 			return -ENOMEM;
@@ -277,6 +316,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 	int rc = 0;
 
 	fprintf(out, "kvmprof system-wide profile: %s\n", input);
+	if ((v = host_report_meta(p, "domain")))
+		fprintf(out, "domain: %s\n", v);
 	if ((v = host_report_meta(p, "command")))
 		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
 	for (size_t i = 0; i < p->nr_events; i++)
@@ -292,6 +333,9 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 			     "guest's own samples stand for it; rule: %s)\n",
 			in_guest, (v = host_report_meta(p, "host_guest_rule")) ? v : "?");
 
+	if ((v = host_report_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
+		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind; "
+			     "not in the table)\n", v);
 	if (p->nr_exits) {
 		uint64_t host = 0;
 
@@ -374,6 +418,27 @@ static uint32_t merge_events(struct profile *p)
 	return ev;
 }
 
+int host_report_text(FILE *out, struct profile *p, const char *input, bool by_process)
+{
+	int rc = tag_commands(p, false);
+
+	return rc ? rc : print_text(out, p, input, by_process);
+}
+
+static int render_directory(FILE *out, const struct report_cli_args *a, const struct profile_options *popt,
+			    void *ctx)
+{
+	const struct host_report_args *own = ctx;
+
+	if (a->format != REPORT_FORMAT_TEXT || own->drill || own->exits) {
+		fprintf(stderr, "kvmprof report: %s is an --all-domains recording: its report is the text table; for "
+				"%s, report one domain's file (%s/NAME.data)\n", a->input,
+			own->drill ? "--drill" : own->exits ? "--exits" : "other formats", a->input);
+		return -ECANCELED;
+	}
+	return host_report_domains(out, a->input, popt, own->by_process);
+}
+
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
 	const struct host_report_args *own = ctx;
@@ -423,7 +488,7 @@ int host_report_main(int argc, char **argv)
 	const struct report_cli cli = {
 		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
 		.own_shortopts = "k:K:x:s:", .own_longopts = own_longopts, .own_option = own_option,
-		.check = check_args, .profile_options = profile_options, .render = render,
+		.check = check_args, .profile_options = profile_options, .render = render, .directory = render_directory,
 		.ctx = &own,
 	};
 

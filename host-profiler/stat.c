@@ -60,51 +60,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-/* utime, stime and guest_time (fields 14, 15 and 43) of /proc/PID/task/TID/stat. */
-static int read_times(pid_t pid, pid_t tid, uint64_t *ut, uint64_t *st, uint64_t *gt)
-{
-	char path[64], buf[2048], *p;
-	unsigned long long v[41];
-	FILE *f;
-	size_t n;
-	int field = 3, i = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-	if (!p)
-		return -EINVAL;
-	p++;
-	/* Field 3 is the state letter; skip it, then read numbers from field 4 on. */
-	while (*p == ' ')
-		p++;
-	while (*p && *p != ' ')
-		p++;
-	field = 4;
-	while (*p && i < 41) {
-		char *end;
-
-		v[i++] = strtoull(p, &end, 10);
-		if (end == p)
-			break;
-		p = end;
-		field++;
-	}
-	/* v[0] is field 4: utime = v[10], stime = v[11], guest_time = v[39]. */
-	if (i < 12)
-		return -EINVAL;
-	*ut = v[10];
-	*st = v[11];
-	*gt = i >= 40 ? v[39] : 0;
-	(void)field;
-	return 0;
-}
-
 static long long vm_exits(struct vm_client *vm)
 {
 	json_object *reply;
@@ -221,7 +176,7 @@ int host_stat_run(const struct host_stat_opts *o)
 		th[t].tid = tids[t];
 		if (procfs_read_comm((pid_t)pid, tids[t], th[t].comm, sizeof(th[t].comm)))
 			snprintf(th[t].comm, sizeof(th[t].comm), "?");
-		th[t].gone = read_times((pid_t)pid, tids[t], &th[t].utime0, &th[t].stime0, &th[t].gtime0) != 0;
+		th[t].gone = procfs_cpu_times((pid_t)pid, tids[t], &th[t].utime0, &th[t].stime0, &th[t].gtime0) != 0;
 	}
 	if (vm) {
 		stat_exits_start(&exits_by_reason, vm);
@@ -246,7 +201,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	}
 	t1 = emit_now_ns();
 	for (size_t t = 0; t < ntids; t++)
-		if (read_times((pid_t)pid, tids[t], &th[t].utime1, &th[t].stime1, &th[t].gtime1))
+		if (procfs_cpu_times((pid_t)pid, tids[t], &th[t].utime1, &th[t].stime1, &th[t].gtime1))
 			th[t].gone = true;
 	exits1 = vm_gone || !vm ? -1 : vm_exits(vm);
 

@@ -125,6 +125,53 @@ int procfs_thread_group(pid_t tid, pid_t *tgid)
 	return 0;
 }
 
+int procfs_cpu_times(pid_t pid, pid_t tid, uint64_t *ut, uint64_t *st, uint64_t *gt)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long v[41];
+	FILE *f;
+	size_t n;
+	int field = 3, i = 0;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	if (!p)
+		return -EINVAL;
+	p++;
+	/* Field 3 is the state letter; skip it, then read numbers from field 4 on. */
+	while (*p == ' ')
+		p++;
+	while (*p && *p != ' ')
+		p++;
+	field = 4;
+	while (*p && i < 41) {
+		char *end;
+
+		v[i++] = strtoull(p, &end, 10);
+		if (end == p)
+			break;
+		p = end;
+		field++;
+	}
+	/* v[0] is field 4: utime = v[10], stime = v[11], guest_time = v[39]. */
+	if (i < 12)
+		return -EINVAL;
+	*ut = v[10];
+	*st = v[11];
+	*gt = i >= 40 ? v[39] : 0;
+	(void)field;
+	return 0;
+}
+
 static int cmp_pid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;

@@ -35,6 +35,13 @@ int procfs_read_maps(pid_t pid, int (*fn)(const struct procfs_map *m, void *ctx)
 /* A thread's name from /proc/PID/task/TID/comm, without the newline. */
 int procfs_read_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 
+/*
+ * The CPU time the kernel has accounted to thread tid of pid (tid 0: the
+ * whole process), in clock ticks: utime, stime and guest_time (fields 14,
+ * 15 and 43 of .../stat; guest time is part of user time on KVM). 0 or -errno.
+ */
+int procfs_cpu_times(pid_t pid, pid_t tid, uint64_t *ut, uint64_t *st, uint64_t *gt);
+
 /* The process (thread group) of thread tid, from /proc/TID/status. 0 or -errno (-ESRCH: no such thread). */
 int procfs_thread_group(pid_t tid, pid_t *tgid);
 

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -96,8 +97,12 @@ static int check_output(const char *cmd, enum report_format format, const char *
 	return 0;
 }
 
-/* Renders to output ("wb" for pprof; NULL: standard output). 0, or 1 after "prog: OUTPUT: reason". */
-static int write_report(const struct report_cli *cli, const struct report_cli_args *a, struct profile *p)
+/*
+ * Renders p (NULL: the directory a->input) to output ("wb" for pprof; NULL:
+ * standard output). 0, or 1 after "prog: OUTPUT: reason".
+ */
+static int write_report(const struct report_cli *cli, const struct report_cli_args *a, struct profile *p,
+			const struct profile_options *popt)
 {
 	FILE *out = stdout;
 	int rc, status = 0;
@@ -109,7 +114,7 @@ static int write_report(const struct report_cli *cli, const struct report_cli_ar
 			return 1;
 		}
 	}
-	rc = cli->render(out, p, a, cli->ctx);
+	rc = p ? cli->render(out, p, a, cli->ctx) : cli->directory(out, a, popt, cli->ctx);
 	if (rc == -ECANCELED) {
 		status = 1; /* the renderer said why */
 	} else if (rc) {
@@ -133,6 +138,7 @@ int report_cli_main(const struct report_cli *cli, int argc, char **argv)
 {
 	struct profile_options popt = { 0 };
 	struct report_cli_args a;
+	struct stat st;
 	struct profile *p;
 	char err[512];
 	int rc, status;
@@ -148,6 +154,13 @@ int report_cli_main(const struct report_cli *cli, int argc, char **argv)
 	popt.recover = a.recover;
 	popt.warn = print_warning;
 	popt.warn_ctx = (void *)cli->prog;
+	if (!stat(a.input, &st) && S_ISDIR(st.st_mode)) {
+		if (!cli->directory) {
+			fprintf(stderr, "%s: %s is a directory\n", cli->prog, a.input);
+			return 1;
+		}
+		return write_report(cli, &a, NULL, &popt);
+	}
 	rc = profile_load(&p, a.input, &popt, err, sizeof(err));
 	if (rc) {
 		char hint[128] = "";
@@ -163,7 +176,7 @@ int report_cli_main(const struct report_cli *cli, int argc, char **argv)
 		profile_free(p);
 		return 1;
 	}
-	status = write_report(cli, &a, p);
+	status = write_report(cli, &a, p, &popt);
 	if (!status && cli->note_unresolved && a.format != REPORT_FORMAT_TEXT && p->unresolved)
 		fprintf(stderr, "%s: %" PRIu64 " of %zu samples have no symbol\n", cli->prog, p->unresolved,
 			p->nr_samples);

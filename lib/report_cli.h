@@ -48,6 +48,12 @@ struct report_cli {
 	 * -ECANCELED: it told the user why itself).
 	 */
 	int (*render)(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx);
+	/*
+	 * An input that is a directory of recordings (kvmprof record
+	 * --all-domains), rendered to out: 0 or -errno (-ECANCELED: it told
+	 * the user why). NULL: a directory is refused.
+	 */
+	int (*directory)(FILE *out, const struct report_cli_args *a, const struct profile_options *popt, void *ctx);
 	/* Formats other than text say on stderr how many samples have no symbol (the table has a footer). */
 	bool note_unresolved;
 	void *ctx;

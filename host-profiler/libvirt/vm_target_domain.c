@@ -42,6 +42,9 @@ struct domain_target {
 	bool sampling;
 	uint64_t interval_ns, next_take;
 	bool monitor_said;
+	/* QEMU's CPU time (the kernel's accounting, ticks): host CPU per domain */
+	uint64_t cpu0, cpu_last, cpu_read_at;
+	bool cpu_known;
 	/* TCG: QEMU's translated code, where a vCPU thread's samples are guest time */
 	bool tcg;
 	struct {
@@ -86,6 +89,18 @@ static int domain_guest_time(struct vm_target *t, const struct kp_rec_sample *s,
 }
 
 /* ---- starting ---- */
+
+/* QEMU's user and system time so far, in ticks; false once it is gone. */
+static bool qemu_cpu(struct domain_target *d, uint64_t *ticks)
+{
+	uint64_t ut, st, gt;
+
+	if (procfs_cpu_times(d->dom.qemu_pid, 0, &ut, &st, &gt))
+		return false;
+	*ticks = ut + st;
+	return true;
+}
+
 
 /* What names the guest's processes, said in guest_status and META. */
 static void pick_process_source(struct domain_target *d, struct record_session *s)
@@ -150,6 +165,9 @@ static int domain_start(struct vm_target *t, struct record_session *s)
 	if (d->tcg)
 		procfs_read_maps(d->dom.qemu_pid, add_jit, d);
 	d->interval_ns = 1000000000ull / hz;
+	d->cpu_known = qemu_cpu(d, &d->cpu0);
+	d->cpu_last = d->cpu0;
+	d->cpu_read_at = emit_now_ns();
 	r = domain_sampler_take(&d->ds);
 	if (r == -EIO || r == -EBADMSG) {
 		fprintf(stderr, "kvmprof: no guest samples (%s): recording QEMU's threads from the host only\n",
@@ -193,6 +211,11 @@ static int domain_step(struct vm_target *t, struct record_session *s, short reve
 
 	if (domain_gone(t, revents))
 		return say_gone(t, s);
+	/* Once a second: what QEMU has used, kept for when it is gone at the end. */
+	if (d->cpu_known && now - d->cpu_read_at >= 1000000000ull) {
+		qemu_cpu(d, &d->cpu_last);
+		d->cpu_read_at = now;
+	}
 	if (d->sampling && now < d->next_take) {
 		*next_poll_ms = (int)((d->next_take - now + 999999) / 1000000);
 		return 0;
@@ -259,6 +282,10 @@ static int domain_epilogue(struct vm_target *t, struct record_session *s)
 		r = kp_writer_meta(s->w, "guest_memory", d->ram_ok ? "read through QEMU's mapping" : d->ram_why);
 	if (!r)
 		r = kp_writer_meta(s->w, "domain_type", d->dom.type);
+	if (d->cpu_known)
+		qemu_cpu(d, &d->cpu_last);
+	if (!r && d->cpu_known)
+		r = meta_u64(s->w, "vmm_cpu_ms", (d->cpu_last - d->cpu0) * 1000 / (uint64_t)sysconf(_SC_CLK_TCK));
 	return r;
 }
 
