@@ -13,7 +13,7 @@ FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 
 FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout trace_file \
-                plugin_elf
+                plugin_elf qemu_hmp
 # make test's fuzz smoke (tests/run-all.sh) runs these.
 export KVMPROF_FUZZ_TARGETS = $(FUZZ_TARGETS)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -60,6 +60,14 @@ $(BUILD)/fuzz/fuzz_guest_mem $(BUILD)/fuzz/fuzz_boot: $(BUILD)/fuzz/fuzz_%: test
 # What the plugin loader reads of a file before dlopen.
 $(BUILD)/fuzz/fuzz_plugin_elf: tests/fuzz/fuzz_plugin_elf.c $(FUZZ_OBJ)/vmm/plugin_elf.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ivmm $(FUZZ_LDFLAGS) -o $@ $^
+
+# The host profiler's parsers of QEMU's monitor replies (kvmprof record --domain).
+$(FUZZ_OBJ)/host-profiler/%.o: host-profiler/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ihost-profiler -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_qemu_hmp: tests/fuzz/fuzz_qemu_hmp.c $(FUZZ_OBJ)/host-profiler/qemu_hmp.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ihost-profiler $(FUZZ_LDFLAGS) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_cpio: tests/fuzz/fuzz_cpio.c $(FUZZ_OBJ)/guest/cpio.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest/kernel $(FUZZ_LDFLAGS) -o $@ $^

@@ -7,7 +7,16 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 OUT=$BUILD/fuzz/seeds
 rm -rf "$OUT"
-mkdir -p "$OUT"/{sample_file,sample_records,kallsyms,procfs,guest_mem,boot,cpio,vpmu_filter,control,task_layout,plugin_elf}
+mkdir -p "$OUT"/{sample_file,sample_records,kallsyms,procfs,guest_mem,boot,cpio,vpmu_filter,control,task_layout,plugin_elf,qemu_hmp}
+
+# qemu_hmp: QEMU 7.2's own replies (tests/fixtures/qemu-7.2), each with its parser's selector byte.
+for f in tests/fixtures/qemu-7.2/registers-*.txt; do
+	{ printf '\000'; cat "$f"; } >"$OUT/qemu_hmp/$(basename "$f")"
+done
+for f in tests/fixtures/qemu-7.2/mtree-*.txt; do
+	{ printf '\001'; cat "$f"; } >"$OUT/qemu_hmp/$(basename "$f")"
+done
+printf '\002Host virtual address for 0x100000 (pc.ram) is 0x7f3123f00000\r\n' >"$OUT/qemu_hmp/gpa2hva"
 
 # boot: the PVH fixtures and a cut bzImage header (a full bzImage is 8 MB: too slow to mutate).
 for f in "$BUILD"/fixtures/pvh-*.elf; do
