@@ -7,7 +7,7 @@
 # N flaky" (flaky: failed on a first nested run, passed on the second; also
 # counted as passed). A run that executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
-# KVMPROF_SUITES="unit fuzz agent host e2e nested" (the default) picks suites.
+# KVMPROF_SUITES="unit fuzz agent host libvirt e2e nested" (the default) picks suites.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -41,7 +41,7 @@ unit_suite() {
 	fi
 }
 
-SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host e2e nested} "
+SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e nested} "
 want() { [[ $SUITES == *" $1 "* ]]; }
 
 run_suites() {
@@ -49,6 +49,7 @@ run_suites() {
 	want fuzz && fuzz_suite
 	want agent && agent_suites
 	want host && host_suites
+	want libvirt && libvirt_suites
 	want e2e && e2e_suites
 	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
 		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
@@ -136,6 +137,13 @@ host_suites() {
 	bash tests/host-profiler/run.sh
 	echo "== kvmprof, ASan + UBSan build"
 	KVMPROF=$BUILD/asan/kvmprof TAG=asan: bash tests/host-profiler/run.sh
+}
+
+libvirt_suites() {
+	echo "== kvmprof and libvirt: QEMU domains by name (a real libvirtd)"
+	bash tests/libvirt/run.sh
+	echo "== kvmprof and libvirt, ASan + UBSan build (the core cases)"
+	KVMPROF=$BUILD/asan/kvmprof TAG=asan: LIBVIRT_QUICK=1 bash tests/libvirt/run.sh
 }
 
 e2e_suites() {

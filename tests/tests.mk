@@ -212,9 +212,12 @@ $(BUILD)/tests/e2e/ring_client: tests/e2e/ring_client.c $(BUILD)/host-profiler/g
 export KVMPROF_UNIT_TESTS = $(UNIT_TESTS)
 export KVMPROF_ASAN_UNIT_TESTS = $(ASAN_UNIT_TESTS)
 
-.PHONY: test-unit test-e2e test-agent test-host
+.PHONY: test-unit test-e2e test-agent test-host test-libvirt
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
+
+test-libvirt: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof guest
+	@KVMPROF_SUITES=libvirt bash tests/run-all.sh
 
 test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES) $(BUILD)/kvmprof
 	@KVMPROF_SUITES=agent bash tests/run-all.sh

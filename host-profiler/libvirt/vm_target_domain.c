@@ -168,14 +168,19 @@ static int domain_start(struct vm_target *t, struct record_session *s)
 	d->cpu_known = qemu_cpu(d, &d->cpu0);
 	d->cpu_last = d->cpu0;
 	d->cpu_read_at = emit_now_ns();
+	/*
+	 * The first round trip says whether the monitor answers at all. Registers
+	 * that do not parse are no reason to stop: a vCPU still booting in 32-bit
+	 * mode gives EIP, not RIP, and the next ones will.
+	 */
 	r = domain_sampler_take(&d->ds);
-	if (r == -EIO || r == -EBADMSG) {
+	if (r == -EIO) {
 		fprintf(stderr, "kvmprof: no guest samples (%s): recording QEMU's threads from the host only\n",
 			d->ds.last_error);
 		snprintf(t->guest_status, sizeof(t->guest_status), "unavailable: %s", d->ds.last_error);
 		return 0;
 	}
-	if (r)
+	if (r && r != -EBADMSG)
 		return r;
 	d->sampling = true;
 	d->next_take = emit_now_ns() + d->interval_ns;

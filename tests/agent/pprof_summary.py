@@ -3,7 +3,9 @@
 two reports of one recording: duration, time, period, sample types, and the
 samples' values summed by leaf function (image and symbol). Process labels
 are left out: kvmprof report tags them with the domain, kvmprof-agent does
-not. Reads profile.proto's wire format directly (no protobuf module)."""
+not. Reads profile.proto's wire format directly (no protobuf module).
+With --labels, prints instead each distinct set of a sample's string labels
+(key=value, sorted, comma-separated) with the sample counts summed."""
 import gzip
 import sys
 
@@ -50,7 +52,7 @@ def ints(v):
     return out
 
 
-def main(path):
+def main(path, labels_only=False):
     prof = gzip.open(path).read()
     strings, samples, locs, funcs, mappings = [], [], {}, {}, {}
     top = {"duration_nanos": 0, "time_nanos": 0, "period": 0}
@@ -61,12 +63,14 @@ def main(path):
         elif num == 1:
             types.append(dict(fields(v)))
         elif num == 2:
-            s = {"loc": [], "val": []}
+            s = {"loc": [], "val": [], "labels": []}
             for n, x in fields(v):
                 if n == 1:
                     s["loc"] += ints(x)
                 elif n == 2:
                     s["val"] += ints(x)
+                elif n == 3:
+                    s["labels"].append(dict(fields(x)))
             samples.append(s)
         elif num == 3:
             m = dict(fields(v))
@@ -104,6 +108,13 @@ def main(path):
         name = s(funcs.get(loc["lines"][0].get(1, 0), {}).get(2, 0)) if loc.get("lines") else "0x%x" % loc.get(3, 0)
         return "%s`%s" % (image, name)
 
+    if labels_only:
+        by_set = {}
+        for smp in samples:
+            key = ",".join(sorted("%s=%s" % (s(lb.get(1, 0)), s(lb.get(2, 0))) for lb in smp["labels"] if lb.get(2)))
+            by_set[key] = by_set.get(key, 0) + (smp["val"][0] if smp["val"] else 0)
+        print("\n".join("labels %s %d" % (k, v) for k, v in sorted(by_set.items())))
+        return
     out = ["%s %d" % (k, top[k]) for k in sorted(top)]
     out.append("sample_type " + ",".join("%s/%s" % (s(t.get(1, 0)), s(t.get(2, 0))) for t in types))
     if period_type:
@@ -119,4 +130,7 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--labels":
+        main(sys.argv[2], True)
+    else:
+        main(sys.argv[1])

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# kvmprof and libvirt: a real libvirtd (started here, as root, when it is
+# not running) runs transient QEMU domains that boot the bundled guest
+# (PVH through QEMU's -kernel; domain type kvm where QEMU can open
+# /dev/kvm, else qemu, i.e. TCG), and kvmprof list / record --domain /
+# record --all-domains / stat --domain / report read them from the host.
+# Every domain this script starts is destroyed at its end, whatever
+# happens. Prints "PASS name" / "FAIL name: why" / "SKIP name: why".
+#   KVMPROF=path  the binary under test (default $BUILD/kvmprof)
+#   TAG=prefix    prepended to every test name (e.g. "asan:")
+#   LIBVIRT_QUICK=1  only the core cases (the ASan run)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${BUILD:-build}
+KVMPROF=${KVMPROF:-$BUILD/kvmprof}
+ROOT=$BUILD/guest
+URI=qemu:///system
+VIRSH="virsh -q -c $URI"
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvmprof-libvirt-test.XXXXXX")
+DOMAINS=()
+cleanup() {
+	local d
+	for d in "${DOMAINS[@]}"; do
+		$VIRSH destroy "$d" >/dev/null 2>&1
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+for f in "$KVMPROF" "$ROOT/kernel.elf" "$ROOT/initrd.cpio" "$ROOT/bin/matmul"; do
+	if [ ! -e "$f" ]; then
+		fail libvirt-build "$f missing (make $KVMPROF guest)"
+		exit 0
+	fi
+done
+if [ "$(id -u)" != 0 ]; then
+	skip libvirt "needs root: it starts libvirtd and reads QEMU's memory"
+	exit 0
+fi
+for cmd in virsh libvirtd virtlogd qemu-system-x86_64; do
+	if ! command -v "$cmd" >/dev/null; then
+		skip libvirt "$cmd is not installed (make deps installs libvirt-daemon-system and libvirt-clients)"
+		exit 0
+	fi
+done
+
+# libvirtd and virtlogd as the host would run them (no systemd here: their -d daemon mode).
+if ! $VIRSH version >/dev/null 2>&1; then
+	pgrep -x virtlogd >/dev/null || virtlogd -d
+	pgrep -x libvirtd >/dev/null || libvirtd -d
+	for _ in $(seq 100); do
+		$VIRSH version >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+fi
+if ! $VIRSH version >"$T/version" 2>&1; then
+	fail libvirt-daemon "libvirtd did not answer at $URI" "$T/version"
+	exit 0
+fi
+# QEMU runs as libvirt-qemu, in group kvm: /dev/kvm as a distribution's udev rule leaves it (root:kvm 0660).
+TYPE=kvm
+if [ -c /dev/kvm ] && ! setpriv --reuid=libvirt-qemu --regid=kvm --clear-groups test -w /dev/kvm 2>/dev/null; then
+	if getent group kvm >/dev/null && chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; then
+		echo "libvirt: /dev/kvm set to root:kvm 0660 (as udev's rule has it) so that QEMU's user can open it"
+	fi
+fi
+if [ ! -c /dev/kvm ] || ! setpriv --reuid=libvirt-qemu --regid=kvm --clear-groups test -w /dev/kvm 2>/dev/null; then
+	TYPE=qemu
+	echo "libvirt: QEMU cannot open /dev/kvm here: the domains run under TCG"
+fi
+
+# The guest's files where QEMU's user may read them (libvirt labels them for it).
+mkdir -p "$T/guest"
+cp "$ROOT/kernel.elf" "$ROOT/initrd.cpio" "$T/guest/"
+chmod 755 "$T" "$T/guest"
+chmod 644 "$T/guest/"*
+
+# start_domain NAME TYPE CMDLINE: a transient domain (2 vCPUs, 256 MiB, the bundled guest), running.
+start_domain() {
+	local name=$1 type=$2 cmdline=$3
+	cat >"$T/$name.xml" <<EOF
+<domain type='$type'>
+  <name>$name</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$T/guest/kernel.elf</kernel>
+    <initrd>$T/guest/initrd.cpio</initrd>
+    <cmdline>$cmdline</cmdline>
+  </os>
+  <features><acpi/></features>
+  <on_poweroff>destroy</on_poweroff>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'><source path='$T/$name.console'/><target port='0'/></serial>
+    <video><model type='none'/></video>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOF
+	DOMAINS+=("$name")
+	$VIRSH create "$T/$name.xml" >"$T/$name.create" 2>&1 || return 1
+}
+
+# wait_console NAME PATTERN SECONDS: the guest's console shows PATTERN.
+wait_console() {
+	local i
+	for i in $(seq $(($3 * 10))); do
+		grep -q "$2" "$T/$1.console" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+WEB=kvmprof-test-web1-$$
+LONG="start=/bin/matmul:128:100000000,/bin/hash:100000000"
+if ! start_domain "$WEB" "$TYPE" "$LONG" || ! wait_console "$WEB" 'started pid 2: /bin/hash' 60; then
+	fail libvirt-domain-boots "the bundled guest did not start its programs in domain $WEB ($TYPE)" \
+		"$T/$WEB.create" "$T/$WEB.console"
+	exit 0
+fi
+pass "libvirt-domain-boots-$TYPE"
+QPID=$(cat "/run/libvirt/qemu/$WEB.pid" 2>/dev/null)
+$VIRSH qemu-monitor-command "$WEB" '{"execute":"query-cpus-fast"}' >"$T/cpus.json" 2>&1
+TIDS=$(python3 -c 'import json,sys; print(" ".join(str(c["thread-id"]) for c in json.load(open(sys.argv[1]))["return"]))' \
+	"$T/cpus.json" 2>/dev/null)
+
+# --- kvmprof list ---------------------------------------------------------------
+"$KVMPROF" list >"$T/list" 2>"$T/list.err"
+rc=$?
+tid_list=$(echo "$TIDS" | sed 's/ /, /g')
+if [ $rc = 0 ] && grep -q "^$WEB: .*QEMU pid $QPID, 2 vCPUs (threads $tid_list), 256 MiB" "$T/list" &&
+	grep -A6 "^$WEB:" "$T/list" | grep -q 'guest processes: *yes: the bundled guest' &&
+	grep -A6 "^$WEB:" "$T/list" | grep -q 'guest memory (processes, stacks): *yes' &&
+	grep -A6 "^$WEB:" "$T/list" | grep -q 'guest PMU (the in-guest agent): *no' && sanitizer_clean "$T/list.err"; then
+	pass list-shows-domain
+else
+	fail list-shows-domain "rc $rc; want $WEB with QEMU pid $QPID and threads $tid_list" "$T/list" "$T/list.err"
+fi
+
+# --- record --domain and the report ---------------------------------------------
+"$KVMPROF" record --domain "$WEB" --duration 4 -g -q -o "$T/web.data" 2>"$T/rec.err"
+rc=$?
+"$KVMPROF" report -i "$T/web.data" --guest-root "$ROOT" -o "$T/web.txt" 2>"$T/rep.err"
+rrc=$?
+"$KVMPROF" report -i "$T/web.data" --guest-root "$ROOT" --format folded -o "$T/web.folded" 2>>"$T/rep.err"
+if [ $rc = 0 ] && [ $rrc = 0 ] && sanitizer_clean "$T/rec.err" "$T/rep.err"; then
+	pass record-domain
+else
+	fail record-domain "record $rc, report $rrc" "$T/rec.err" "$T/rep.err"
+fi
+# The demos' hot functions under their guest processes (4 s, 1000 Hz, two busy vCPUs: a few thousand samples each).
+mm=$(awk '$3 == "guest" && $4 == "user" && /\[guest\] matmul/ && $NF == "matmul_multiply" { print $1; exit }' "$T/web.txt")
+hs=$(awk '$3 == "guest" && $4 == "user" && /\[guest\] hash/ && $6 == "hash" { s += $1 } END { print s + 0 }' "$T/web.txt")
+if [ "${mm:-0}" -ge 1000 ] && [ "$hs" -ge 1000 ]; then
+	pass "domain-guest-processes-and-symbols (matmul_multiply $mm samples, hash's image $hs)"
+else
+	fail domain-guest-processes-and-symbols "matmul_multiply ${mm:-none}, hash ${hs}: want >= 1000 each" "$T/web.txt"
+fi
+# QEMU's threads by role, host-kernel samples of them, the domain's name in the header.
+if grep -q "^domain: $WEB$" "$T/web.txt" && grep -q "^recorded: system-wide: libvirt domain $WEB ($URI" "$T/web.txt" &&
+	grep -qE 'host kernel +\[host\] qemu-system-x86 \(vCPU [01]\)' "$T/web.txt" &&
+	grep -qE '(VMM user|host kernel) +\[(vmm|host)\] qemu-system-x86 \((main loop|I/O)\)' "$T/web.txt"; then
+	pass domain-qemu-threads-and-header
+else
+	fail domain-qemu-threads-and-header "want the domain's name, QEMU's vCPU and main-loop/I/O threads" "$T/web.txt"
+fi
+# The guest's stacks, walked in its memory through QEMU's mapping.
+if grep -qE '^\[guest\]_matmul;matmul`_start;matmul`main;matmul`matmul_multiply [0-9]+$' "$T/web.folded"; then
+	pass domain-guest-stacks
+else
+	fail domain-guest-stacks "no [guest]_matmul;matmul\`_start;matmul\`main;matmul\`matmul_multiply stack" "$T/web.folded"
+fi
+# Every guest-time host sample is accounted for: a guest sample, or counted as without a register sample
+# near it (how many depends on how busy the host is); the monitor never failed.
+in_guest=$(sed -n 's/^host samples taken while guest code ran: \([0-9]*\) .*/\1/p' "$T/web.txt")
+guest=$(awk '/^guest user / || /^guest kernel / { s += $3 } END { print s + 0 }' "$T/web.txt")
+unattr=$(sed -n 's/^guest time with no register sample near it: \([0-9]*\) .*/\1/p' "$T/web.txt")
+if grep -qE "^kvmprof: QEMU's monitor gave the registers of 2 vCPUs [0-9]+ times \(0 failed\)" "$T/rec.err" &&
+	[ -n "$in_guest" ] && [ "$in_guest" = $((guest + ${unattr:-0})) ]; then
+	pass "domain-guest-time-accounted ($guest of $in_guest guest-time host samples attributed)"
+else
+	fail domain-guest-time-accounted "guest-time host samples ${in_guest:-?} != $guest guest samples + ${unattr:-0} unattributed" \
+		"$T/rec.err" "$T/web.txt"
+fi
+# pprof: the labels a continuous-profiling back end filters by.
+if "$KVMPROF" report -i "$T/web.data" --guest-root "$ROOT" --format pprof -o "$T/web.pb.gz" 2>"$T/pprof.err" &&
+	python3 tests/agent/pprof_summary.py --labels "$T/web.pb.gz" >"$T/labels" &&
+	grep -q "^labels comm=\[guest\] matmul,domain=$WEB,guest_process=matmul,layer=guest user [0-9]" "$T/labels" &&
+	grep -q "^labels comm=\[host\] qemu-system-x86 (vCPU 0),domain=$WEB,layer=host kernel [0-9]" "$T/labels"; then
+	pass domain-pprof-labels
+else
+	fail domain-pprof-labels "want domain, guest_process and layer labels" "$T/labels" "$T/pprof.err"
+fi
+
+# --- stat --domain ----------------------------------------------------------------
+"$KVMPROF" stat --domain "$WEB" --duration 1 >"$T/stat" 2>"$T/stat.err"
+rc=$?
+if [ $rc = 0 ] && grep -q "^kvmprof stat: libvirt domain $WEB ($URI), QEMU pid $QPID" "$T/stat" &&
+	grep -q 'CPU 0/KVM' "$T/stat" && grep -q '^time by domain' "$T/stat" && sanitizer_clean "$T/stat.err"; then
+	pass stat-domain
+else
+	fail stat-domain "rc $rc" "$T/stat" "$T/stat.err"
+fi
+
+# --- bad input: one line, a non-zero exit (usage errors, exit 2: the line, then the usage) ---
+# expect_one_line NAME CODE PATTERN ARGS...
+expect_one_line() {
+	local name=$1 code=$2 pattern=$3 rc lines
+	shift 3
+	"$KVMPROF" "$@" >"$T/bad.out" 2>"$T/bad.err"
+	rc=$?
+	lines=$(wc -l <"$T/bad.err")
+	[ "$code" = 2 ] && grep -q '^usage: ' "$T/bad.err" && lines=1
+	if [ $rc = "$code" ] && [ "$lines" = 1 ] && head -n 1 "$T/bad.err" | grep -qE -- "$pattern" &&
+		sanitizer_clean "$T/bad.err"; then
+		pass "$name"
+	else
+		fail "$name" "rc $rc (want $code), $lines lines on stderr (want 1 matching /$pattern/)" "$T/bad.err"
+	fi
+}
+typo=${WEB/web1/wbe1}
+expect_one_line domain-unknown-closest 1 "no domain '$typo' at $URI \(did you mean: $WEB\?\)" \
+	record --domain "$typo" -o "$T/none.data"
+expect_one_line domain-unknown-list 1 "no domain 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz' at $URI \((its domains: .*$WEB|did you mean)" \
+	stat --domain zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz
+expect_one_line no-libvirtd 1 "cannot connect to libvirt at qemu\+unix:///system\?socket=$T/no-such-socket \(is libvirtd running\?\)" \
+	list --connect "qemu+unix:///system?socket=$T/no-such-socket"
+expect_one_line guest-hz-out-of-range 2 "--guest-hz '1000': expected 1 to 250" record --domain "$WEB" --guest-hz 1000
+expect_one_line domain-and-vm 2 "one of --vm SOCKET" record --domain "$WEB" --vm "$T/sock"
+if [ -e "$T/none.data" ]; then
+	fail domain-unknown-no-file "a failed record left $T/none.data"
+else
+	pass domain-unknown-no-file
+fi
+
+# A guest whose memory cannot be read: kvmprof without CAP_SYS_PTRACE over QEMU (another user's process).
+setpriv --bounding-set=-sys_ptrace --inh-caps=-sys_ptrace "$KVMPROF" record --domain "$WEB" --duration 1 -q \
+	-o "$T/nomem.data" >"$T/nomem.out" 2>"$T/nomem.err"
+rc=$?
+"$KVMPROF" report -i "$T/nomem.data" --guest-root "$ROOT" >"$T/nomem.txt" 2>>"$T/nomem.err"
+rrc=$?
+said=$(grep -c 'guest memory not readable' "$T/nomem.err")
+if [ $rc = 0 ] && [ $rrc = 0 ] && [ "$said" = 1 ] && grep -q '^guest user ' "$T/nomem.txt" &&
+	grep -q 'host kernel  *\[host\] qemu-system-x86' "$T/nomem.txt" && ! grep -q '\[guest\] matmul' "$T/nomem.txt" &&
+	sanitizer_clean "$T/nomem.err"; then
+	pass guest-memory-unreadable
+else
+	fail guest-memory-unreadable "record $rc, report $rrc, said $said times (want once), want host rows and no guest processes" \
+		"$T/nomem.err" "$T/nomem.txt"
+fi
+
+# A domain that stops mid-recording (its guest powers off through ACPI: libvirt's normal shutdown).
+SHORT=kvmprof-test-short-$$
+if start_domain "$SHORT" "$TYPE" "start=/bin/matmul:128:3000"; then
+	start=$(date +%s)
+	"$KVMPROF" record --domain "$SHORT" --duration 60 -q -o "$T/short.data" >"$T/short.out" 2>"$T/short.err"
+	rc=$?
+	took=$(($(date +%s) - start))
+	"$KVMPROF" report -i "$T/short.data" --guest-root "$ROOT" >"$T/short.txt" 2>>"$T/short.err"
+	rrc=$?
+	gone=$(grep -c "domain '$SHORT' stopped (QEMU pid [0-9]* exited) after" "$T/short.err")
+	if [ $rc = 0 ] && [ $rrc = 0 ] && [ "$gone" = 1 ] && [ "$took" -lt 50 ] && grep -q '\[guest\] matmul' "$T/short.txt" &&
+		! grep -q 'no guest samples' "$T/short.err" &&
+		grep -q 'all processes exited, status 0' "$T/$SHORT.console" && sanitizer_clean "$T/short.err"; then
+		pass "domain-stops-mid-recording (${took} s; the guest powered off through ACPI)"
+	else
+		fail domain-stops-mid-recording "record $rc after ${took} s, report $rrc, 'stopped' said $gone times" \
+			"$T/short.err" "$T/$SHORT.console"
+	fi
+else
+	fail domain-stops-mid-recording "could not start $SHORT" "$T/$SHORT.create"
+fi
+
+if [ "${LIBVIRT_QUICK:-0}" = 1 ]; then
+	harness_summary
+	exit $?
+fi
+
+# --- --all-domains: a KVM domain and a TCG one ---------------------------------------
+TCG=kvmprof-test-tcg-$$
+if start_domain "$TCG" qemu "start=/bin/hash:100000000" && wait_console "$TCG" 'started pid 1: /bin/hash' 60; then
+	"$KVMPROF" record --all-domains -o "$T/all" --duration 3 -q >"$T/all.out" 2>"$T/all.err"
+	rc=$?
+	"$KVMPROF" report -i "$T/all" --guest-root "$ROOT" >"$T/all.txt" 2>"$T/all.rep"
+	rrc=$?
+	if [ $rc = 0 ] && [ $rrc = 0 ] && [ -s "$T/all/$WEB.data" ] && [ -s "$T/all/$TCG.data" ] &&
+		grep -qE "^$WEB +[0-9.]+ +[0-9.]+%" "$T/all.txt" && grep -qE "^$TCG +[0-9.]+ +[0-9.]+%" "$T/all.txt" &&
+		grep -q "^== domain $TCG " "$T/all.txt" && grep -q "^== domain $WEB " "$T/all.txt" &&
+		sanitizer_clean "$T/all.err" "$T/all.rep"; then
+		pass all-domains
+	else
+		fail all-domains "record $rc, report $rrc" "$T/all.err" "$T/all.txt"
+	fi
+	# Under TCG the guest's code is QEMU's translated code: its samples are the guest's, hash's here.
+	tcg_hash=$(awk -v d="== domain $TCG " 'index($0, d) == 1 { on = 1; next } /^== domain / { on = 0 }
+		on && /\[guest\] hash/ { s += $1 } END { print s + 0 }' "$T/all.txt")
+	if [ "$tcg_hash" -ge 500 ]; then
+		pass "tcg-domain-guest-time ($tcg_hash hash samples)"
+	else
+		fail tcg-domain-guest-time "$tcg_hash samples of [guest] hash in $TCG, want >= 500" "$T/all.txt"
+	fi
+	# A second run keeps the first as DIR.old.
+	"$KVMPROF" record --all-domains -o "$T/all" --duration 1 -q >/dev/null 2>"$T/all2.err"
+	if [ $? = 0 ] && [ -s "$T/all.old/$WEB.data" ] && [ -s "$T/all/$WEB.data" ]; then
+		pass all-domains-keeps-old
+	else
+		fail all-domains-keeps-old "want $T/all.old and a new $T/all" "$T/all2.err"
+	fi
+else
+	fail all-domains "could not start the TCG domain $TCG" "$T/$TCG.create" "$T/$TCG.console"
+fi
+
+harness_summary
