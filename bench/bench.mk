@@ -84,3 +84,11 @@ bench: bench-exits
 bench-exits: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof guest
 	@bash bench/exits.sh
+
+# What profiling a libvirt domain costs (bench/libvirt.sh): the guest's slowdown, QEMU's, libvirtd's and
+# kvmprof's CPU, the monitor's round trip, against kvmprof-vmm with record --vm.
+bench: bench-libvirt
+.PHONY: bench-libvirt
+bench-libvirt: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof guest
+	@bash bench/libvirt.sh
