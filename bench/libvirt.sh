@@ -58,17 +58,11 @@ wait_line() { # FILE PATTERN SECONDS
 }
 
 [ "$(id -u)" = 0 ] || fail "needs root (it runs libvirt domains and reads QEMU's memory)"
-# The daemons and /dev/kvm as tests/libvirt/run.sh sets them up.
-if ! $VIRSH version >/dev/null 2>&1; then
-	pgrep -x virtlogd >/dev/null || virtlogd -d
-	pgrep -x libvirtd >/dev/null || libvirtd -d
-	for _ in $(seq 100); do $VIRSH version >/dev/null 2>&1 && break; sleep 0.1; done
-fi
-$VIRSH version >/dev/null 2>&1 || fail "libvirtd does not answer at $URI"
-type=kvm
-setpriv --reuid=libvirt-qemu --regid=kvm --clear-groups test -w /dev/kvm 2>/dev/null ||
-	{ chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; } 2>/dev/null
-setpriv --reuid=libvirt-qemu --regid=kvm --clear-groups test -w /dev/kvm 2>/dev/null || type=qemu
+# The daemons and /dev/kvm as the tests set them up.
+# shellcheck source=tests/libvirt/setup.sh
+. tests/libvirt/setup.sh
+libvirt_start "$URI" || fail "libvirtd does not answer at $URI"
+type=$(libvirt_domain_type)
 cp "$BUILD/guest/kernel.elf" "$BUILD/guest/initrd.cpio" "$tmp/"
 chmod 644 "$tmp/kernel.elf" "$tmp/initrd.cpio"
 cat >"$tmp/dom.xml" <<EOF

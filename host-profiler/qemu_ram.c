@@ -19,9 +19,9 @@ int qemu_ram_map(struct qemu_ram *r, const struct qemu_monitor *m, pid_t pid, ch
 		return rc;
 	n = qemu_hmp_parse_mtree(reply, r->range, QEMU_HMP_MAX_RANGES);
 	free(reply);
-	if (n < 0) {
+	if (n <= 0) {
 		snprintf(err, errlen, "QEMU's memory map (info mtree -f) does not parse");
-		return n;
+		return -EBADMSG;
 	}
 	r->nranges = n;
 	for (int i = 0; i < n; i++) {

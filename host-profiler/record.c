@@ -373,15 +373,15 @@ static int write_preamble(struct hrec *R)
 /* After a recording, what the report needs to know about guest time. */
 static int write_epilogue(struct hrec *R)
 {
-	char buf[64];
-	int r;
+	int r = kp_writer_meta_u64(R->w, "host_samples_in_guest", R->in_guest_mode + R->in_guest_entry + R->in_guest_code);
 
-	snprintf(buf, sizeof(buf), "%" PRIu64, R->in_guest_mode + R->in_guest_entry + R->in_guest_code);
-	r = kp_writer_meta(R->w, "host_samples_in_guest", buf);
 	if (!r)
 		r = kp_writer_meta(R->w, "host_guest_rule",
-				   R->entry_known ? "perf guest cpumode, or the host kernel's pvm_do_nmi_irqoff"
-						  : "perf guest cpumode");
+				   R->in_guest_code ? (R->entry_known ? "perf guest cpumode, the host kernel's pvm_do_nmi_irqoff, "
+								     "or QEMU's translated code (TCG)"
+								   : "perf guest cpumode, or QEMU's translated code (TCG)")
+				   : R->entry_known ? "perf guest cpumode, or the host kernel's pvm_do_nmi_irqoff"
+						    : "perf guest cpumode");
 	if (!r)
 		r = kp_writer_meta(R->w, "guest_sampling", R->t.guest_status);
 	if (!r)

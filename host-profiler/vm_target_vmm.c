@@ -218,14 +218,6 @@ static int vmm_stop(struct vm_target *t, struct record_session *s)
 	return guest_rings_drain(&v->gr, s->w);
 }
 
-static int meta_u64(struct kp_writer *w, const char *key, uint64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return kp_writer_meta(w, key, buf);
-}
-
 static int vmm_epilogue(struct vm_target *t, struct record_session *s)
 {
 	struct vmm_target *v = t->priv;
@@ -234,13 +226,13 @@ static int vmm_epilogue(struct vm_target *t, struct record_session *s)
 
 	if (!v->sampling)
 		return 0;
-	r = meta_u64(s->w, "guest_samples", v->gr.samples);
+	r = kp_writer_meta_u64(s->w, "guest_samples", v->gr.samples);
 	if (!r && v->capture_known)
-		r = meta_u64(s->w, "guest_capture_mean_ns", v->capture_mean_ns);
+		r = kp_writer_meta_u64(s->w, "guest_capture_mean_ns", v->capture_mean_ns);
 	if (!r && v->capture_known)
-		r = meta_u64(s->w, "guest_capture_max_ns", v->capture_max_ns);
+		r = kp_writer_meta_u64(s->w, "guest_capture_max_ns", v->capture_max_ns);
 	if (!r)
-		r = meta_u64(s->w, "vm_exits_dropped", guest_rings_exits_dropped(&v->gr));
+		r = kp_writer_meta_u64(s->w, "vm_exits_dropped", guest_rings_exits_dropped(&v->gr));
 	if (!r && lost) {
 		struct kp_rec_lost l = { .event_id = s->event_id, .lost = lost };
 

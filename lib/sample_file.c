@@ -9,6 +9,7 @@
 #include "sample_file.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -169,6 +170,14 @@ int kp_writer_meta(struct kp_writer *w, const char *key, const char *value)
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -E2BIG;
 	return kp_writer_add(w, KP_REC_META, text, (size_t)n + 1);
+}
+
+int kp_writer_meta_u64(struct kp_writer *w, const char *key, uint64_t value)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, value);
+	return kp_writer_meta(w, key, buf);
 }
 
 int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len)

@@ -26,6 +26,7 @@ int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source);
 int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len);
 /* Conveniences over kp_writer_add. */
 int kp_writer_meta(struct kp_writer *w, const char *key, const char *value);
+int kp_writer_meta_u64(struct kp_writer *w, const char *key, uint64_t value);
 /* kallsyms text, in zlib-compressed KSYMS_Z chunks cut at line ends (readers see KSYMS). */
 int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len);
 /*

@@ -49,7 +49,8 @@ static struct vcpu_outcome acpi_pm_io(void *opaque, uint16_t offset, uint8_t *da
 	if (!__atomic_exchange_n(&pm->sleep_refused, 1, __ATOMIC_RELAXED))
 		fprintf(stderr, "kvmprof-vmm: the guest asked for ACPI sleep type %u; only S5 (type %u, power-off) "
 				"is supported: it goes on running\n",
-			(v & PM1_CNT_SLP_TYP_MASK) >> KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT, KVMPROF_ACPI_S5_TYPE);
+			(unsigned int)(v & PM1_CNT_SLP_TYP_MASK) >> KVMPROF_ACPI_PM1_CNT_SLP_TYP_SHIFT,
+			(unsigned int)KVMPROF_ACPI_S5_TYPE);
 	return vcpu_continue();
 }
 

@@ -253,14 +253,6 @@ static int domain_stop(struct vm_target *t, struct record_session *s)
 	return 0;
 }
 
-static int meta_u64(struct kp_writer *w, const char *key, uint64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return kp_writer_meta(w, key, buf);
-}
-
 static int domain_epilogue(struct vm_target *t, struct record_session *s)
 {
 	struct domain_target *d = t->priv;
@@ -268,19 +260,19 @@ static int domain_epilogue(struct vm_target *t, struct record_session *s)
 	uint64_t good = ds->rounds - ds->round_failures;
 	int r;
 
-	r = meta_u64(s->w, "guest_samples", ds->joined);
+	r = kp_writer_meta_u64(s->w, "guest_samples", ds->joined);
 	if (!r)
-		r = meta_u64(s->w, "guest_register_samples", good);
+		r = kp_writer_meta_u64(s->w, "guest_register_samples", good);
 	if (!r)
-		r = meta_u64(s->w, "guest_register_failures", ds->round_failures);
+		r = kp_writer_meta_u64(s->w, "guest_register_failures", ds->round_failures);
 	if (!r)
-		r = meta_u64(s->w, "guest_register_hz", ds->hz);
+		r = kp_writer_meta_u64(s->w, "guest_register_hz", ds->hz);
 	if (!r && ds->rounds)
-		r = meta_u64(s->w, "guest_monitor_rtt_mean_ns", ds->rtt_ns / ds->rounds);
+		r = kp_writer_meta_u64(s->w, "guest_monitor_rtt_mean_ns", ds->rtt_ns / ds->rounds);
 	if (!r && ds->rounds)
-		r = meta_u64(s->w, "guest_monitor_rtt_max_ns", ds->rtt_max_ns);
+		r = kp_writer_meta_u64(s->w, "guest_monitor_rtt_max_ns", ds->rtt_max_ns);
 	if (!r)
-		r = meta_u64(s->w, "guest_time_unattributed", ds->unjoined);
+		r = kp_writer_meta_u64(s->w, "guest_time_unattributed", ds->unjoined);
 	if (!r)
 		r = kp_writer_meta(s->w, "guest_processes", d->procs_how[0] ? d->procs_how : "none");
 	if (!r)
@@ -290,7 +282,7 @@ static int domain_epilogue(struct vm_target *t, struct record_session *s)
 	if (d->cpu_known)
 		qemu_cpu(d, &d->cpu_last);
 	if (!r && d->cpu_known)
-		r = meta_u64(s->w, "vmm_cpu_ms", (d->cpu_last - d->cpu0) * 1000 / (uint64_t)sysconf(_SC_CLK_TCK));
+		r = kp_writer_meta_u64(s->w, "vmm_cpu_ms", (d->cpu_last - d->cpu0) * 1000 / (uint64_t)sysconf(_SC_CLK_TCK));
 	return r;
 }
 

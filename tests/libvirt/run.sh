@@ -49,30 +49,14 @@ for cmd in virsh libvirtd virtlogd qemu-system-x86_64; do
 	fi
 done
 
-# libvirtd and virtlogd as the host would run them (no systemd here: their -d daemon mode).
-if ! $VIRSH version >/dev/null 2>&1; then
-	pgrep -x virtlogd >/dev/null || virtlogd -d
-	pgrep -x libvirtd >/dev/null || libvirtd -d
-	for _ in $(seq 100); do
-		$VIRSH version >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-fi
-if ! $VIRSH version >"$T/version" 2>&1; then
+# shellcheck source=tests/libvirt/setup.sh
+. tests/libvirt/setup.sh
+if ! libvirt_start "$URI"; then
+	$VIRSH version >"$T/version" 2>&1
 	fail libvirt-daemon "libvirtd did not answer at $URI" "$T/version"
 	exit 0
 fi
-# QEMU runs as libvirt-qemu, in group kvm: /dev/kvm as a distribution's udev rule leaves it (root:kvm 0660).
-TYPE=kvm
-if [ -c /dev/kvm ] && ! setpriv --reuid=libvirt-qemu --regid=kvm --clear-groups test -w /dev/kvm 2>/dev/null; then
-	if getent group kvm >/dev/null && chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; then
-		echo "libvirt: /dev/kvm set to root:kvm 0660 (as udev's rule has it) so that QEMU's user can open it"
-	fi
-fi
-if [ ! -c /dev/kvm ] || ! setpriv --reuid=libvirt-qemu --regid=kvm --clear-groups test -w /dev/kvm 2>/dev/null; then
-	TYPE=qemu
-	echo "libvirt: QEMU cannot open /dev/kvm here: the domains run under TCG"
-fi
+TYPE=$(libvirt_domain_type)
 
 # The guest's files where QEMU's user may read them (libvirt labels them for it).
 mkdir -p "$T/guest"
