@@ -216,7 +216,7 @@ export KVMPROF_ASAN_UNIT_TESTS = $(ASAN_UNIT_TESTS)
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
 
-test-libvirt: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof guest
+test-libvirt: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-agent $(BUILD)/nested/hotloop guest debian-kernel
 	@KVMPROF_SUITES=libvirt bash tests/run-all.sh
 
 test-agent: $(BUILD)/kvmprof-agent $(BUILD)/asan/kvmprof-agent $(AGENT_FIXTURES) $(BUILD)/kvmprof

@@ -262,6 +262,68 @@ else
 	fail domain-stops-mid-recording "could not start $SHORT" "$T/$SHORT.create"
 fi
 
+# --- a Linux guest (TCG: Linux cannot boot on this host's KVM): its processes through its task layout ---
+# The Debian kernel the unit tests fetch, a busybox initramfs with the static agent and hotloop: /init starts
+# hotloop, then exports (kallsyms, hotloop's maps, the task layout) to ttyS1, a file on the host.
+VMLINUZ=$BUILD/debian/vmlinuz
+LINUX=kvmprof-test-linux-$$
+if [ ! -f "$VMLINUZ" ] || [ ! -x "$BUILD/nested/hotloop" ] || [ ! -x "$BUILD/kvmprof-agent" ] ||
+	! [ -x /bin/busybox ]; then
+	skip linux-guest-processes "needs $VMLINUZ (tests/debian-kernel.sh), $BUILD/nested/hotloop, $BUILD/kvmprof-agent and busybox-static"
+else
+	mkdir -p "$T/lx/bin" "$T/lx/proc" "$T/lx/sys" "$T/lx/dev" "$T/lx/tmp"
+	cp /bin/busybox "$BUILD/kvmprof-agent" "$BUILD/nested/hotloop" "$T/lx/bin/"
+	ln -s busybox "$T/lx/bin/sh"
+	cat >"$T/lx/init" <<'INIT'
+#!/bin/sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+/bin/hotloop 600000 >/dev/null &
+echo "KVMPROF-LINUX-HOTLOOP pid=$!"
+stty -F /dev/ttyS1 raw -echo -ixon -ixoff -crtscts
+/bin/kvmprof-agent export -o /dev/ttyS1 >/tmp/export.out 2>&1
+echo "KVMPROF-LINUX-EXPORTED rc=$?"
+while true; do sleep 1000; done
+INIT
+	chmod 755 "$T/lx/init"
+	(cd "$T/lx" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) >"$T/guest/linux.cpio"
+	cp "$VMLINUZ" "$T/guest/vmlinuz"
+	chmod 644 "$T/guest/linux.cpio" "$T/guest/vmlinuz"
+	sed -e "s|<kernel>.*</kernel>|<kernel>$T/guest/vmlinuz</kernel>|" \
+		-e "s|<initrd>.*</initrd>|<initrd>$T/guest/linux.cpio</initrd>|" \
+		-e "s|<cmdline>.*</cmdline>|<cmdline>console=ttyS0 quiet</cmdline>|" \
+		-e "s|<memory unit='MiB'>256</memory>|<memory unit='MiB'>512</memory>|" \
+		-e "s|<domain type='$TYPE'>|<domain type='qemu'>|" \
+		-e "s|<name>$WEB</name>|<name>$LINUX</name>|" -e "s|$T/$WEB.console|$T/$LINUX.console|" \
+		-e "s|<video>|<serial type='file'><source path='$T/linux.export'/><target port='1'/></serial><video>|" \
+		"$T/$WEB.xml" >"$T/$LINUX.xml"
+	DOMAINS+=("$LINUX")
+	if $VIRSH create "$T/$LINUX.xml" >"$T/$LINUX.create" 2>&1 && wait_console "$LINUX" 'KVMPROF-LINUX-EXPORTED rc=0' 120; then
+		hpid=$(sed -n 's/^KVMPROF-LINUX-HOTLOOP pid=\([0-9]*\).*/\1/p' "$T/$LINUX.console" | tr -d '\r')
+		"$KVMPROF" record --domain "$LINUX" --guest-export "$T/linux.export" -g --duration 3 -q -o "$T/linux.data" \
+			2>"$T/linux.err"
+		rc=$?
+		"$KVMPROF" report -i "$T/linux.data" --guest-export "$T/linux.export" --guest-root "$T/lx" >"$T/linux.txt" \
+			2>>"$T/linux.err"
+		rrc=$?
+		n=$(awk -v p="[$hpid]" '$3 == "guest" && $4 == "user" && $6 == "hotloop" && $7 == p && $NF == "hotloop_spin" { print $1 }' \
+			"$T/linux.txt")
+		if [ $rc = 0 ] && [ $rrc = 0 ] && [ "${n:-0}" -ge 500 ] &&
+			grep -qE 'guest kernel +\[guest-kernel\] [^ ]+ +\[[0-9]+\] +\[guest.kernel\] +[a-z_]' "$T/linux.txt" &&
+			sanitizer_clean "$T/linux.err"; then
+			pass "linux-guest-processes ($n samples of hotloop_spin in process hotloop [$hpid], from its task_struct)"
+		else
+			fail linux-guest-processes "record $rc, report $rrc, hotloop [$hpid] hotloop_spin: ${n:-none} (want >= 500)" \
+				"$T/linux.err" "$T/linux.txt"
+		fi
+	else
+		fail linux-guest-processes "the Linux domain did not boot and export" "$T/$LINUX.create" "$T/$LINUX.console"
+	fi
+	$VIRSH destroy "$LINUX" >/dev/null 2>&1
+fi
+
 if [ "${LIBVIRT_QUICK:-0}" = 1 ]; then
 	harness_summary
 	exit $?
