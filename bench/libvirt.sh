@@ -9,7 +9,8 @@
 #      medians. With each: QEMU's and libvirtd's CPU time over the loop (the
 #      kernel's accounting: the monitor's round trips cost both), kvmprof's
 #      own CPU time per second recorded, the monitor's round trip per
-#      register sample and the register samples it reached per second;
+#      register sample and the register samples it reached per second (the
+#      recording is stopped with SIGINT in the pause after the loop);
 #   2. the same loop under kvmprof-vmm, `kvmprof record --vm -F 1000` against
 #      nothing attached, for comparison;
 #   3. attribution against a known split: /bin/split spends 75% of its loop
@@ -124,7 +125,8 @@ for run in $(seq "$RUNS"); do
 		awk -v a="$l0" -v b="$l1" -v w="$((w1 - w0))" -v hz="$hz" 'BEGIN { printf "%.1f\n", (b - a) * 1000 / hz / (w / 1e9) }' \
 			>>"$tmp/libvirtd.$mode"
 		if [ $mode != off ]; then
-			# The guest powers off after its pause: the recording ends on its own (the domain stopped).
+			# Stopped in the pause after the loop, as a user would (Ctrl-C), before the guest powers off.
+			kill -INT "$rec_pid"
 			wait "$rec_pid" || fail "kvmprof record failed: $(tail -n 3 "$tmp/rec.err")"
 			rec_pid=
 			secs=$(sed -n 's/.* lost in \([0-9.]*\) s, written.*/\1/p' "$tmp/rec.err")
@@ -133,9 +135,8 @@ for run in $(seq "$RUNS"); do
 			sed -n "s/.* vCPUs \([0-9]*\) times (\([0-9]*\) failed), \([0-9.]*\) ms a round trip on average (max \([0-9.]*\) ms).*/\1 \3 \4/p" \
 				"$tmp/rec.err" | awk -v s="$secs" '{ printf "%.1f %s %s\n", $1 / s, $2, $3 }' >>"$tmp/rtt.$mode"
 			grep -q 'round trip' "$tmp/rec.err" || fail "no monitor figures: $(cat "$tmp/rec.err")"
-		else
-			for _ in $(seq 200); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.05; done
 		fi
+		for _ in $(seq 200); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.05; done
 		$VIRSH destroy "$dom" >/dev/null 2>&1
 		if [ $mode = on ]; then
 			"$KVMPROF" report -i "$tmp/rec.on.$run" --guest-root "$BUILD/guest" >"$tmp/rep.$run" 2>&1 ||

@@ -168,13 +168,15 @@ int domain_sampler_take(struct domain_sampler *ds)
 	rc = ds->mon->hmp(ds->mon->ctx, "info registers -a", &reply, ds->last_error, sizeof(ds->last_error));
 	t1 = emit_now_ns();
 	dt = t1 - t0;
-	ds->rtt_ns += dt;
-	if (dt > ds->rtt_max_ns)
-		ds->rtt_max_ns = dt;
 	if (rc) {
 		ds->round_failures++;
 		return -EIO;
 	}
+	/* A round trip's time when it gave registers: a failed one may have waited out a shutdown. */
+	ds->rtt_ns += dt;
+	ds->rtt_rounds++;
+	if (dt > ds->rtt_max_ns)
+		ds->rtt_max_ns = dt;
 	n = qemu_hmp_parse_registers(reply, regs, QEMU_HMP_MAX_VCPUS);
 	free(reply);
 	if (n < 0) {

@@ -78,7 +78,8 @@ struct domain_sampler {
 
 	/* What happened, for META, the summary and the benchmark. */
 	uint64_t rounds, round_failures;   /* monitor round trips, those that failed or did not parse */
-	uint64_t rtt_ns, rtt_max_ns;       /* their time */
+	uint64_t rtt_ns, rtt_max_ns;       /* the time of the round trips that answered, */
+	uint64_t rtt_rounds;               /* how many */
 	uint64_t joined, unjoined;         /* guest-time host samples: became guest samples / had no snapshot near */
 	uint64_t perf_guest_ip;            /* of the joined: with perf's guest RIP */
 	char last_error[256];

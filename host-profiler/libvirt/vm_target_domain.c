@@ -267,9 +267,9 @@ static int domain_epilogue(struct vm_target *t, struct record_session *s)
 		r = kp_writer_meta_u64(s->w, "guest_register_failures", ds->round_failures);
 	if (!r)
 		r = kp_writer_meta_u64(s->w, "guest_register_hz", ds->hz);
-	if (!r && ds->rounds)
-		r = kp_writer_meta_u64(s->w, "guest_monitor_rtt_mean_ns", ds->rtt_ns / ds->rounds);
-	if (!r && ds->rounds)
+	if (!r && ds->rtt_rounds)
+		r = kp_writer_meta_u64(s->w, "guest_monitor_rtt_mean_ns", ds->rtt_ns / ds->rtt_rounds);
+	if (!r && ds->rtt_rounds)
 		r = kp_writer_meta_u64(s->w, "guest_monitor_rtt_max_ns", ds->rtt_max_ns);
 	if (!r)
 		r = kp_writer_meta_u64(s->w, "guest_time_unattributed", ds->unjoined);
@@ -309,7 +309,8 @@ static void domain_summary(const struct vm_target *t)
 	fprintf(stderr, "kvmprof: QEMU's monitor gave the registers of %u vCPUs %" PRIu64 " times (%" PRIu64
 		" failed), %.2f ms a round trip on average (max %.2f ms); %" PRIu64 " of %" PRIu64
 		" guest-time host samples had a register sample within %.0f ms\n",
-		ds->nvcpus, ds->rounds - ds->round_failures, ds->round_failures, (double)ds->rtt_ns / (double)ds->rounds / 1e6,
+		ds->nvcpus, ds->rounds - ds->round_failures, ds->round_failures,
+		ds->rtt_rounds ? (double)ds->rtt_ns / (double)ds->rtt_rounds / 1e6 : 0.0,
 		(double)ds->rtt_max_ns / 1e6, ds->joined, ds->joined + ds->unjoined, (double)ds->window_ns / 1e6);
 }
 
