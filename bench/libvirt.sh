@@ -100,12 +100,7 @@ for run in $(seq "$RUNS"); do
 			hzopt=
 			[ $mode = on250 ] && hzopt="--guest-hz 250"
 			# shellcheck disable=SC2086
-			(
-				"$KVMPROF" record --domain "$dom" -F 1000 $hzopt -q -o "$tmp/rec.$mode.$run" 2>"$tmp/rec.err"
-				rc=$?
-				times >"$tmp/rec.times"
-				exit $rc
-			) &
+			"$KVMPROF" record --domain "$dom" -F 1000 $hzopt -q -o "$tmp/rec.$mode.$run" 2>"$tmp/rec.err" &
 			rec_pid=$!
 		fi
 		# The loop starts PAUSE ms after the guest's programs do: QEMU's and libvirtd's CPU over exactly the loop.
@@ -125,13 +120,14 @@ for run in $(seq "$RUNS"); do
 		awk -v a="$l0" -v b="$l1" -v w="$((w1 - w0))" -v hz="$hz" 'BEGIN { printf "%.1f\n", (b - a) * 1000 / hz / (w / 1e9) }' \
 			>>"$tmp/libvirtd.$mode"
 		if [ $mode != off ]; then
-			# Stopped in the pause after the loop, as a user would (Ctrl-C), before the guest powers off.
+			# Stopped in the pause after the loop, as a user would (Ctrl-C), before the guest powers off;
+			# its CPU time read just before (what it does after, closing the file, is not the recording's).
+			self=$(ticks "$rec_pid")
 			kill -INT "$rec_pid"
 			wait "$rec_pid" || fail "kvmprof record failed: $(tail -n 3 "$tmp/rec.err")"
 			rec_pid=
 			secs=$(sed -n 's/.* lost in \([0-9.]*\) s, written.*/\1/p' "$tmp/rec.err")
-			sed -n '2s/^\([0-9]*\)m\([0-9.]*\)s \([0-9]*\)m\([0-9.]*\)s$/\1 \2 \3 \4/p' "$tmp/rec.times" |
-				awk -v s="$secs" '{ printf "%.1f\n", ($1 * 60 + $2 + $3 * 60 + $4) * 1000 / s }' >>"$tmp/self.$mode"
+			awk -v t="$self" -v s="$secs" -v hz="$hz" 'BEGIN { printf "%.1f\n", t * 1000 / hz / s }' >>"$tmp/self.$mode"
 			sed -n "s/.* vCPUs \([0-9]*\) times (\([0-9]*\) failed), \([0-9.]*\) ms a round trip on average (max \([0-9.]*\) ms).*/\1 \3 \4/p" \
 				"$tmp/rec.err" | awk -v s="$secs" '{ printf "%.1f %s %s\n", $1 / s, $2, $3 }' >>"$tmp/rtt.$mode"
 			grep -q 'round trip' "$tmp/rec.err" || fail "no monitor figures: $(cat "$tmp/rec.err")"
