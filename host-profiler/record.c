@@ -473,8 +473,11 @@ static int loop_step(void *ctx, short vm_revents, int *next_poll_ms)
 	uint64_t now;
 	int r = R->t.ops->step(&R->t, &R->sess, vm_revents, next_poll_ms);
 
-	if (r > 0 && L->tty)
-		progress(R, true);
+	if (r > 0) {
+		if (L->tty)
+			progress(R, true);
+		fprintf(stderr, "kvmprof: %s\n", R->t.gone_why);
+	}
 	if (r)
 		return r;
 	now = emit_now_ns();

@@ -334,8 +334,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 			in_guest, (v = host_report_meta(p, "host_guest_rule")) ? v : "?");
 
 	if ((v = host_report_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
-		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind; "
-			     "not in the table)\n", v);
+		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
+			     "failed; not in the table)\n", v);
 	if (p->nr_exits) {
 		uint64_t host = 0;
 

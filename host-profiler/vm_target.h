@@ -55,7 +55,7 @@ struct vm_target_ops {
 	/*
 	 * After each drain of the host's rings; it may shorten the next poll's
 	 * timeout (ms) to when its own work is due. 0: go on; > 0: the VM went
-	 * away (said); < 0: -errno.
+	 * away (what to tell the user in gone_why); < 0: -errno.
 	 */
 	int (*step)(struct vm_target *t, struct record_session *s, short poll_revents, int *next_poll_ms);
 	/* Whether host sample s (no guest mark from perf or the host kernel) is guest time by the target's rule. */
@@ -88,6 +88,7 @@ struct vm_target {
 	int poll_fd;                   /* readable or hung up when the VM goes away; -1 */
 	int poll_ms;                   /* step runs at least this often */
 	char guest_status[640];        /* META guest_sampling */
+	char gone_why[320];            /* why step stopped the recording: "the VM went away (...)" */
 	void *priv;
 };
 

@@ -211,7 +211,7 @@ static int virt_hmp(void *ctx, const char *cmd, char **reply, char *err, size_t 
 
 	*reply = NULL;
 	if (virDomainQemuMonitorCommand(d->dom, cmd, reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
-		snprintf(err, errlen, "domain '%s': monitor command '%s': %s", d->name, cmd, last_error());
+		snprintf(err, errlen, "QEMU's monitor, command '%s': %s", cmd, last_error());
 		return -EIO;
 	}
 	return 0;
@@ -298,11 +298,4 @@ void virt_domain_close(struct virt_domain *d)
 	if (d->dom)
 		virDomainFree(d->dom);
 	d->dom = NULL;
-}
-
-bool virt_domain_running(const struct virt_domain *d)
-{
-	int state = 0, reason = 0;
-
-	return d->dom && virDomainGetState(d->dom, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
 }

@@ -59,7 +59,4 @@ void virt_domain_close(struct virt_domain *d);
 int virt_running_names(struct virt_conn *c, char ***names, int *n, char *err, size_t errlen);
 void virt_free_names(char **names, int n);
 
-/* Whether the domain still runs (a domain that shut off mid-recording). */
-bool virt_domain_running(const struct virt_domain *d);
-
 #endif

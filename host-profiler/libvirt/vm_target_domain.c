@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "vm_target.h"
 
 #define MAX_JIT 128
+#define MONITOR_FAILURES_MAX 100 /* a second of them at the default rate */
 
 struct domain_target {
 	const struct host_record_opts *o;
@@ -42,6 +44,7 @@ struct domain_target {
 	bool sampling;
 	uint64_t interval_ns, next_take;
 	bool monitor_said;
+	int failures_in_a_row;
 	/* QEMU's CPU time (the kernel's accounting, ticks): host CPU per domain */
 	uint64_t cpu0, cpu_last, cpu_read_at;
 	bool cpu_known;
@@ -83,7 +86,8 @@ static bool domain_guest_code(const struct vm_target *t, const struct kp_rec_sam
 static int domain_guest_time(struct vm_target *t, const struct kp_rec_sample *s, bool perf_ip)
 {
 	struct domain_target *d = t->priv;
-	int r = d->sampling ? domain_sampler_join(&d->ds, s, perf_ip) : 0;
+	/* Also once register sampling has ended: what it cannot attribute is counted. */
+	int r = d->ds.vcpu ? domain_sampler_join(&d->ds, s, perf_ip) : 0;
 
 	return r < 0 ? r : 0;
 }
@@ -175,8 +179,8 @@ static int domain_start(struct vm_target *t, struct record_session *s)
 	 */
 	r = domain_sampler_take(&d->ds);
 	if (r == -EIO) {
-		fprintf(stderr, "kvmprof: no guest samples (%s): recording QEMU's threads from the host only\n",
-			d->ds.last_error);
+		fprintf(stderr, "kvmprof: domain '%s': no guest samples (%s): recording QEMU's threads from the host only\n",
+			d->dom.name, d->ds.last_error);
 		snprintf(t->guest_status, sizeof(t->guest_status), "unavailable: %s", d->ds.last_error);
 		return 0;
 	}
@@ -192,6 +196,16 @@ static int domain_start(struct vm_target *t, struct record_session *s)
 
 /* ---- the loop ---- */
 
+/* Whether QEMU still runs: its pidfd not yet readable (or, without pidfds, the process there). */
+static bool qemu_alive(const struct domain_target *d)
+{
+	struct pollfd p = { .fd = d->pidfd, .events = POLLIN };
+
+	if (d->pidfd >= 0)
+		return poll(&p, 1, 0) == 0;
+	return kill(d->dom.qemu_pid, 0) == 0;
+}
+
 static bool domain_gone(struct vm_target *t, short revents)
 {
 	(void)t;
@@ -202,8 +216,9 @@ static int say_gone(struct vm_target *t, struct record_session *s)
 {
 	struct domain_target *d = t->priv;
 
-	fprintf(stderr, "kvmprof: domain '%s' stopped (QEMU pid %d exited) after %.1f s; keeping what was recorded\n",
-		d->dom.name, (int)d->dom.qemu_pid, (double)(emit_now_ns() - s->t_start) / 1e9);
+	snprintf(t->gone_why, sizeof(t->gone_why),
+		 "domain '%.200s' stopped (QEMU pid %d exited) after %.1f s; keeping what was recorded", d->dom.name,
+		 (int)d->dom.qemu_pid, (double)(emit_now_ns() - s->t_start) / 1e9);
 	d->sampling = false;
 	return 1;
 }
@@ -228,8 +243,10 @@ static int domain_step(struct vm_target *t, struct record_session *s, short reve
 	if (!d->sampling)
 		return 0;
 	r = domain_sampler_take(&d->ds);
-	if (r == -EIO && !virt_domain_running(&d->dom))
+	/* A monitor that fails because QEMU is exiting: the pidfd may not have fired yet. */
+	if (r == -EIO && !qemu_alive(d))
 		return say_gone(t, s);
+	d->failures_in_a_row = r == -EIO ? d->failures_in_a_row + 1 : 0;
 	if (r == -EIO || r == -EBADMSG) {
 		if (!d->monitor_said)
 			fprintf(stderr, "kvmprof: domain '%s': %s (said once; counted in META guest_register_failures)\n",
@@ -237,6 +254,13 @@ static int domain_step(struct vm_target *t, struct record_session *s, short reve
 		d->monitor_said = true;
 	} else if (r) {
 		return r;
+	}
+	/* QEMU runs but its monitor has stopped answering (libvirtd gone, say): the host side goes on alone. */
+	if (d->failures_in_a_row >= MONITOR_FAILURES_MAX) {
+		fprintf(stderr, "kvmprof: domain '%s': the monitor failed %d times in a row: no more guest samples; "
+				"the host side goes on\n", d->dom.name, MONITOR_FAILURES_MAX);
+		d->sampling = false;
+		return 0;
 	}
 	/* Keep the rate: the next one a period after this one was due, or after now when far behind. */
 	d->next_take += d->interval_ns;
