@@ -183,8 +183,14 @@ int host_report_exits(FILE *out, const struct profile *p)
 		     " host samples in those intervals\n",
 		p->nr_exits, (double)host_ns / 1e6, p->exit_samples);
 	if (!p->nr_exits) {
-		fprintf(out, "(the recording has no VM exit records: recorded with --no-exits or by a kvmprof before "
-			     "sample file 1.4, or the VM made no exit while it ran)\n");
+		const char *vmm = host_report_meta(p, "vmm");
+
+		if (vmm && !strcmp(vmm, "qemu"))
+			fprintf(out, "(a libvirt domain's recording has no VM exit records: they come from kvmprof-vmm's "
+				     "own exit hooks, and QEMU has none kvmprof can use)\n");
+		else
+			fprintf(out, "(the recording has no VM exit records: recorded with --no-exits or by a kvmprof "
+				     "before sample file 1.4, or the VM made no exit while it ran)\n");
 		return ferror(out) ? -EIO : 0;
 	}
 	fprintf(out, "host ms: exit to next entry; VMM user, host kern: the vCPU thread's host samples in those "
