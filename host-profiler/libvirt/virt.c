@@ -233,7 +233,13 @@ static int qemu_threads(struct virt_domain *d, char *err, size_t errlen)
 	if (!root || !json_object_object_get_ex(root, "return", &ret) || !json_object_is_type(ret, json_type_array))
 		goto bad;
 	len = json_object_array_length(ret);
-	if (!len || len > VIRT_MAX_VCPUS)
+	if (len > VIRT_MAX_VCPUS) {
+		json_object_put(root);
+		snprintf(err, errlen, "domain '%s' has %zu vCPUs: kvmprof samples at most %d", d->name, len,
+			 VIRT_MAX_VCPUS);
+		return -E2BIG;
+	}
+	if (!len)
 		goto bad;
 	for (size_t i = 0; i < len; i++) {
 		json_object *cpu = json_object_array_get_idx(ret, i);
