@@ -66,26 +66,7 @@ libvirt_start "$URI" || fail "libvirtd does not answer at $URI"
 type=$(libvirt_domain_type)
 cp "$BUILD/guest/kernel.elf" "$BUILD/guest/initrd.cpio" "$tmp/"
 chmod 644 "$tmp/kernel.elf" "$tmp/initrd.cpio"
-cat >"$tmp/dom.xml" <<EOF
-<domain type='$type'>
-  <name>$dom</name>
-  <memory unit='MiB'>256</memory>
-  <vcpu>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>$tmp/kernel.elf</kernel>
-    <initrd>$tmp/initrd.cpio</initrd>
-    <cmdline>quiet start=/bin/split:$ROUNDS:$PAUSE</cmdline>
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <devices>
-    <serial type='file'><source path='$tmp/console'/><target port='0'/></serial>
-    <video><model type='none'/></video>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-EOF
+libvirt_guest_xml "$dom" "$type" 1 "$tmp" "quiet start=/bin/split:$ROUNDS:$PAUSE" "$tmp/console" >"$tmp/dom.xml"
 libvirtd_pid=$(pgrep -xo libvirtd)
 
 echo "bench-libvirt: 1 a $type domain running /bin/split ($ROUNDS rounds), kvmprof record --domain at 100 Hz," \

@@ -67,27 +67,7 @@ chmod 644 "$T/guest/"*
 # start_domain NAME TYPE CMDLINE: a transient domain (2 vCPUs, 256 MiB, the bundled guest), running.
 start_domain() {
 	local name=$1 type=$2 cmdline=$3
-	cat >"$T/$name.xml" <<EOF
-<domain type='$type'>
-  <name>$name</name>
-  <memory unit='MiB'>256</memory>
-  <vcpu>2</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>$T/guest/kernel.elf</kernel>
-    <initrd>$T/guest/initrd.cpio</initrd>
-    <cmdline>$cmdline</cmdline>
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <serial type='file'><source path='$T/$name.console'/><target port='0'/></serial>
-    <video><model type='none'/></video>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-EOF
+	libvirt_guest_xml "$name" "$type" 2 "$T/guest" "$cmdline" "$T/$name.console" >"$T/$name.xml"
 	DOMAINS+=("$name")
 	$VIRSH create "$T/$name.xml" >"$T/$name.create" 2>&1 || return 1
 }

@@ -35,3 +35,30 @@ libvirt_domain_type() {
 		echo qemu
 	fi
 }
+
+# libvirt_guest_xml NAME TYPE VCPUS DIR CMDLINE CONSOLE: a domain of the bundled guest
+# (DIR/kernel.elf and DIR/initrd.cpio, booted directly through PVH; 256 MiB; COM1 to the file
+# CONSOLE; powering off through ACPI ends it), on standard output.
+libvirt_guest_xml() {
+	cat <<XML
+<domain type='$2'>
+  <name>$1</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>$3</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$4/kernel.elf</kernel>
+    <initrd>$4/initrd.cpio</initrd>
+    <cmdline>$5</cmdline>
+  </os>
+  <features><acpi/></features>
+  <on_poweroff>destroy</on_poweroff>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'><source path='$6'/><target port='0'/></serial>
+    <video><model type='none'/></video>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
+}
