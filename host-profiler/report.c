@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "events.h"
 #include "grow.h"
 #include "keymap.h"
 #include "report.h"
@@ -324,7 +325,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 		if (p->events[i].samples || p->events[i].declared)
 			fprintf(out, "event: %s, %" PRIu64 " %s%s, %" PRIu64 " samples, %" PRIu64 " lost\n",
 				p->events[i].name, p->events[i].period,
-				(p->events[i].flags & KP_EVENT_FREQ) ? "Hz" : "events per sample",
+				(p->events[i].flags & KP_EVENT_FREQ) ? "Hz"
+				: events_is_clock(p->events[i].type, p->events[i].config) ? "ns per sample" : "events per sample",
 				(p->events[i].flags & KP_EVENT_FALLBACK) ? " (cpu-clock stands in: no hardware PMU)" : "",
 				p->events[i].samples, p->events[i].lost);
 	fprintf(out, "guest samples: %s\n", guest ? guest : "(not recorded by kvmprof record)");

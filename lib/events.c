@@ -356,6 +356,11 @@ int events_parse(const char *spec, struct events_event *ev, char *unknown, size_
 	return 0;
 }
 
+bool events_is_clock(uint32_t type, uint64_t config)
+{
+	return type == PERF_TYPE_SOFTWARE && (config == PERF_COUNT_SW_CPU_CLOCK || config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
 void events_cpu_clock(struct events_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));

@@ -38,4 +38,7 @@ int events_suggest(const char *name, int max, char *out, size_t outlen);
 /* The software clock that stands in when there is no PMU. */
 void events_cpu_clock(struct events_event *ev);
 
+/* Whether an event of this perf type and config is a clock (cpu-clock, task-clock): its period is nanoseconds. */
+bool events_is_clock(uint32_t type, uint64_t config);
+
 #endif

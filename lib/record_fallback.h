@@ -15,9 +15,11 @@
 #include "events.h"
 
 /*
- * Turns ev into cpu-clock at freq Hz (RECORD_DEFAULT_HZ when 0), keeping
- * the name asked for when keep_name (the report then shows "cycles" the
- * user typed, flagged as a stand-in), sets flags and rate to match, and
+ * Turns ev into cpu-clock at freq Hz (RECORD_DEFAULT_HZ when 0), or, when
+ * flags and rate say a period was asked for (no KP_EVENT_FREQ), every
+ * rate nanoseconds, as perf's clock counts; keeps the name asked for when
+ * keep_name (the report then shows "cycles" the user typed, flagged as a
+ * stand-in), sets flags and rate to match, and
  * describes the PMU in pmu as the recording's header does. err is the
  * errno of the failed open; prog starts the one-line notice on stderr,
  * printed when notice is set.

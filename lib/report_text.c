@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events.h"
 #include "grow.h"
 #include "report.h"
 #include "utf8.h"
@@ -108,7 +109,7 @@ static void print_header(FILE *out, const struct profile_event *e)
 		if (e->flags & KP_EVENT_FREQ)
 			fprintf(out, " (frequency %" PRIu64 " Hz", e->period);
 		else
-			fprintf(out, " (period %" PRIu64, e->period);
+			fprintf(out, " (period %" PRIu64 "%s", e->period, events_is_clock(e->type, e->config) ? " ns" : "");
 		fprintf(out, "%s)", e->flags & KP_EVENT_FALLBACK ? ", cpu-clock fallback" : "");
 	}
 	fprintf(out, ": %" PRIu64 " samples, %" PRIu64 " lost\n", e->samples, e->lost);

@@ -101,6 +101,26 @@ else
 	fi
 fi
 
+# ---- -c PERIOD under the clock fallback is a period of nanoseconds, as perf's cpu-clock takes it
+# (it was ignored: the clock ran at 1000 Hz and the header said so). The same work at -c 250000
+# (4000 a second) and -F 2000: twice the samples, give or take how the work's CPU time varies
+# between runs (about 10% here).
+if ! $has_pmu; then
+	"$AGENT" record -q -c 250000 -o "$T/period.data" -- "$FIX/split" 200000 >/dev/null 2>"$T/period.err"
+	rc=$?
+	"$AGENT" report -i "$T/period.data" >"$T/period.rep" 2>>"$T/period.err"
+	n_c=$(sed -n 's/^Event .*: \([0-9]*\) samples, .*/\1/p' "$T/period.rep" | head -n 1)
+	n_f=$(sed -n 's/^Event .*: \([0-9]*\) samples, .*/\1/p' "$T/split.rep" | head -n 1)
+	if [ $rc = 0 ] && grep -q 'sampling cpu-clock every 250000 ns instead$' "$T/period.err" &&
+		head -n 1 "$T/period.rep" | grep -q '(period 250000 ns, cpu-clock fallback)' &&
+		awk -v c="${n_c:-0}" -v f="${n_f:-0}" 'BEGIN { exit !(f > 0 && c / f > 1.5 && c / f < 2.7) }'; then
+		pass "count-period-on-the-clock ($n_c samples at -c 250000 ns, $n_f at -F 2000)"
+	else
+		fail count-period-on-the-clock "rc $rc; $n_c samples at -c 250000 against $n_f at -F 2000 (want about twice)" \
+			"$T/period.err" "$T/period.rep"
+	fi
+fi
+
 # ---- the command's exit status comes back, like perf record's
 "$AGENT" record -q -o "$T/exit.data" -- sh -c 'exit 3' >/dev/null 2>"$T/exit.err"
 rc=$?

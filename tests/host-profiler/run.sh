@@ -211,6 +211,25 @@ else
 	fail spam-serial-emulation "the VMM did not start" "$T/spam.vmm"
 fi
 
+# ---- -c PERIOD on a host without a PMU: the clock every PERIOD ns, on both sides (it ran at 1000 Hz)
+if start_vm period "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/period.sock" -c 500000 --duration 1 -q -o "$T/period.data" 2>"$T/period.err"
+	rc=$?
+	stop_vm
+	"$KVMPROF" report -i "$T/period.data" --guest-root "$ROOT" >"$T/period.rep" 2>>"$T/period.err"
+	if [ $rc = 0 ] && grep -qE '^event: (cycles|cpu-clock), 500000 (ns|events) per sample' "$T/period.rep" &&
+		{ grep -q '^event: cycles, 500000 events per sample' "$T/period.rep" ||
+			grep -q '^event: cpu-clock, 500000 ns per sample (cpu-clock stands in' "$T/period.rep"; } &&
+		sanitizer_clean "$T/period.err"; then
+		pass "record-count-period ($(grep -m1 '^event:' "$T/period.rep"))"
+	else
+		fail record-count-period "rc $rc; want the event at 500000 per sample" "$T/period.rep" "$T/period.err"
+	fi
+else
+	fail record-count-period "the VMM did not start" "$T/period.vmm"
+fi
+
 # ---- the VMM's own frames resolve by name (host programs are built with frame pointers,
 # Makefile HOST_FRAME_POINTER_FLAGS). Recorded with -g while the guest spams COM1: every
 # byte is an exit the VMM handles in vcpu_thread -> vcpu_handle_exit -> serial_*.
