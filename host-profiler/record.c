@@ -40,6 +40,7 @@
 
 #include "convert.h"
 #include "emit.h"
+#include "events.h"
 #include "kallsyms.h"
 #include "perf_open.h"
 #include "perf_rings.h"
@@ -86,6 +87,7 @@ struct hrec {
 	/* --guest-export: a Linux guest's task layout, for the guest sampler */
 	bool has_layout;
 	struct kp_rec_task_layout layout;
+	char guest_event_note[256]; /* why the guest side samples another event than the host's, "" */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -528,6 +530,42 @@ static int finish(struct hrec *R)
 	return 0;
 }
 
+/*
+ * What kvmprof-vmm's guest sampler is asked to sample with: the host's own
+ * event where it can (the clocks, by period or frequency; cycles and
+ * instructions by period), or, for another event sampled by frequency,
+ * cpu-clock at the same frequency: both sides then sample the same time at
+ * the same rate, which is what makes their samples weigh the same. 0, or
+ * 1 after a one-line message: a period of an event the sampler cannot
+ * count (said before anything is recorded).
+ */
+static int pick_guest_event(struct hrec *R)
+{
+	const struct perf_event_attr *a = &R->ev.attr;
+	bool freq = R->ev_flags & KP_EVENT_FREQ;
+
+	R->sess.freq = freq;
+	R->sess.rate = R->ev_rate;
+	R->guest_event_note[0] = 0;
+	if (events_is_clock(a->type, a->config)) {
+		R->sess.event = a->config == PERF_COUNT_SW_TASK_CLOCK ? "task-clock" : "cpu-clock";
+	} else if (a->type == PERF_TYPE_HARDWARE && !freq &&
+		   (a->config == PERF_COUNT_HW_CPU_CYCLES || a->config == PERF_COUNT_HW_INSTRUCTIONS)) {
+		R->sess.event = a->config == PERF_COUNT_HW_CPU_CYCLES ? "cycles" : "instructions";
+	} else if (freq) {
+		R->sess.event = "cpu-clock";
+		snprintf(R->guest_event_note, sizeof(R->guest_event_note),
+			 "the guest side samples cpu-clock at %" PRIu64 " Hz (kvmprof-vmm's sampler takes %s by period "
+			 "only)", R->ev_rate, R->ev.name);
+	} else {
+		fprintf(stderr, "kvmprof: -e %s with a period: kvmprof-vmm samples its guest with cpu-clock, task-clock, "
+				"cycles or instructions by period; sample %s with -F, or use one of those\n",
+			R->ev.name, R->ev.name);
+		return 1;
+	}
+	return 0;
+}
+
 /* The VM to record: --vm's kvmprof-vmm, or --domain's. 0, or 1 after a message. */
 static int open_target(struct hrec *R)
 {
@@ -561,7 +599,7 @@ int host_record_run(const struct host_record_opts *o)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (read_guest_layout(&R) || open_target(&R) || open_events(&R))
+	if (read_guest_layout(&R) || open_target(&R) || open_events(&R) || (o->vm && pick_guest_event(&R)))
 		goto out;
 	/* Only now that the VM answered: a wrong socket must not clobber an earlier file. */
 	R.out_name = out;
@@ -581,12 +619,12 @@ int host_record_run(const struct host_record_opts *o)
 	emit_init(&R.e, R.w);
 	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->rec.callgraph,
 				       .keep_sample = keep_host_sample, .keep_ctx = &R };
-	R.sess = (struct record_session){
-		.o = o, .w = R.w, .event_id = HOST_EVENT_ID,
-		/* What the VMM's own sampler takes: its clock where the host has no PMU. */
-		.event = R.ev.attr.type == PERF_TYPE_SOFTWARE && (R.ev_flags & KP_EVENT_FALLBACK) ? "cpu-clock" : R.ev.name,
-		.freq = R.ev_flags & KP_EVENT_FREQ, .rate = R.ev_rate, .layout = R.has_layout ? &R.layout : NULL,
-	};
+	R.sess.o = o;
+	R.sess.w = R.w;
+	R.sess.event_id = HOST_EVENT_ID;
+	R.sess.layout = R.has_layout ? &R.layout : NULL;
+	if (R.guest_event_note[0])
+		fprintf(stderr, "kvmprof: %s\n", R.guest_event_note);
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;
@@ -597,6 +635,8 @@ int host_record_run(const struct host_record_opts *o)
 	if (r && r != -ESRCH)
 		goto write_error;
 	r = R.t.ops->start(&R.t, &R.sess);
+	if (r == -ECANCELED)
+		goto refused;
 	if (!r)
 		r = record_loop(&R);
 	perf_rings_enable(&R.rs, false);
@@ -611,6 +651,13 @@ int host_record_run(const struct host_record_opts *o)
 	ok = true;
 	goto out;
 
+refused:
+	/* The VM refused what was asked (said): no recording, and no file that looks like one. */
+	kp_writer_abort(R.w);
+	R.w = NULL;
+	if (R.out_fd > 1)
+		unlink(out);
+	goto out;
 write_error:
 	fprintf(stderr, "kvmprof: writing %s: %s\n", R.out_name, strerror(-r));
 	if (R.w)

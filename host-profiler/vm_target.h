@@ -47,9 +47,12 @@ struct vm_client;
 
 struct vm_target_ops {
 	/*
-	 * Starts the guest's samples. Not having them is no failure (the host
-	 * side is still worth recording): guest_status says why, once said on
-	 * stderr. 0, or the writer's -errno.
+	 * Starts the guest's samples. Not having them for want of a way to
+	 * take them is no failure (the host side is still worth recording):
+	 * guest_status says why, once said on stderr. A VM that refuses what
+	 * was asked (another recorder has its sampler, an event it cannot
+	 * sample) is: -ECANCELED after a one-line message. 0, or the writer's
+	 * -errno.
 	 */
 	int (*start)(struct vm_target *t, struct record_session *s);
 	/*

@@ -122,6 +122,11 @@ static int vmm_start(struct vm_target *t, struct record_session *s)
 	r = vm_client_call(&v->vm, req, &reply, &fd, VM_CLIENT_TIMEOUT_MS, err, sizeof(err));
 	json_object_put(req);
 	json_object_put(reply);
+	if (r == -EREMOTEIO) {
+		/* Its own answer to what was asked: recording the host side alone would hide that. */
+		fprintf(stderr, "kvmprof: %s refused guest sampling: %s\n", v->socket, err);
+		return -ECANCELED;
+	}
 	if (r) {
 		fprintf(stderr, "kvmprof: no guest samples (sample-start: %s): recording the VMM's threads from the host only\n",
 			err);

@@ -175,7 +175,7 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 	"$GS_CLIENT" -d 0.3 "$GS_SOCK" >"$TMP/gs.ring2" 2>&1
 	again=$?
 	printf '%s\n' '{"cmd":"sample-stop"}' '{"cmd":"sample-start","period":5}' \
-		'{"cmd":"sample-start","event":"instructions"}' '{"cmd":"sample-start","period":1000000,"freq":1000}' \
+		'{"cmd":"sample-start","event":"branch-misses"}' '{"cmd":"sample-start","period":1000000,"freq":1000}' \
 		'{"cmd":"sample-start","callgraph":1}' '{"cmd":"sample-start","linux":5}' \
 		'{"cmd":"sample-start","linux":{"current_task":"0x40","per_cpu_offset":"0xffffffff82a1e9a0","pid":2416,"tgid":2420,"comm":2976,"comm_size":16}}' \
 		'{"cmd":"sample-start","linux":{"current_task":"0x40","per_cpu_offset":"0x3000","pid":2416,"tgid":2420,"comm":2976,"comm_size":16,"task_size":9728}}' \
@@ -187,7 +187,7 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 	else fail guest-sampler-client-vanishes "vm rc=$rc stopped=$stopped again=$again"; fi
 	if [ "$(sed -n 1p "$TMP/gs.reply")" = '{"ok":false,"error":"guest sampling is not running"}' ] &&
 		sed -n 2p "$TMP/gs.reply" | grep -q '"error":"period out of range' &&
-		sed -n 3p "$TMP/gs.reply" | grep -q "\"error\":\"unknown event 'instructions'" &&
+		sed -n 3p "$TMP/gs.reply" | grep -q "\"error\":\"unknown event 'branch-misses': cpu-clock, task-clock" &&
 		sed -n 4p "$TMP/gs.reply" | grep -q 'not both' &&
 		sed -n 5p "$TMP/gs.reply" | grep -q 'must be true or false' &&
 		sed -n 6p "$TMP/gs.reply" | grep -q '"linux\\" must be an object' &&

@@ -230,6 +230,39 @@ else
 	fail record-count-period "the VMM did not start" "$T/period.vmm"
 fi
 
+# ---- the event asked for is the guest side's too: -e task-clock samples the guest with task-clock
+# (the VMM refused it: 0 guest samples, exit 0); a second recorder of the same VM fails, non-zero,
+# in one line, and leaves no file (it recorded the host side alone, exit 0)
+if start_vm recorders "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/recorders.sock" -e task-clock --duration 4 -q -o "$T/taskclock.data" 2>"$T/taskclock.err" &
+	first=$!
+	sleep 1.5 # it attaches in ~0.2 s
+	"$KVMPROF" record --vm "$T/recorders.sock" --duration 1 -q -o "$T/second.data" 2>"$T/second.err"
+	rc2=$?
+	wait $first
+	rc=$?
+	stop_vm
+	"$KVMPROF" report -i "$T/taskclock.data" --guest-root "$ROOT" >"$T/taskclock.rep" 2>>"$T/taskclock.err"
+	gs=$(sed -n 's/.*samples), \([0-9]*\) guest samples.*/\1/p' "$T/taskclock.err")
+	if [ $rc = 0 ] && [ "${gs:-0}" -gt 100 ] && grep -q '^event: task-clock, 1000 Hz' "$T/taskclock.rep" &&
+		grep -q '^guest samples: on' "$T/taskclock.rep" && sanitizer_clean "$T/taskclock.err"; then
+		pass "record-task-clock-guest ($gs guest samples)"
+	else
+		fail record-task-clock-guest "rc $rc, ${gs:-no} guest samples" "$T/taskclock.err" "$T/taskclock.rep"
+	fi
+	if [ $rc2 = 1 ] && [ "$(wc -l <"$T/second.err")" = 1 ] &&
+		grep -q 'refused guest sampling: guest sampling is already running' "$T/second.err" &&
+		[ ! -e "$T/second.data" ] && sanitizer_clean "$T/second.err"; then
+		pass "record-second-recorder-refused ($(cat "$T/second.err"))"
+	else
+		fail record-second-recorder-refused "rc $rc2 (want 1), $(wc -l <"$T/second.err") lines, file left: $([ -e "$T/second.data" ] && echo yes || echo no)" \
+			"$T/second.err"
+	fi
+else
+	fail record-task-clock-guest "the VMM did not start" "$T/recorders.vmm"
+fi
+
 # ---- the VMM's own frames resolve by name (host programs are built with frame pointers,
 # Makefile HOST_FRAME_POINTER_FLAGS). Recorded with -g while the guest spams COM1: every
 # byte is an exit the VMM handles in vcpu_thread -> vcpu_handle_exit -> serial_*.

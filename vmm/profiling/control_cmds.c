@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,7 +261,7 @@ static const char *control_sample_start(struct control_session *ses, struct json
 
 	if (json_object_object_get_ex(req, "event", &o)) {
 		if (!json_object_is_type(o, json_type_string))
-			return "\"event\" must be a string: cpu-clock or cycles";
+			return "\"event\" must be a string: " GUEST_SAMPLER_EVENTS;
 		sr.event = json_object_get_string(o);
 	}
 	if (!control_get_u64(req, "period", &period, &has_period, buf, bufsz) ||
@@ -271,8 +272,13 @@ static const char *control_sample_start(struct control_session *ses, struct json
 	if (has_period)
 		sr.period = period;
 	if (has_freq) {
-		if (strcmp(sr.event, "cpu-clock"))
-			return "\"freq\" works with cpu-clock only: give cycles a \"period\"";
+		const struct guest_sampler_event *ev = guest_sampler_event(sr.event);
+
+		if (ev && ev->type != PERF_TYPE_SOFTWARE) {
+			snprintf(buf, bufsz, "\"freq\" works with the clocks (cpu-clock, task-clock) only: give %s a \"period\"",
+				 ev->name);
+			return buf;
+		}
 		if (freq > 100000)
 			return "\"freq\" above 100000 Hz";
 		sr.period = 1000000000ULL / freq;

@@ -480,6 +480,21 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 
 /* --- start and stop (control thread) ---------------------------------------- */
 
+static const struct guest_sampler_event gs_events[] = {
+	{ "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+};
+
+const struct guest_sampler_event *guest_sampler_event(const char *name)
+{
+	for (size_t i = 0; i < sizeof(gs_events) / sizeof(gs_events[0]); i++)
+		if (!strcmp(gs_events[i].name, name))
+			return &gs_events[i];
+	return NULL;
+}
+
 static int gs_fail(char err[GUEST_SAMPLER_ERR_MAX], int rc, const char *fmt, const char *arg)
 {
 	snprintf(err, GUEST_SAMPLER_ERR_MAX, fmt, arg);
@@ -593,6 +608,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 			size_t *ring_size, char err[GUEST_SAMPLER_ERR_MAX])
 {
 	struct guest_sampler *gs = &vm->sampler;
+	const struct guest_sampler_event *ev = guest_sampler_event(req->event);
 	uint32_t type;
 	uint64_t config;
 	int fd = -1, rc;
@@ -600,19 +616,14 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 	*memfd = -1;
 	if (gs->running)
 		return gs_fail(err, -EBUSY, "guest sampling is already running%s", "");
-	if (!strcmp(req->event, "cpu-clock")) {
-		type = PERF_TYPE_SOFTWARE;
-		config = PERF_COUNT_SW_CPU_CLOCK;
-	} else if (!strcmp(req->event, "cycles")) {
-		type = PERF_TYPE_HARDWARE;
-		config = PERF_COUNT_HW_CPU_CYCLES;
-	} else {
-		return gs_fail(err, -EINVAL, "unknown event '%.64s': cpu-clock or cycles", req->event);
-	}
+	if (!ev)
+		return gs_fail(err, -EINVAL, "unknown event '%.64s': " GUEST_SAMPLER_EVENTS, req->event);
+	type = ev->type;
+	config = ev->config;
 	if (req->period < (type == PERF_TYPE_SOFTWARE ? GUEST_SAMPLER_PERIOD_MIN : 1000) ||
 	    req->period > GUEST_SAMPLER_PERIOD_MAX)
 		return gs_fail(err, -EINVAL, "period out of range: %s", type == PERF_TYPE_SOFTWARE ?
-			       "10000 to 10^10 ns for cpu-clock" : "1000 to 10^10 events");
+			       "10000 to 10^10 ns for a clock" : "1000 to 10^10 events");
 	if (req->lx) {
 		char why[GUEST_DESC_WHY_MAX];
 
@@ -650,11 +661,11 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 			rc = s->perf_fd;
 			s->perf_fd = -1;
 			if (perf_open_no_pmu(&(struct perf_event_attr){ .type = type }, -rc))
-				gs_fail(err, rc, "event cycles: this host has no hardware PMU perf can use "
-					"(perf_event_open: %s); use cpu-clock", strerror(-rc));
+				snprintf(err, GUEST_SAMPLER_ERR_MAX, "event %s: this host has no hardware PMU perf can "
+					 "use (perf_event_open: %s); use cpu-clock", ev->name, strerror(-rc));
 			else
 				snprintf(err, GUEST_SAMPLER_ERR_MAX, "perf_event_open of %s on a vCPU thread: %s",
-					 type == PERF_TYPE_HARDWARE ? "cycles" : "cpu-clock", strerror(-rc));
+					 ev->name, strerror(-rc));
 			break;
 		}
 	}

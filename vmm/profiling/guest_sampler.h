@@ -90,9 +90,25 @@ struct guest_sampler {
 	struct kp_rec_task_layout lx;
 };
 
+/*
+ * The events a vCPU thread's sampling clock can be: the two software clocks
+ * (the thread's time, by period in ns or by frequency) and the two
+ * hardware events every PMU has (by period only), where the host has one.
+ */
+#define GUEST_SAMPLER_EVENTS "cpu-clock, task-clock (ns), cycles or instructions (a hardware PMU)"
+
+struct guest_sampler_event {
+	const char *name;
+	uint32_t type;   /* PERF_TYPE_SOFTWARE: a clock */
+	uint64_t config;
+};
+
+/* The event called name, or NULL. */
+const struct guest_sampler_event *guest_sampler_event(const char *name);
+
 struct guest_sampler_request {
-	const char *event; /* "cpu-clock" or "cycles" */
-	uint64_t period;   /* events between samples (ns for cpu-clock) */
+	const char *event; /* guest_sampler_event's names */
+	uint64_t period;   /* events between samples (ns for a clock) */
 	bool callgraph;
 	bool exits;        /* also a VM_EXIT record for every exit, with its host interval */
 	/* A Linux guest: where its current task lives (checked with task_layout_check); NULL: the descriptor. */
