@@ -16,6 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "events.h"
 #include "grow.h"
 #include "profile.pb-c.h"
 #include "report.h"
@@ -96,6 +97,19 @@ static void *alloc_n(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
+/*
+ * An event's value type: what it counted, in its unit. A clock (cpu-clock,
+ * task-clock, or the clock that stood in for an event the host could not
+ * count) counts nanoseconds, under the clock's own name.
+ */
+static void event_type(const struct profile_event *e, const char **name, const char **unit)
+{
+	bool clock = events_is_clock(e->type, e->config) || (e->flags & KP_EVENT_FALLBACK);
+
+	*name = clock && (e->flags & KP_EVENT_FALLBACK) ? "cpu-clock" : e->name;
+	*unit = clock ? "nanoseconds" : "events";
+}
+
 static int add_types(struct builder *b)
 {
 	const struct profile *p = b->p;
@@ -109,14 +123,16 @@ static int add_types(struct builder *b)
 	for (i = 0; i < p->nr_events; i++) {
 		const struct profile_event *e = &p->events[i];
 		char name[KP_EVENT_NAME_MAX + 16];
+		const char *type, *unit;
 
-		snprintf(name, sizeof(name), "%s%s", single ? "" : e->name, single ? "samples" : "-samples");
+		event_type(e, &type, &unit);
+		snprintf(name, sizeof(name), "%s%s", single ? "" : type, single ? "samples" : "-samples");
 		perftools__profiles__value_type__init(&b->types[2 * i]);
 		b->types[2 * i].type = str_index(&b->str, name);
 		b->types[2 * i].unit = str_index(&b->str, "count");
 		perftools__profiles__value_type__init(&b->types[2 * i + 1]);
-		b->types[2 * i + 1].type = str_index(&b->str, e->name);
-		b->types[2 * i + 1].unit = str_index(&b->str, "events");
+		b->types[2 * i + 1].type = str_index(&b->str, type);
+		b->types[2 * i + 1].unit = str_index(&b->str, unit);
 		b->type_ptrs[2 * i] = &b->types[2 * i];
 		b->type_ptrs[2 * i + 1] = &b->types[2 * i + 1];
 	}
@@ -124,22 +140,59 @@ static int add_types(struct builder *b)
 	b->prof.sample_type = b->type_ptrs;
 	if (p->nr_events) {
 		const struct profile_event *e = &p->events[report_folded_event(p)];
+		const char *type, *unit;
 
+		event_type(e, &type, &unit);
 		perftools__profiles__value_type__init(&b->period_type);
-		b->period_type.type = str_index(&b->str, e->name);
-		b->period_type.unit = str_index(&b->str, e->flags & KP_EVENT_FREQ ? "hz" : "events");
+		b->period_type.type = str_index(&b->str, type);
+		b->period_type.unit = str_index(&b->str, unit);
 		b->prof.period_type = &b->period_type;
-		b->prof.period = (int64_t)e->period;
+		/*
+		 * pprof's period is in the period type's unit: a clock sampled at F Hz
+		 * samples every 10^9 / F ns; another event sampled by frequency has no
+		 * fixed period, and the mean of what its samples stood for is given.
+		 */
+		if (!(e->flags & KP_EVENT_FREQ))
+			b->prof.period = (int64_t)e->period;
+		else if (!strcmp(unit, "nanoseconds") && e->period)
+			b->prof.period = (int64_t)(1000000000ull / e->period);
+		else if (e->samples)
+			b->prof.period = (int64_t)(e->weight / e->samples);
 		/* The first event with samples is what pprof shows unless told otherwise. */
 		b->prof.default_sample_type = b->types[(size_t)2 * report_folded_event(p)].type;
 	}
 	return 0;
 }
 
+/*
+ * pprof takes mapping[0] for the main binary: the program image (not a
+ * kernel, not a pseudo image) in which most samples were taken goes first
+ * (not the first image seen, which may be a shell or env that exec'd it).
+ * Mapping ids follow the images; only the order of the list changes.
+ */
+static size_t main_image(const struct profile *p)
+{
+	uint64_t *n = calloc(p->nr_images ? p->nr_images : 1, sizeof(*n)), best_n = 0;
+	size_t best = 0;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].nr_frames)
+			n[p->locs[p->frames[p->samples[i].first_frame]].image]++;
+	for (size_t i = 0; i < p->nr_images; i++)
+		if (p->images[i].path && !p->images[i].kernel && !p->images[i].vm_exit && n[i] > best_n) {
+			best_n = n[i];
+			best = i;
+		}
+	free(n);
+	return best;
+}
+
 static int add_mappings(struct builder *b)
 {
 	const struct profile *p = b->p;
-	size_t i;
+	size_t i, first = p->nr_images ? main_image(p) : 0;
 
 	b->maps = alloc_n(p->nr_images, sizeof(*b->maps));
 	b->map_ptrs = alloc_n(p->nr_images, sizeof(*b->map_ptrs));
@@ -161,7 +214,8 @@ static int add_mappings(struct builder *b)
 		m->filename = str_index(&b->str, im->path ? im->path : im->name);
 		m->build_id = str_index(&b->str, hex);
 		m->has_functions = im->has_symbols || im->kernel;
-		b->map_ptrs[i] = m;
+		/* The main image first, the others in their order. */
+		b->map_ptrs[i == first ? 0 : i < first ? i + 1 : i] = m;
 	}
 	b->prof.n_mapping = p->nr_images;
 	b->prof.mapping = b->map_ptrs;

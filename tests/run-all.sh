@@ -122,35 +122,47 @@ fuzz_suite() {
 		${KVMPROF_FUZZ_TARGETS:-$(sed -n 's/^FUZZ_TARGETS := //p' tests/fuzz/fuzz.mk)}
 }
 
+# shell_suite NAME [VAR=VALUE...] SCRIPT: a shell suite, streamed. A shell error in it
+# ("SCRIPT: line N: ...": an unbound variable under set -u, a command not found, a syntax
+# error) may have ended it, or a case, before the cases after it ran: that is a failure,
+# not fewer cases.
+shell_suite() {
+	local name=$1 out=$BUILD/suite-output.txt err
+	shift
+	env "${@:1:$#-1}" bash "${@: -1}" 2>&1 | tee "$out"
+	err=$(grep -m 1 -E '^[^ ]+\.sh: line [0-9]+: [^0-9]' "$out")
+	[ -z "$err" ] || echo "FAIL $name: a shell error in the suite (its later cases may not have run): $err"
+}
+
 agent_suites() {
 	echo "== kvmprof-agent on this host"
-	bash tests/agent/run.sh
+	shell_suite agent tests/agent/run.sh
 	echo "== kvmprof-agent on this host, ASan + UBSan build"
-	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/run.sh
+	shell_suite asan:agent AGENT="$BUILD/asan/kvmprof-agent" TAG=asan: tests/agent/run.sh
 	echo "== SVG flame graph in headless Chromium"
-	bash tests/agent/svg.sh
-	AGENT=$BUILD/asan/kvmprof-agent TAG=asan: bash tests/agent/svg.sh
+	shell_suite svg tests/agent/svg.sh
+	shell_suite asan:svg AGENT="$BUILD/asan/kvmprof-agent" TAG=asan: tests/agent/svg.sh
 }
 
 host_suites() {
 	echo "== kvmprof: system-wide profiling from the host"
-	bash tests/host-profiler/run.sh
+	shell_suite host tests/host-profiler/run.sh
 	echo "== kvmprof, ASan + UBSan build"
-	KVMPROF=$BUILD/asan/kvmprof TAG=asan: bash tests/host-profiler/run.sh
+	shell_suite asan:host KVMPROF="$BUILD/asan/kvmprof" TAG=asan: tests/host-profiler/run.sh
 }
 
 libvirt_suites() {
 	echo "== kvmprof and libvirt: QEMU domains by name (a real libvirtd)"
-	bash tests/libvirt/run.sh
+	shell_suite libvirt tests/libvirt/run.sh
 	echo "== kvmprof and libvirt, ASan + UBSan build (the core cases)"
-	KVMPROF=$BUILD/asan/kvmprof TAG=asan: LIBVIRT_QUICK=1 bash tests/libvirt/run.sh
+	shell_suite asan:libvirt KVMPROF="$BUILD/asan/kvmprof" TAG=asan: LIBVIRT_QUICK=1 tests/libvirt/run.sh
 }
 
 e2e_suites() {
 	echo "== end-to-end tests"
-	bash tests/e2e/run.sh
+	shell_suite e2e tests/e2e/run.sh
 	echo "== end-to-end tests, ASan + UBSan VMM"
-	VMM=$BUILD/asan/kvmprof-vmm TAG=asan: bash tests/e2e/run.sh
+	shell_suite asan:e2e VMM="$BUILD/asan/kvmprof-vmm" TAG=asan: tests/e2e/run.sh
 }
 
 start=$(date +%s)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a gzipped pprof profile says, as sorted text lines, for comparing
 two reports of one recording: duration, time, period, sample types, and the
-samples' values summed by leaf function (image and symbol). Process labels
+samples' values summed by leaf function (image and symbol), and the main
+mapping's file name (pprof takes the first mapping for the main binary). Process labels
 are left out: kvmprof report tags them with the domain, kvmprof-agent does
 not. Reads profile.proto's wire format directly (no protobuf module).
 With --labels, prints instead each distinct set of a sample's string labels
@@ -54,7 +55,7 @@ def ints(v):
 
 def main(path, labels_only=False):
     prof = gzip.open(path).read()
-    strings, samples, locs, funcs, mappings = [], [], {}, {}, {}
+    strings, samples, locs, funcs, mappings, mapping_order = [], [], {}, {}, {}, []
     top = {"duration_nanos": 0, "time_nanos": 0, "period": 0}
     types, period_type = [], None
     for num, v in fields(prof):
@@ -75,6 +76,7 @@ def main(path, labels_only=False):
         elif num == 3:
             m = dict(fields(v))
             mappings[m.get(1, 0)] = m
+            mapping_order.append(m.get(1, 0))
         elif num == 4:
             loc, lines = {}, []
             for n, x in fields(v):
@@ -119,6 +121,9 @@ def main(path, labels_only=False):
     out.append("sample_type " + ",".join("%s/%s" % (s(t.get(1, 0)), s(t.get(2, 0))) for t in types))
     if period_type:
         out.append("period_type %s/%s" % (s(period_type.get(1, 0)), s(period_type.get(2, 0))))
+    if mapping_order:
+        # pprof takes the first mapping for the main binary.
+        out.append("main_mapping %s" % s(mappings[mapping_order[0]].get(5, 0)).rsplit("/", 1)[-1])
     by_leaf = {}
     for smp in samples:
         acc = by_leaf.setdefault(leaf(smp), [0] * len(smp["val"]))

@@ -101,6 +101,23 @@ else
 	fi
 fi
 
+# ---- pprof's units and main binary: the clock (the fallback's or asked for) counts nanoseconds, its
+# period too (it said cycles/events and "1000 hz"); the main mapping is the program that was sampled,
+# not env, which exec'd it (it was the first image seen)
+"$AGENT" record -q -o "$T/env.data" -- env "$FIX/split" 100000 >/dev/null 2>"$T/env.err" &&
+	"$AGENT" report -i "$T/env.data" -f pprof -o "$T/env.pb.gz" 2>>"$T/env.err" &&
+	python3 tests/agent/pprof_summary.py "$T/env.pb.gz" >"$T/env.sum" 2>>"$T/env.err"
+rc=$?
+if $has_pmu; then want_type='samples/count,cycles/events'; want_period='period_type cycles/events'
+else want_type='samples/count,cpu-clock/nanoseconds'; want_period='period_type cpu-clock/nanoseconds'; fi
+if [ $rc = 0 ] && grep -qx "sample_type $want_type" "$T/env.sum" && grep -qx "$want_period" "$T/env.sum" &&
+	{ $has_pmu || grep -qx 'period 1000000' "$T/env.sum"; } && grep -qx 'main_mapping split' "$T/env.sum" &&
+	! grep -qx 'duration_nanos 0' "$T/env.sum" && sanitizer_clean "$T/env.err"; then
+	pass "pprof-units-and-main-mapping ($(grep '^sample_type' "$T/env.sum"), $(grep '^main_mapping' "$T/env.sum"))"
+else
+	fail pprof-units-and-main-mapping "rc $rc; want $want_type, $want_period, main_mapping split" "$T/env.sum" "$T/env.err"
+fi
+
 # ---- -c PERIOD under the clock fallback is a period of nanoseconds, as perf's cpu-clock takes it
 # (it was ignored: the clock ran at 1000 Hz and the header said so). The same work at -c 250000
 # (4000 a second) and -F 2000: twice the samples, give or take how the work's CPU time varies
