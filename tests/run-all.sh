@@ -7,7 +7,7 @@
 # N flaky" (flaky: failed on a first nested run, passed on the second; also
 # counted as passed). A run that executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
-# KVMPROF_SUITES="unit fuzz agent host libvirt e2e nested" (the default) picks suites.
+# KVMPROF_SUITES="unit fuzz agent host libvirt e2e docs nested" (the default) picks suites.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -41,7 +41,7 @@ unit_suite() {
 	fi
 }
 
-SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e nested} "
+SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e docs nested} "
 want() { [[ $SUITES == *" $1 "* ]]; }
 
 run_suites() {
@@ -51,6 +51,7 @@ run_suites() {
 	want host && host_suites
 	want libvirt && libvirt_suites
 	want e2e && e2e_suites
+	want docs && docs_suite
 	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
 		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
 		nested_suite
@@ -156,6 +157,11 @@ libvirt_suites() {
 	shell_suite libvirt tests/libvirt/run.sh
 	echo "== kvmprof and libvirt, ASan + UBSan build (the core cases)"
 	shell_suite asan:libvirt KVMPROF="$BUILD/asan/kvmprof" TAG=asan: LIBVIRT_QUICK=1 tests/libvirt/run.sh
+}
+
+docs_suite() {
+	echo "== the README's and the docs' examples, as written (their \`\`\`sh blocks)"
+	shell_suite docs tests/docs/examples.sh
 }
 
 e2e_suites() {

@@ -212,9 +212,12 @@ $(BUILD)/tests/e2e/ring_client: tests/e2e/ring_client.c $(BUILD)/host-profiler/g
 export KVMPROF_UNIT_TESTS = $(UNIT_TESTS)
 export KVMPROF_ASAN_UNIT_TESTS = $(ASAN_UNIT_TESTS)
 
-.PHONY: test-unit test-e2e test-agent test-host test-libvirt
+.PHONY: test-unit test-e2e test-agent test-host test-libvirt test-docs
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
+
+test-docs: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/kvmprof guest
+	@KVMPROF_SUITES=docs bash tests/run-all.sh
 
 test-libvirt: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-agent $(BUILD)/nested/hotloop guest debian-kernel
 	@KVMPROF_SUITES=libvirt bash tests/run-all.sh
