@@ -480,21 +480,6 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 
 /* --- start and stop (control thread) ---------------------------------------- */
 
-static const struct guest_sampler_event gs_events[] = {
-	{ "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
-	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
-	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
-	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
-};
-
-const struct guest_sampler_event *guest_sampler_event(const char *name)
-{
-	for (size_t i = 0; i < sizeof(gs_events) / sizeof(gs_events[0]); i++)
-		if (!strcmp(gs_events[i].name, name))
-			return &gs_events[i];
-	return NULL;
-}
-
 static int gs_fail(char err[GUEST_SAMPLER_ERR_MAX], int rc, const char *fmt, const char *arg)
 {
 	snprintf(err, GUEST_SAMPLER_ERR_MAX, fmt, arg);
