@@ -7,6 +7,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,7 +310,11 @@ int profile_finish(struct profile *p)
 		if (s->comm == PROFILE_NONE) {
 			char name[32];
 
-			snprintf(name, sizeof(name), ":%u", s->pid);
+			/* pid 0 is the idle task, which perf and the kernel call swapper. */
+			if (s->pid)
+				snprintf(name, sizeof(name), ":%u", s->pid);
+			else
+				snprintf(name, sizeof(name), "swapper");
 			s->comm = profile_comm(p, name);
 			if (s->comm == PROFILE_NONE)
 				goto out;
@@ -332,6 +337,9 @@ int profile_finish(struct profile *p)
 	}
 	if (profile_join_exits(p))
 		goto out;
+	if (p->chains_cut)
+		profile_warn(p, "%" PRIu64 " call chains were cut where a caller lies in no mapping (garbage frame pointers: "
+			     "a frame without one, a clobbered RBP); %" PRIu64 " frames dropped", p->chains_cut, p->frames_cut);
 	rc = 0;
 out:
 	free(order);

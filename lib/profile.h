@@ -162,6 +162,8 @@ struct profile {
 	size_t nr_meta;
 	uint64_t lost;       /* all events: the larger of the LOST records' sum and END's count */
 	uint64_t unresolved; /* samples whose own address has no symbol, all events */
+	/* Call chains cut at a user-space caller no mapping covers (garbage frame pointers), and the frames dropped. */
+	uint64_t chains_cut, frames_cut;
 	uint64_t duration_ns;
 	bool has_end;
 	struct profile_state *state; /* private */

@@ -258,6 +258,18 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 			loc = resolve_user(p, mm, s->pid, dom, a);
 			if (loc == PROFILE_NONE && i && kernel_knows(p, dom, a))
 				loc = resolve_kernel(p, dom, a);
+			/*
+			 * A caller in user space that no mapping covers: a frame-pointer
+			 * walk that went into garbage (a frame without a frame pointer, a
+			 * clobbered RBP) reads on for up to 127 such "callers". The chain
+			 * ends at the first of them; what is dropped is counted.
+			 */
+			if (loc == PROFILE_NONE && i) {
+				for (; i < n; i++)
+					p->frames_cut += raw[i] < CONTEXT_MARKER_MIN;
+				p->chains_cut++;
+				break;
+			}
 			if (loc == PROFILE_NONE)
 				loc = resolve_unknown(p, d->unknown_image, a);
 		}

@@ -4,7 +4,7 @@
 # the tests look for exist.
 
 AGENT_FIXTURES := $(BUILD)/agent-fixtures/split $(BUILD)/agent-fixtures/forker \
-                  $(BUILD)/agent-fixtures/agent-child
+                  $(BUILD)/agent-fixtures/agent-child $(BUILD)/agent-fixtures/badframes
 
 $(BUILD)/agent-fixtures/%: tests/agent/%.c
 	@mkdir -p $(@D)

@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=tests/lib/harness.sh
 . tests/lib/harness.sh
 
-for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child"; do
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes"; do
 	if [ ! -x "$f" ]; then
 		fail agent-build "$f missing (make $AGENT agent-fixtures)"
 		exit 0
@@ -170,6 +170,24 @@ if [ $rc -eq 0 ] && grep -q 'split`main;split`split_three_quarters ' "$T/cg.rep"
 	pass callgraph
 else
 	fail callgraph "record exited $rc; no 'split\`main;split\`split_three_quarters' stack" "$T/cg.rep"
+fi
+
+# ---- a frame-pointer chain through garbage (RBP used for data) is cut at
+# the first caller in no mapping, and the report says so (issue 16: it drew
+# 120 [unknown] frames under every sample)
+"$AGENT" record -q -g -o "$T/bf.data" -- "$FIX/badframes" 0.3 >/dev/null 2>"$T/bf.err"
+rc=$?
+"$AGENT" report -i "$T/bf.data" --format folded >"$T/bf.rep" 2>>"$T/bf.err"
+depth=$(awk '{ n = split($1, a, ";"); if (n > m) m = n } END { print m + 0 }' "$T/bf.rep")
+# shellcheck disable=SC2016 # the backquote is a folded-stack separator
+if [ $rc -ne 0 ] || ! grep -q '^badframes;badframes`spin_with_bad_rbp [0-9]' "$T/bf.rep"; then
+	fail callchain-cut-at-garbage "record exited $rc; no 'badframes;badframes\`spin_with_bad_rbp' stack" "$T/bf.rep"
+elif [ "$depth" -gt 2 ]; then
+	fail callchain-cut-at-garbage "a stack $depth deep (comm + spin_with_bad_rbp is all there is)" "$T/bf.rep"
+elif ! grep -q 'warning: [0-9]* call chains were cut where a caller lies in no mapping' "$T/bf.err"; then
+	fail callchain-cut-at-garbage "no warning about the cut chains" "$T/bf.err"
+else
+	pass callchain-cut-at-garbage
 fi
 
 # ---- damaged files are refused with one clear line
