@@ -20,8 +20,8 @@
 #define AGENT_VERSION "0.1"
 
 static const char usage_text[] =
-	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-g] [-o FILE]\n"
-	"                            [-a | -p PID | [--] CMD [ARGS...]]\n"
+	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-o FILE]\n"
+	"                            [-g | --call-graph fp|dwarf[,SIZE]] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
 	"                            [--format text|folded|pprof|svg] [--recover]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
@@ -43,7 +43,11 @@ static const char help_text[] =
 	"  -F, --freq HZ    samples per second for events without a period (default 1000;\n"
 	"                  perf's 4000 costs four times as much in a guest with an emulated PMU)\n"
 	"  -c, --count N    sample every N events instead of a frequency\n"
-	"  -g, --callgraph  record call chains (frame pointers)\n"
+	"  -g, --callgraph  record call chains by frame pointer (as perf's -g)\n"
+	"  --call-graph MODE  fp (as -g), or dwarf[,SIZE]: each sample also carries its\n"
+	"                  user registers and SIZE bytes of user stack (default 8192, at most\n"
+	"                  65528), which report unwinds with the programs' CFI (.eh_frame):\n"
+	"                  callers in code built without frame pointers; files 3-4x larger\n"
 	"  -o, --output FILE  sample file (default kvmprof.data; '-' is standard output)\n"
 	"  -a, --all-cpus   every process on every CPU, kernel included, until Ctrl-C\n"
 	"                  (or until CMD exits, when one is given)\n"

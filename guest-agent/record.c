@@ -46,6 +46,8 @@
 
 #define MAX_CPUS 1024
 #define DEFAULT_PAGES 128 /* 512 KiB per CPU: ~10^4 samples of headroom at -F 1000 */
+/* --call-graph dwarf samples carry a stack copy (8 KiB by default): 2 MiB per CPU keeps ~250 of them. */
+#define DWARF_PAGES 512
 #define POLL_MS 100
 
 struct rec {
@@ -133,7 +135,7 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 
 	*a = R->ev[idx].attr;
 	a->size = sizeof(*a);
-	a->sample_type = CONVERT_SAMPLE_TYPE | (o->rec.callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
+	convert_sample_layout(a, o->rec.callgraph, o->rec.dwarf_stack);
 	if (R->ev_flags[idx] & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate[idx];
@@ -143,7 +145,6 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 	a->disabled = 1;
 	a->inherit = R->targets[0] != -1;
 	a->enable_on_exec = R->child > 0 && R->targets[0] == R->child;
-	a->sample_id_all = 1;
 	if (R->exclude_kernel) {
 		a->exclude_kernel = 1;
 		a->exclude_hv = 1;
@@ -277,7 +278,8 @@ static int open_events(struct rec *R)
 					return -e;
 				}
 				r = perf_rings_add(&R->rs, c, (int)fd, (uint32_t)i,
-						   R->o->mmap_pages ? R->o->mmap_pages : DEFAULT_PAGES);
+						   R->o->mmap_pages ? R->o->mmap_pages
+						   : R->o->rec.callgraph == RECORD_CALLGRAPH_DWARF ? DWARF_PAGES : DEFAULT_PAGES);
 				if (r)
 					return r;
 			}
@@ -666,6 +668,7 @@ int record_run(const struct agent_record_opts *o)
 	R.conv.ids = R.rs.ids;
 	R.conv.nids = R.rs.nids;
 	R.conv.callchain = o->rec.callgraph;
+	R.conv.user_stack = o->rec.callgraph == RECORD_CALLGRAPH_DWARF;
 	r = write_preamble(&R);
 	if (r)
 		goto write_error;

@@ -26,7 +26,7 @@
 
 static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [--connect URI]\n"
-	"                      [-e EVENT] [-F HZ | -c PERIOD] [--callgraph] [-o FILE]\n"
+	"                      [-e EVENT] [-F HZ | -c PERIOD] [-g | --call-graph fp|dwarf[,SIZE]] [-o FILE]\n"
 	"                      [--duration S] [--guest-export FILE] [--guest-kernel ELF] [--guest-hz HZ]\n"
 	"                      [--no-exits] [-q]\n"
 	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
@@ -63,6 +63,11 @@ static const char help_text[] =
 	"  -F, --freq HZ       samples per second (default 1000)\n"
 	"  -c, --count N       sample every N events instead\n"
 	"  -g, --callgraph     call chains: host frame pointers, and the guest's stacks\n"
+	"  --call-graph MODE   fp (as -g), or dwarf[,SIZE]: the VM's host threads unwound\n"
+	"                      at report time from a copy of SIZE bytes of their user stack\n"
+	"                      (default 8192) with the CFI of their files (through libc's\n"
+	"                      frames, which have no frame pointers); the guest's stacks are\n"
+	"                      walked by frame pointer either way\n"
 	"  -o, --output FILE   sample file (default kvmprof.data; '-' is standard output)\n"
 	"  -d, --duration S    stop after S seconds (default: Ctrl-C, or when the VM exits)\n"
 	"  -x, --guest-export FILE  a Linux guest's `kvmprof-agent export`: its task layout\n"

@@ -52,6 +52,7 @@
 
 #define MAX_CPUS 1024
 #define RING_PAGES 128
+#define RING_PAGES_DWARF 512 /* stack copies: 8 KiB a sample by default */
 #define HOST_EVENT_ID 0
 
 /* Host kernel functions whose samples mean "guest code was running" (see the top). */
@@ -131,7 +132,7 @@ static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_att
 {
 	*a = R->ev.attr;
 	a->size = sizeof(*a);
-	a->sample_type = CONVERT_SAMPLE_TYPE | (R->o->rec.callgraph ? PERF_SAMPLE_CALLCHAIN : 0);
+	convert_sample_layout(a, R->o->rec.callgraph, R->o->rec.dwarf_stack);
 	if (R->ev_flags & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate;
@@ -140,7 +141,6 @@ static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_att
 	}
 	a->disabled = 1;
 	a->inherit = 1;
-	a->sample_id_all = 1;
 	/* Hardware counters must run in guest mode too: their guest-mode samples are then guest time. */
 	a->exclude_guest = 0;
 	/* The clock the guest samplers stamp guest samples with, so both sides share a time line. */
@@ -222,7 +222,8 @@ static int open_events(struct hrec *R)
 					(int)R->tids[t], R->cpus[c], strerror(e));
 				return -e;
 			}
-			r = perf_rings_add(&R->rs, c, (int)fd, HOST_EVENT_ID, RING_PAGES);
+			r = perf_rings_add(&R->rs, c, (int)fd, HOST_EVENT_ID,
+						   R->o->rec.callgraph == RECORD_CALLGRAPH_DWARF ? RING_PAGES_DWARF : RING_PAGES);
 			if (r)
 				return r;
 		}
@@ -618,7 +619,7 @@ int host_record_run(const struct host_record_opts *o)
 		goto write_error;
 	emit_init(&R.e, R.w);
 	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->rec.callgraph,
-				       .keep_sample = keep_host_sample, .keep_ctx = &R };
+				       .user_stack = o->rec.callgraph == RECORD_CALLGRAPH_DWARF, .keep_sample = keep_host_sample, .keep_ctx = &R };
 	R.sess.o = o;
 	R.sess.w = R.w;
 	R.sess.event_id = HOST_EVENT_ID;

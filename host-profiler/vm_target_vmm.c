@@ -114,7 +114,7 @@ static int vmm_start(struct vm_target *t, struct record_session *s)
 	/* The host samples' event and rate, so both sides' samples weigh the same. */
 	json_object_object_add(req, "event", json_object_new_string(s->event));
 	json_object_object_add(req, s->freq ? "freq" : "period", json_object_new_int64((int64_t)s->rate));
-	json_object_object_add(req, "callgraph", json_object_new_boolean(s->o->rec.callgraph));
+	json_object_object_add(req, "callgraph", json_object_new_boolean(s->o->rec.callgraph != RECORD_CALLGRAPH_NONE));
 	/* A VM_EXIT record per exit, with its host interval: what host samples of a vCPU thread were for. */
 	json_object_object_add(req, "exits", json_object_new_boolean(!s->o->no_exits));
 	if (s->layout)

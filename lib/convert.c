@@ -29,15 +29,82 @@ static uint32_t rd32(const unsigned char *p)
 	return v;
 }
 
+void convert_sample_layout(struct perf_event_attr *a, int callgraph, uint32_t stack_size)
+{
+	a->sample_type = CONVERT_SAMPLE_TYPE;
+	a->sample_id_all = 1;
+	if (!callgraph)
+		return;
+	a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (callgraph != 2)
+		return;
+	a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = CONVERT_REGS_USER_MASK;
+	a->sample_stack_user = stack_size;
+	a->exclude_callchain_user = 1;
+}
+
+/* perf's x86 register numbers (PERF_REG_X86_*) in CONVERT_REGS_USER_MASK's order, as DWARF numbers. */
+static const uint8_t perf_to_dwarf[KP_USER_REGS] = {
+	0,  /* ax */ 3,	 /* bx */ 2,  /* cx */ 1,  /* dx */ 4,	/* si */ 5,  /* di */
+	6,  /* bp */ 7,	 /* sp */ 16, /* ip */ 8,  /* r8 */ 9,	/* r9 */ 10, /* r10 */
+	11, /* r11 */ 12, /* r12 */ 13, /* r13 */ 14, /* r14 */ 15, /* r15 */
+};
+
+/*
+ * The REGS_USER and STACK_USER fields at p (end: the sample's end) to a
+ * USER_STACK record for sample s. 0 when there are none (a kernel thread,
+ * a sample without user context, a malformed tail), else 1 with *len.
+ */
+static int user_stack(const unsigned char *p, const unsigned char *end, const struct kp_rec_sample *s,
+		      struct kp_rec_user_stack *u, size_t *len)
+{
+	uint64_t abi, size, dyn;
+
+	if (end - p < 8)
+		return 0;
+	abi = rd64(p);
+	p += 8;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE)
+		return 0;
+	if (abi != PERF_SAMPLE_REGS_ABI_64 || end - p < KP_USER_REGS * 8 + 8)
+		return 0;
+	memset(u, 0, sizeof(*u));
+	for (int i = 0; i < KP_USER_REGS; i++)
+		u->regs[perf_to_dwarf[i]] = rd64(p + 8 * i);
+	p += KP_USER_REGS * 8;
+	size = rd64(p);
+	p += 8;
+	/* size bytes of copy, then how many of them the kernel filled (dyn_size). */
+	if (!size || size > KP_USER_STACK_MAX || (uint64_t)(end - p) < size + 8)
+		return 0;
+	dyn = rd64(p + size);
+	if (dyn > size)
+		dyn = size;
+	u->pid = s->pid;
+	u->tid = s->tid;
+	u->time = s->time;
+	u->size = (uint32_t)dyn;
+	memcpy(u->data, p, dyn);
+	*len = sizeof(*u) + dyn;
+	return 1;
+}
+
 static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
 {
-	const unsigned char *p = (const unsigned char *)(h + 1);
-	size_t body = h->size - sizeof(*h);
+	/* A stack copy is up to 64 KiB: one buffer per thread, not on the stack. */
+	static _Thread_local union {
+		struct kp_rec_user_stack u;
+		unsigned char bytes[sizeof(struct kp_rec_user_stack) + KP_USER_STACK_MAX];
+	} us;
+	const unsigned char *p = (const unsigned char *)(h + 1), *tail = p + 48;
+	size_t body = h->size - sizeof(*h), us_len = 0;
 	struct {
 		struct kp_rec_sample s;
 		uint64_t cc[KP_CALLCHAIN_MAX];
 	} u;
 	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	int r;
 
 	if (body < 48)
 		return 0;
@@ -57,6 +124,7 @@ static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
 
 		if (nr > (body - 56) / 8)
 			nr = (body - 56) / 8;
+		tail = p + 56 + nr * 8;
 		for (uint64_t i = 0; i < nr && u.s.nr_callchain < KP_CALLCHAIN_MAX; i++) {
 			uint64_t a = rd64(p + 56 + i * 8);
 
@@ -78,7 +146,10 @@ static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
 		if (keep <= 0)
 			return keep;
 	}
-	return kp_writer_add(c->e->w, KP_REC_SAMPLE, &u, sizeof(u.s) + u.s.nr_callchain * sizeof(uint64_t));
+	r = kp_writer_add(c->e->w, KP_REC_SAMPLE, &u, sizeof(u.s) + u.s.nr_callchain * sizeof(uint64_t));
+	if (r || !c->user_stack || !user_stack(tail, p + body, &u.s, &us.u, &us_len))
+		return r;
+	return kp_writer_add(c->e->w, KP_REC_USER_STACK, &us, us_len);
 }
 
 /* Time from the sample_id_all trailer of a non-sample record. */

@@ -340,10 +340,23 @@ int profile_finish(struct profile *p)
 	if (p->chains_cut)
 		profile_warn(p, "%" PRIu64 " call chains were cut where a caller lies in no mapping (garbage frame pointers: "
 			     "a frame without one, a clobbered RBP); %" PRIu64 " frames dropped", p->chains_cut, p->frames_cut);
+	if (ps->ustacks_over_cap)
+		profile_warn(p, "%" PRIu64 " user stack copies beyond %llu MiB not unwound: those samples have their "
+			     "kernel frames only", ps->ustacks_over_cap, USTACK_DATA_MAX >> 20);
+	if (ps->ustacks_orphaned)
+		profile_warn(p, "%" PRIu64 " user stack copies that follow no sample of their thread were ignored",
+			     ps->ustacks_orphaned);
 	rc = 0;
 out:
 	free(order);
 	free(sample_mm);
+	/* The stack copies and the unwinder's open files are needed no more. */
+	profile_unwind_free(p);
+	free(ps->ustacks);
+	ps->ustacks = NULL;
+	ps->nr_ustacks = 0;
+	free(ps->ustack_data);
+	ps->ustack_data = NULL;
 	free(ps->raw);
 	ps->raw = NULL;
 	free(ps->sample_seq);
@@ -374,6 +387,9 @@ void profile_free(struct profile *p)
 		free(ps->mms);
 		free(ps->istate);
 		free(ps->ops);
+		profile_unwind_free(p);
+		free(ps->ustacks);
+		free(ps->ustack_data);
 		free(ps->raw);
 		free(ps->sample_seq);
 		free(ps->exit_seq);

@@ -172,6 +172,8 @@ static int add_record(struct profile *p, const struct kp_record *rec, bool guest
 	case KP_REC_VM_EXIT:
 		ps->has_guest = true;
 		return profile_add_vm_exit(p, rec->vm_exit);
+	case KP_REC_USER_STACK:
+		return profile_add_user_stack(p, rec->user_stack);
 	case KP_REC_KSYMS:
 		return add_ksyms(p, rec->ksyms, rec->payload_len, domain);
 	case KP_REC_LOST:

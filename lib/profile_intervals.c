@@ -80,3 +80,12 @@ const struct map *mm_find_map(struct mm *mm, uint64_t addr)
 	i = first_ending_after(mm->ivs, mm->nr_ivs, addr);
 	return i < mm->nr_ivs && mm->ivs[i].start <= addr ? &mm->ivs[i] : NULL;
 }
+
+const struct map *mm_intervals(struct mm *mm, size_t *n)
+{
+	*n = 0;
+	if (!mm->built && build_intervals(mm))
+		return NULL;
+	*n = mm->nr_ivs;
+	return mm->ivs;
+}

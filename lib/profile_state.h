@@ -26,6 +26,20 @@
 #define MAPS_PER_MM_MAX 65536
 #define MAPS_TOTAL_MAX (1u << 22)
 #define KSYMS_TEXT_MAX (256u << 20)
+#define USTACK_DATA_MAX (1ull << 30) /* stack copies kept for unwinding; beyond, samples keep what they have */
+
+/*
+ * A sample's user registers and stack copy (KP_REC_USER_STACK), kept for
+ * profile_unwind_sample. The sample's raw frames are followed by
+ * USTACK_FRAMES free slots for the callers the unwinder finds.
+ */
+#define USTACK_FRAMES KP_CALLCHAIN_MAX
+struct ustack {
+	uint32_t sample; /* index into samples; ustacks are in sample order */
+	uint32_t len;
+	uint64_t off;    /* of the copy in ustack_data */
+	uint64_t regs[KP_USER_REGS];
+};
 
 struct map {
 	uint64_t start, end, pgoff;
@@ -90,6 +104,13 @@ struct profile_state {
 	size_t exit_seq_cap;
 	uint64_t lost_sum, end_lost;
 
+	struct ustack *ustacks;
+	size_t nr_ustacks, ustacks_cap;
+	unsigned char *ustack_data;
+	size_t ustack_len, ustack_cap;
+	uint64_t ustacks_orphaned, ustacks_over_cap; /* not after their sample; past USTACK_DATA_MAX */
+	struct unwind_cache *unwind; /* profile_unwind.c's */
+
 	struct domain_state dom[NR_DOMAINS];
 	bool has_guest; /* a guest record came: the guest's pseudo images are made */
 
@@ -141,6 +162,8 @@ int profile_replay_mmap(struct profile *p, const struct op *op);
 /* profile_intervals.c */
 /* The map covering addr in an address space (newer maps win), or NULL. */
 const struct map *mm_find_map(struct mm *mm, uint64_t addr);
+/* All of an address space's maps, non-overlapping and sorted (NULL, *n 0 if none or out of memory). */
+const struct map *mm_intervals(struct mm *mm, size_t *n);
 
 /* profile_symbolize.c */
 /* A domain's kernel symbols: its KSYMS records, else its --kallsyms file. 0 or -ENOMEM. */
@@ -151,5 +174,20 @@ int profile_add_guest_kernel_elf(struct profile *p);
 uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
 /* Turns a sample's recorded ip and callchain into locations (frames). 0 or -ENOMEM. */
 int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm);
+/* An image's symbols (its ELF file opened once, with warnings), or NULL. */
+struct symtab *profile_image_symtab(struct profile *p, uint32_t img);
+/* A new descriptor of an image's ELF file, found as profile_image_symtab found it; -errno if none. */
+int profile_image_fd(struct profile *p, uint32_t img);
+
+/* profile_unwind.c */
+/* A KP_REC_USER_STACK record in: kept for the sample it follows. 0 or -ENOMEM. */
+int profile_add_user_stack(struct profile *p, const struct kp_rec_user_stack *u);
+/*
+ * Sample i's user callers from its stack copy and the CFI of the files
+ * mapped in mm, appended to its raw frames (a user-mode sample's own ip
+ * is not repeated). Nothing for a sample without a copy. 0 or -ENOMEM.
+ */
+int profile_unwind_sample(struct profile *p, uint32_t i, uint32_t mm);
+void profile_unwind_free(struct profile *p);
 
 #endif

@@ -42,37 +42,57 @@ static int domain_root(struct profile *p, uint8_t domain)
 	return ps->root_fd[d];
 }
 
-static struct symtab *image_symtab(struct profile *p, uint32_t img)
+/*
+ * A descriptor of an image's file: inside its domain's root when there is
+ * one, else on the host; -errno when opening it failed. IMAGE_NOT_LOOKED_UP
+ * when there is nothing to open (a pseudo name, a guest file without a
+ * root to look in: with warn, that says so once).
+ */
+#define IMAGE_NOT_LOOKED_UP (-100000)
+static int image_open(struct profile *p, uint32_t img, bool warn, int *root_out)
+{
+	struct profile_state *ps = p->state;
+	struct profile_image *im = &p->images[img];
+	const char *dir;
+	int root = -1;
+
+	*root_out = -1;
+	/* "[vdso]", "//anon" (a JIT's code: the exact backend's emulator), "[heap]": names, not files. */
+	if (!im->path || im->path[0] != '/' || im->path[1] == '/')
+		return IMAGE_NOT_LOOKED_UP;
+	if (!ps->istate[img].host_path) {
+		dir = im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
+		root = domain_root(p, im->domain);
+		if (dir && root < 0)
+			return IMAGE_NOT_LOOKED_UP;
+		/* A guest's file names mean nothing on the host: only its root is searched. */
+		if (!dir && im->domain == KP_DOMAIN_GUEST) {
+			if (warn && !ps->guest_files_warned)
+				profile_warn(p, "guest files are looked up only under --guest-root DIR; none given, so guest "
+				     "programs and libraries have no symbols");
+			ps->guest_files_warned = true;
+			return IMAGE_NOT_LOOKED_UP;
+		}
+	}
+	*root_out = root;
+	/* Inside a root, every "..", absolute or relative symlink stays in it (openat2 RESOLVE_IN_ROOT). */
+	return root >= 0 ? file_open_in_root(root, im->path) : file_open_regular(im->path);
+}
+
+struct symtab *profile_image_symtab(struct profile *p, uint32_t img)
 {
 	struct profile_state *ps = p->state;
 	struct image_state *is = &ps->istate[img];
 	struct profile_image *im = &p->images[img];
 	char shown[KP_PATH_MAX + 4096];
-	const char *dir;
-	int root = -1, fd, rc;
+	int root, fd, rc;
 
 	if (is->tried)
 		return is->st;
 	is->tried = 1;
-	/* "[vdso]", "//anon" (a JIT's code: the exact backend's emulator), "[heap]": names, not files. */
-	if (!im->path || im->path[0] != '/' || im->path[1] == '/')
+	fd = image_open(p, img, true, &root);
+	if (fd == IMAGE_NOT_LOOKED_UP)
 		return NULL;
-	if (!is->host_path) {
-		dir = im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
-		root = domain_root(p, im->domain);
-		if (dir && root < 0)
-			return NULL;
-		/* A guest's file names mean nothing on the host: only its root is searched. */
-		if (!dir && im->domain == KP_DOMAIN_GUEST) {
-			if (!ps->guest_files_warned)
-				profile_warn(p, "guest files are looked up only under --guest-root DIR; none given, so guest "
-				     "programs and libraries have no symbols");
-			ps->guest_files_warned = true;
-			return NULL;
-		}
-	}
-	/* Inside a root, every "..", absolute or relative symlink stays in it (openat2 RESOLVE_IN_ROOT). */
-	fd = root >= 0 ? file_open_in_root(root, im->path) : file_open_regular(im->path);
 	snprintf(shown, sizeof(shown), "%s%s", root >= 0 ? (im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root :
 							     ps->opt.root) : "", im->path);
 	rc = fd < 0 ? fd : symtab_open_fd(&is->st, fd, im->path, root, im->build_id, im->build_id_size);
@@ -87,6 +107,16 @@ static struct symtab *image_symtab(struct profile *p, uint32_t img)
 	else
 		im->has_symbols = true;
 	return is->st;
+}
+
+int profile_image_fd(struct profile *p, uint32_t img)
+{
+	int root, fd;
+
+	if (!profile_image_symtab(p, img))
+		return -ENOENT;
+	fd = image_open(p, img, false, &root);
+	return fd == IMAGE_NOT_LOOKED_UP ? -ENOENT : fd;
 }
 
 static uint32_t func_id(struct profile *p, uint32_t img, const void *sym, const char *name, uint64_t addr)
@@ -128,7 +158,7 @@ uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, u
 /* A location in a mapped file. */
 static uint32_t resolve_in_map(struct profile *p, const struct map *m, uint64_t addr)
 {
-	struct symtab *st = image_symtab(p, m->image);
+	struct symtab *st = profile_image_symtab(p, m->image);
 	const struct symtab_sym *sym = NULL;
 	uint64_t rel;
 	int64_t v;
@@ -222,9 +252,16 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 	struct domain_state *d = &ps->dom[s->domain];
 	uint8_t dom = s->domain;
 	const uint64_t *raw = &ps->raw[s->first_frame];
-	uint32_t n = s->nr_frames, out = 0, i, loc;
+	uint32_t n, out = 0, i, loc;
 	enum { CTX_NONE, CTX_KERNEL, CTX_USER } ctx = CTX_NONE;
 	bool prev_kernel = s->cpl == KP_CPL_KERNEL;
+	int rc;
+
+	/* --call-graph dwarf: the user callers come from the stack copy, after the kernel's frames. */
+	rc = profile_unwind_sample(p, (uint32_t)(s - p->samples), mm);
+	if (rc)
+		return rc;
+	n = s->nr_frames;
 
 	for (i = 0; i < n; i++) {
 		uint64_t a = raw[i];

@@ -6,11 +6,15 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kvmprof/sample_format.h"
+
+/* Long-only options: values no program's own short option can take. */
+enum { OPT_CALL_GRAPH = 0x200 };
 
 static const struct option shared_longopts[] = {
 	{ "event", required_argument, NULL, 'e' },  { "freq", required_argument, NULL, 'F' },
 	{ "count", required_argument, NULL, 'c' },  { "callgraph", no_argument, NULL, 'g' },
-	{ "call-graph", no_argument, NULL, 'g' },   { "output", required_argument, NULL, 'o' },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH }, { "output", required_argument, NULL, 'o' },
 	{ "quiet", no_argument, NULL, 'q' },	    { "help", no_argument, NULL, 'h' },
 };
 #define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
@@ -35,6 +39,38 @@ static int add_event(const struct record_cli *cli, struct record_opts *o, const 
 	return r;
 }
 
+/* perf's --call-graph argument: fp, or dwarf with an optional stack copy size. */
+static int parse_callgraph(const struct record_cli *cli, const char *arg, struct record_opts *o)
+{
+	const char *comma = strchr(arg, ',');
+	size_t mode_len = comma ? (size_t)(comma - arg) : strlen(arg);
+	unsigned long long v;
+
+	if (mode_len == 2 && !strncmp(arg, "fp", 2) && !comma) {
+		o->callgraph = RECORD_CALLGRAPH_FP;
+		return 0;
+	}
+	if (mode_len == 5 && !strncmp(arg, "dwarf", 5)) {
+		o->callgraph = RECORD_CALLGRAPH_DWARF;
+		o->dwarf_stack = RECORD_DWARF_STACK_DEFAULT;
+		if (!comma)
+			return 0;
+		/* perf rounds the size up to 8 bytes and caps it at what sample_stack_user (a u16) takes. */
+		if (cli_parse_num(comma + 1, 8, KP_USER_STACK_MAX, &v))
+			return cli_usage_error(cli->prog, cli->usage,
+					       "record: --call-graph dwarf,%s: the stack size must be 8 to %u bytes",
+					       comma + 1, KP_USER_STACK_MAX);
+		o->dwarf_stack = (uint32_t)((v + 7) & ~7ull);
+		return 0;
+	}
+	if (mode_len == 3 && !strncmp(arg, "lbr", 3))
+		return cli_usage_error(cli->prog, cli->usage,
+				       "record: --call-graph lbr needs Intel's last-branch records, which kvmprof "
+				       "does not read; use fp or dwarf");
+	return cli_usage_error(cli->prog, cli->usage,
+			       "record: --call-graph '%s': the mode is fp or dwarf[,SIZE]", arg);
+}
+
 static int shared_option(const struct record_cli *cli, int c, struct record_opts *o)
 {
 	char what[64];
@@ -56,8 +92,10 @@ static int shared_option(const struct record_cli *cli, int c, struct record_opts
 		o->period = v;
 		return 0;
 	case 'g':
-		o->callgraph = true;
+		o->callgraph = RECORD_CALLGRAPH_FP; /* perf's -g */
 		return 0;
+	case OPT_CALL_GRAPH:
+		return parse_callgraph(cli, optarg, o);
 	case 'o':
 		if (!*optarg)
 			return cli_usage_error(cli->prog, cli->usage, "-o needs a file name");

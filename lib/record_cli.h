@@ -19,12 +19,21 @@
 #define RECORD_DEFAULT_OUTPUT "kvmprof.data"
 #define RECORD_MAX_EVENTS 16
 
+/* How call chains are taken (-g, --call-graph MODE[,SIZE]); NONE is 0, so `if (o->callgraph)` reads as "any". */
+enum record_callgraph {
+	RECORD_CALLGRAPH_NONE = 0,
+	RECORD_CALLGRAPH_FP,    /* the kernel walks frame pointers (-g, --call-graph fp) */
+	RECORD_CALLGRAPH_DWARF, /* user registers and a stack copy, unwound by the report with CFI */
+};
+#define RECORD_DWARF_STACK_DEFAULT 8192 /* perf's default --call-graph dwarf copy size */
+
 struct record_opts {
 	struct events_event events[RECORD_MAX_EVENTS];
 	int nevents;        /* -e; 0: the program's default event */
 	uint64_t freq;      /* -F; 0: not given */
 	uint64_t period;    /* -c; 0: not given */
-	bool callgraph;     /* -g, --callgraph, --call-graph */
+	enum record_callgraph callgraph; /* -g, --callgraph, --call-graph MODE */
+	uint32_t dwarf_stack; /* --call-graph dwarf,SIZE: bytes of user stack per sample (multiple of 8) */
 	const char *output; /* -o; NULL: RECORD_DEFAULT_OUTPUT */
 	bool quiet;         /* -q: no progress line (the summary still comes) */
 };

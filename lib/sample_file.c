@@ -412,6 +412,18 @@ static const char *check_payload(uint32_t type, const unsigned char *p, uint32_t
 	}
 	case KP_REC_LOST:
 		return len < sizeof(struct kp_rec_lost) ? "LOST record too short" : NULL;
+	case KP_REC_USER_STACK: {
+		const struct kp_rec_user_stack *u = (const void *)p;
+		if (len < sizeof(*u))
+			return "USER_STACK record too short";
+		if (u->size > KP_USER_STACK_MAX)
+			return "USER_STACK copy larger than the format allows";
+		if (len < sizeof(*u) + u->size)
+			return "USER_STACK copy runs past its record";
+		if (u->reserved)
+			return "USER_STACK reserved word set";
+		return NULL;
+	}
 	case KP_REC_VM_EXIT: {
 		const struct kp_rec_vm_exit *x = (const void *)p;
 		if (len < sizeof(*x))
@@ -648,7 +660,7 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 			return rc;
 		}
 		r->records++;
-		if (h.type < KP_REC_META || h.type > KP_REC_VM_EXIT)
+		if (h.type < KP_REC_META || h.type > KP_REC_USER_STACK)
 			continue; /* a newer minor version's record: skip it */
 		return 1;
 	}

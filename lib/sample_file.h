@@ -62,6 +62,7 @@ struct kp_record {
 		const struct kp_rec_end *end;
 		const struct kp_rec_task_layout *layout;
 		const struct kp_rec_vm_exit *vm_exit;
+		const struct kp_rec_user_stack *user_stack;
 	};
 };
 

@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 4  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 5  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -72,6 +72,7 @@ enum kp_rec_type {
 	KP_REC_KSYMS_Z = 11, /* struct kp_rec_ksyms_z: a zlib-compressed KSYMS chunk (since 1.1) */
 	KP_REC_TASK_LAYOUT = 12, /* struct kp_rec_task_layout: where a Linux kernel keeps its current task (since 1.3) */
 	KP_REC_VM_EXIT = 13, /* struct kp_rec_vm_exit + callchain: one VM exit and its host interval (since 1.4) */
+	KP_REC_USER_STACK = 14, /* struct kp_rec_user_stack: the preceding sample's user registers and stack (since 1.5) */
 };
 
 /*
@@ -257,6 +258,28 @@ struct kp_rec_vm_exit {
 	uint64_t callchain[];  /* guest return addresses, innermost first */
 };
 
+/*
+ * `record --call-graph dwarf`: the user-space registers and a copy of the
+ * user stack at a sample, as perf's PERF_SAMPLE_REGS_USER and
+ * PERF_SAMPLE_STACK_USER give them, for the report to unwind with the
+ * programs' CFI (.eh_frame) where frame pointers are missing. It follows
+ * its SAMPLE record directly and names the same thread and time; the
+ * SAMPLE's own callchain then holds the kernel's frames only.
+ */
+#define KP_USER_REGS 17           /* x86-64 DWARF registers 0..16 */
+#define KP_USER_STACK_MAX 65528u  /* perf's limit for sample_stack_user */
+#define KP_DWARF_RSP 7
+#define KP_DWARF_RIP 16
+struct kp_rec_user_stack {
+	uint32_t pid, tid;
+	uint64_t time;
+	/* rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip: DWARF's numbering, which the unwinder takes */
+	uint64_t regs[KP_USER_REGS];
+	uint32_t size;      /* bytes of data: the stack from regs[KP_DWARF_RSP] up, <= KP_USER_STACK_MAX */
+	uint32_t reserved;  /* 0 */
+	uint8_t data[];
+};
+
 struct kp_rec_lost {
 	uint32_t event_id;
 	uint32_t reserved;
@@ -278,5 +301,6 @@ _Static_assert(sizeof(struct kp_rec_mmap) == 72, "mmap record layout");
 _Static_assert(sizeof(struct kp_rec_sample) == 48, "sample record layout");
 _Static_assert(sizeof(struct kp_rec_task_layout) == 48, "task layout record layout");
 _Static_assert(sizeof(struct kp_rec_vm_exit) == 56, "vm exit record layout");
+_Static_assert(sizeof(struct kp_rec_user_stack) == 160, "user stack record layout");
 
 #endif

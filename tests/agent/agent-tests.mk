@@ -4,11 +4,17 @@
 # the tests look for exist.
 
 AGENT_FIXTURES := $(BUILD)/agent-fixtures/split $(BUILD)/agent-fixtures/forker \
-                  $(BUILD)/agent-fixtures/agent-child $(BUILD)/agent-fixtures/badframes
+                  $(BUILD)/agent-fixtures/agent-child $(BUILD)/agent-fixtures/badframes \
+                  $(BUILD)/agent-fixtures/nofp
 
 $(BUILD)/agent-fixtures/%: tests/agent/%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer $(CSTD) $(WARN) -D_GNU_SOURCE -o $@ $<
+
+# Built as distributions build programs: no frame pointers, CFI in .eh_frame.
+$(BUILD)/agent-fixtures/nofp: tests/agent/nofp.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fomit-frame-pointer $(CSTD) $(WARN) -D_GNU_SOURCE -o $@ $<
 
 .PHONY: agent-fixtures
 agent-fixtures: $(AGENT_FIXTURES)

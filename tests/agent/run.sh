@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=tests/lib/harness.sh
 . tests/lib/harness.sh
 
-for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes"; do
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp"; do
 	if [ ! -x "$f" ]; then
 		fail agent-build "$f missing (make $AGENT agent-fixtures)"
 		exit 0
@@ -178,16 +178,75 @@ fi
 "$AGENT" record -q -g -o "$T/bf.data" -- "$FIX/badframes" 0.3 >/dev/null 2>"$T/bf.err"
 rc=$?
 "$AGENT" report -i "$T/bf.data" --format folded >"$T/bf.rep" 2>>"$T/bf.err"
-depth=$(awk '{ n = split($1, a, ";"); if (n > m) m = n } END { print m + 0 }' "$T/bf.rep")
+# User frames only: a sample taken in the kernel (a timer interrupt) has the kernel's on top.
+depth=$(awk '{ n = 0; k = split($1, a, ";"); for (i = 1; i <= k; i++) n += a[i] !~ /^\[kernel\.kallsyms\]`/
+	if (n > m) m = n } END { print m + 0 }' "$T/bf.rep")
 # shellcheck disable=SC2016 # the backquote is a folded-stack separator
 if [ $rc -ne 0 ] || ! grep -q '^badframes;badframes`spin_with_bad_rbp [0-9]' "$T/bf.rep"; then
 	fail callchain-cut-at-garbage "record exited $rc; no 'badframes;badframes\`spin_with_bad_rbp' stack" "$T/bf.rep"
 elif [ "$depth" -gt 2 ]; then
-	fail callchain-cut-at-garbage "a stack $depth deep (comm + spin_with_bad_rbp is all there is)" "$T/bf.rep"
+	fail callchain-cut-at-garbage "a stack $depth user frames deep (comm + spin_with_bad_rbp is all there is)" "$T/bf.rep"
 elif ! grep -q 'warning: [0-9]* call chains were cut where a caller lies in no mapping' "$T/bf.err"; then
 	fail callchain-cut-at-garbage "no warning about the cut chains" "$T/bf.err"
 else
 	pass callchain-cut-at-garbage
+fi
+
+# ---- --call-graph dwarf: callers of code built without frame pointers, from
+# the stack copy and .eh_frame (issue 16: '--call-graph dwarf' was taken for
+# the command to run). nofp's hot leaf runs three calls below main; a
+# frame-pointer walk (-g) cannot see them.
+# shellcheck disable=SC2016 # the backquotes are folded-stack separators
+nofp_chain='nofp`main;nofp`nofp_outer;nofp`nofp_middle;nofp`nofp_leaf'
+# The share of nofp_leaf's samples whose stack holds the whole chain above it.
+chain_share() { # folded-file
+	awk -v c="$nofp_chain" '{ n = $NF } /nofp`nofp_leaf( |;)/ { leaf += n; if (index($0, c)) full += n }
+		END { if (leaf) printf "%d %d %.1f\n", leaf, full, 100 * full / leaf; else print "0 0 0" }' "$1"
+}
+"$AGENT" record -q --call-graph dwarf -o "$T/dw.data" -- "$FIX/nofp" 0.5 >/dev/null 2>"$T/dw.err"
+rc=$?
+"$AGENT" report -i "$T/dw.data" --format folded >"$T/dw.rep" 2>>"$T/dw.err"
+read -r leaf full share < <(chain_share "$T/dw.rep")
+# Tolerance: CFI describes every instruction, so every sample in the leaf
+# should unwind; 95% leaves room for samples whose copy the kernel could not
+# take whole (a page of the stack not present), which perf loses the same way.
+if [ $rc -ne 0 ] || [ "$leaf" -lt 100 ]; then
+	fail callgraph-dwarf "record exited $rc; $leaf samples in nofp_leaf (want 100+)" "$T/dw.err"
+elif ! awk -v s="$share" 'BEGIN { exit !(s >= 95) }'; then
+	fail callgraph-dwarf "$full of $leaf nofp_leaf samples ($share%) have main;nofp_outer;nofp_middle above them" "$T/dw.rep"
+elif ! sanitizer_clean "$T/dw.err"; then
+	fail callgraph-dwarf "sanitizer report" "$T/dw.err"
+else
+	pass "callgraph-dwarf ($full of $leaf samples with the whole chain)"
+fi
+# The same program with -g: the frame-pointer walk does not find main (what dwarf is for).
+"$AGENT" record -q -g -o "$T/fp.data" -- "$FIX/nofp" 0.3 >/dev/null 2>"$T/fp.err"
+"$AGENT" report -i "$T/fp.data" --format folded >"$T/fp.rep" 2>>"$T/fp.err"
+read -r leaf full share < <(chain_share "$T/fp.rep")
+if [ "$leaf" -gt 0 ] && [ "$full" -eq 0 ]; then
+	pass "callgraph-fp-needs-frame-pointers ($leaf samples, none with main above)"
+else
+	fail callgraph-fp-needs-frame-pointers "$full of $leaf samples have the chain under -g: the fixture is not the case dwarf is for" "$T/fp.rep"
+fi
+# perf on the same program, where perf can sample here: the same hottest stack.
+if ! perf record -q -e cpu-clock -F 1000 --call-graph dwarf -o "$T/nofp.perf" -- "$FIX/nofp" 0.3 >/dev/null 2>"$T/perf.err"; then
+	skip callgraph-dwarf-vs-perf "perf record --call-graph dwarf does not run here: $(head -n 1 "$T/perf.err")"
+else
+	perf report -i "$T/nofp.perf" --stdio --no-children -g folded,0,caller,count 2>/dev/null >"$T/perf.rep"
+	# perf's folded line for the leaf: "N _start;...;main;nofp_outer;nofp_middle;nofp_leaf".
+	perf_top=$(awk '/;nofp_leaf$/ && $1 + 0 > best { best = $1 + 0; line = $0; sub(/^[0-9]+ /, "", line) }
+		END { print line }' "$T/perf.rep")
+	# shellcheck disable=SC2016 # the backquote is a folded-stack separator
+	ours=$(awk '{ n = $NF; $NF = ""; if (n + 0 > best) { best = n + 0; line = $0 } } END { print line }' "$T/dw.rep" |
+		sed -e 's/[^;`]*`//g' -e 's/ *$//')
+	# Compare from main down: above main, perf names inlined libc frames (__libc_start_main_impl) that a symbol table does not.
+	if [ -z "$perf_top" ]; then
+		fail callgraph-dwarf-vs-perf "perf's report has no stack ending in nofp_leaf" "$T/perf.rep"
+	elif [ "${perf_top#*;main;}" = "${ours#*;main;}" ] && [ "${ours#*;main;}" != "$ours" ]; then
+		pass "callgraph-dwarf-vs-perf (both: ...;main;${ours#*;main;})"
+	else
+		fail callgraph-dwarf-vs-perf "perf's hottest stack '$perf_top', ours '$ours'" "$T/perf.rep"
+	fi
 fi
 
 # ---- damaged files are refused with one clear line

@@ -38,6 +38,12 @@ if "$BUILD/kvmprof-agent" record -o "$OUT/rec.data" -F 2000 -- sh -c 'i=0; while
 	{ printf '\001'; head -c 2000 "$OUT/rec.data"; } >"$OUT/sample_file/recording-cut"
 	rm -f "$OUT/rec.data"
 fi
+# ...and one with --call-graph dwarf (small stack copies): USER_STACK records, which the report unwinds.
+if "$BUILD/kvmprof-agent" record --call-graph dwarf,256 -o "$OUT/rec.data" -F 2000 -- \
+	sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' >/dev/null 2>&1; then
+	{ printf '\000'; cat "$OUT/rec.data"; } >"$OUT/sample_file/recording-dwarf"
+	rm -f "$OUT/rec.data"
+fi
 # kallsyms: this machine's, cut (addresses are zero without privilege; both are seeds).
 head -c 8192 /proc/kallsyms >"$OUT/kallsyms/proc-kallsyms" 2>/dev/null || true
 # procfs: this process's maps lines and the online CPU list.

@@ -230,6 +230,28 @@ else
 	fail record-count-period "the VMM did not start" "$T/period.vmm"
 fi
 
+# ---- --call-graph dwarf: the VMM's threads unwound from their stack copies
+# (into libc, whose frames have no frame pointers), the guest's stacks by
+# frame pointers as with -g
+if start_vm dwarf "start=/bin/matmul:128:100000"; then
+	sleep 0.3
+	"$KVMPROF" record --vm "$T/dwarf.sock" --call-graph dwarf --duration 1 -q -o "$T/dwarf.data" 2>"$T/dwarf.err"
+	rc=$?
+	stop_vm
+	"$KVMPROF" report -i "$T/dwarf.data" --guest-root "$ROOT" --format folded >"$T/dwarf.rep" 2>>"$T/dwarf.err"
+	# shellcheck disable=SC2016 # the backquotes are folded-stack separators
+	if [ $rc = 0 ] && grep -q 'libc.so.6`start_thread;kvmprof-vmm`vcpu_thread;' "$T/dwarf.rep" &&
+		grep -q '^\[guest\]_matmul;.*matmul`main;matmul`matmul_multiply ' "$T/dwarf.rep" &&
+		sanitizer_clean "$T/dwarf.err"; then
+		pass record-callgraph-dwarf
+	else
+		fail record-callgraph-dwarf "rc $rc; want start_thread;vcpu_thread on the host and main;matmul_multiply in the guest" \
+			"$T/dwarf.rep" "$T/dwarf.err"
+	fi
+else
+	fail record-callgraph-dwarf "the VMM did not start" "$T/dwarf.vmm"
+fi
+
 # ---- the event asked for is the guest side's too: -e task-clock samples the guest with task-clock
 # (the VMM refused it: 0 guest samples, exit 0); a second recorder of the same VM fails, non-zero,
 # in one line, and leaves no file (it recorded the host side alone, exit 0)

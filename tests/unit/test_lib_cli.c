@@ -133,7 +133,7 @@ static void test_record_shared_and_own_options(void **state)
 	assert_string_equal(o.events[0].name, "cycles");
 	assert_int_equal(o.freq, 500);
 	assert_int_equal(o.period, 0);
-	assert_true(o.callgraph);
+	assert_int_equal(o.callgraph, RECORD_CALLGRAPH_FP);
 	assert_true(o.quiet);
 	assert_string_equal(o.output, "x.data");
 	/* The program's own, through its callback; the command's own -e is not ours. */
@@ -166,6 +166,50 @@ static void test_record_events(void **state)
 	assert_string_equal(captured, "prog: at most 2 events\n");
 }
 
+/* perf's --call-graph MODE[,SIZE], in both spellings; -g is fp; the last one given wins. */
+static void test_record_call_graph(void **state)
+{
+	static const struct {
+		int argc;
+		char *argv[4];
+		enum record_callgraph mode;
+		uint32_t stack;
+	} cases[] = {
+		{ 1, { "record" }, RECORD_CALLGRAPH_NONE, 0 },
+		{ 2, { "record", "-g" }, RECORD_CALLGRAPH_FP, 0 },
+		{ 2, { "record", "--callgraph" }, RECORD_CALLGRAPH_FP, 0 },
+		{ 3, { "record", "--call-graph", "fp" }, RECORD_CALLGRAPH_FP, 0 },
+		{ 2, { "record", "--call-graph=fp" }, RECORD_CALLGRAPH_FP, 0 },
+		{ 3, { "record", "--call-graph", "dwarf" }, RECORD_CALLGRAPH_DWARF, 8192 },
+		{ 2, { "record", "--call-graph=dwarf,4096" }, RECORD_CALLGRAPH_DWARF, 4096 },
+		{ 2, { "record", "--call-graph=dwarf,1001" }, RECORD_CALLGRAPH_DWARF, 1008 }, /* rounded up to 8 */
+		{ 2, { "record", "--call-graph=dwarf,65528" }, RECORD_CALLGRAPH_DWARF, 65528 },
+		{ 3, { "record", "--call-graph=dwarf", "-g" }, RECORD_CALLGRAPH_FP, 8192 },
+	};
+	struct own_record own = { 0 };
+	struct record_cli cli = record_cli_for(&own, RECORD_MAX_EVENTS);
+	struct record_opts o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[5] = { 0 };
+
+		memcpy(argv, cases[i].argv, sizeof(cases[i].argv));
+		assert_int_equal(record_cli_parse(&cli, cases[i].argc, argv, &o), -1);
+		assert_int_equal(o.callgraph, cases[i].mode);
+		if (cases[i].mode == RECORD_CALLGRAPH_DWARF)
+			assert_int_equal(o.dwarf_stack, cases[i].stack);
+	}
+	/* `--call-graph dwarf PROG`: dwarf is the option's, PROG the command (it was taken for the command). */
+	{
+		char *argv[] = { "record", "--call-graph", "dwarf", "prog", NULL };
+
+		assert_int_equal(record_cli_parse(&cli, 4, argv, &o), -1);
+		assert_int_equal(o.callgraph, RECORD_CALLGRAPH_DWARF);
+		assert_string_equal(argv[optind], "prog");
+	}
+}
+
 static void test_record_refusals(void **state)
 {
 	static const struct {
@@ -179,6 +223,18 @@ static void test_record_refusals(void **state)
 		{ 2, { "record", "-Z" }, "prog: record: unknown option -Z\n" },
 		{ 2, { "record", "--bogus" }, "prog: record: unknown option --bogus\n" },
 		{ 2, { "record", "-e" }, "prog: record: option -e needs an argument\n" },
+		{ 2, { "record", "--call-graph" }, "prog: record: option --call-graph needs an argument\n" },
+		{ 3, { "record", "--call-graph", "dwarf,0" },
+		  "prog: record: --call-graph dwarf,0: the stack size must be 8 to 65528 bytes\n" },
+		{ 2, { "record", "--call-graph=dwarf,65536" },
+		  "prog: record: --call-graph dwarf,65536: the stack size must be 8 to 65528 bytes\n" },
+		{ 2, { "record", "--call-graph=dwarf,8k" },
+		  "prog: record: --call-graph dwarf,8k: the stack size must be 8 to 65528 bytes\n" },
+		{ 2, { "record", "--call-graph=fp,8" }, "prog: record: --call-graph 'fp,8': the mode is fp or dwarf[,SIZE]\n" },
+		{ 2, { "record", "--call-graph=dwarfish" },
+		  "prog: record: --call-graph 'dwarfish': the mode is fp or dwarf[,SIZE]\n" },
+		{ 2, { "record", "--call-graph=lbr" }, "prog: record: --call-graph lbr needs Intel's last-branch records, "
+						      "which kvmprof does not read; use fp or dwarf\n" },
 	};
 	struct own_record own = { 0 };
 	struct record_cli cli = record_cli_for(&own, RECORD_MAX_EVENTS);
@@ -406,6 +462,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record_shared_and_own_options),
 		cmocka_unit_test(test_record_events),
+		cmocka_unit_test(test_record_call_graph),
 		cmocka_unit_test(test_record_refusals),
 		cmocka_unit_test(test_record_help),
 		cmocka_unit_test(test_report_loads_and_renders),

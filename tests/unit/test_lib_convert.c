@@ -216,6 +216,85 @@ static void test_callchain(void **state)
 	at_end(f);
 }
 
+/* A --call-graph dwarf sample's fixed part and kernel chain (one frame). */
+static void put_dwarf_sample_head(struct rb *b, uint32_t tid, uint64_t time)
+{
+	b->n = 1;
+	put(b, 1001);
+	put(b, 0x401000); /* ip: user mode */
+	put2(b, 7, tid);
+	put(b, time);
+	put2(b, 0, 0);
+	put(b, 1);
+	put(b, 2); /* nr: the kernel's chain stops at the user boundary */
+	put(b, (uint64_t)PERF_CONTEXT_USER);
+	put(b, 0x401000);
+}
+
+/* PERF_SAMPLE_REGS_USER and _STACK_USER become a USER_STACK record after the sample, registers in DWARF order. */
+static void test_user_stack(void **state)
+{
+	struct fixture *f = *state;
+	struct kp_record rec;
+	struct rb b;
+	uint64_t copy[4] = { 0x1111, 0x2222, 0x3333, 0x4444 };
+
+	f->c.callchain = true;
+	f->c.user_stack = true;
+	put_dwarf_sample_head(&b, 8, 100);
+	put(&b, PERF_SAMPLE_REGS_ABI_64);
+	/* perf's order: ax bx cx dx si di bp sp ip r8..r15; each value is 0x100 + its perf number. */
+	for (int i = 0; i < 9; i++)
+		put(&b, 0x100 + (uint64_t)i);
+	for (int i = 16; i < 24; i++)
+		put(&b, 0x100 + (uint64_t)i);
+	put(&b, sizeof(copy)); /* size */
+	for (int i = 0; i < 4; i++)
+		put(&b, copy[i]);
+	put(&b, 24); /* dyn_size: the kernel filled three words */
+	assert_int_equal(convert(f, &b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER), 0);
+
+	/* No user context (a kernel thread): ABI_NONE, no registers, an empty copy. */
+	put_dwarf_sample_head(&b, 9, 200);
+	put(&b, PERF_SAMPLE_REGS_ABI_NONE);
+	put(&b, 0);
+	assert_int_equal(convert(f, &b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_KERNEL), 0);
+
+	/* A copy whose size runs past the record is not trusted. */
+	put_dwarf_sample_head(&b, 10, 300);
+	put(&b, PERF_SAMPLE_REGS_ABI_64);
+	for (int i = 0; i < KP_USER_REGS; i++)
+		put(&b, 0);
+	put(&b, 4096);
+	put(&b, 0);
+	assert_int_equal(convert(f, &b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER), 0);
+	finish(f);
+
+	next(f, &rec, KP_REC_SAMPLE);
+	assert_int_equal(rec.sample->tid, 8);
+	assert_int_equal(rec.sample->nr_callchain, 0);
+	next(f, &rec, KP_REC_USER_STACK);
+	assert_int_equal(rec.user_stack->pid, 7);
+	assert_int_equal(rec.user_stack->tid, 8);
+	assert_int_equal(rec.user_stack->time, 100);
+	assert_int_equal(rec.user_stack->regs[0], 0x100);  /* rax: ax */
+	assert_int_equal(rec.user_stack->regs[1], 0x103);  /* rdx: dx */
+	assert_int_equal(rec.user_stack->regs[2], 0x102);  /* rcx: cx */
+	assert_int_equal(rec.user_stack->regs[3], 0x101);  /* rbx: bx */
+	assert_int_equal(rec.user_stack->regs[6], 0x106);  /* rbp: bp */
+	assert_int_equal(rec.user_stack->regs[KP_DWARF_RSP], 0x107);
+	assert_int_equal(rec.user_stack->regs[8], 0x110);  /* r8 */
+	assert_int_equal(rec.user_stack->regs[15], 0x117); /* r15 */
+	assert_int_equal(rec.user_stack->regs[KP_DWARF_RIP], 0x108);
+	assert_int_equal(rec.user_stack->size, 24);
+	assert_memory_equal(rec.user_stack->data, copy, 24);
+	next(f, &rec, KP_REC_SAMPLE);
+	assert_int_equal(rec.sample->tid, 9);
+	next(f, &rec, KP_REC_SAMPLE);
+	assert_int_equal(rec.sample->tid, 10);
+	at_end(f);
+}
+
 static void test_side_band(void **state)
 {
 	struct fixture *f = *state;
@@ -312,6 +391,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_callchain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_side_band, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_user_stack, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("lib_convert", tests, NULL, NULL);

@@ -587,6 +587,49 @@ static void test_vm_exit_record(void **state)
 	assert_non_null(strstr(err, "too short"));
 }
 
+/* USER_STACK (1.5): read back with its copy; a copy longer than its record or the format, or reserved set, refused. */
+static void test_user_stack_record(void **state)
+{
+	struct {
+		struct kp_rec_user_stack u;
+		uint64_t copy[3];
+	} v = {
+		.u = { .pid = 7, .tid = 8, .time = 1000, .size = 24 },
+		.copy = { 0x401234, 0x7ffc0000, 0x401500 },
+	};
+	struct kp_reader *r;
+	struct kp_record rec;
+	char err[256];
+
+	(void)state;
+	v.u.regs[KP_DWARF_RIP] = 0x401000;
+	v.u.regs[KP_DWARF_RSP] = 0x7ffbfff0;
+	write_single_record(KP_REC_USER_STACK, &v, sizeof(v));
+	assert_int_equal(kp_reader_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(kp_reader_next(r, &rec, err, sizeof(err)), 1);
+	assert_int_equal(rec.type, KP_REC_USER_STACK);
+	assert_memory_equal(rec.user_stack, &v, sizeof(v));
+	assert_int_equal(kp_reader_next(r, &rec, err, sizeof(err)), 0);
+	kp_reader_close(r);
+
+	v.u.size = 32;
+	write_single_record(KP_REC_USER_STACK, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "USER_STACK copy runs past its record"));
+	v.u.size = KP_USER_STACK_MAX + 8;
+	write_single_record(KP_REC_USER_STACK, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "larger than the format allows"));
+	v.u.size = 24;
+	v.u.reserved = 1;
+	write_single_record(KP_REC_USER_STACK, &v, sizeof(v));
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "reserved word set"));
+	write_single_record(KP_REC_USER_STACK, &v, 152);
+	assert_true(read_all(err, sizeof(err), NULL, NULL) < 0);
+	assert_non_null(strstr(err, "too short"));
+}
+
 static void test_unknown_record_types_are_skipped(void **state)
 {
 	(void)state;
@@ -637,6 +680,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lying_compressed_kallsyms_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_layout_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vm_exit_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_user_stack_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_record_types_are_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_record_is_refused_by_writer, setup, teardown),
 		cmocka_unit_test(test_crc_matches_zlib),
