@@ -15,15 +15,13 @@
 #include "cli.h"
 #include "events.h"
 #include "export.h"
+#include "kvmprof/version.h"
 #include "record_cli.h"
 
-#define AGENT_VERSION "0.1"
 
 static const char usage_text[] =
-	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-o FILE]\n"
-	"                            [-g | --call-graph fp|dwarf[,SIZE]] [-a | -p PID | [--] CMD [ARGS...]]\n"
-	"       kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
-	"                            [--format text|folded|pprof|svg] [--recover]\n"
+	"usage: kvmprof-agent record [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
+	"       kvmprof-agent report [-i FILE] [OPTIONS]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
 	"       kvmprof-agent --help | --version\n";
 
@@ -32,7 +30,24 @@ static const char help_text[] =
 	"Samples a Linux system with perf_event_open, like perf record or OProfile,\n"
 	"and writes a kvmprof sample file (self-describing, versioned, checked on read).\n"
 	"\n"
-	"record options:\n"
+	"  record   sample a command, a process or the whole system into a sample file\n"
+	"  report   read a sample file: a table by symbol, call graphs, folded stacks,\n"
+	"           pprof, an SVG flame graph\n"
+	"  export   send this system's process maps and kernel symbols to a host-side\n"
+	"           profiler (kvmprof record --guest-export, kvmprof report)\n"
+	"\n"
+	"`kvmprof-agent COMMAND --help` describes each command's options.\n";
+
+static const char record_usage[] =
+	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-o FILE]\n"
+	"                            [-g | --call-graph fp|dwarf[,SIZE]] [-m PAGES] [-q]\n"
+	"                            [-a | -p PID | [--] CMD [ARGS...]]\n";
+
+static const char record_help[] =
+	"\n"
+	"Samples with perf_event_open, like perf record: a command and its children, a\n"
+	"running process (-p) or every CPU (-a), into a kvmprof sample file.\n"
+	"\n"
 	"  -e, --event EVENT[:PERIOD]  event to sample (repeatable; default cycles). Names:\n"
 	"                  perf's generic names (cycles, instructions, branches, branch-misses,\n"
 	"                  cache-references, cache-misses, cpu-clock, task-clock, page-faults...),\n"
@@ -42,7 +57,8 @@ static const char help_text[] =
 	"                  kernel/user 0 or 1). A trailing :PERIOD samples every PERIOD events.\n"
 	"  -F, --freq HZ    samples per second for events without a period (default 1000;\n"
 	"                  perf's 4000 costs four times as much in a guest with an emulated PMU)\n"
-	"  -c, --count N    sample every N events instead of a frequency\n"
+	"  -c, --count N    sample every N events instead of a frequency (ns for cpu-clock\n"
+	"                  and task-clock)\n"
 	"  -g, --callgraph  record call chains by frame pointer (as perf's -g)\n"
 	"  --call-graph MODE  fp (as -g), or dwarf[,SIZE]: each sample also carries its\n"
 	"                  user registers and SIZE bytes of user stack (default 8192, at most\n"
@@ -52,15 +68,22 @@ static const char help_text[] =
 	"  -a, --all-cpus   every process on every CPU, kernel included, until Ctrl-C\n"
 	"                  (or until CMD exits, when one is given)\n"
 	"  -p, --pid PID    the threads of a running process, until it exits or Ctrl-C\n"
-	"  -m, --mmap-pages N  ring buffer pages per CPU (power of two, default 128)\n"
-	"  -q, --quiet      no progress line (the summary still comes)\n"
+	"  -m, --mmap-pages N  ring buffer pages per CPU (power of two; default 128, 512\n"
+	"                  with --call-graph dwarf)\n"
+	"  -q, --quiet      no progress line (it is drawn only with -a or -p, on a terminal,\n"
+	"                  and erased at the end; the summary still comes)\n"
 	"  CMD ARGS         run CMD profiled, with its children; exit with its status\n"
 	"Without a hardware PMU (most virtual machines), hardware events fall back to\n"
-	"cpu-clock at the -F rate, and the file says so.\n"
+	"cpu-clock at the -F rate, and the file says so.\n";
+
+static const char export_usage[] =
+	"usage: kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n";
+
+static const char export_help[] =
 	"\n"
-	"report options: see `kvmprof-agent report --help`.\n"
+	"Writes this system's process table, executable mappings and kernel symbols as\n"
+	"a sample file, for a profiler on the host to resolve this guest's samples with.\n"
 	"\n"
-	"export options:\n"
 	"  -o, --output DEVICE  where to send the stream (default /dev/ttyS1, the\n"
 	"                  kvmprof-vmm agent channel; a terminal is set to raw 115200 8N1)\n"
 	"  -p, --pid PID    only these processes (repeatable; default all)\n"
@@ -68,11 +91,8 @@ static const char help_text[] =
 	"                  (program counters land only in code; half the bytes)\n";
 
 #define usage_error(...) cli_usage_error("kvmprof-agent", usage_text, __VA_ARGS__)
-
-static int bad_number(char opt, const char *arg, const char *what)
-{
-	return cli_bad_number("kvmprof-agent", usage_text, opt, arg, what);
-}
+#define record_usage_error(...) cli_usage_error("kvmprof-agent", record_usage, __VA_ARGS__)
+#define export_usage_error(...) cli_usage_error("kvmprof-agent", export_usage, __VA_ARGS__)
 
 /* What to profile: -a, -p PID or a command (record -m too). */
 static int record_option(int c, const char *arg, void *ctx)
@@ -86,12 +106,12 @@ static int record_option(int c, const char *arg, void *ctx)
 		return 0;
 	case 'p':
 		if (cli_parse_num(arg, 1, INT_MAX, &v))
-			return bad_number('p', arg, "a process id");
+			return cli_bad_number("kvmprof-agent", record_usage, 'p', arg, "a process id");
 		o->pid = (pid_t)v;
 		return 0;
 	case 'm':
 		if (cli_parse_num(arg, 1, 1u << 16, &v) || (v & (v - 1)))
-			return bad_number('m', arg, "a power of two between 1 and 65536");
+			return cli_bad_number("kvmprof-agent", record_usage, 'm', arg, "a power of two between 1 and 65536");
 		o->mmap_pages = (unsigned)v;
 		return 0;
 	}
@@ -108,7 +128,7 @@ static int cmd_record(int argc, char **argv)
 	};
 	static struct agent_record_opts o; /* large (events); static keeps it off the stack */
 	const struct record_cli cli = {
-		.prog = "kvmprof-agent", .usage = usage_text, .help = help_text,
+		.prog = "kvmprof-agent", .usage = record_usage, .help = record_help,
 		.max_events = RECORD_MAX_EVENTS, .max_freq = 1000000, .stop_at_command = true,
 		.own_shortopts = "ap:m:", .own_longopts = own_longopts, .own_option = record_option, .ctx = &o,
 	};
@@ -124,11 +144,11 @@ static int cmd_record(int argc, char **argv)
 	if (optind < argc)
 		o.argv = argv + optind;
 	else if (optind > 1 && !strcmp(argv[optind - 1], "--"))
-		return usage_error("record: missing command after --");
+		return record_usage_error("record: missing command after --");
 	if (o.pid && (o.all || o.argv))
-		return usage_error("record: -p excludes -a and a command");
+		return record_usage_error("record: -p excludes -a and a command");
 	if (!o.all && !o.pid && !o.argv)
-		return usage_error("record: nothing to profile: give -a, -p PID or -- CMD");
+		return record_usage_error("record: nothing to profile: give -a, -p PID or -- CMD");
 	return record_run(&o);
 }
 
@@ -151,7 +171,7 @@ static int cmd_export(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			if (!*optarg)
-				return usage_error("-o needs a file name");
+				return export_usage_error("-o needs a file name");
 			o.output = optarg;
 			break;
 		case 'A':
@@ -162,7 +182,7 @@ static int cmd_export(int argc, char **argv)
 
 			if (cli_parse_num(optarg, 1, INT_MAX, &v)) {
 				free(o.pids);
-				return bad_number('p', optarg, "a process id");
+				return cli_bad_number("kvmprof-agent", export_usage, 'p', optarg, "a process id");
 			}
 			n = realloc(o.pids, (o.npids + 1) * sizeof(*n));
 			if (!n) {
@@ -175,20 +195,20 @@ static int cmd_export(int argc, char **argv)
 			break;
 		}
 		case 'h':
-			printf("%s%s", usage_text, help_text);
+			printf("%s%s", export_usage, export_help);
 			free(o.pids);
 			return 0;
 		case ':':
 			free(o.pids);
-			return usage_error("export: option %s needs an argument", argv[optind - 1]);
+			return export_usage_error("export: option %s needs an argument", argv[optind - 1]);
 		default:
 			free(o.pids);
-			return usage_error("export: unknown option %s", argv[optind - 1]);
+			return export_usage_error("export: unknown option %s", argv[optind - 1]);
 		}
 	}
 	if (optind < argc) {
 		free(o.pids);
-		return usage_error("export: unexpected argument '%s'", argv[optind]);
+		return export_usage_error("export: unexpected argument '%s'", argv[optind]);
 	}
 	r = export_run(&o);
 	free(o.pids);
@@ -208,7 +228,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(sub, "--version") || !strcmp(sub, "-V")) {
-		printf("kvmprof-agent %s (sample format %d.%d)\n", AGENT_VERSION, KP_FILE_VERSION_MAJOR,
+		printf("kvmprof-agent %s (sample format %d.%d)\n", KVMPROF_VERSION, KP_FILE_VERSION_MAJOR,
 		       KP_FILE_VERSION_MINOR);
 		return 0;
 	}

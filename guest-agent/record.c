@@ -175,8 +175,10 @@ static void explain_open_error(const struct rec *R, int idx, int e)
 	char buf[32] = "";
 	FILE *f;
 
-	fprintf(stderr, "kvmprof-agent: perf_event_open %s%s: %s\n", name,
-		(R->ev_flags[idx] & KP_EVENT_FALLBACK) ? " (cpu-clock fallback)" : "", strerror(e));
+	if (R->ev_flags[idx] & KP_EVENT_FALLBACK)
+		fprintf(stderr, "kvmprof-agent: perf_event_open cpu-clock (standing in for %s): %s\n", name, strerror(e));
+	else
+		fprintf(stderr, "kvmprof-agent: perf_event_open %s: %s\n", name, strerror(e));
 	if (e == EINVAL && (R->ev_flags[idx] & KP_EVENT_FREQ) &&
 	    (f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re"))) {
 		if (fgets(buf, sizeof(buf), f) && R->ev_rate[idx] > strtoull(buf, NULL, 10))
@@ -534,7 +536,13 @@ static int loop_step(void *ctx, short pidfd_revents, int *next_poll_ms)
 
 static int record_loop(struct rec *R, int *child_status)
 {
-	struct loop L = { .R = R, .child_status = child_status, .tty = !R->o->rec.quiet && isatty(2),
+	/*
+	 * The progress line is for a terminal, and only when nothing else
+	 * writes there: a command shares our terminal, and its output would
+	 * run into the line (perf record draws none while a command runs).
+	 */
+	struct loop L = { .R = R, .child_status = child_status,
+			  .tty = !R->o->rec.quiet && isatty(2) && R->child <= 0,
 			  .last_progress = emit_now_ns(), .pidfd = -1 };
 	int r;
 

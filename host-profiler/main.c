@@ -17,23 +17,17 @@
 #include "host_list.h"
 #include "host_record.h"
 #include "host_report.h"
+#include "kvmprof/version.h"
 #include "record_cli.h"
 #include "stat.h"
 #include "plugin_cmd.h"
 #include "trace.h"
 
-#define KVMPROF_VERSION "0.1"
 
 static const char usage_text[] =
-	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [--connect URI]\n"
-	"                      [-e EVENT] [-F HZ | -c PERIOD] [-g | --call-graph fp|dwarf[,SIZE]] [-o FILE]\n"
-	"                      [--duration S] [--guest-export FILE] [--guest-kernel ELF] [--guest-hz HZ]\n"
-	"                      [--no-exits] [-q]\n"
-	"       kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
-	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
-	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
-	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
-	"       kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [-e EVENT[,EVENT...]] [--duration S]\n"
+	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [OPTIONS]\n"
+	"       kvmprof report [-i FILE] [OPTIONS]\n"
+	"       kvmprof stat --vm SOCKET | --domain NAME [OPTIONS]\n"
 	"       kvmprof list [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
@@ -47,7 +41,27 @@ static const char help_text[] =
 	"for a domain, through QEMU's monitor and QEMU's mapping of guest memory; guest\n"
 	"samples resolve against the guest's own files.\n"
 	"\n"
-	"record options:\n"
+	"  record   sample a VM: its host threads and its guest, into a sample file\n"
+	"  report   read a recording: by domain, process and symbol; stacks, flame graphs\n"
+	"  stat     count events of a VM (host threads and guest) for a while\n"
+	"  list     the running libvirt domains, and what kvmprof can do with each\n"
+	"  trace    print a kvmprof-vmm --trace file\n"
+	"  plugin   load and unload a running VMM's plugins\n"
+	"\n"
+	"`kvmprof COMMAND --help` describes each command's options.\n";
+
+static const char record_usage[] =
+	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [--connect URI]\n"
+	"                      [-e EVENT] [-F HZ | -c PERIOD] [-g | --call-graph fp|dwarf[,SIZE]] [-o FILE]\n"
+	"                      [--duration S] [--guest-export FILE] [--guest-kernel ELF] [--guest-hz HZ]\n"
+	"                      [--no-exits] [-q]\n";
+
+static const char record_help[] =
+	"\n"
+	"Samples a VM's host threads (VMM user code, host kernel) with perf_event_open and\n"
+	"its guest through the VMM's guest sampler (--vm) or QEMU's monitor (--domain),\n"
+	"into one sample file for kvmprof report.\n"
+	"\n"
 	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
 	"  --domain NAME       a running libvirt domain (kvmprof list shows them)\n"
 	"  --all-domains       every running domain at once, a recording each in the\n"
@@ -61,7 +75,7 @@ static const char help_text[] =
 	"  -e, --event EVENT   event to sample (default cycles; cpu-clock without a hardware\n"
 	"                      PMU); names as for kvmprof-agent record\n"
 	"  -F, --freq HZ       samples per second (default 1000)\n"
-	"  -c, --count N       sample every N events instead\n"
+	"  -c, --count N       sample every N events instead (ns for cpu-clock and task-clock)\n"
 	"  -g, --callgraph     call chains: host frame pointers, and the guest's stacks\n"
 	"  --call-graph MODE   fp (as -g), or dwarf[,SIZE]: the VM's host threads unwound\n"
 	"                      at report time from a copy of SIZE bytes of their user stack\n"
@@ -75,24 +89,28 @@ static const char help_text[] =
 	"      --no-exits      no VM exit records (by default the VMM records every exit\n"
 	"                      with its guest context and host interval, for the report's\n"
 	"                      cross-layer stacks, --drill and --exits)\n"
-	"  -q, --quiet         no progress line\n"
+	"  -q, --quiet         no progress line (it is shown only when stderr is a terminal)\n"
 	"Host samples taken while guest code ran are the guest's time: they are left\n"
 	"out and counted (META host_samples_in_guest), and the guest's own samples stand\n"
-	"for that time.\n"
+	"for that time.\n";
+
+static const char stat_usage[] =
+	"usage: kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [-e EVENT[,EVENT...]] [--duration S]\n";
+
+static const char stat_help[] =
 	"\n"
-	"report options: see `kvmprof report --help`.\n"
+	"Counts events of a VM for a while, split by domain as far as the host allows:\n"
+	"per-thread counters of the VM's threads, the kernel's user, system and guest\n"
+	"time of each, and kvmprof-vmm's vPMU figures and VM exits.\n"
 	"\n"
-	"stat options:\n"
-	"  --vm SOCKET | --domain NAME [--connect URI], -e EVENTS (comma-separated;\n"
-	"  default task-clock), --duration S\n"
-	"\n"
-	"list: the running libvirt domains, their QEMU pid, vCPU threads and RAM, and\n"
-	"what kvmprof can do with each (and why not); see `kvmprof list --help`.\n"
-	"\n"
-	"trace: prints a kvmprof-vmm --trace file; see `kvmprof trace --help`.\n"
-	"plugin: loads and unloads a running VMM's plugins; see `kvmprof plugin --help`.\n";
+	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
+	"  --domain NAME       a running libvirt domain; --connect URI its connection\n"
+	"  -e, --event EVENTS  comma-separated events (default task-clock)\n"
+	"  -d, --duration S    count for S seconds (default: Ctrl-C, or when the VM exits)\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
+#define record_usage_error(...) cli_usage_error("kvmprof", record_usage, __VA_ARGS__)
+#define stat_usage_error(...) cli_usage_error("kvmprof", stat_usage, __VA_ARGS__)
 
 /* Which VM, for how long, and a Linux guest's task layout. */
 static int record_option(int c, const char *arg, void *ctx)
@@ -105,7 +123,7 @@ static int record_option(int c, const char *arg, void *ctx)
 		return 0;
 	case 'd':
 		if (cli_parse_seconds(arg, &o->duration))
-			return usage_error("--duration '%s': expected seconds (> 0)", arg);
+			return record_usage_error("--duration '%s': expected seconds (> 0)", arg);
 		return 0;
 	case 'x':
 		o->guest_export = arg;
@@ -129,7 +147,7 @@ static int record_option(int c, const char *arg, void *ctx)
 		unsigned long long hz;
 
 		if (cli_parse_num(arg, 1, DOMAIN_SAMPLER_HZ_MAX, &hz))
-			return usage_error("--guest-hz '%s': expected 1 to %d register samples per second", arg,
+			return record_usage_error("--guest-hz '%s': expected 1 to %d register samples per second", arg,
 					   DOMAIN_SAMPLER_HZ_MAX);
 		o->guest_hz = (unsigned int)hz;
 		return 0;
@@ -154,7 +172,7 @@ static int cmd_record(int argc, char **argv)
 	};
 	static struct host_record_opts o;
 	const struct record_cli cli = {
-		.prog = "kvmprof", .usage = usage_text, .help = help_text, .max_events = 1, .max_freq = 100000,
+		.prog = "kvmprof", .usage = record_usage, .help = record_help, .max_events = 1, .max_freq = 100000,
 		.own_shortopts = "v:d:x:", .own_longopts = own_longopts, .own_option = record_option, .ctx = &o,
 	};
 	int r;
@@ -164,12 +182,12 @@ static int cmd_record(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	if (optind < argc)
-		return usage_error("record: unexpected argument '%s'", argv[optind]);
+		return record_usage_error("record: unexpected argument '%s'", argv[optind]);
 	if (!!o.vm + !!o.domain + o.all_domains != 1)
-		return usage_error("record: one of --vm SOCKET (kvmprof-vmm --control SOCKET), --domain NAME (a libvirt "
+		return record_usage_error("record: one of --vm SOCKET (kvmprof-vmm --control SOCKET), --domain NAME (a libvirt "
 				   "domain) or --all-domains");
 	if (o.vm && (o.connect || o.guest_hz || o.guest_kernel))
-		return usage_error("record: --connect, --guest-hz and --guest-kernel are for libvirt domains, not --vm");
+		return record_usage_error("record: --connect, --guest-hz and --guest-kernel are for libvirt domains, not --vm");
 	r = record_cli_check_rate(&cli, &o.rec);
 	if (r >= 0)
 		return r;
@@ -209,7 +227,7 @@ static int cmd_stat(int argc, char **argv)
 			for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 				if (o.nevents == HOST_STAT_MAX_EVENTS) {
 					free(list);
-					return usage_error("stat: at most %d events", HOST_STAT_MAX_EVENTS);
+					return stat_usage_error("stat: at most %d events", HOST_STAT_MAX_EVENTS);
 				}
 				r = cli_parse_event("kvmprof", tok, &o.events[o.nevents]);
 				if (r) {
@@ -223,23 +241,23 @@ static int cmd_stat(int argc, char **argv)
 		}
 		case 'd':
 			if (cli_parse_seconds(optarg, &o.duration))
-				return usage_error("--duration '%s': expected seconds (> 0)", optarg);
+				return stat_usage_error("--duration '%s': expected seconds (> 0)", optarg);
 			break;
 		case 'h':
-			printf("%s%s", usage_text, help_text);
+			printf("%s%s", stat_usage, stat_help);
 			return 0;
 		case ':':
-			return usage_error("stat: option %s needs an argument", argv[optind - 1]);
+			return stat_usage_error("stat: option %s needs an argument", argv[optind - 1]);
 		default:
-			return usage_error("stat: unknown option %s", argv[optind - 1]);
+			return stat_usage_error("stat: unknown option %s", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return usage_error("stat: unexpected argument '%s'", argv[optind]);
+		return stat_usage_error("stat: unexpected argument '%s'", argv[optind]);
 	if (!o.vm == !o.domain)
-		return usage_error("stat: one of --vm SOCKET or --domain NAME");
+		return stat_usage_error("stat: one of --vm SOCKET or --domain NAME");
 	if (o.vm && o.connect)
-		return usage_error("stat: --connect is for libvirt domains, not --vm");
+		return stat_usage_error("stat: --connect is for libvirt domains, not --vm");
 	return host_stat_run(&o);
 }
 

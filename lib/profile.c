@@ -337,7 +337,11 @@ int profile_finish(struct profile *p)
 	}
 	if (profile_join_exits(p))
 		goto out;
-	if (p->chains_cut)
+	/*
+	 * A chain or two cut in a dynamic loader's start-up is the normal
+	 * noise of frame-pointer walks; a warning is for a share worth a look.
+	 */
+	if (p->chains_cut && p->chains_cut * 100 >= p->nr_samples)
 		profile_warn(p, "%" PRIu64 " call chains were cut where a caller lies in no mapping (garbage frame pointers: "
 			     "a frame without one, a clobbered RBP); %" PRIu64 " frames dropped", p->chains_cut, p->frames_cut);
 	if (ps->ustacks_over_cap)

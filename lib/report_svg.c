@@ -386,9 +386,13 @@ static void emit_header(struct svg *s, const struct profile_event *e, double hei
 		fputs(pass ? "<text class=\"title\" x=\"50%\" y=\"24\" text-anchor=\"middle\">" : "<title>", s->out);
 		xml_put(s->out, title, SIZE_MAX);
 		fputs(": ", s->out);
-		xml_put(s->out, e ? e->name : "no event", SIZE_MAX);
-		if (e && e->flags & KP_EVENT_FALLBACK)
-			fputs(" (cpu-clock fallback)", s->out);
+		if (e && e->flags & KP_EVENT_FALLBACK) {
+			fputs("cpu-clock (standing in for ", s->out);
+			xml_put(s->out, e->name, SIZE_MAX);
+			fputs(": no hardware PMU)", s->out);
+		} else {
+			xml_put(s->out, e ? e->name : "no event", SIZE_MAX);
+		}
 		fprintf(s->out, ", %" PRIu64 " sample%s", s->total, s->total == 1 ? "" : "s");
 		fputs(pass ? "</text>\n" : "</title>\n", s->out);
 		/* The background goes under everything visible. */

@@ -104,13 +104,19 @@ static void put_clean(FILE *out, const char *s, int width)
 
 static void print_header(FILE *out, const struct profile_event *e)
 {
-	fprintf(out, "Event %s", e->name);
+	bool fallback = e->declared && (e->flags & KP_EVENT_FALLBACK);
+
+	/* Under the fallback the samples are cpu-clock's: the event asked for is named as what it stood in for. */
+	fprintf(out, "Event %s", fallback ? "cpu-clock" : e->name);
 	if (e->declared) {
 		if (e->flags & KP_EVENT_FREQ)
 			fprintf(out, " (frequency %" PRIu64 " Hz", e->period);
 		else
-			fprintf(out, " (period %" PRIu64 "%s", e->period, events_is_clock(e->type, e->config) ? " ns" : "");
-		fprintf(out, "%s)", e->flags & KP_EVENT_FALLBACK ? ", cpu-clock fallback" : "");
+			fprintf(out, " (period %" PRIu64 "%s", e->period,
+				fallback || events_is_clock(e->type, e->config) ? " ns" : "");
+		if (fallback)
+			fprintf(out, "; standing in for %s: no hardware PMU", e->name);
+		fputc(')', out);
 	}
 	fprintf(out, ": %" PRIu64 " samples, %" PRIu64 " lost\n", e->samples, e->lost);
 }

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "control.h"
+#include "kvmprof/plugin.h"
+#include "kvmprof/sample_format.h"
+#include "kvmprof/version.h"
 #include "options.h"
 #include "trace_event_table.h"
 
@@ -65,6 +68,7 @@ static const char usage_text[] =
 	"                        get the trace events; out=FILE sends its output to\n"
 	"                        FILE (default: stderr at exit); docs/plugins.md\n"
 	"  -h, --help            this help\n"
+	"  -V, --version         the version, and those of the formats it speaks\n"
 	"\n"
 	"The guest powers off by writing a 32-bit status to port 0xf4; that status\n"
 	"is the exit code (255 if larger). Other exit codes: 1 the VM could not be\n"
@@ -166,6 +170,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		{ "trace-events", required_argument, NULL, OPT_TRACE_EVENTS },
 		{ "plugin", required_argument, NULL, OPT_PLUGIN },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool initrd_given = false;
@@ -181,7 +186,7 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 	};
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_KERNEL:
 			cfg->kernel_path = optarg;
@@ -289,6 +294,10 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 		}
 		case 'h':
 			printf(usage_text, KVMPROF_MAX_CPUS, VMM_PLUGINS_MAX);
+			return 1;
+		case 'V':
+			printf("kvmprof-vmm %s (sample format %d.%d, plugin API %d)\n", KVMPROF_VERSION,
+			       KP_FILE_VERSION_MAJOR, KP_FILE_VERSION_MINOR, KVMPROF_PLUGIN_VERSION);
 			return 1;
 		case ':':
 			return bad(err, "option %s needs a value (see --help)", argv[optind - 1]);

@@ -106,6 +106,11 @@ fi
 vmm --help
 if [ $rc = 0 ] && grep -q -- '--kernel FILE' "$TMP/out" && grep -q -- '--agent-channel' "$TMP/out"; then pass help
 else fail help "rc=$rc"; fi
+# --version was an unknown option (issue 16)
+vmm --version
+if [ $rc = 0 ] && grep -q '^kvmprof-vmm [0-9.]* (sample format [0-9]*\.[0-9]*, plugin API [0-9]*)$' "$TMP/out"; then
+	pass "version ($(cat "$TMP/out"))"
+else fail version "rc=$rc: $(head -c 200 "$TMP/out")"; fi
 
 # --- bad input: one line naming the file or value, non-zero exit ------------
 head -c 100 "$FIX/pvh-exit0.elf" >"$TMP/truncated.elf"

@@ -64,6 +64,16 @@ shares_sum() {
 # ---- the command line
 "$KVMPROF" --help >"$T/help" 2>&1 && grep -q '^usage: kvmprof record --vm SOCKET' "$T/help" && pass cli-help ||
 	fail cli-help "--help did not print the usage" "$T/help"
+# Each command's --help is its own (record and stat printed the program's, issue 16).
+"$KVMPROF" record --help >"$T/help.record" 2>&1
+"$KVMPROF" stat --help >"$T/help.stat" 2>&1
+if head -n 1 "$T/help.record" | grep -q '^usage: kvmprof record ' && grep -q -- '--call-graph MODE' "$T/help.record" &&
+	! grep -q '^usage: kvmprof stat' "$T/help.record" &&
+	head -n 1 "$T/help.stat" | grep -q '^usage: kvmprof stat ' && ! grep -q -- '--call-graph' "$T/help.stat"; then
+	pass cli-help-per-command
+else
+	fail cli-help-per-command "record/stat --help do not each describe their own command" "$T/help.record" "$T/help.stat"
+fi
 "$KVMPROF" --version | grep -q '^kvmprof .* (sample format 1\.' && pass cli-version || fail cli-version "no version line"
 "$KVMPROF" >/dev/null 2>&1
 rc1=$?

@@ -139,10 +139,12 @@ static void test_process_lifecycle(void **state)
 	}
 	/* 9: a sample out of time order (another CPU's buffer) sees the state of its time. */
 	assert_int_equal(fx_sample(w, 1, 11, 6, FX_ALPHA + 1, KP_CPL_USER, NULL, 0), 0);
+	/* 10: the idle task (pid 0), which no COMM names: swapper, as perf and the kernel call it (it was ":0"). */
+	assert_int_equal(fx_sample(w, 1, 0, 19, 0xffffffff81000010, KP_CPL_KERNEL, NULL, 0), 0);
 	assert_int_equal(fx_close(w, fd), 0);
 
 	p = load(NULL);
-	assert_int_equal(p->nr_samples, 10);
+	assert_int_equal(p->nr_samples, 11);
 	assert_string_equal(frame_func(p, 0, 0), "alpha");
 	assert_string_equal(frame_image(p, 0, 0), "fx");
 	assert_string_equal(comm_of(p, 0), "shell");
@@ -173,9 +175,10 @@ static void test_process_lifecycle(void **state)
 	assert_string_equal(frame_image(p, 8, 2), "fx");
 	assert_string_equal(frame_func(p, 9, 0), "[unknown]");
 	assert_string_equal(comm_of(p, 9), "other");
+	assert_string_equal(comm_of(p, 10), "swapper");
 	assert_int_equal(p->nr_events, 1);
-	assert_int_equal(p->events[0].samples, 10);
-	assert_int_equal(p->events[0].weight, 10000);
+	assert_int_equal(p->events[0].samples, 11);
+	assert_int_equal(p->events[0].weight, 11000);
 	assert_int_equal(p->events[0].unresolved, 3);
 	assert_int_equal(p->unresolved, 3);
 	assert_int_equal(nr_warnings, 0);
