@@ -36,6 +36,9 @@ static void put(const char *s, size_t n, void *opaque)
 	struct demangle_out *o = opaque;
 	size_t room = o->size - 1 - o->len;
 
+	/* libiberty hands over empty pieces, some as (NULL, 0). */
+	if (!n)
+		return;
 	if (n > room) {
 		memcpy(o->buf + o->len, s, room);
 		o->len += room;
