@@ -260,12 +260,14 @@ top_symbol() {
 }
 "$AGENT" record -q -e cpu-clock -o "$T/cxx.data" -- "$FIX/cxx_spin" 0.3 >/dev/null 2>"$T/cxx.err"
 rc=$?
-"$AGENT" report -i "$T/cxx.data" >"$T/cxx.rep" 2>>"$T/cxx.err"
-"$AGENT" report -i "$T/cxx.data" --no-demangle >"$T/cxx-mangled.rep" 2>>"$T/cxx.err"
-"$AGENT" report -i "$T/cxx.data" -f folded >"$T/cxx.folded" 2>>"$T/cxx.err"
-"$AGENT" report -i "$T/cxx.data" -f svg -o "$T/cxx.svg" 2>>"$T/cxx.err"
-"$AGENT" report -i "$T/cxx.data" -f pprof -o "$T/cxx.pb.gz" 2>>"$T/cxx.err"
-python3 tests/agent/pprof_summary.py "$T/cxx.pb.gz" >"$T/cxx.pprof" 2>>"$T/cxx.err"
+{
+	"$AGENT" report -i "$T/cxx.data" >"$T/cxx.rep"
+	"$AGENT" report -i "$T/cxx.data" --no-demangle >"$T/cxx-mangled.rep"
+	"$AGENT" report -i "$T/cxx.data" -f folded >"$T/cxx.folded"
+	"$AGENT" report -i "$T/cxx.data" -f svg -o "$T/cxx.svg"
+	"$AGENT" report -i "$T/cxx.data" -f pprof -o "$T/cxx.pb.gz"
+	python3 tests/agent/pprof_summary.py "$T/cxx.pb.gz" >"$T/cxx.pprof"
+} 2>>"$T/cxx.err"
 top=$(top_symbol "$T/cxx.rep")
 top_mangled=$(top_symbol "$T/cxx-mangled.rep")
 # Folded stacks write spaces as '_' (the line format's separator); the SVG escapes '<'.
@@ -280,6 +282,22 @@ elif ! sanitizer_clean "$T/cxx.err"; then
 	fail demangle "sanitizer report" "$T/cxx.err"
 else
 	pass "demangle ($top; --no-demangle: $top_mangled; text, folded, svg, pprof)"
+fi
+# kvmprof report has the same option (the shared report command); its rows end in the symbol.
+if [ -x "$KVMPROF" ]; then
+	{
+		"$KVMPROF" report -i "$T/cxx.data" >"$T/cxx-host.rep"
+		"$KVMPROF" report -i "$T/cxx.data" --no-demangle >"$T/cxx-host-mangled.rep"
+	} 2>>"$T/cxx.err"
+	# Rows of image cxx_spin whose symbol column (the rest of the line) is the name.
+	rows_of() { awk -v s="$2" 'index($0, " cxx_spin ") && substr($0, length($0) - length(s)) == " " s { n++ } END { print n + 0 }' "$1"; }
+	host_rows=$(rows_of "$T/cxx-host.rep" "$cxx_name")
+	host_mangled_rows=$(rows_of "$T/cxx-host-mangled.rep" "$cxx_mangled")
+	if [ "$host_rows" = 1 ] && [ "$host_mangled_rows" = 1 ] && ! grep -q -F "$cxx_mangled" "$T/cxx-host.rep"; then
+		pass "demangle-kvmprof-report (one row each: $cxx_name; --no-demangle: $cxx_mangled)"
+	else
+		fail demangle-kvmprof-report "rows with the demangled name: $host_rows, with the mangled one under --no-demangle: $host_mangled_rows (want 1 and 1)" "$T/cxx-host.rep"
+	fi
 fi
 if ! perf record -q -e cpu-clock -F 1000 -o "$T/cxx.perf" -- "$FIX/cxx_spin" 0.3 >/dev/null 2>"$T/perf.err"; then
 	skip demangle-vs-perf "perf record does not run here: $(head -n 1 "$T/perf.err")"
