@@ -64,7 +64,8 @@ int symtab_find_symbol(const char *path, const char *name, uint64_t *addr, uint6
  * Rust (legacy or v0) symbol name as perf report shows it,
  * "ns::Spinner<unsigned long>::spin" for _ZN2ns7SpinnerImE4spinEmj, into
  * buf. False, buf unspecified, for a name that is not mangled, malformed,
- * or longer than SYMTAB_DEMANGLE_INPUT_MAX: the caller keeps the name.
+ * or longer than SYMTAB_DEMANGLE_INPUT_MAX, or a buffer under 16 bytes:
+ * the caller keeps the name.
  * A name that does not fit in size bytes is cut and ends in "...", so a
  * hostile name costs at most size bytes of output. The output is
  * libiberty's, bytes of the name included: sanitize it like any name.

@@ -60,7 +60,11 @@ static void mark_cut(struct demangle_out *o)
 	o->len = len + 3;
 }
 
-/* libiberty's verdict: Rust, else C++; 1 when it stopped at a full buffer. Apart so setjmp's frame has no locals that change. */
+/*
+ * libiberty's verdict, Rust first, else C++; 1 when it stopped at a full
+ * buffer. A function of its own so that setjmp's frame has no local that
+ * changes between setjmp and longjmp (those would be indeterminate).
+ */
 static int run(const char *name, int options, struct demangle_out *out)
 {
 	if (setjmp(out->full))
