@@ -30,7 +30,8 @@ static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
-	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n";
+	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
+	"                      [--no-demangle]\n";
 
 static const char help[] =
 	"\n"
@@ -63,7 +64,9 @@ static const char help[] =
 	"                          the exit's frame into the guest's stack at the exit)\n"
 	"      --recover           read a damaged file (cut short by kill -9, a crash or a\n"
 	"                          full disk; a corrupt record; data after END) up to the\n"
-	"                          damage, and say where it is and how much was lost\n";
+	"                          damage, and say where it is and how much was lost\n"
+	"      --no-demangle       C++ and Rust function names as the files have them\n"
+	"                          (_ZN2ns3fooEv); by default they are demangled (ns::foo)\n";
 
 /* The options that are this command's own. */
 struct host_report_args {
