@@ -1,9 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* `kvmprof-agent report`: reads a sample file and prints the profile. */
+/* `kvmprof-agent report` and `script`: read a sample file and print the profile, or its samples. */
 #ifndef KVMPROF_AGENT_REPORT_H
 #define KVMPROF_AGENT_REPORT_H
 
+#include "report.h"
+#include "report_cli.h"
+
 /* argv[0] is "report". Returns the exit status: 0, 1 (bad input, I/O), 2 (usage). */
 int agent_report_main(int argc, char **argv);
+
+/*
+ * The report's own options, which `script` shares where it has them
+ * (--kallsyms): their values, and their handlers for struct report_cli.
+ */
+struct agent_report_args {
+	const char *kallsyms;
+	struct report_options opt;
+};
+int agent_report_option(int c, const char *arg, void *ctx);
+void agent_report_profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx);
+
+/* argv[0] is "script": the samples one by one, like perf script. Returns the exit status. */
+int agent_script_main(int argc, char **argv);
 
 #endif

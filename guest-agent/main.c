@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kvmprof-agent: the in-guest sampling agent. Subcommands record, report
- * and export; this file only parses the command line.
+ * kvmprof-agent: the in-guest sampling agent. Subcommands record, report,
+ * script and export; this file only parses the command line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -237,6 +237,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(sub, "report"))
 		return agent_report_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "script"))
+		return agent_script_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "export"))
 		return cmd_export(argc - 1, argv + 1);
 	return usage_error("unknown subcommand '%s'", sub);

@@ -45,13 +45,7 @@ static const char report_help[] =
 	"else the kernel ELF the sample file names. A file whose build-id differs from\n"
 	"the recorded one is not used. Samples without a symbol show as [unknown].\n";
 
-/* The options that are this command's own. */
-struct agent_report_args {
-	const char *kallsyms;
-	struct report_options opt;
-};
-
-static int own_option(int c, const char *arg, void *ctx)
+int agent_report_option(int c, const char *arg, void *ctx)
 {
 	struct agent_report_args *a = ctx;
 
@@ -76,7 +70,7 @@ static int own_option(int c, const char *arg, void *ctx)
 }
 
 /* The recorded system's files under --guest-root; its kernel symbols from --kallsyms when the file has none. */
-static void profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
+void agent_report_profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
 {
 	const struct agent_report_args *own = ctx;
 
@@ -118,8 +112,8 @@ int agent_report_main(int argc, char **argv)
 	struct agent_report_args own = { 0 };
 	const struct report_cli cli = {
 		.prog = "kvmprof-agent", .cmd = "kvmprof-agent report", .usage = report_usage, .help = report_help,
-		.own_shortopts = "s:gk:", .own_longopts = own_longopts, .own_option = own_option,
-		.profile_options = profile_options, .render = render, .note_unresolved = true, .ctx = &own,
+		.own_shortopts = "s:gk:", .own_longopts = own_longopts, .own_option = agent_report_option,
+		.profile_options = agent_report_profile_options, .render = render, .note_unresolved = true, .ctx = &own,
 	};
 
 	return report_cli_main(&cli, argc, argv);

@@ -212,6 +212,26 @@ static int sort_by_time(const struct profile *p, uint32_t *order, size_t n)
 	return 0;
 }
 
+int profile_time_order(const struct profile *p, uint32_t **out)
+{
+	uint32_t *order = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*order));
+	bool sorted = true;
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		order[i] = (uint32_t)i;
+		if (i && p->samples[i].time < p->samples[i - 1].time)
+			sorted = false;
+	}
+	if (!sorted && sort_by_time(p, order, p->nr_samples)) {
+		free(order);
+		return -ENOMEM;
+	}
+	*out = order;
+	return 0;
+}
+
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;

@@ -197,6 +197,13 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 		 char *err, size_t errlen);
 
 /*
+ * The samples' indices in time order (equal times in recorded order), in
+ * *out (the caller frees it): samples stay in the order the file gave
+ * them, which per-CPU buffers interleave. 0 or -ENOMEM.
+ */
+int profile_time_order(const struct profile *p, uint32_t **out);
+
+/*
  * The index of a command name in comms, added if new (PROFILE_NONE when out
  * of memory): for reports that relabel samples' commands after
  * profile_finish (the host profiler's "[guest] matmul").

@@ -2,8 +2,8 @@
 /*
  * Renderers of a finished profile (profile.h): an opreport-style table with
  * optional caller chains, folded stacks for flame graphs, pprof's gzipped
- * protobuf, and an SVG flame graph. Each returns 0 or -errno (-EIO when
- * writing failed).
+ * protobuf, an SVG flame graph, and perf script's sample-by-sample lines.
+ * Each returns 0 or -errno (-EIO when writing failed).
  */
 #ifndef KVMPROF_REPORT_H
 #define KVMPROF_REPORT_H
@@ -49,6 +49,21 @@ struct report_pprof_options {
 
 /* The whole profile as gzipped pprof protobuf; opt may be NULL. */
 int report_pprof(FILE *out, const struct profile *p, const struct report_pprof_options *opt);
+
+/*
+ * `script` (lib/report_script.c): one sample after another in time order,
+ * in perf script's default layout, with its stack when the recording has
+ * call chains, unless hide_callchain (-G).
+ */
+struct report_script_options {
+	bool hide_callchain;
+	/* A sample's domain, one word ("guest-user"); NULL: "user" or "kernel" by privilege level. */
+	const char *(*domain)(const struct profile *p, const struct profile_sample *s, void *ctx);
+	void *ctx;
+};
+
+/* opt may be NULL. */
+int report_script(FILE *out, const struct profile *p, const struct report_script_options *opt);
 
 /*
  * What a frame is, for the flame graph's colours: a function of the

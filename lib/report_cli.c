@@ -43,12 +43,18 @@ static int parse_format(const char *name, enum report_format *out)
 /* -1 to go on, else the exit status. */
 static int parse_args(const struct report_cli *cli, int argc, char **argv, struct report_cli_args *a)
 {
-	struct option longopts[NR_SHARED + CLI_OWN_LONGOPTS_MAX + 1];
+	struct option longopts[NR_SHARED + CLI_OWN_LONGOPTS_MAX + 1], shared[NR_SHARED];
+	size_t nshared = 0;
 	char shortopts[128];
 	int c, r;
 
-	cli_merge_longopts(longopts, shared_longopts, NR_SHARED, cli->own_longopts);
-	snprintf(shortopts, sizeof(shortopts), ":i:f:o:r:h%s", cli->own_shortopts ? cli->own_shortopts : "");
+	/* A command with one output (script) has no -f: it is then an unknown option. */
+	for (size_t i = 0; i < NR_SHARED; i++)
+		if (!cli->one_format || shared_longopts[i].val != 'f')
+			shared[nshared++] = shared_longopts[i];
+	cli_merge_longopts(longopts, shared, nshared, cli->own_longopts);
+	snprintf(shortopts, sizeof(shortopts), ":i:%so:r:h%s", cli->one_format ? "" : "f:",
+		 cli->own_shortopts ? cli->own_shortopts : "");
 	*a = (struct report_cli_args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT };
 	optind = 1;
 	opterr = 0;

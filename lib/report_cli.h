@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The report command both programs run (`kvmprof-agent report`, `kvmprof
- * report`): the options they share (-i, -o, -f/--format, -r/--guest-root,
- * --recover, --help), loading the sample file (profile_load), the refusal
- * to write binary to a terminal, writing to -o FILE or standard output,
- * and the messages for all of it. Each program brings its own options
+ * report`), and those that read a recording as it does (`script`, with
+ * its one format): the options they share (-i, -o, -f/--format,
+ * -r/--guest-root, --recover, --help), loading the sample file
+ * (profile_load), the refusal to write binary to a terminal, writing to
+ * -o FILE or standard output, and the messages for all of it. Each program brings its own options
  * (sort keys, symbol sources, --guest-export), its loader options and its
  * renderer through struct report_cli.
  */
@@ -57,6 +58,8 @@ struct report_cli {
 	int (*directory)(FILE *out, const struct report_cli_args *a, const struct profile_options *popt, void *ctx);
 	/* Formats other than text say on stderr how many samples have no symbol (the table has a footer). */
 	bool note_unresolved;
+	/* The command has one output of its own (script): no -f/--format; a->format stays text. */
+	bool one_format;
 	void *ctx;
 };
 

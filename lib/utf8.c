@@ -57,3 +57,20 @@ void utf8_sanitize(char *s, char repl, const char *also)
 		s += n;
 	}
 }
+
+void utf8_fputs_sanitized(const char *s, FILE *out, char repl, const char *also)
+{
+	while (*s) {
+		size_t n = utf8_printable_len(s);
+
+		if (n == 1 && also && strchr(also, *s))
+			n = 0;
+		if (!n) {
+			putc(repl, out);
+			s++;
+			continue;
+		}
+		fwrite(s, 1, n, out);
+		s += n;
+	}
+}

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The length (1-4) of the valid UTF-8 sequence at s and its code point; 0 if s starts none. */
 size_t utf8_decode(const unsigned char *s, uint32_t *cp);
@@ -19,5 +20,7 @@ size_t utf8_decode(const unsigned char *s, uint32_t *cp);
 size_t utf8_printable_len(const char *s);
 /* In place: every byte of an unsafe character, and every byte found in `also`, becomes `repl`. */
 void utf8_sanitize(char *s, char repl, const char *also);
+/* Writes s to out as utf8_sanitize would leave it (no copy, no length limit). */
+void utf8_fputs_sanitized(const char *s, FILE *out, char repl, const char *also);
 
 #endif
