@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "profile.h"
+#include "report_cli.h"
 
 enum host_layer {
 	HOST_LAYER_GUEST_USER,
@@ -57,5 +58,25 @@ int host_report_domains(FILE *out, const char *dir, const struct profile_options
 
 /* argv[0] is "report". Returns the exit status. */
 int host_report_main(int argc, char **argv);
+
+/*
+ * The report's own options, which `kvmprof script` shares where it has
+ * them (--guest-kernel, --guest-kallsyms, --guest-export,
+ * --no-cross-layer): their values, and their handlers for struct report_cli.
+ */
+struct host_report_args {
+	const char *guest_kernel, *guest_kallsyms, *guest_export;
+	bool by_process;
+	bool drill, exits, no_cross_layer;
+	const char *drill_start;
+	double drill_threshold;
+	int argc; /* for --drill's optional START as the next word */
+	char **argv;
+};
+int host_report_option(int c, const char *arg, void *ctx);
+void host_report_profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx);
+
+/* argv[0] is "script": the samples one by one, like perf script, each in its domain. Returns the exit status. */
+int host_script_main(int argc, char **argv);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kvmprof: the host-side system-wide profiler. Subcommands record, report,
- * stat, list, trace and plugin; this file only parses the command line.
+ * script, stat, list, trace and plugin; this file only parses the command line.
  * Exit codes: 0 done, 1 failed, 2 bad usage.
  */
 #include <errno.h>
@@ -27,6 +27,7 @@
 static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [OPTIONS]\n"
 	"       kvmprof report [-i FILE] [OPTIONS]\n"
+	"       kvmprof script [-i FILE] [-G] [OPTIONS]\n"
 	"       kvmprof stat --vm SOCKET | --domain NAME [OPTIONS]\n"
 	"       kvmprof list [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
@@ -43,6 +44,8 @@ static const char help_text[] =
 	"\n"
 	"  record   sample a VM: its host threads and its guest, into a sample file\n"
 	"  report   read a recording: by domain, process and symbol; stacks, flame graphs\n"
+	"  script   print every sample of a recording with its domain and stack, as perf\n"
+	"           script does (for flame-graph scripts and your own tools)\n"
 	"  stat     count events of a VM (host threads and guest) for a while\n"
 	"  list     the running libvirt domains, and what kvmprof can do with each\n"
 	"  trace    print a kvmprof-vmm --trace file\n"
@@ -281,6 +284,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(sub, "report"))
 		return host_report_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "script"))
+		return host_script_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(sub, "list"))

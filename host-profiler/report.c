@@ -68,17 +68,6 @@ static const char help[] =
 	"      --no-demangle       C++ and Rust function names as the files have them\n"
 	"                          (_ZN2ns3fooEv); by default they are demangled (ns::foo)\n";
 
-/* The options that are this command's own. */
-struct host_report_args {
-	const char *guest_kernel, *guest_kallsyms, *guest_export;
-	bool by_process;
-	bool drill, exits, no_cross_layer;
-	const char *drill_start;
-	double drill_threshold;
-	int argc; /* for --drill's optional START as the next word */
-	char **argv;
-};
-
 static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
 							   "host kernel" };
 /* The tag a sample's process frame carries in folded stacks and flame graphs. */
@@ -91,7 +80,7 @@ enum host_layer host_layer_of(const struct profile_sample *s)
 	return s->cpl == KP_CPL_KERNEL ? HOST_LAYER_HOST_KERNEL : HOST_LAYER_VMM_USER;
 }
 
-static int own_option(int c, const char *arg, void *ctx)
+int host_report_option(int c, const char *arg, void *ctx)
 {
 	struct host_report_args *a = ctx;
 
@@ -155,7 +144,7 @@ static int check_args(void *ctx)
 }
 
 /* Everything here but the host's own kernel is the guest's: its root, kernel symbols and export. */
-static void profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
+void host_report_profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
 {
 	const struct host_report_args *own = ctx;
 
@@ -449,8 +438,8 @@ int host_report_main(int argc, char **argv)
 	struct host_report_args own = { .by_process = true, .drill_threshold = 5.0, .argc = argc, .argv = argv };
 	const struct report_cli cli = {
 		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
-		.own_shortopts = "k:K:x:s:", .own_longopts = own_longopts, .own_option = own_option,
-		.check = check_args, .profile_options = profile_options, .render = render, .directory = render_directory,
+		.own_shortopts = "k:K:x:s:", .own_longopts = own_longopts, .own_option = host_report_option,
+		.check = check_args, .profile_options = host_report_profile_options, .render = render, .directory = render_directory,
 		.ctx = &own,
 	};
 

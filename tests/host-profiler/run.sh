@@ -174,6 +174,67 @@ fi
 "$KVMPROF" report -i "$T/demo.data" -f pprof -o "$T/demo.pb.gz" 2>>"$T/demo.rerr" && gzip -t "$T/demo.pb.gz" &&
 	pass demo-pprof || fail demo-pprof "no valid gzipped pprof" "$T/demo.rerr"
 
+# script (perf script's layout): each sample once, in time order, in its domain; with -g
+# a frame a line; -G one line a sample. The header's shape is what stackcollapse-perf.pl
+# and other perf script readers parse: "comm pid/tid DOMAIN [cpu] time: period event:".
+"$KVMPROF" script -i "$T/demo.data" --guest-root "$ROOT" >"$T/demo.script" 2>"$T/demo.serr"
+rc=$?
+"$KVMPROF" script -i "$T/demo.data" --guest-root "$ROOT" -G >"$T/demo.scriptG" 2>>"$T/demo.serr"
+rcG=$?
+total=$(awk '$1 == "total" { print $2; exit }' "$T/demo.rep")
+tab=$'\t'
+head_re='.* +[0-9]+/[0-9]+ +(guest-user|guest-kernel|vmm-user|host-kernel) +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: +[0-9]+ +[^ ]+: '
+headers=$(grep -c -E "^[^${tab} ]${head_re}\$" "$T/demo.script")
+others=$(grep -v -c -E "^([^${tab} ]${head_re}|${tab} *[0-9a-f]+ .+ \([^ ]+\)|)\$" "$T/demo.script")
+lines=$(grep -c -E "^ *[^ ]${head_re} +[0-9a-f]+ .+ \([^ ]+\)\$" "$T/demo.scriptG")
+unordered=$(awk 'match($0, / [0-9]+\.[0-9]+: /) { t = substr($0, RSTART + 1, RLENGTH - 3) + 0; if (t < last) n++; last = t }
+		 END { print n + 0 }' "$T/demo.scriptG")
+if [ $rc = 0 ] && [ $rcG = 0 ] && [ -n "$total" ] && [ "$headers" = "$total" ] && [ "$others" = 0 ] &&
+	[ "$lines" = "$total" ] && [ "$(wc -l <"$T/demo.scriptG")" = "$total" ] && [ "$unordered" = 0 ] &&
+	sanitizer_clean "$T/demo.serr"; then
+	pass "demo-script-samples ($total samples, as the report's total)"
+else
+	fail demo-script-samples "exit $rc/$rcG; report total '$total'; script: $headers headers, $others other lines; -G: $lines lines of $(wc -l <"$T/demo.scriptG"), $unordered out of time order" \
+		"$T/demo.script" "$T/demo.serr"
+fi
+# Each domain: as many samples as the report's domain table counts, and the
+# recording has host-kernel samples (and guest-user ones with the sampler).
+differ=
+for d in "guest user" "guest kernel" "VMM user" "host kernel"; do
+	word=$(echo "$d" | tr 'A-Z ' 'a-z-')
+	n=$(grep -c -E "^ *[^ ].* +[0-9]+/[0-9]+ +$word +\[" "$T/demo.scriptG")
+	[ "$n" = "$(domain_count "$T/demo.rep" "$d")" ] || differ="$differ $word: $n, report $(domain_count "$T/demo.rep" "$d");"
+done
+hk=$(grep -c -E "^ *[^ ].* +[0-9]+/[0-9]+ +host-kernel +\[" "$T/demo.scriptG")
+gu=$(grep -c -E "^ *[^ ].* +[0-9]+/[0-9]+ +guest-user +\[" "$T/demo.scriptG")
+if [ -n "$differ" ]; then
+	fail demo-script-domains "samples per domain differ from the report's table:$differ" "$T/demo.rep"
+elif [ "$hk" = 0 ] || { [ $guest = 1 ] && [ "$gu" = 0 ]; }; then
+	fail demo-script-domains "host-kernel $hk, guest-user $gu samples" "$T/demo.scriptG"
+else
+	pass "demo-script-domains (as the report's table: host-kernel $hk, guest-user $gu, ...)"
+fi
+if [ $guest = 1 ]; then
+	# A guest sample of matmul's hot function: its guest stack, frame by frame, up through main.
+	if awk -v RS= '/^matmul +[0-9]+\/[0-9]+ +guest-user / && /\n\t *[0-9a-f]+ matmul_multiply\+0x[0-9a-f]+ \(\/bin\/matmul\)\n/ &&
+		       /\n\t *[0-9a-f]+ main\+0x[0-9a-f]+ \(\/bin\/matmul\)/ { found = 1 } END { exit !found }' "$T/demo.script"; then
+		pass demo-script-guest-stack
+	else
+		fail demo-script-guest-stack "no guest-user sample of matmul with matmul_multiply and main frames" "$T/demo.script"
+	fi
+else
+	no_guest_samples demo-script-guest-stack
+fi
+"$KVMPROF" script --help >"$T/help.script" 2>&1
+"$KVMPROF" script -i "$T/demo.data" -f folded >/dev/null 2>"$T/script-f.err"
+rc=$?
+if head -n 1 "$T/help.script" | grep -q '^usage: kvmprof script ' && grep -q -- '--hide-call-graph' "$T/help.script" &&
+	[ $rc = 2 ] && grep -q "^kvmprof script: unknown option '-f'" "$T/script-f.err"; then
+	pass script-cli
+else
+	fail script-cli "script --help is not its own, or -f (exit $rc) is not refused as a usage error" "$T/help.script" "$T/script-f.err"
+fi
+
 # SVG: well-formed, opens in headless Chromium, shows a guest function.
 "$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -f svg -o "$T/demo.svg" 2>>"$T/demo.rerr"
 rc=$?
