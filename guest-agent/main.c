@@ -22,6 +22,7 @@
 static const char usage_text[] =
 	"usage: kvmprof-agent record [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [OPTIONS]\n"
+	"       kvmprof-agent script [-i FILE] [-G] [OPTIONS]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
 	"       kvmprof-agent --help | --version\n";
 
@@ -33,6 +34,8 @@ static const char help_text[] =
 	"  record   sample a command, a process or the whole system into a sample file\n"
 	"  report   read a sample file: a table by symbol, call graphs, folded stacks,\n"
 	"           pprof, an SVG flame graph\n"
+	"  script   print every sample of a sample file with its stack, as perf script\n"
+	"           does (for flame-graph scripts and your own tools)\n"
 	"  export   send this system's process maps and kernel symbols to a host-side\n"
 	"           profiler (kvmprof record --guest-export, kvmprof report)\n"
 	"\n"

@@ -5,7 +5,7 @@
  * scripts such as stackcollapse-perf.pl, people's own awk) reads this.
  * With -G (or a recording without call chains), a line a sample:
  *
- *             matmul    42/42    user [001]  1234.567890:     250000 cpu-clock:            401136 alpha+0x6 (/bin/matmul)
+ *               mm    42/42    user [001]  1234.567890:     250000 cpu-clock:            401136 alpha+0x6 (/bin/mm)
  *
  * When the recording has call chains (perf then prints them by default),
  * the command is not padded, the header ends after the event (and a
@@ -13,9 +13,9 @@
  * "\t<ip> <sym>+<off> (<dso>)", innermost first, and a blank line ends
  * the sample:
  *
- *   matmul    42/42    user [001]  1234.567890:     250000 cpu-clock:
- *   \t          401136 alpha+0x6 (/bin/matmul)
- *   \t          401187 main+0x17 (/bin/matmul)
+ *   mm    42/42    user [001]  1234.567890:     250000 cpu-clock:
+ *   \t          401136 alpha+0x6 (/bin/mm)
+ *   \t          401187 main+0x17 (/bin/mm)
  *
  * The one field perf has not is the domain, after pid/tid: where perf puts
  * its own guest fields (VM:pid, VCPU:n), so that the line still starts

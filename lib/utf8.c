@@ -60,17 +60,20 @@ void utf8_sanitize(char *s, char repl, const char *also)
 
 void utf8_fputs_sanitized(const char *s, FILE *out, char repl, const char *also)
 {
+	const char *run = s; /* safe bytes not yet written: one fwrite for each run of them */
+
 	while (*s) {
 		size_t n = utf8_printable_len(s);
 
 		if (n == 1 && also && strchr(also, *s))
 			n = 0;
-		if (!n) {
-			putc(repl, out);
-			s++;
+		if (n) {
+			s += n;
 			continue;
 		}
-		fwrite(s, 1, n, out);
-		s += n;
+		fwrite(run, 1, (size_t)(s - run), out);
+		putc(repl, out);
+		run = ++s;
 	}
+	fwrite(run, 1, (size_t)(s - run), out);
 }

@@ -174,6 +174,87 @@ else
 	fail callgraph "record exited $rc; no 'split\`main;split\`split_three_quarters' stack" "$T/cg.rep"
 fi
 
+# ---- script: perf script's layout, one sample after another (issue 16)
+# The recording with call chains above: as many samples as the report counts;
+# its stacks, folded the way stackcollapse-perf.pl folds perf script's output
+# (comm, then frames outermost first; here "dso-basename`symbol" as the report
+# names frames), give exactly the report's folded stacks; -G gives one line a
+# sample and no frame lines.
+"$AGENT" script -i "$T/cg.data" >"$T/cg.script" 2>"$T/cg.serr"
+rc=$?
+"$AGENT" script -i "$T/cg.data" -G >"$T/cg.scriptG" 2>>"$T/cg.serr"
+rcG=$?
+"$AGENT" report -i "$T/cg.data" >"$T/cg.text" 2>>"$T/cg.serr"
+total=$(awk '/^Event / { for (i = 1; i < NF; i++) if ($(i + 1) == "samples,") n += $i } END { print n + 0 }' "$T/cg.text")
+# A sample header: "comm pid/tid domain [cpu] secs.usecs: period event: "; a frame: "\tip sym+0xoff (dso)".
+tab=$'\t'
+head_re='[^ ].* +[0-9]+/[0-9]+ +(user|kernel) +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: +[0-9]+ +[^ ]+: '
+frame_re="${tab} *[0-9a-f]+ .+ \\([^ ]+\\)"
+headers=$(grep -c -E "^${head_re}\$" "$T/cg.script")
+others=$(grep -v -c -E "^(${head_re}|${frame_re}|)\$" "$T/cg.script")
+# shellcheck disable=SC2016 # the backquotes are folded-stack separators
+awk -v RS= -F '\n' '{
+		comm = $1; sub(/ +[0-9]+\/[0-9]+ .*/, "", comm)
+		gsub(/[; ]/, "_", comm); stack = ""
+		for (i = 2; i <= NF; i++) {
+			line = $i; dso = line; sub(/.* \(/, "", dso); sub(/\)$/, "", dso); sub(/.*\//, "", dso)
+			sym = line; sub(/^\t *[0-9a-f]+ /, "", sym); sub(/ \([^ ]*\)$/, "", sym); sub(/\+0x[0-9a-f]+$/, "", sym)
+			gsub(/[; ]/, "_", sym)
+			stack = dso "`" sym (stack == "" ? "" : ";" stack)
+		}
+		n[comm ";" stack]++
+	} END { for (k in n) print k, n[k] }' "$T/cg.script" | LC_ALL=C sort >"$T/cg.collapsed"
+LC_ALL=C sort "$T/cg.rep" >"$T/cg.folded-sorted"
+if [ $rc -ne 0 ] || [ $rcG -ne 0 ]; then
+	fail script-samples "script exited $rc, -G $rcG" "$T/cg.serr"
+elif [ "$total" -lt 20 ] || [ "$headers" != "$total" ] || [ "$others" != 0 ]; then
+	fail script-samples "$headers sample headers and $others other lines; the report counts $total samples" "$T/cg.script"
+elif ! diff "$T/cg.folded-sorted" "$T/cg.collapsed" >"$T/cg.collapse.diff"; then
+	fail script-stacks-fold-as-report "script's stacks folded differ from report --format folded (< report, > script)" \
+		"$T/cg.collapse.diff"
+elif [ "$(wc -l <"$T/cg.scriptG")" != "$total" ] || grep -q "^${tab}" "$T/cg.scriptG" ||
+	[ "$(grep -c -E "^ *${head_re} +[0-9a-f]+ .+ \\([^ ]+\\)\$" "$T/cg.scriptG")" != "$total" ]; then
+	fail script-hide-call-graph "-G: not $total sample lines alone" "$T/cg.scriptG"
+elif ! sanitizer_clean "$T/cg.serr"; then
+	fail script-samples "sanitizer report" "$T/cg.serr"
+else
+	pass "script-samples ($total samples, as the report)"
+	pass "script-stacks-fold-as-report ($(wc -l <"$T/cg.collapsed") distinct stacks)"
+	pass script-hide-call-graph
+fi
+# script has one format: -f is a usage error, as an unknown option is.
+"$AGENT" script -i "$T/cg.data" -f folded >/dev/null 2>"$T/script-f.err"
+rc=$?
+if [ $rc = 2 ] && grep -q "^kvmprof-agent script: unknown option '-f'" "$T/script-f.err"; then
+	pass script-no-format-option
+else
+	fail script-no-format-option "script -f folded exited $rc, want 2 and 'unknown option'" "$T/script-f.err"
+fi
+# perf record + perf script on the same program: lines of the same shape.
+# perf prints [cpu] only when samples carry it (--sample-cpu) and pid/tid with -F +pid;
+# ours has one more field, the domain, which the shared pattern takes as optional.
+any_head_re='[^ ].* +[0-9]+/[0-9]+ +((user|kernel) +)?\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: +[0-9]+ +[^ ]+: '
+if ! perf record -q -e cpu-clock -g --sample-cpu -o "$T/cg.perf" -- "$FIX/split" 50000 >/dev/null 2>"$T/perf-script.err"; then
+	skip script-shape-as-perf "perf record does not run here: $(head -n 1 "$T/perf-script.err")"
+elif ! perf script -i "$T/cg.perf" -F +pid >"$T/perf.script" 2>>"$T/perf-script.err" ||
+	! perf script -i "$T/cg.perf" -F +pid -G >"$T/perf.scriptG" 2>>"$T/perf-script.err"; then
+	fail script-shape-as-perf "perf script failed" "$T/perf-script.err"
+else
+	bad=
+	for f in "$T/perf.script" "$T/cg.script"; do
+		[ "$(grep -c -E "^${any_head_re}\$" "$f")" -gt 0 ] &&
+			[ "$(grep -v -c -E "^(${any_head_re}|${frame_re}|)\$" "$f")" = 0 ] || bad="$bad ${f##*/}"
+	done
+	for f in "$T/perf.scriptG" "$T/cg.scriptG"; do
+		[ "$(grep -v -c -E "^ *${any_head_re} +[0-9a-f]+ .+ \\([^ ]+\\)\$" "$f")" = 0 ] || bad="$bad ${f##*/}"
+	done
+	if [ -z "$bad" ]; then
+		pass "script-shape-as-perf ($(grep -c -E "^${any_head_re}\$" "$T/perf.script") perf samples, $total ours)"
+	else
+		fail script-shape-as-perf "lines of another shape in:$bad" "$T/perf.script" "$T/cg.script"
+	fi
+fi
+
 # ---- a frame-pointer chain through garbage (RBP used for data) is cut at
 # the first caller in no mapping, and the report says so (issue 16: it drew
 # 120 [unknown] frames under every sample)
@@ -482,6 +563,7 @@ fi
 "$AGENT" record --help >"$T/help.record" 2>&1
 "$AGENT" export --help >"$T/help.export" 2>&1
 "$AGENT" report --help >"$T/help.report" 2>&1
+"$AGENT" script --help >"$T/help.script" 2>&1
 if grep -q '^usage: kvmprof-agent record ' "$T/help.top" && grep -q 'COMMAND --help' "$T/help.top" &&
 	"$AGENT" --version | grep -q '^kvmprof-agent [0-9.]* (sample format [0-9]*\.[0-9]*)$'; then
 	pass help-version
@@ -492,10 +574,13 @@ if head -n 1 "$T/help.record" | grep -q '^usage: kvmprof-agent record ' && grep 
 	! grep -q -- '--all-symbols' "$T/help.record" &&
 	head -n 1 "$T/help.export" | grep -q '^usage: kvmprof-agent export ' && grep -q -- '--all-symbols' "$T/help.export" &&
 	! grep -q -- '--event' "$T/help.export" &&
-	head -n 1 "$T/help.report" | grep -q '^usage: kvmprof-agent report '; then
+	head -n 1 "$T/help.report" | grep -q '^usage: kvmprof-agent report ' &&
+	head -n 1 "$T/help.script" | grep -q '^usage: kvmprof-agent script ' && grep -q -- '--hide-call-graph' "$T/help.script" &&
+	! grep -q -- '--sort' "$T/help.script" && grep -q '^  script ' "$T/help.top"; then
 	pass help-per-command
 else
-	fail help-per-command "record/export/report --help do not each describe their own command" "$T/help.record" "$T/help.export"
+	fail help-per-command "record/export/report/script --help do not each describe their own command" "$T/help.record" \
+		"$T/help.export" "$T/help.script"
 fi
 
 # ---- the progress line: on a terminal, never over a command's own output
