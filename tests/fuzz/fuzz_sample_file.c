@@ -30,6 +30,8 @@ static void render_all(const struct profile *p)
 		report_svg(out, p, ev, NULL);
 	}
 	report_pprof(out, p, NULL);
+	report_script(out, p, NULL);
+	report_script(out, p, &(const struct report_script_options){ .hide_callchain = true });
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -71,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			report_svg(out, p, ev, NULL);
 		}
 		report_pprof(out, p, NULL);
+		report_script(out, p, NULL);
+		report_script(out, p, &(const struct report_script_options){ .hide_callchain = true });
 		profile_free(p);
 	}
 	close(fd);
