@@ -3,7 +3,8 @@
  * `kvmprof-agent script`: every sample of a recording on its own line, in
  * time order, with its stack, as perf script prints them (lib/report_script.c),
  * over the report command in lib/report_cli.c: the same -i, -o,
- * --guest-root, --kallsyms and --recover as `kvmprof-agent report`.
+ * --guest-root, --kallsyms, --recover and --no-demangle as `kvmprof-agent
+ * report`.
  */
 #include <stdio.h>
 
@@ -12,7 +13,8 @@
 #include "report_cli.h"
 
 static const char script_usage[] =
-	"usage: kvmprof-agent script [-i FILE] [-G] [-o OUT] [--guest-root DIR] [--kallsyms FILE] [--recover]\n";
+	"usage: kvmprof-agent script [-i FILE] [-G] [-o OUT] [--guest-root DIR] [--kallsyms FILE] [--recover]\n"
+	"                            [--no-demangle]\n";
 
 static const char script_help[] =
 	"\n"
@@ -31,7 +33,8 @@ static const char script_help[] =
 	"  -o, --output OUT    write there instead of standard output\n"
 	"  -r, --guest-root DIR  look up the recorded files as DIR/path\n"
 	"  -k, --kallsyms FILE  kernel symbols when the sample file carries none\n"
-	"      --recover       read a damaged file up to the damage, and say what was lost\n";
+	"      --recover       read a damaged file up to the damage, and say what was lost\n"
+	"      --no-demangle   C++ and Rust function names as the files have them\n";
 
 struct agent_script_args {
 	struct agent_report_args report; /* --kallsyms */

@@ -17,7 +17,7 @@
 
 static const char usage[] =
 	"usage: kvmprof script [-i FILE] [-G] [-o OUT] [--guest-root DIR] [--guest-kernel ELF | --guest-kallsyms FILE]\n"
-	"                      [--guest-export FILE] [--no-cross-layer] [--recover]\n";
+	"                      [--guest-export FILE] [--no-cross-layer] [--recover] [--no-demangle]\n";
 
 static const char help[] =
 	"\n"
@@ -44,7 +44,8 @@ static const char help[] =
 	"      --no-cross-layer    host samples keep their host stacks (by default, one\n"
 	"                          taken while the VMM handled a VM exit goes on through\n"
 	"                          the exit's frame, \"[exit: ...]\", into the guest's stack)\n"
-	"      --recover           read a damaged file up to the damage, and say what was lost\n";
+	"      --recover           read a damaged file up to the damage, and say what was lost\n"
+	"      --no-demangle       C++ and Rust function names as the files have them\n";
 
 struct host_script_args {
 	struct host_report_args report; /* the guest options */
