@@ -5,7 +5,7 @@
 
 AGENT_FIXTURES := $(BUILD)/agent-fixtures/split $(BUILD)/agent-fixtures/forker \
                   $(BUILD)/agent-fixtures/agent-child $(BUILD)/agent-fixtures/badframes \
-                  $(BUILD)/agent-fixtures/nofp
+                  $(BUILD)/agent-fixtures/nofp $(BUILD)/agent-fixtures/pagetouch
 
 $(BUILD)/agent-fixtures/%: tests/agent/%.c
 	@mkdir -p $(@D)
