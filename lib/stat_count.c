@@ -27,6 +27,7 @@
 #include "perf_open.h"
 #include "procfs.h"
 #include "stat_format.h"
+#include "workload.h"
 
 #define MAX_CPUS 1024
 
@@ -78,76 +79,8 @@ struct run {
 	int cpus[MAX_CPUS];
 	size_t ntargets;
 	int *fds;
-	pid_t child;
-	int go_fd, exec_err_fd;
+	struct workload wl; /* the command */
 };
-
-/* The command, forked and waiting for its go (the counters are on it before it execs). */
-static int start_child(struct run *R)
-{
-	int go[2], err[2];
-	pid_t pid;
-
-	/* go: a socket, so that releasing a command a signal already killed is EPIPE, not SIGPIPE. */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go))
-		return -errno;
-	if (pipe2(err, O_CLOEXEC)) {
-		int e = errno;
-
-		close(go[0]);
-		close(go[1]);
-		return -e;
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(go[0]), close(go[1]), close(err[0]), close(err[1]);
-		return -e;
-	}
-	if (!pid) {
-		char c;
-		int e;
-
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		close(go[1]);
-		close(err[0]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(127);
-		execvp(R->o->argv[0], R->o->argv);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(err[1]);
-	R->child = pid;
-	R->go_fd = go[1];
-	R->exec_err_fd = err[0];
-	return 0;
-}
-
-/* Lets the command exec: 0, or its exec's errno (the command did not run). */
-static int release_child(struct run *R)
-{
-	int e = 0;
-	ssize_t n;
-
-	if (send(R->go_fd, "g", 1, MSG_NOSIGNAL) != 1)
-		e = errno;
-	close(R->go_fd);
-	R->go_fd = -1;
-	if (e)
-		return e;
-	do
-		n = read(R->exec_err_fd, &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	close(R->exec_err_fd);
-	R->exec_err_fd = -1;
-	return n == sizeof(e) ? e : 0;
-}
 
 static int set_targets(struct run *R)
 {
@@ -176,7 +109,7 @@ static int set_targets(struct run *R)
 	R->tids = malloc(sizeof(*R->tids));
 	if (!R->tids)
 		return -1;
-	R->tids[0] = R->child;
+	R->tids[0] = R->wl.pid;
 	R->ntargets = 1;
 	return 0;
 }
@@ -265,13 +198,11 @@ static void close_run(struct run *R)
 				close(R->fds[i]);
 	free(R->fds);
 	free(R->tids);
-	if (R->go_fd >= 0)
-		close(R->go_fd);
-	if (R->exec_err_fd >= 0)
-		close(R->exec_err_fd);
-	if (R->child > 0) {
-		kill(R->child, SIGKILL);
-		waitpid(R->child, NULL, 0);
+	workload_close_fds(&R->wl);
+	/* A command we started and no longer count must not outlive the run. */
+	if (R->wl.pid > 0) {
+		kill(R->wl.pid, SIGKILL);
+		waitpid(R->wl.pid, NULL, 0);
 	}
 }
 
@@ -308,12 +239,12 @@ static void wait_for_stop(pid_t pid)
 static int count_once(const char *prog, const struct stat_opts *o, const struct events_event *ev, int nev,
 		      struct stat_event_result *res, struct stat_output *out, int *status)
 {
-	struct run R = { .prog = prog, .o = o, .ev = ev, .nev = nev, .go_fd = -1, .exec_err_fd = -1 };
+	struct run R = { .prog = prog, .o = o, .ev = ev, .nev = nev, .wl = { .go_fd = -1, .err_fd = -1 } };
 	struct rusage ru;
 	uint64_t t0, t1;
 	int r = -1, e, wstatus = 0;
 
-	if (o->argv && (e = -start_child(&R)) > 0) {
+	if (o->argv && (e = -workload_start(&R.wl, o->argv, NULL, NULL)) > 0) {
 		fprintf(stderr, "%s: starting %s: %s\n", prog, o->argv[0], strerror(e));
 		goto out;
 	}
@@ -322,17 +253,24 @@ static int count_once(const char *prog, const struct stat_opts *o, const struct 
 	t0 = now_ns();
 	if (o->all || o->pid)
 		enable_counters(&R, true);
+	if (o->argv && stop_signal) {
+		/* Stopped before the command ran: it is not run, and there is nothing to print. */
+		fprintf(stderr, "%s: %s before %s started; it was not run\n", prog, strsignal(stop_signal), o->argv[0]);
+		*status = 128 + stop_signal;
+		r = 0;
+		goto out;
+	}
 	if (o->argv) {
-		forward_to = R.child;
-		e = release_child(&R);
+		forward_to = R.wl.pid;
+		e = workload_release(&R.wl);
 		if (e) {
-			/* perf's "Workload failed": the command could not be run. */
-			fprintf(stderr, "%s: workload failed: cannot run %s: %s\n", prog, o->argv[0], strerror(e));
+			/* perf's "Workload failed": the command could not be run (or died before it could). */
+			fprintf(stderr, "%s: workload failed: cannot run %s: %s\n", prog, o->argv[0], strerror(abs(e)));
 			goto out;
 		}
-		while (wait4(R.child, &wstatus, 0, &ru) < 0 && errno == EINTR)
+		while (wait4(R.wl.pid, &wstatus, 0, &ru) < 0 && errno == EINTR)
 			;
-		R.child = 0;
+		R.wl.pid = 0;
 		forward_to = 0;
 		*status = exit_code(wstatus);
 	} else {
