@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=tests/lib/harness.sh
 . tests/lib/harness.sh
 
-for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin"; do
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin" "$FIX/pagetouch"; do
 	if [ ! -x "$f" ]; then
 		fail agent-build "$f missing (make $AGENT agent-fixtures)"
 		exit 0
@@ -717,6 +717,125 @@ if [ $early_bad -eq 0 ]; then
 	pass "sigint-early-whole-file ($early_runs runs at 0-2000 ms after the file appeared, all read back; $early_empty empty)"
 else
 	fail sigint-early-whole-file "$early_bad of $early_runs runs left a file report refuses; first: $early_why"
+fi
+
+# ---- stat: perf stat's counts and output, against perf stat on the same command.
+# The fixture makes exactly 4096 page faults of its own; loading it (ld.so,
+# libc) adds ~50 that vary by a few between runs (4146..4149 seen here, for
+# perf and for us alike). Tolerance 1% (41) of perf's count, and 4096 a floor.
+stat_events() { cut -d "$2" -f 3 "$1" | tr '\n' ' '; } # the event field of each CSV line
+stat_fields() { awk -F "$2" '{ print NF }' "$1" | tr '\n' ' '; }
+"$AGENT" stat -e task-clock,page-faults -- "$FIX/pagetouch" 4096 >"$T/stat.out" 2>"$T/stat.txt"
+rc=$?
+"$AGENT" stat -x, -e task-clock,page-faults -- "$FIX/pagetouch" 4096 >/dev/null 2>"$T/stat.csv"
+xrc=$?
+ours=$(awk -F, '$3 == "page-faults" { print $1 }' "$T/stat.csv")
+if [ $rc -ne 0 ] || [ $xrc -ne 0 ] || ! sanitizer_clean "$T/stat.txt" "$T/stat.csv"; then
+	fail stat-table "stat exited $rc, -x $xrc" "$T/stat.txt" "$T/stat.csv"
+elif ! grep -q "^ Performance counter stats for '$FIX/pagetouch 4096':\$" "$T/stat.txt" ||
+	! grep -q -E '^ +[0-9,]+\.[0-9]{2} msec task-clock +# +[0-9]+\.[0-9]{3} CPUs utilized$' "$T/stat.txt" ||
+	! grep -q -E '^ +4,[0-9]{3}      page-faults +# +[0-9]+\.[0-9]{3} [KMG]?/sec$' "$T/stat.txt" ||
+	! grep -q -E '^ +[0-9]+\.[0-9]{9} seconds time elapsed$' "$T/stat.txt" ||
+	! grep -q -E '^ +[0-9]+\.[0-9]{9} seconds user$' "$T/stat.txt"; then
+	fail stat-table "not perf stat's table: header, msec/CPUs utilized, 4,xxx page-faults/sec, elapsed, user" "$T/stat.txt"
+else
+	pass "stat-table ($(grep -o '[0-9,]* *page-faults' "$T/stat.txt"))"
+fi
+if ! perf stat -x, -e task-clock,page-faults -- "$FIX/pagetouch" 4096 >/dev/null 2>"$T/perf.csv"; then
+	skip stat-vs-perf "perf stat does not run here: $(head -n 1 "$T/perf.csv")"
+else
+	theirs=$(awk -F, '$3 == "page-faults" { print $1 }' "$T/perf.csv")
+	if [ "$(stat_events "$T/stat.csv" ,)" != "$(stat_events "$T/perf.csv" ,)" ] ||
+		[ "$(stat_fields "$T/stat.csv" ,)" != "$(stat_fields "$T/perf.csv" ,)" ]; then
+		fail stat-vs-perf "events or CSV field counts differ from perf's" "$T/stat.csv" "$T/perf.csv"
+	elif [ -z "$ours" ] || [ -z "$theirs" ] || [ "$ours" -lt 4096 ] ||
+		! within "$ours" "$theirs" "$(awk -v t="$theirs" 'BEGIN { print t / 100 }')"; then
+		fail stat-vs-perf "page-faults: ours ${ours:-none}, perf's ${theirs:-none} (want >= 4096, within 1%)" "$T/stat.csv" "$T/perf.csv"
+	else
+		pass "stat-vs-perf (page-faults $ours, perf $theirs; fields $(stat_fields "$T/stat.csv" ,))"
+	fi
+fi
+
+# Without -e: perf's default list, the hardware events <not supported> exactly where perf says so.
+"$AGENT" stat -x';' -- true 2>"$T/statdef.csv"
+rc=$?
+if ! perf stat -x';' -- true 2>"$T/perfdef.csv"; then
+	skip stat-default-events-vs-perf "perf stat does not run here: $(head -n 1 "$T/perfdef.csv")"
+else
+	notsup() { awk -F';' '$1 ~ /^</ { print $3 "=" $1 }' "$1" | tr '\n' ' '; }
+	if [ $rc -eq 0 ] && [ "$(stat_events "$T/statdef.csv" ';')" = "$(stat_events "$T/perfdef.csv" ';')" ] &&
+		[ "$(notsup "$T/statdef.csv")" = "$(notsup "$T/perfdef.csv")" ] &&
+		[ "$(stat_fields "$T/statdef.csv" ';')" = "$(stat_fields "$T/perfdef.csv" ';')" ]; then
+		pass "stat-default-events-vs-perf ($(stat_events "$T/statdef.csv" ';'); not counted: $(notsup "$T/statdef.csv"))"
+	else
+		fail stat-default-events-vs-perf "events, <not supported> or fields differ from perf's" "$T/statdef.csv" "$T/perfdef.csv"
+	fi
+fi
+
+# -r 3: means, with the spread on each varying count and on the elapsed time; -x adds the spread field as perf does.
+"$AGENT" stat -r 3 -e task-clock,page-faults -- "$FIX/pagetouch" 1024 2>"$T/stat3.txt"
+rc=$?
+"$AGENT" stat -r 3 -x, -e task-clock,page-faults -- "$FIX/pagetouch" 1024 2>"$T/stat3.csv"
+xrc=$?
+if [ $rc -eq 0 ] && [ $xrc -eq 0 ] && grep -q "^ Performance counter stats for '$FIX/pagetouch 1024' (3 runs):\$" "$T/stat3.txt" &&
+	grep -q -E '^ +[0-9,]+\.[0-9]{2} msec task-clock +# +[0-9.]+ CPUs utilized +\( \+- +[0-9]+\.[0-9]{2}% \)$' "$T/stat3.txt" &&
+	grep -q -E '^ +[0-9.]+ \+- [0-9.]+ seconds time elapsed  \( \+- +[0-9]+\.[0-9]{2}% \)$' "$T/stat3.txt" &&
+	[ "$(stat_fields "$T/stat3.csv" ,)" = "8 8 " ] && awk -F, '$4 !~ /^[0-9]+\.[0-9][0-9]%$/ { exit 1 }' "$T/stat3.csv"; then
+	pass "stat-repeat-spread ($(grep -o 'task-clock.*' "$T/stat3.txt" | tr -s ' '))"
+else
+	fail stat-repeat-spread "want (3 runs), ( +- P% ) on task-clock and the elapsed time, 8 CSV fields" "$T/stat3.txt" "$T/stat3.csv"
+fi
+
+# -p PID: a running process's threads, for as long as the command after it runs (perf's -p PID -- sleep 1);
+# then without a command: until the process exits.
+"$FIX/pagetouch" 1 20 &
+spid=$!
+"$AGENT" stat -x, -e task-clock -p "$spid" -- sleep 0.5 2>"$T/statp.csv"
+rc=$?
+"$AGENT" stat -e task-clock -p "$spid" -- sleep 0.2 2>"$T/statp.txt"
+prc=$?
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+ms=$(awk -F, '$3 == "task-clock" { print $1 }' "$T/statp.csv")
+"$FIX/pagetouch" 1 0.3 &
+spid=$!
+timeout 60 "$AGENT" stat -x, -e task-clock -p "$spid" 2>"$T/statp2.csv"
+erc=$?
+wait "$spid" 2>/dev/null
+if [ $rc -eq 0 ] && [ $prc -eq 0 ] && [ -n "$ms" ] && awk -v m="$ms" 'BEGIN { exit !(m > 0) }' &&
+	grep -q "^ Performance counter stats for process id '[0-9]*':\$" "$T/statp.txt" &&
+	[ $erc -eq 0 ] && grep -q ',task-clock,' "$T/statp2.csv" && sanitizer_clean "$T/statp.csv" "$T/statp2.csv"; then
+	pass "stat-pid ($ms msec of a spinning process in 0.5 s; until exit: $(cut -d, -f1 "$T/statp2.csv") msec)"
+else
+	fail stat-pid "exits $rc/$prc/$erc, task-clock '${ms:-}'" "$T/statp.csv" "$T/statp.txt" "$T/statp2.csv"
+fi
+
+# The command's exit status; a command that cannot run: one line, non-zero; bad usage: exit 2.
+"$AGENT" stat -e task-clock -- sh -c 'exit 3' 2>/dev/null
+rc=$?
+"$AGENT" stat -e task-clock -- "$T/no-such-program" 2>"$T/statbad.err"
+brc=$?
+"$AGENT" stat -r 0 -- true 2>/dev/null
+urc=$?
+if [ $rc -eq 3 ] && [ $brc -eq 1 ] && [ "$(wc -l <"$T/statbad.err")" = 1 ] && [ $urc -eq 2 ] &&
+	grep -q "^kvmprof-agent: workload failed: cannot run $T/no-such-program: No such file or directory\$" "$T/statbad.err"; then
+	pass "stat-exit-status (3 back; $(cat "$T/statbad.err"))"
+else
+	fail stat-exit-status "exit 3 gave $rc, a missing program $brc, -r 0 $urc" "$T/statbad.err"
+fi
+
+# Ctrl-C (SIGINT to stat alone: passed on to the command) prints the counts so far; the status is the command's death by SIGINT.
+"$AGENT" stat -e task-clock -o "$T/statint.txt" -- sleep 30 2>"$T/statint.err" &
+apid=$!
+for _ in $(seq 200); do pgrep -P "$apid" -x sleep >/dev/null && break; sleep 0.05; done
+kill -INT "$apid"
+wait "$apid"
+rc=$?
+if [ $rc -eq 130 ] && grep -q -E '^ +[0-9,.]+ msec task-clock' "$T/statint.txt" && grep -q 'seconds time elapsed' "$T/statint.txt" &&
+	sanitizer_clean "$T/statint.err"; then
+	pass "stat-ctrl-c (exit $rc, counts printed)"
+else
+	fail stat-ctrl-c "exit $rc (want 130) and the counts in -o's file" "$T/statint.txt" "$T/statint.err"
 fi
 
 # ---- export: kallsyms and the maps of a given process, as a complete stream

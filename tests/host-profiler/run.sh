@@ -669,20 +669,76 @@ else
 	fi
 fi
 
-# ---- stat
+# ---- stat --vm: perf stat's table of the totals over the VM's threads (a note under
+# each event the host cannot split by domain), then per thread, time by domain,
+# exits. The table's task-clock is the per-thread table's sum, to the digit.
 if start_vm stat "start=/bin/matmul:128:100000"; then
 	sleep 0.3
 	"$KVMPROF" stat --vm "$T/stat.sock" -e task-clock,cycles --duration 1 >"$T/stat.out" 2>"$T/stat.err"
 	rc=$?
+	"$KVMPROF" stat --vm "$T/stat.sock" -x, -e task-clock,cycles --duration 0.3 >"$T/stat.csv" 2>>"$T/stat.err"
+	xrc=$?
 	stop_vm
-	if [ $rc = 0 ] && grep -q '^task-clock ' "$T/stat.out" && grep -q '^time by domain' "$T/stat.out" &&
-		grep -q 'host kernel' "$T/stat.out" && sanitizer_clean "$T/stat.err"; then
-		pass stat
+	total=$(sed -n 's/^ *\([0-9,.]*\) msec task-clock .*CPUs utilized$/\1/p' "$T/stat.out")
+	threads=$(awk '$1 == "all" && $2 == "threads" { print $3; exit }' "$T/stat.out")
+	if [ $rc != 0 ] || [ $xrc != 0 ] || ! sanitizer_clean "$T/stat.err"; then
+		fail stat "exit $rc, -x $xrc" "$T/stat.out" "$T/stat.err"
+	elif ! grep -q "^ Performance counter stats for VM '$T/stat.sock' (kvmprof-vmm pid [0-9]*, [0-9]* threads):\$" "$T/stat.out" ||
+		! grep -A1 ' msec task-clock ' "$T/stat.out" | grep -q '^ *(a software event counts run time in every mode: no guest/host split)$' ||
+		! grep -q -E '^ +(<not supported>|[0-9,]+) +cycles' "$T/stat.out" ||
+		! grep -q '^task-clock  *thread  *msec$' "$T/stat.out" || ! grep -q '^time by domain' "$T/stat.out" ||
+		! grep -q 'host kernel' "$T/stat.out"; then
+		fail stat "not the perf stat table, its note under task-clock, then the split" "$T/stat.out"
+	elif [ -z "$total" ] || [ "$total" != "$threads" ]; then
+		fail stat "task-clock total '$total' msec is not the per-thread sum '$threads'" "$T/stat.out"
+	elif [ "$(awk -F, '{ print NF }' "$T/stat.csv" | tr '\n' ' ')" != "7 7 " ] ||
+		! grep -q '^[0-9.]*,msec,task-clock,[0-9]*,[0-9.]*,[0-9.]*,CPUs utilized$' "$T/stat.csv"; then
+		fail stat "-x, prints the two events, 7 fields each, as perf stat -x," "$T/stat.csv"
 	else
-		fail stat "exit $rc" "$T/stat.out"
+		pass "stat (task-clock $total msec = the threads' sum; -x, $(head -n 1 "$T/stat.csv"))"
 	fi
 else
 	fail stat "the VMM did not start" "$T/stat.vmm"
+fi
+
+# ---- stat on the host, as perf stat: a command (its exit status back), a process (-p), bad input.
+"$KVMPROF" stat -e task-clock,page-faults,cycles -- sh -c 'exit 3' 2>"$T/hstat.txt"
+rc=$?
+if [ $rc = 3 ] && grep -q "^ Performance counter stats for 'sh -c exit 3':\$" "$T/hstat.txt" &&
+	grep -q -E '^ +[0-9,]+\.[0-9]{2} msec task-clock +# +[0-9]+\.[0-9]{3} CPUs utilized$' "$T/hstat.txt" &&
+	grep -q -E '^ +[0-9,]+      page-faults +# +[0-9]+\.[0-9]{3} [KMG]?/sec$' "$T/hstat.txt" &&
+	grep -q -E '^ +(<not supported>|[0-9,]+)      cycles' "$T/hstat.txt" &&
+	grep -q -E '^ +[0-9]+\.[0-9]{9} seconds time elapsed$' "$T/hstat.txt" && sanitizer_clean "$T/hstat.txt"; then
+	pass "stat-command (exit 3 back; $(grep -o '[0-9,.]* msec task-clock' "$T/hstat.txt"))"
+else
+	fail stat-command "exit $rc (want 3), or not perf stat's table" "$T/hstat.txt"
+fi
+sh -c 'while :; do :; done' &
+bpid=$!
+"$KVMPROF" stat -e task-clock -p "$bpid" -- sleep 0.5 2>"$T/hstatp.txt"
+rc=$?
+"$KVMPROF" stat -x, -e task-clock,page-faults -p "$bpid" -- sleep 0.2 2>"$T/hstatp.csv"
+xrc=$?
+kill "$bpid" 2>/dev/null
+wait "$bpid" 2>/dev/null
+ms=$(sed -n 's/^ *\([0-9,.]*\) msec task-clock .*/\1/p' "$T/hstatp.txt" | tr -d ,)
+if [ $rc = 0 ] && [ $xrc = 0 ] && grep -q "^ Performance counter stats for process id '$bpid':\$" "$T/hstatp.txt" &&
+	[ -n "$ms" ] && awk -v m="$ms" 'BEGIN { exit !(m > 0) }' &&
+	[ "$(awk -F, '{ print NF }' "$T/hstatp.csv" | tr '\n' ' ')" = "7 7 " ] && sanitizer_clean "$T/hstatp.txt" "$T/hstatp.csv"; then
+	pass "stat-pid ($ms msec of a busy shell in 0.5 s)"
+else
+	fail stat-pid "exit $rc/$xrc, task-clock '${ms:-}'" "$T/hstatp.txt" "$T/hstatp.csv"
+fi
+"$KVMPROF" stat -- "$T/no-such-program" 2>"$T/hstatbad.err"
+rc=$?
+"$KVMPROF" stat --vm "$T/x.sock" -p 1 2>"$T/hstatuse.err"
+urc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$T/hstatbad.err")" = 1 ] &&
+	grep -q "^kvmprof: workload failed: cannot run $T/no-such-program: No such file or directory\$" "$T/hstatbad.err" &&
+	[ $urc = 2 ] && head -n 1 "$T/hstatuse.err" | grep -q '^kvmprof: stat: -a, -p, -r and a command count host processes'; then
+	pass "stat-bad-command ($(cat "$T/hstatbad.err"))"
+else
+	fail stat-bad-command "a missing program: exit $rc, --vm with -p: exit $urc" "$T/hstatbad.err" "$T/hstatuse.err"
 fi
 
 # ---- stat's VM exits by reason: the bundled guest writes to COM1, one OUT

@@ -166,7 +166,7 @@ fi
 # --- stat --domain ----------------------------------------------------------------
 "$KVMPROF" stat --domain "$WEB" --duration 1 >"$T/stat" 2>"$T/stat.err"
 rc=$?
-if [ $rc = 0 ] && grep -q "^kvmprof stat: libvirt domain $WEB ($URI), QEMU pid $QPID" "$T/stat" &&
+if [ $rc = 0 ] && grep -q -F " Performance counter stats for libvirt domain '$WEB' ($URI, QEMU pid $QPID, " "$T/stat" &&
 	grep -q 'CPU 0/KVM' "$T/stat" && grep -q '^time by domain' "$T/stat" && sanitizer_clean "$T/stat.err"; then
 	pass stat-domain
 else
