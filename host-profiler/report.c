@@ -73,7 +73,7 @@ static const char help[] =
 	"                          process or function START) follow the heaviest path\n"
 	"                          down the cross-layer stacks (guest, exit, VMM, host\n"
 	"                          kernel) to the frame that holds the time itself\n"
-	"      --drill-threshold PCT  children below PCT%% of the start are not followed\n"
+	"      --drill-threshold PCT  children below PCT% of the start are not followed\n"
 	"                          or listed (default 5)\n"
 	"      --exits             the exit cost table: VM exits by guest function and by\n"
 	"                          guest process, with the host time that handled them\n"
@@ -161,6 +161,9 @@ static int check_args(void *ctx)
 		return cli_usage_error("kvmprof report", usage, "--guest-kernel and --guest-kallsyms exclude each other");
 	if (a->drill && a->exits)
 		return cli_usage_error("kvmprof report", usage, "--drill and --exits are two reports: ask for one");
+	if ((a->drill || a->exits) && report_filter_active(&a->opt.table.filter))
+		return cli_usage_error("kvmprof report", usage, "--%s reads the whole recording: the filters (--comms, --pids, "
+				       "--dsos, --symbols) are the table's", a->drill ? "drill" : "exits");
 	if ((a->drill || a->exits) && a->no_cross_layer)
 		return cli_usage_error("kvmprof report", usage, "--%s needs the cross-layer stacks: not with --no-cross-layer",
 				       a->drill ? "drill" : "exits");
