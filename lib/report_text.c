@@ -183,9 +183,11 @@ int report_text(FILE *out, const struct profile *p, const struct report_options 
 		if (ev)
 			fputc('\n', out);
 		print_header(out, e);
+		/* A filter that kept nothing of an event says so too. */
+		if (end > start || t.total[ev])
+			report_table_print_filter(out, &o, t.kept[ev], t.total[ev]);
 		if (end == start)
 			continue;
-		report_table_print_filter(out, &o, t.kept[ev], t.total[ev]);
 		rc = report_table_print(out, p, &t, start, end - start, whole, &o, REPORT_STYLE_AGENT);
 		if (!rc && e->unresolved)
 			fprintf(out, "# %" PRIu64 " of %" PRIu64 " samples (%.2f%%) have no symbol\n", e->unresolved,

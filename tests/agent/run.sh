@@ -245,6 +245,15 @@ if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0
 else
 	fail report-filter-dsos "exit $rc; kept $got, the table's split rows $want; $others other rows; shares $sum%" "$T/dso.rep"
 fi
+# The filters apply to the other formats too: the folded stacks of --dsos split are those samples, each ending in split.
+"$AGENT" report -i "$T/split.data" --dsos split -f folded >"$T/dso.folded" 2>>"$T/filter.err"
+fgot=$(awk '{ s += $NF } END { print s + 0 }' "$T/dso.folded")
+fother=$(awk '{ $NF = ""; n = split($0, f, ";"); if (f[n] !~ /^split`/) print }' "$T/dso.folded" | wc -l)
+if [ "$fgot" = "$want" ] && [ "$fother" = 0 ]; then
+	pass "report-filter-folded ($fgot samples, every stack's leaf in split)"
+else
+	fail report-filter-folded "folded stacks hold $fgot samples (want $want), $fother ending elsewhere" "$T/dso.folded"
+fi
 # --percent-limit 1: exactly the rows of 1% or more stay (by their counts,
 # not the rounded column), the same rows as the whole table's first ones
 # (columns are as wide as the rows shown: compared field by field), and the
