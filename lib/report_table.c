@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The report table: filter, group by the --sort keys, sort, print. Rows are
- * found by sorting the kept samples by their key values (any combination
- * of keys, no fixed-width hash key), then sorted most samples first with
- * ties in a fixed order (domain, image, symbol, process, command names),
- * so reports of the same data compare equal.
+ * The report table: filter, group by the --sort keys, sort, print. A row's
+ * key packs every key's value into the 128 bits a keymap takes (any
+ * combination fits: a function implies its image, process and pid are the
+ * same pair), one hash lookup per sample; rows are then sorted most samples
+ * first with ties in a fixed order (domain, image, symbol, process, command
+ * names), so reports of the same data compare equal.
  */
 #include "report_table.h"
 
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+#include "keymap.h"
 #include "report.h"
 #include "utf8.h"
 
@@ -38,12 +41,20 @@ static const char *domain_name(const struct report_table_options *o, uint32_t d)
 	return d ? "kernel" : "user";
 }
 
-/* A kept sample and its key values in key order. */
-struct entry {
-	uint32_t event;
-	uint32_t sample;
-	uint64_t v[REPORT_KEY_COUNT];
-};
+/*
+ * The row key of a sample's values (r) under keys k, for event ev: a holds
+ * the command and pid, b the event (24 bits), domain (8) and the function
+ * or, without sym, the image. Keys not in use are 0.
+ */
+static void row_key(const struct report_keys *k, uint32_t ev, const struct report_row *r, uint64_t *a, uint64_t *b)
+{
+	bool by_proc = report_keys_has(k, REPORT_KEY_PID) || report_keys_has(k, REPORT_KEY_PROCESS);
+	bool by_comm = by_proc || report_keys_has(k, REPORT_KEY_COMM);
+	uint32_t place = report_keys_has(k, REPORT_KEY_SYM) ? r->func : report_keys_has(k, REPORT_KEY_DSO) ? r->image : 0;
+
+	*a = (uint64_t)(by_comm ? r->comm : 0) << 32 | (by_proc ? r->pid : 0);
+	*b = (uint64_t)ev << 40 | (uint64_t)(r->domain & 0xff) << 32 | place;
+}
 
 static uint64_t key_value(enum report_key k, const struct report_row *r)
 {
@@ -62,19 +73,6 @@ static uint64_t key_value(enum report_key k, const struct report_row *r)
 	default:
 		return 0;
 	}
-}
-
-static int cmp_entries(const void *a, const void *b, void *arg)
-{
-	const struct entry *x = a, *y = b;
-	const struct report_keys *k = arg;
-
-	if (x->event != y->event)
-		return x->event < y->event ? -1 : 1;
-	for (unsigned i = 0; i < k->nr; i++)
-		if (x->v[i] != y->v[i])
-			return x->v[i] < y->v[i] ? -1 : 1;
-	return x->sample < y->sample ? -1 : x->sample > y->sample;
 }
 
 struct row_order {
@@ -168,63 +166,55 @@ out:
 
 int report_table_build(struct report_table *t, const struct profile *p, const struct report_table_options *o)
 {
-	size_t nev = o->per_event ? (p->nr_events ? p->nr_events : 1) : 1, n = 0;
-	struct entry *e = NULL;
+	size_t nev = o->per_event ? (p->nr_events ? p->nr_events : 1) : 1, cap = 0;
+	bool by_domain = report_keys_has(&o->keys, REPORT_KEY_DOMAIN);
+	struct keymap index = { 0 };
 	int rc = -ENOMEM;
 
 	memset(t, 0, sizeof(*t));
+	/* The event's 24 bits of the row key (no recording has near that many events). */
+	if (nev > 0xffffff)
+		return -EFBIG;
 	t->sample_row = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*t->sample_row));
 	t->kept = calloc(nev, sizeof(*t->kept));
 	t->total = calloc(nev, sizeof(*t->total));
-	e = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*e));
-	if (!t->sample_row || !t->kept || !t->total || !e)
+	if (!t->sample_row || !t->kept || !t->total)
 		goto fail;
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		uint32_t ev = o->per_event ? s->event : 0, func = leaf_func(p, s);
-		struct report_row r = { .comm = s->comm, .pid = s->pid, .func = func, .image = p->funcs[func].image };
+		struct report_row r = { .event = o->per_event ? s->event : PROFILE_NONE, .comm = s->comm, .pid = s->pid,
+					.func = func, .image = p->funcs[func].image };
+		uint64_t a, b;
+		int64_t v;
 
 		t->sample_row[i] = PROFILE_NONE;
 		t->total[ev]++;
 		if (!report_filter_keeps(&o->filter, p, s))
 			continue;
 		t->kept[ev]++;
-		if (report_keys_has(&o->keys, REPORT_KEY_DOMAIN))
-			r.domain = domain_of(o, p, s);
-		e[n].event = ev;
-		e[n].sample = (uint32_t)i;
-		for (unsigned k = 0; k < o->keys.nr; k++)
-			e[n].v[k] = key_value(o->keys.key[k], &r);
-		n++;
-	}
-	if (n > 1)
-		qsort_r(e, n, sizeof(*e), cmp_entries, (void *)&o->keys);
-	t->rows = malloc((n ? n : 1) * sizeof(*t->rows));
-	if (!t->rows)
-		goto fail;
-	for (size_t i = 0; i < n; i++) {
-		const struct profile_sample *s = &p->samples[e[i].sample];
-
-		if (!i || e[i].event != e[i - 1].event || memcmp(e[i].v, e[i - 1].v, o->keys.nr * sizeof(e[i].v[0]))) {
-			uint32_t func = leaf_func(p, s);
-
-			t->rows[t->nr++] = (struct report_row){
-				.event = o->per_event ? s->event : PROFILE_NONE, .comm = s->comm, .pid = s->pid,
-				.func = func, .image = p->funcs[func].image,
-				.domain = report_keys_has(&o->keys, REPORT_KEY_DOMAIN) ? domain_of(o, p, s) : 0,
-			};
+		/* Domains are small numbers (8 bits of the key): two layers or four. */
+		if (by_domain)
+			r.domain = domain_of(o, p, s) & 0xff;
+		row_key(&o->keys, ev, &r, &a, &b);
+		v = keymap_get(&index, a, b);
+		if (v < 0) {
+			if (grow_array(&t->rows, &cap, t->nr + 1, sizeof(*t->rows)) ||
+			    keymap_put(&index, a, b, (uint32_t)t->nr))
+				goto fail;
+			t->rows[t->nr] = r;
+			v = (int64_t)t->nr++;
 		}
-		t->rows[t->nr - 1].count++;
-		t->sample_row[e[i].sample] = (uint32_t)(t->nr - 1);
+		t->rows[v].count++;
+		t->sample_row[i] = (uint32_t)v;
 	}
-	free(e);
-	e = NULL;
+	keymap_free(&index);
 	rc = sort_rows(t, p, o);
 	if (rc)
 		goto fail;
 	return 0;
 fail:
-	free(e);
+	keymap_free(&index);
 	report_table_free(t);
 	return rc;
 }

@@ -225,12 +225,14 @@ else
 	fail report-filter-comms "exit $rc; kept $got, the table's agent-child rows $want of $total; $others other rows" "$T/fk-comm.rep"
 fi
 "$AGENT" report -i "$T/fork.data" --sort pid >"$T/fk-pid.rep" 2>>"$T/filter.err"
-read -r cpid cwant < <(rows_of "$T/fk-pid.rep" | awk '$4 == "agent-child" { print $3, $1; exit }')
+# The child's pid: its rows (agent-child, and forker's before the exec when a sample fell there) are the filter's.
+cpid=$(rows_of "$T/fk-pid.rep" | awk '$4 == "agent-child" { print $3; exit }')
+want=$(rows_of "$T/fk-pid.rep" | awk -v p="${cpid:-x}" '$3 == p { print $1, $3, $4 }')
 "$AGENT" report -i "$T/fork.data" --sort pid --pid "${cpid:-0}" >"$T/fk-pid1.rep" 2>>"$T/filter.err"
-if [ -n "$cpid" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ print $1, $3 }')" = "$cwant $cpid" ]; then
-	pass "report-filter-pids (pid $cpid: $cwant samples, one row)"
+if [ -n "$cpid" ] && [ -n "$want" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ print $1, $3, $4 }')" = "$want" ]; then
+	pass "report-filter-pids (pid $cpid: $(echo "$want" | awk '{ s += $1 } END { print s }') samples, the same rows)"
 else
-	fail report-filter-pids "pid '$cpid' ($cwant samples in the table): filtered table differs" "$T/fk-pid1.rep"
+	fail report-filter-pids "pid '$cpid': the filtered rows differ from the table's rows of that pid: $want" "$T/fk-pid1.rep"
 fi
 # --dsos: the samples in split itself; percentages are of those, so the rows add up to 100.
 "$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split >"$T/dso.rep" 2>>"$T/filter.err"
