@@ -20,12 +20,9 @@
 
 #include "cli.h"
 #include "events.h"
-#include "grow.h"
-#include "keymap.h"
 #include "report.h"
 #include "report_cli.h"
 #include "report_table_cli.h"
-#include "utf8.h"
 
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"

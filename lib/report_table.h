@@ -72,7 +72,8 @@ void report_table_print_keys(FILE *out, const struct profile *p, const struct re
 void report_put_clean(FILE *out, const char *s, int width);
 
 /*
- * The caller chains of rows [first, first + nr) (the first callgraph_rows
+ * (lib/report_text.c, the agent's --callgraph drawing, which kvmprof
+ * report -g shares.) The caller chains of rows [first, first + nr) (the first callgraph_rows
  * of them; 0: 10), callgraph_chains per row (0: 5), outermost first, from
  * the kept samples' stacks. 0 or -errno.
  */
