@@ -46,6 +46,8 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
 # vmm/emu.c: the exact vPMU backend runs guest code in Unicorn (QEMU's TCG as a library)
 # and decodes each block once with Capstone.
 DEB_PACKAGES += libunicorn-dev libcapstone-dev
+# lib/symtab_demangle.c: C++ and Rust symbol names demangled by libiberty (binutils' and perf's demangler).
+DEB_PACKAGES += libiberty-dev
 # host-profiler/libvirt: kvmprof list/record --domain talk to libvirt (its C API, with libvirt-qemu's monitor
 # call) and parse domain XML with libxml2; the tests run a real libvirtd (libvirt-daemon-system, which pulls
 # in QEMU's system emulator) with virsh (libvirt-clients).

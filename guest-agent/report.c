@@ -17,7 +17,7 @@ static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort KEYS] [--percent-limit P] [-n] [--callgraph]\n"
 	"                            [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
-	"                            [--kallsyms FILE] [--recover]\n";
+	"                            [--kallsyms FILE] [--recover] [--no-demangle]\n";
 
 static const char report_help[] =
 	"\n"
@@ -52,6 +52,8 @@ static const char report_help[] =
 	"      --recover       read a damaged file (cut short by a crash, kill -9 or a full\n"
 	"                      disk; a corrupt record; data after END) up to the damage,\n"
 	"                      and say where it is and how much was lost\n"
+	"      --no-demangle   C++ and Rust function names as the files have them\n"
+	"                      (_ZN2ns3fooEv); by default they are demangled (ns::foo)\n"
 	"\n"
 	"Kernel symbols come from the kallsyms captured at record time, else --kallsyms,\n"
 	"else the kernel ELF the sample file names. A file whose build-id differs from\n"

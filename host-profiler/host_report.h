@@ -42,6 +42,13 @@ int host_report_drill(FILE *out, struct profile *p, const char *start, double th
 /* --exits: VM exits by guest function and by guest process, with their host time. 0 or -errno. */
 int host_report_exits(FILE *out, const struct profile *p);
 
+/*
+ * The lines above the text table: what was recorded, how guest time was
+ * told apart, the samples by domain and what each domain is, and what the
+ * guest profiling itself cost (input: the recording's name).
+ */
+void host_report_header(FILE *out, const struct profile *p, const char *input);
+
 /* The text table of one recording (input: its name for the header), as opt says. 0 or -errno. */
 int host_report_text(FILE *out, struct profile *p, const char *input, const struct report_options *opt);
 

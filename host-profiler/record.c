@@ -380,11 +380,11 @@ static int write_epilogue(struct hrec *R)
 
 	if (!r)
 		r = kp_writer_meta(R->w, "host_guest_rule",
-				   R->in_guest_code ? (R->entry_known ? "perf guest cpumode, the host kernel's pvm_do_nmi_irqoff, "
-								     "or QEMU's translated code (TCG)"
-								   : "perf guest cpumode, or QEMU's translated code (TCG)")
-				   : R->entry_known ? "perf guest cpumode, or the host kernel's pvm_do_nmi_irqoff"
-						    : "perf guest cpumode");
+				   R->in_guest_code ? (R->entry_known ? "perf's guest-mode flag, the host kernel's guest entry "
+								     "(pvm_do_nmi_irqoff), or QEMU's translated guest code (TCG)"
+								   : "perf's guest-mode flag, or QEMU's translated guest code (TCG)")
+				   : R->entry_known ? "perf's guest-mode flag, or the host kernel's guest entry (pvm_do_nmi_irqoff)"
+						    : "perf's guest-mode flag");
 	if (!r)
 		r = kp_writer_meta(R->w, "guest_sampling", R->t.guest_status);
 	if (!r)

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "events.h"
 #include "report.h"
 #include "report_cli.h"
 #include "report_table_cli.h"
@@ -29,7 +28,8 @@ static const char usage[] =
 	"                      [--guest-export FILE] [--sort KEYS] [--percent-limit P] [-n] [-g]\n"
 	"                      [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
-	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n";
+	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
+	"                      [--no-demangle]\n";
 
 static const char help[] =
 	"\n"
@@ -79,7 +79,9 @@ static const char help[] =
 	"                          the exit's frame into the guest's stack at the exit)\n"
 	"      --recover           read a damaged file (cut short by kill -9, a crash or a\n"
 	"                          full disk; a corrupt record; data after END) up to the\n"
-	"                          damage, and say where it is and how much was lost\n";
+	"                          damage, and say where it is and how much was lost\n"
+	"      --no-demangle       C++ and Rust function names as the files have them\n"
+	"                          (_ZN2ns3fooEv); by default they are demangled (ns::foo)\n";
 
 /* The options that are this command's own. */
 struct host_report_args {
@@ -317,56 +319,13 @@ static const char *table_domain_name(uint32_t layer, void *ctx)
 
 static int print_text(FILE *out, const struct profile *p, const char *input, const struct report_options *opt)
 {
-	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples, whole;
-	const char *v, *guest = host_report_meta(p, "guest_sampling");
-	const char *in_guest = host_report_meta(p, "host_samples_in_guest");
+	uint64_t total = p->nr_samples, whole;
 	struct report_table_options o = opt->table;
 	struct report_table t;
 	size_t shown;
 	int rc;
 
-	fprintf(out, "kvmprof system-wide profile: %s\n", input);
-	if ((v = host_report_meta(p, "domain")))
-		fprintf(out, "domain: %s\n", v);
-	if ((v = host_report_meta(p, "command")))
-		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
-	for (size_t i = 0; i < p->nr_events; i++)
-		if (p->events[i].samples || p->events[i].declared)
-			fprintf(out, "event: %s, %" PRIu64 " %s%s, %" PRIu64 " samples, %" PRIu64 " lost\n",
-				p->events[i].name, p->events[i].period,
-				(p->events[i].flags & KP_EVENT_FREQ) ? "Hz"
-				: events_is_clock(p->events[i].type, p->events[i].config) ? "ns per sample" : "events per sample",
-				(p->events[i].flags & KP_EVENT_FALLBACK) ? " (cpu-clock stands in: no hardware PMU)" : "",
-				p->events[i].samples, p->events[i].lost);
-	fprintf(out, "guest samples: %s\n", guest ? guest : "(not recorded by kvmprof record)");
-	if (in_guest)
-		fprintf(out, "host samples taken while guest code ran: %s (guest time: dropped at record time, the "
-			     "guest's own samples stand for it; rule: %s)\n",
-			in_guest, (v = host_report_meta(p, "host_guest_rule")) ? v : "?");
-
-	if ((v = host_report_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
-		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
-			     "failed; not in the table)\n", v);
-	if (p->nr_exits) {
-		uint64_t host = 0;
-
-		for (size_t i = 0; i < p->nr_samples; i++)
-			host += p->samples[i].domain == KP_DOMAIN_NATIVE;
-		fprintf(out, "VM exits: %zu recorded; %" PRIu64 " of %" PRIu64 " host samples fell in their handling "
-			     "(their stacks go on into the guest: --format svg|folded, --drill, --exits)\n",
-			p->nr_exits, p->exit_samples, host);
-	}
-	for (size_t i = 0; i < p->nr_samples; i++)
-		by_layer[host_layer_of(&p->samples[i])]++;
-	fprintf(out, "\n%-14s %10s %8s\n", "domain", "samples", "%");
-	for (int l = 0; l < HOST_LAYER_COUNT; l++)
-		fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", layer_names[l], by_layer[l],
-			total ? 100.0 * (double)by_layer[l] / (double)total : 0.0);
-	fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", "total", total, total ? 100.0 : 0.0);
-	if (in_guest && strtoull(in_guest, NULL, 10) && !by_layer[HOST_LAYER_GUEST_USER] &&
-	    !by_layer[HOST_LAYER_GUEST_KERNEL])
-		fprintf(out, "(not in the table: %s host samples of guest time, which only the VMM's guest sampler can "
-			     "attribute)\n", in_guest);
+	host_report_header(out, p, input);
 
 	rc = report_table_build(&t, p, &o);
 	if (rc)

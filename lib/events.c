@@ -3,7 +3,8 @@
  * Event names: perf's generic names first (they need no model knowledge and
  * mean the same on every machine), then libpfm4 (model-specific names and
  * modifiers, perf::NAME), then OProfile's architectural names, so an old
- * `CPU_CLK_UNHALTED:100000` still works where libpfm4 does not know the CPU.
+ * `CPU_CLK_UNHALTED:100000` still works where libpfm4 does not know the CPU
+ * or knows it without a default unit mask for the event.
  */
 #include "events.h"
 #include "suggest.h"
@@ -198,7 +199,8 @@ static int resolve(const char *name, char **mods, int nmods, const char *umask, 
 		   char *unknown, size_t unknownlen, char *err, size_t errlen)
 {
 	const struct generic_event *g = find_generic(name);
-	const char *alias;
+	const char *alias = find_alias(name);
+	int r;
 
 	if (g) {
 		if (umask) {
@@ -214,9 +216,17 @@ static int resolve(const char *name, char **mods, int nmods, const char *umask, 
 			snprintf(err, errlen, "event name too long");
 			return -EINVAL;
 		}
-		return resolve_pfm(pfmstr, ev, err, errlen);
+		r = resolve_pfm(pfmstr, ev, err, errlen);
+		/*
+		 * OProfile's CPU_CLK_UNHALTED and INST_RETIRED count the
+		 * architectural event when no unit mask is given; libpfm4's
+		 * tables for newer Intel cores (model 167 here) have no
+		 * default unit mask for them, so the generic event stands in.
+		 */
+		if (!r || !alias || umask)
+			return r;
+		return resolve_generic(find_generic(alias), ev, mods, nmods, name, err, errlen);
 	}
-	alias = find_alias(name);
 	if (alias) {
 		if (umask) {
 			snprintf(err, errlen, "%s takes no named unit mask here ('%s')", name, umask);

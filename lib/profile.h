@@ -60,6 +60,11 @@ struct profile_options {
 	 * the exit. Off: host samples keep their host stacks.
 	 */
 	bool cross_layer;
+	/*
+	 * Function names as the files have them (_ZN2ns3fooEv): perf report's
+	 * --no-demangle. Off: C++ and Rust names are demangled (symtab_demangle).
+	 */
+	bool no_demangle;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

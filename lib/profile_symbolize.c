@@ -155,11 +155,27 @@ uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, u
 	return add_loc(p, img, addr, (uintptr_t)name, func_id(p, img, name, name, 0));
 }
 
+/*
+ * The name a file's symbol is shown by: demangled (C++, Rust) unless
+ * --no-demangle, as perf report. Done here, once per symbol that samples
+ * hit, rather than for every symbol of every file loaded. NULL when out of
+ * memory.
+ */
+static const char *shown_name(struct profile *p, const struct symtab_sym *sym)
+{
+	char buf[SYMTAB_DEMANGLED_MAX];
+
+	if (p->state->opt.no_demangle || !symtab_demangle(sym->name, buf, sizeof(buf), 0))
+		return sym->name;
+	return profile_intern(p, buf);
+}
+
 /* A location in a mapped file. */
 static uint32_t resolve_in_map(struct profile *p, const struct map *m, uint64_t addr)
 {
 	struct symtab *st = profile_image_symtab(p, m->image);
 	const struct symtab_sym *sym = NULL;
+	const char *name = NULL;
 	uint64_t rel;
 	int64_t v;
 
@@ -169,8 +185,9 @@ static uint32_t resolve_in_map(struct profile *p, const struct map *m, uint64_t 
 		return (uint32_t)v;
 	if (st)
 		sym = symtab_lookup(st, rel);
-	return add_loc(p, m->image, addr, rel,
-		       func_id(p, m->image, sym, sym ? sym->name : NULL, sym ? sym->addr : 0));
+	if (sym && keymap_get(&p->state->func_by_key, m->image, (uintptr_t)sym) < 0 && !(name = shown_name(p, sym)))
+		return PROFILE_NONE;
+	return add_loc(p, m->image, addr, rel, func_id(p, m->image, sym, name, sym ? sym->addr : 0));
 }
 
 static uint32_t resolve_unknown(struct profile *p, uint32_t img, uint64_t addr)

@@ -10,10 +10,14 @@
 
 #include "cli.h"
 
+/* Long-only options take codes above any character, clear of both programs' own short options. */
+#define OPT_NO_DEMANGLE 0x100
+
 static const struct option shared_longopts[] = {
 	{ "input", required_argument, NULL, 'i' },  { "format", required_argument, NULL, 'f' },
 	{ "output", required_argument, NULL, 'o' }, { "guest-root", required_argument, NULL, 'r' },
 	{ "recover", no_argument, NULL, 'R' },	    { "help", no_argument, NULL, 'h' },
+	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 };
 #define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
 
@@ -66,6 +70,9 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 			continue;
 		case 'R':
 			a->recover = true;
+			continue;
+		case OPT_NO_DEMANGLE:
+			a->no_demangle = true;
 			continue;
 		case 'h':
 			printf("%s%s", cli->usage, cli->help);
@@ -152,6 +159,7 @@ int report_cli_main(const struct report_cli *cli, int argc, char **argv)
 	if (cli->profile_options)
 		cli->profile_options(&a, &popt, cli->ctx);
 	popt.recover = a.recover;
+	popt.no_demangle = a.no_demangle;
 	popt.warn = print_warning;
 	popt.warn_ctx = (void *)cli->prog;
 	if (!stat(a.input, &st) && S_ISDIR(st.st_mode)) {

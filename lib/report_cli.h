@@ -25,6 +25,7 @@ struct report_cli_args {
 	const char *output; /* -o; NULL: standard output */
 	const char *root;   /* -r, --guest-root: where the recorded system's files are */
 	bool recover;       /* --recover */
+	bool no_demangle;   /* --no-demangle: C++ and Rust names as mangled */
 	enum report_format format; /* -f */
 };
 

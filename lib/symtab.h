@@ -9,6 +9,7 @@
 #ifndef KVMPROF_SYMTAB_H
 #define KVMPROF_SYMTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,5 +58,21 @@ void symtab_close(struct symtab *st);
  * an ELF file) or -errno from opening the file.
  */
 int symtab_find_symbol(const char *path, const char *name, uint64_t *addr, uint64_t *size);
+
+/*
+ * Demangling (lib/symtab_demangle.c, libiberty): a C++ (Itanium ABI) or
+ * Rust (legacy or v0) symbol name as perf report shows it,
+ * "ns::Spinner<unsigned long>::spin" for _ZN2ns7SpinnerImE4spinEmj, into
+ * buf. False, buf unspecified, for a name that is not mangled, malformed,
+ * or longer than SYMTAB_DEMANGLE_INPUT_MAX, or a buffer under 16 bytes:
+ * the caller keeps the name.
+ * A name that does not fit in size bytes is cut and ends in "...", so a
+ * hostile name costs at most size bytes of output. The output is
+ * libiberty's, bytes of the name included: sanitize it like any name.
+ */
+#define SYMTAB_DEMANGLE_INPUT_MAX 8192
+#define SYMTAB_DEMANGLED_MAX 4096 /* the buffer the symbolizer uses */
+#define SYMTAB_DEMANGLE_PARAMS 1u /* with parameter types and qualifiers, as perf report -v */
+bool symtab_demangle(const char *name, char *buf, size_t size, unsigned flags);
 
 #endif

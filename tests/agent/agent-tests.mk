@@ -5,7 +5,7 @@
 
 AGENT_FIXTURES := $(BUILD)/agent-fixtures/split $(BUILD)/agent-fixtures/forker \
                   $(BUILD)/agent-fixtures/agent-child $(BUILD)/agent-fixtures/badframes \
-                  $(BUILD)/agent-fixtures/nofp
+                  $(BUILD)/agent-fixtures/nofp $(BUILD)/agent-fixtures/cxx_spin
 
 $(BUILD)/agent-fixtures/%: tests/agent/%.c
 	@mkdir -p $(@D)
@@ -15,6 +15,11 @@ $(BUILD)/agent-fixtures/%: tests/agent/%.c
 $(BUILD)/agent-fixtures/nofp: tests/agent/nofp.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer $(CSTD) $(WARN) -D_GNU_SOURCE -o $@ $<
+
+# C++: a mangled symbol for the demangling test.
+$(BUILD)/agent-fixtures/cxx_spin: tests/agent/cxx_spin.cc
+	@mkdir -p $(@D)
+	$(CXX) -O1 -g -fno-omit-frame-pointer -std=c++17 $(WARN) -o $@ $<
 
 .PHONY: agent-fixtures
 agent-fixtures: $(AGENT_FIXTURES)

@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=tests/lib/harness.sh
 . tests/lib/harness.sh
 
-for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp"; do
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin"; do
 	if [ ! -x "$f" ]; then
 		fail agent-build "$f missing (make $AGENT agent-fixtures)"
 		exit 0
@@ -360,6 +360,68 @@ else
 		pass "callgraph-dwarf-vs-perf (both: ...;main;${ours#*;main;})"
 	else
 		fail callgraph-dwarf-vs-perf "perf's hottest stack '$perf_top', ours '$ours'" "$T/perf.rep"
+	fi
+fi
+
+# ---- C++ names: demangled in every format as perf report shows them, mangled with --no-demangle
+cxx_name='fixture::Spinner<unsigned long>::spin'
+cxx_mangled=_ZN7fixture7SpinnerImE4spinEmj
+# The top row's symbol in a text report or perf's --sort sym table: what follows the image or [.] column.
+top_symbol() {
+	awk '/^ *[0-9]/ { sub(/^ *[0-9]+ +[0-9.]+% +[^ ]+ +/, ""); sub(/^ *[0-9.]+% +\[.\] /, ""); print; exit }' "$1"
+}
+"$AGENT" record -q -e cpu-clock -o "$T/cxx.data" -- "$FIX/cxx_spin" 0.3 >/dev/null 2>"$T/cxx.err"
+rc=$?
+{
+	"$AGENT" report -i "$T/cxx.data" >"$T/cxx.rep"
+	"$AGENT" report -i "$T/cxx.data" --no-demangle >"$T/cxx-mangled.rep"
+	"$AGENT" report -i "$T/cxx.data" -f folded >"$T/cxx.folded"
+	"$AGENT" report -i "$T/cxx.data" -f svg -o "$T/cxx.svg"
+	"$AGENT" report -i "$T/cxx.data" -f pprof -o "$T/cxx.pb.gz"
+	python3 tests/agent/pprof_summary.py "$T/cxx.pb.gz" >"$T/cxx.pprof"
+} 2>>"$T/cxx.err"
+top=$(top_symbol "$T/cxx.rep")
+top_mangled=$(top_symbol "$T/cxx-mangled.rep")
+# Folded stacks write spaces as '_' (the line format's separator); the SVG escapes '<'.
+if [ $rc -ne 0 ] || [ "$top" != "$cxx_name" ] || [ "$top_mangled" != "$cxx_mangled" ]; then
+	fail demangle "record exited $rc; top symbol '$top', with --no-demangle '$top_mangled'" "$T/cxx.rep"
+elif ! grep -q -F 'cxx_spin`fixture::Spinner<unsigned_long>::spin ' "$T/cxx.folded" ||
+	! grep -q -F 'fixture::Spinner&lt;unsigned long&gt;::spin' "$T/cxx.svg" ||
+	! grep -q -F "cxx_spin\`$cxx_name " "$T/cxx.pprof" ||
+	grep -q -F "$cxx_mangled" "$T/cxx.folded" "$T/cxx.svg" "$T/cxx.pprof"; then
+	fail demangle "folded, svg or pprof lacks the demangled name or has the mangled one" "$T/cxx.err"
+elif ! sanitizer_clean "$T/cxx.err"; then
+	fail demangle "sanitizer report" "$T/cxx.err"
+else
+	pass "demangle ($top; --no-demangle: $top_mangled; text, folded, svg, pprof)"
+fi
+# kvmprof report has the same option (the shared report command); its rows end in the symbol.
+if [ -x "$KVMPROF" ]; then
+	{
+		"$KVMPROF" report -i "$T/cxx.data" >"$T/cxx-host.rep"
+		"$KVMPROF" report -i "$T/cxx.data" --no-demangle >"$T/cxx-host-mangled.rep"
+	} 2>>"$T/cxx.err"
+	# Rows of image cxx_spin whose symbol column (the rest of the line) is the name.
+	rows_of() { awk -v s="$2" 'index($0, " cxx_spin ") && substr($0, length($0) - length(s)) == " " s { n++ } END { print n + 0 }' "$1"; }
+	host_rows=$(rows_of "$T/cxx-host.rep" "$cxx_name")
+	host_mangled_rows=$(rows_of "$T/cxx-host-mangled.rep" "$cxx_mangled")
+	if [ "$host_rows" = 1 ] && [ "$host_mangled_rows" = 1 ] && ! grep -q -F "$cxx_mangled" "$T/cxx-host.rep"; then
+		pass "demangle-kvmprof-report (one row each: $cxx_name; --no-demangle: $cxx_mangled)"
+	else
+		fail demangle-kvmprof-report "rows with the demangled name: $host_rows, with the mangled one under --no-demangle: $host_mangled_rows (want 1 and 1)" "$T/cxx-host.rep"
+	fi
+fi
+if ! perf record -q -e cpu-clock -F 1000 -o "$T/cxx.perf" -- "$FIX/cxx_spin" 0.3 >/dev/null 2>"$T/perf.err"; then
+	skip demangle-vs-perf "perf record does not run here: $(head -n 1 "$T/perf.err")"
+else
+	perf report -i "$T/cxx.perf" --stdio --no-children --sort sym 2>/dev/null >"$T/cxx-perf.rep"
+	perf report -i "$T/cxx.perf" --stdio --no-children --sort sym --no-demangle 2>/dev/null >"$T/cxx-perf-mangled.rep"
+	perf_top=$(top_symbol "$T/cxx-perf.rep")
+	perf_mangled=$(top_symbol "$T/cxx-perf-mangled.rep")
+	if [ "$perf_top" = "$top" ] && [ "$perf_mangled" = "$top_mangled" ]; then
+		pass "demangle-vs-perf (both: $perf_top; --no-demangle: $perf_mangled)"
+	else
+		fail demangle-vs-perf "perf's top symbol '$perf_top' ('$perf_mangled' with --no-demangle), ours '$top' ('$top_mangled')" "$T/cxx-perf.rep"
 	fi
 fi
 

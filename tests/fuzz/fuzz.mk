@@ -13,7 +13,7 @@ FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJ := $(BUILD)/fuzz/obj
 
 FUZZ_TARGETS := sample_file sample_records kallsyms procfs guest_mem boot cpio vpmu_filter control task_layout trace_file \
-                plugin_elf qemu_hmp
+                plugin_elf qemu_hmp demangle
 # make test's fuzz smoke (tests/run-all.sh) runs these.
 export KVMPROF_FUZZ_TARGETS = $(FUZZ_TARGETS)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -93,6 +93,10 @@ $(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_co
 		$(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) -Iguest-agent $(FUZZ_LDFLAGS) -o $@ $< $(FUZZ_OBJ)/guest-agent/kernel_layout.o \
 		$(FUZZ_LIB_OBJS) -lbpf $(LIB_LIBS)
+
+# Symbol names through the demangler: its one object and libiberty.
+$(BUILD)/fuzz/fuzz_demangle: tests/fuzz/fuzz_demangle.c $(FUZZ_OBJ)/lib/symtab_demangle.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ -liberty
 
 # The seed corpora: small files in tests/fuzz/corpus/<target>/, plus seeds the
 # build makes from its own outputs (the fixtures, the bundled guest's kernel

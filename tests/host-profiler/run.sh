@@ -257,6 +257,50 @@ else
 	fi
 fi
 
+# ---- the report explains itself (issue 16): what each domain is, how guest time was told
+# apart in plain words, and the guest's own profiling (its agent shipping samples over COM2)
+# named as such, with exactly the samples of the agent's process in the table.
+if grep -q '^(guest user: the guest.s programs; guest kernel: .*VMM user: kvmprof-vmm.s own code .*host kernel: Linux on the host' "$T/demo.rep" &&
+	! grep -q 'rule:' "$T/demo.rep" && ! grep -q '^guest profiler:' "$T/demo.rep"; then
+	pass report-explains-domains
+else
+	fail report-explains-domains "no domain legend, jargon left, or a guest-profiler line without a guest profiler" "$T/demo.rep"
+fi
+# Without --guest-root the guest's programs cannot be found: one line says to pass it.
+"$KVMPROF" report -i "$T/demo.data" >"$T/noroot.rep" 2>"$T/noroot.err"
+rc=$?
+if [ $guest = 0 ]; then
+	no_guest_samples report-says-pass-guest-root
+elif [ $rc = 0 ] && [ "$(grep -c -- '--guest-root' "$T/noroot.err")" = 1 ] && [ "$(wc -l <"$T/noroot.err")" = 1 ]; then
+	pass report-says-pass-guest-root
+else
+	fail report-says-pass-guest-root "exit $rc; want exactly one stderr line naming --guest-root" "$T/noroot.err"
+fi
+if [ $guest = 1 ]; then
+	rm -f "$T/ga.sock"
+	"$VMM" --cpus 2 --vpmu-backend=clock --control "$T/ga.sock" --console "$T/ga.console" --agent-channel "$T/ga.agent" \
+		--timeout 60 --cmdline "quiet start=/bin/agent:/bin/split+3000+700" >"$T/ga.vmm" 2>&1 &
+	VPID=$!
+	for _ in $(seq 100); do [ -S "$T/ga.sock" ] && break; sleep 0.05; done
+	# Until the VM powers off: the agent writes its file over COM2 at its end, after
+	# split's pauses (0.7 s each side), long after the recording has begun.
+	"$KVMPROF" record --vm "$T/ga.sock" --duration 30 -q -o "$T/ga.data" 2>"$T/ga.err"
+	wait "$VPID" 2>/dev/null
+	VPID=
+	"$KVMPROF" report -i "$T/ga.data" --guest-root "$ROOT" >"$T/ga.rep" 2>>"$T/ga.err"
+	line=$(grep '^guest profiler:' "$T/ga.rep")
+	apid=$(sed -n "s/^guest profiler: the guest's agent \[\([0-9]*\)\], which ships its samples out over COM2 .*: \([0-9]*\) guest samples .*/\1/p" "$T/ga.rep")
+	said=$(sed -n "s/^guest profiler: the guest's agent \[[0-9]*\], which ships its samples out over COM2 .*: \([0-9]*\) guest samples .*/\1/p" "$T/ga.rep")
+	rows=$(awk -v p="[$apid]" '$5 ~ /^\[guest/ && $6 == "agent" && $7 == p { s += $1 } END { print s + 0 }' "$T/ga.rep")
+	if [ -n "$apid" ] && [ "$said" = "$rows" ] && [ "$rows" -gt 0 ] && sanitizer_clean "$T/ga.err"; then
+		pass "report-names-the-guest-profiler ($line)"
+	else
+		fail report-names-the-guest-profiler "line '$line', agent pid '$apid', its table rows $rows samples" "$T/ga.rep" "$T/ga.err"
+	fi
+else
+	no_guest_samples report-names-the-guest-profiler
+fi
+
 # ---- a guest that writes to COM1 without pause: the VMM's serial emulation
 if start_vm spam "start=/bin/spam:60000"; then
 	sleep 0.3
