@@ -163,6 +163,118 @@ else
 	fail short-lived-child "no row 'agent-child agent-child kvmprof_child_hotspot' with 20+ samples" "$T/fork.rep"
 fi
 
+# ---- report: perf's --sort keys, --percent-limit and filters
+# Rows of a table: "count pct col..." lines after the " samples" header, until a '#' line.
+rows_of() { awk '/^ samples/ { on = 1; next } on && /^#/ { exit } on && NF { print }' "$1"; }
+"$AGENT" report -i "$T/split.data" --sort comm,dso >"$T/cd.rep" 2>"$T/keys.err"
+rc1=$?
+"$AGENT" report -i "$T/split.data" --sort sym >"$T/sym.rep" 2>>"$T/keys.err"
+rc2=$?
+"$AGENT" report -i "$T/split.data" --sort bogus,sym >/dev/null 2>"$T/bogus.err"
+rc3=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(rows_of "$T/cd.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split" ] &&
+	[ "$(rows_of "$T/sym.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split_three_quarters" ] &&
+	[ $rc3 -eq 2 ] && grep -q "^kvmprof-agent report: unknown sort key 'bogus' in 'bogus,sym' (valid keys: comm, pid, dso (or image), sym (or symbol), domain)$" "$T/bogus.err" &&
+	sanitizer_clean "$T/keys.err"; then
+	pass report-sort-keys
+else
+	fail report-sort-keys "exit $rc1 $rc2 $rc3; top rows '$(rows_of "$T/cd.rep" | head -n 1)', '$(rows_of "$T/sym.rep" | head -n 1)'" "$T/bogus.err"
+fi
+# perf on the same program with the same event and rate: the same top rows.
+# Tolerance 5 points on a row's share: two runs, ~1300 samples each (the
+# binomial standard error of a 75% share is ~1.2 points), and the kernel's
+# share (page faults, ticks) varies between runs on a loaded machine; perf's
+# Overhead weighs samples by period, which at a fixed rate varies a little.
+if ! perf record -q -e cpu-clock -F 2000 -o "$T/split.perf" -- "$FIX/split" 200000 >/dev/null 2>"$T/perf-split.err"; then
+	skip report-sort-vs-perf "perf record -e cpu-clock does not run here: $(head -n 1 "$T/perf-split.err")"
+else
+	perf report -i "$T/split.perf" --stdio --sort comm,dso 2>/dev/null | awk '!/^#/ && NF' >"$T/perf-cd.rep"
+	perf report -i "$T/split.perf" --stdio --sort sym 2>/dev/null | awk '!/^#/ && NF' >"$T/perf-sym.rep"
+	read -r p_pct p_comm p_dso < <(awk 'NR == 1 { sub("%", "", $1); print $1, $2, $3 }' "$T/perf-cd.rep")
+	read -r o_pct o_comm o_dso < <(rows_of "$T/cd.rep" | awk 'NR == 1 { sub("%", "", $2); print $2, $3, $4 }')
+	# perf's sym lines: "73.65%  [.] split_three_quarters"; ours: "987 73.17%  split  split_three_quarters".
+	perf_syms=$(awk 'NR <= 2 { sub("%", "", $1); printf "%s %s ", $3, $1 }' "$T/perf-sym.rep")
+	our_syms=$(rows_of "$T/sym.rep" | awk 'NR <= 2 { sub("%", "", $2); printf "%s %s ", $4, $2 }')
+	read -r ps1 pp1 ps2 pp2 <<<"$perf_syms"
+	read -r os1 op1 os2 op2 <<<"$our_syms"
+	if [ "$p_comm $p_dso" = "$o_comm $o_dso" ] && within "${p_pct:-x}" "${o_pct:-y}" 5; then
+		pass "report-sort-comm-dso-vs-perf (top row $o_comm $o_dso: ours $o_pct%, perf $p_pct%)"
+	else
+		fail report-sort-comm-dso-vs-perf "top row: perf '$p_comm $p_dso' $p_pct%, ours '$o_comm $o_dso' $o_pct%" "$T/perf-cd.rep"
+	fi
+	if [ "$ps1 $ps2" = "$os1 $os2" ] && within "${pp1:-x}" "${op1:-y}" 5 && within "${pp2:-x}" "${op2:-y}" 5; then
+		pass "report-sort-sym-vs-perf ($os1 $op1% / perf $pp1%, $os2 $op2% / perf $pp2%)"
+	else
+		fail report-sort-sym-vs-perf "top two symbols: perf '$perf_syms', ours '$our_syms'" "$T/perf-sym.rep"
+	fi
+fi
+# --comms and --pids keep exactly the samples of that command / process: the
+# kept count is the unfiltered table's rows of it, every row is of it, and
+# the header says how many of all were kept.
+"$AGENT" report -i "$T/fork.data" --sort comm,dso >"$T/fk.rep" 2>"$T/filter.err"
+"$AGENT" report -i "$T/fork.data" --sort comm,dso --comms agent-child >"$T/fk-comm.rep" 2>>"$T/filter.err"
+rc=$?
+want=$(rows_of "$T/fk.rep" | awk '$3 == "agent-child" { s += $1 } END { print s + 0 }')
+total=$(rows_of "$T/fk.rep" | awk '{ s += $1 } END { print s + 0 }')
+got=$(rows_of "$T/fk-comm.rep" | awk '{ s += $1 } END { print s + 0 }')
+others=$(rows_of "$T/fk-comm.rep" | awk '$3 != "agent-child"' | wc -l)
+if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] && [ "$want" -lt "$total" ] &&
+	grep -q "^# filter --comms agent-child: $want of $total samples kept" "$T/fk-comm.rep"; then
+	pass "report-filter-comms ($want of $total samples are agent-child's)"
+else
+	fail report-filter-comms "exit $rc; kept $got, the table's agent-child rows $want of $total; $others other rows" "$T/fk-comm.rep"
+fi
+"$AGENT" report -i "$T/fork.data" --sort pid >"$T/fk-pid.rep" 2>>"$T/filter.err"
+# The child's pid: its rows (agent-child, and forker's before the exec when a sample fell there) are the filter's.
+cpid=$(rows_of "$T/fk-pid.rep" | awk '$4 == "agent-child" { print $3; exit }')
+want=$(rows_of "$T/fk-pid.rep" | awk -v p="${cpid:-x}" '$3 == p { print $1, $3, $4 }')
+"$AGENT" report -i "$T/fork.data" --sort pid --pid "${cpid:-0}" >"$T/fk-pid1.rep" 2>>"$T/filter.err"
+if [ -n "$cpid" ] && [ -n "$want" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ print $1, $3, $4 }')" = "$want" ]; then
+	pass "report-filter-pids (pid $cpid: $(echo "$want" | awk '{ s += $1 } END { print s }') samples, the same rows)"
+else
+	fail report-filter-pids "pid '$cpid': the filtered rows differ from the table's rows of that pid: $want" "$T/fk-pid1.rep"
+fi
+# --dsos: the samples in split itself; percentages are of those, so the rows add up to 100.
+"$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split >"$T/dso.rep" 2>>"$T/filter.err"
+rc=$?
+want=$(rows_of "$T/cd.rep" | awk '$4 == "split" { s += $1 } END { print s + 0 }')
+got=$(rows_of "$T/dso.rep" | awk '{ s += $1 } END { print s + 0 }')
+others=$(rows_of "$T/dso.rep" | awk '$3 != "split"' | wc -l)
+sum=$(rows_of "$T/dso.rep" | awk '{ sub("%", "", $2); s += $2 } END { printf "%.2f", s }')
+if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] && within "$sum" 100 0.05 &&
+	sanitizer_clean "$T/filter.err"; then
+	pass "report-filter-dsos ($want samples in split, shares add up to $sum%)"
+else
+	fail report-filter-dsos "exit $rc; kept $got, the table's split rows $want; $others other rows; shares $sum%" "$T/dso.rep"
+fi
+# The filters apply to the other formats too: the folded stacks of --dsos split are those samples, each ending in split.
+"$AGENT" report -i "$T/split.data" --dsos split -f folded >"$T/dso.folded" 2>>"$T/filter.err"
+fgot=$(awk '{ s += $NF } END { print s + 0 }' "$T/dso.folded")
+fother=$(awk '{ $NF = ""; n = split($0, f, ";"); if (f[n] !~ /^split`/) print }' "$T/dso.folded" | wc -l)
+if [ "$fgot" = "$want" ] && [ "$fother" = 0 ]; then
+	pass "report-filter-folded ($fgot samples, every stack's leaf in split)"
+else
+	fail report-filter-folded "folded stacks hold $fgot samples (want $want), $fother ending elsewhere" "$T/dso.folded"
+fi
+# --percent-limit 1: exactly the rows of 1% or more stay (by their counts,
+# not the rounded column), the same rows as the whole table's first ones
+# (columns are as wide as the rows shown: compared field by field), and the
+# line counts the others and their samples.
+"$AGENT" report -i "$T/split.data" --sort sym >"$T/all.rep" 2>/dev/null
+"$AGENT" report -i "$T/split.data" --sort sym --percent-limit 1 >"$T/lim.rep" 2>/dev/null
+rc=$?
+total=$(sed -n 's/^Event .*: \([0-9]*\) samples, .*/\1/p' "$T/all.rep")
+read -r keep hide hidden < <(rows_of "$T/all.rep" |
+	awk -v t="$total" '{ if (100 * $1 / t >= 1) k++; else { h++; s += $1 } } END { print k + 0, h + 0, s + 0 }')
+shown=$(rows_of "$T/lim.rep" | wc -l)
+if [ $rc -eq 0 ] && [ "$shown" = "$keep" ] && [ "$hide" -gt 0 ] &&
+	grep -q "^# $hide rows under 1% not shown: $hidden samples" "$T/lim.rep" &&
+	[ "$(rows_of "$T/lim.rep" | awk '{ $1 = $1; print }')" = "$(rows_of "$T/all.rep" | head -n "$keep" | awk '{ $1 = $1; print }')" ]; then
+	pass "report-percent-limit ($keep rows shown, $hide rows of $hidden samples hidden)"
+else
+	fail report-percent-limit "exit $rc; $shown rows shown, want $keep; want '# $hide rows under 1% not shown: $hidden samples'" "$T/lim.rep"
+fi
+
 # ---- call chains: the hot functions' caller is main
 "$AGENT" record -q -g -o "$T/cg.data" -- "$FIX/split" 50000 >/dev/null 2>"$T/cg.err"
 rc=$?

@@ -154,6 +154,61 @@ else
 	fi
 fi
 
+# ---- report: perf's --sort keys, filters, --percent-limit and -g on the demo recording
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort domain,process,symbol >"$T/keys-dps.rep" 2>"$T/keys.err"
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort domain,symbol >"$T/keys-ds.rep" 2>>"$T/keys.err"
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort domain,bogus >/dev/null 2>"$T/bogus.err"
+rc=$?
+if cmp -s "$T/demo.rep" "$T/keys-dps.rep" && grep -q '^   samples        %  domain        image                symbol$' "$T/keys-ds.rep" &&
+	[ $rc = 2 ] && grep -q "^kvmprof report: unknown sort key 'bogus' in 'domain,bogus' (valid keys: .*, process)$" "$T/bogus.err"; then
+	pass report-sort-old-keys
+else
+	fail report-sort-old-keys "the default and --sort domain,process,symbol differ, domain,symbol lost its columns, or bogus exit $rc" "$T/bogus.err"
+fi
+if [ $guest = 0 ]; then
+	no_guest_samples report-sort-comm-dso
+	no_guest_samples report-filter-comms
+	no_guest_samples report-callgraph
+else
+	# The same samples grouped two ways: [guest] matmul's samples in its own
+	# image, by comm,dso, are the default table's rows of that process and image.
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort comm,dso >"$T/keys-cd.rep" 2>>"$T/keys.err"
+	want=$(awk '$3 == "guest" && $4 == "user" && $5 == "[guest]" && $6 == "matmul" && $8 == "matmul" { s += $1 }
+		END { print s + 0 }' "$T/demo.rep")
+	got=$(awk '$3 == "[guest]" && $4 == "matmul" && $5 == "matmul" { print $1; exit }' "$T/keys-cd.rep")
+	if [ "$want" -gt 0 ] && [ "$got" = "$want" ] && grep -q '^   samples        %  command  *image$' "$T/keys-cd.rep" &&
+		sanitizer_clean "$T/keys.err"; then
+		pass "report-sort-comm-dso ([guest] matmul in matmul: $got samples both ways)"
+	else
+		fail report-sort-comm-dso "[guest] matmul in matmul: $got by comm,dso, $want in the default table" "$T/keys-cd.rep"
+	fi
+	# --comms matmul keeps the guest process's samples in both its layers
+	# ("[guest] matmul", "[guest-kernel] matmul"), exactly those.
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort comm >"$T/keys-c.rep" 2>>"$T/keys.err"
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort comm --comms matmul >"$T/keys-cf.rep" 2>>"$T/keys.err"
+	want=$(awk '($3 == "[guest]" || $3 == "[guest-kernel]") && $4 == "matmul" && NF == 4 { s += $1 } END { print s + 0 }' "$T/keys-c.rep")
+	total=$(sed -n 's/^total  *\([0-9]*\) .*/\1/p' "$T/demo.rep")
+	rows=$(awk '/^   samples/ { on = 1; next } on && NF == 4 && $2 ~ /%$/' "$T/keys-cf.rep" | wc -l)
+	got=$(awk '/^   samples/ { on = 1; next } on && NF == 4 && $4 == "matmul" && $2 ~ /%$/ { s += $1 } END { print s + 0 }' "$T/keys-cf.rep")
+	if [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$rows" -ge 1 ] && [ "$rows" -le 2 ] &&
+		grep -q "^# filter --comms matmul: $want of $total samples kept" "$T/keys-cf.rep"; then
+		pass "report-filter-comms (matmul: $want of $total samples, $rows layers)"
+	else
+		fail report-filter-comms "kept $got in $rows rows, the unfiltered table's matmul rows $want of $total" "$T/keys-cf.rep"
+	fi
+	# -g: the caller chains under the top rows, the agent's drawing: the
+	# guest's own stack of matmul's hot function, walked by the VMM.
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -g --percent-limit 5 >"$T/keys-g.rep" 2>>"$T/keys.err"
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^Callers of the top rows (outermost first):$' "$T/keys-g.rep" &&
+		grep -q '^ *[0-9.]*%  .*main > matmul_multiply$' "$T/keys-g.rep" &&
+		grep -q '^# [0-9]* rows under 5% not shown: [0-9]* samples' "$T/keys-g.rep" && sanitizer_clean "$T/keys.err"; then
+		pass report-callgraph
+	else
+		fail report-callgraph "exit $rc; no 'main > matmul_multiply' chain, or no rows hidden under 5%" "$T/keys-g.rep"
+	fi
+fi
+
 # Folded stacks: every stack's first frame names its layer.
 "$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -f folded -o "$T/demo.folded" 2>>"$T/demo.rerr"
 rc=$?
