@@ -28,7 +28,7 @@ static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [OPTIONS]\n"
 	"       kvmprof report [-i FILE] [OPTIONS]\n"
 	"       kvmprof stat --vm SOCKET | --domain NAME [OPTIONS]\n"
-	"       kvmprof list [--connect URI]\n"
+	"       kvmprof list [FILTER] | list domains [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
 	"       kvmprof --help | --version\n";
@@ -44,7 +44,8 @@ static const char help_text[] =
 	"  record   sample a VM: its host threads and its guest, into a sample file\n"
 	"  report   read a recording: by domain, process and symbol; stacks, flame graphs\n"
 	"  stat     count events of a VM (host threads and guest) for a while\n"
-	"  list     the running libvirt domains, and what kvmprof can do with each\n"
+	"  list     the events the host and the guest's vPMU models count, as perf list;\n"
+	"           list domains: the running libvirt domains, and what works for each\n"
 	"  trace    print a kvmprof-vmm --trace file\n"
 	"  plugin   load and unload a running VMM's plugins\n"
 	"\n"
