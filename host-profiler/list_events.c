@@ -18,14 +18,15 @@ static const char usage[] = "usage: kvmprof list [FILTER]\n"
 			    "       kvmprof list domains [--connect URI]\n";
 static const char help[] =
 	"\n"
-	"Without a command, the events, as perf list prints them: this host's (perf's\n"
-	"generic hardware, hardware cache and software events, then the events and unit\n"
-	"masks of each PMU libpfm4 finds, as PMU::EVENT[:UMASK]), which kvmprof record -e\n"
-	"and stat -e take; then, for each vPMU model of kvmprof-vmm (--vpmu=intel|amd),\n"
-	"the events a guest can count, spelled as the guest's kvmprof-agent record -e\n"
-	"takes them (perf's raw rUUEE syntax, and the generic name a Linux guest programs\n"
-	"as the same event select and unit mask). Without a hardware PMU the host's\n"
-	"hardware events are marked: record samples cpu-clock in their place.\n"
+	"With no argument or a FILTER, the events, as perf list prints them: this\n"
+	"host's (perf's generic hardware, hardware cache and software events, then the\n"
+	"events and unit masks of each PMU libpfm4 finds, as PMU::EVENT[:UMASK]), which\n"
+	"kvmprof record -e and stat -e take; then, for each vPMU model of kvmprof-vmm\n"
+	"(--vpmu=intel|amd), the events a guest can count, spelled as the guest's\n"
+	"kvmprof-agent record -e takes them (perf's raw rUUEE syntax, and the generic\n"
+	"name a Linux guest programs as the same event select and unit mask). Without a\n"
+	"hardware PMU the host's hardware events are marked: record samples cpu-clock\n"
+	"in their place.\n"
 	"\n"
 	"  FILTER          only the events whose name or description contains FILTER (any\n"
 	"                  case), or, with a * ? or [, whose name matches it as a glob\n"
@@ -40,7 +41,7 @@ static bool asks_for_domains(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
 			return false;
-		if (!strcmp(argv[i], "-c") || !strncmp(argv[i], "--connect", 9))
+		if (!strncmp(argv[i], "-c", 2) || !strncmp(argv[i], "--connect", 9))
 			return true;
 	}
 	return false;
