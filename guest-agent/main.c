@@ -24,7 +24,7 @@ static const char usage_text[] =
 	"usage: kvmprof-agent record [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [OPTIONS]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
-	"       kvmprof-agent list [FILTER]\n"
+	"       kvmprof-agent list [--details] [FILTER]\n"
 	"       kvmprof-agent --help | --version\n";
 
 static const char help_text[] =
@@ -93,7 +93,7 @@ static const char export_help[] =
 	"  --all-symbols    all of /proc/kallsyms; by default only text symbols go\n"
 	"                  (program counters land only in code; half the bytes)\n";
 
-static const char list_usage[] = "usage: kvmprof-agent list [FILTER]\n";
+static const char list_usage[] = "usage: kvmprof-agent list [--details] [FILTER]\n";
 
 static const char list_help[] =
 	"\n"
@@ -106,7 +106,9 @@ static const char list_help[] =
 	"\n"
 	"  FILTER   only the events whose name or description contains FILTER (any\n"
 	"           case), or, with a * ? or [, whose name matches it as a glob:\n"
-	"           `list cache`, `list 'icl::BR_*'`\n";
+	"           `list cache`, `list 'icl::BR_*'`\n"
+	"  --details  under each libpfm4 event, what -e opens for it: perf's type and\n"
+	"           config (as perf list --details)\n";
 
 #define usage_error(...) cli_usage_error("kvmprof-agent", usage_text, __VA_ARGS__)
 #define record_usage_error(...) cli_usage_error("kvmprof-agent", record_usage, __VA_ARGS__)
@@ -236,13 +238,14 @@ static int cmd_export(int argc, char **argv)
 static int cmd_list(int argc, char **argv)
 {
 	struct event_list l;
-	const char *filter;
+	struct event_list_args a;
 	char why[256];
-	int r = event_list_parse_args("kvmprof-agent list", list_usage, list_help, argc, argv, &filter);
+	int r = event_list_parse_args("kvmprof-agent list", list_usage, list_help, argc, argv, &a);
 
 	if (r >= 0)
 		return r;
-	event_list_init(&l, stdout, filter, event_list_host_has_pmu(why, sizeof(why)));
+	event_list_init(&l, stdout, a.filter, event_list_host_has_pmu(why, sizeof(why)));
+	l.details = a.details;
 	event_list_host(&l, "List of pre-defined events (to use in -e)");
 	return 0;
 }

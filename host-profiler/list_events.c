@@ -14,7 +14,7 @@
 #include "vpmu_model_events.h"
 #include "vpmu_names.h"
 
-static const char usage[] = "usage: kvmprof list [FILTER]\n"
+static const char usage[] = "usage: kvmprof list [--details] [FILTER]\n"
 			    "       kvmprof list domains [--connect URI]\n";
 static const char help[] =
 	"\n"
@@ -30,6 +30,8 @@ static const char help[] =
 	"\n"
 	"  FILTER          only the events whose name or description contains FILTER (any\n"
 	"                  case), or, with a * ? or [, whose name matches it as a glob\n"
+	"  --details       under each libpfm4 event, what -e opens for it: perf's type\n"
+	"                  and config (as perf list --details)\n"
 	"  domains         the running libvirt domains: QEMU's pid, the vCPU threads,\n"
 	"                  guest RAM, the guest's PMU, and which kvmprof features work\n"
 	"                  for each and why not (`kvmprof list domains --help`)\n"
@@ -76,7 +78,7 @@ void host_list_vpmu_models(struct event_list *l)
 int host_list_main(int argc, char **argv)
 {
 	struct event_list l;
-	const char *filter;
+	struct event_list_args a;
 	char why[256];
 	int r;
 
@@ -84,10 +86,11 @@ int host_list_main(int argc, char **argv)
 		return host_list_domains_main(argc - 1, argv + 1);
 	if (asks_for_domains(argc, argv))
 		return host_list_domains_main(argc, argv);
-	r = event_list_parse_args("kvmprof list", usage, help, argc, argv, &filter);
+	r = event_list_parse_args("kvmprof list", usage, help, argc, argv, &a);
 	if (r >= 0)
 		return r;
-	event_list_init(&l, stdout, filter, event_list_host_has_pmu(why, sizeof(why)));
+	event_list_init(&l, stdout, a.filter, event_list_host_has_pmu(why, sizeof(why)));
+	l.details = a.details;
 	event_list_host(&l, "Host events (kvmprof record -e, stat -e)");
 	host_list_vpmu_models(&l);
 	return 0;

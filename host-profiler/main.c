@@ -28,7 +28,7 @@ static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [OPTIONS]\n"
 	"       kvmprof report [-i FILE] [OPTIONS]\n"
 	"       kvmprof stat --vm SOCKET | --domain NAME [OPTIONS]\n"
-	"       kvmprof list [FILTER] | list domains [--connect URI]\n"
+	"       kvmprof list [--details] [FILTER] | list domains [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
 	"       kvmprof --help | --version\n";

@@ -50,7 +50,8 @@ void event_list_section(struct event_list *l, const char *fmt, ...)
 	va_end(ap);
 }
 
-void event_list_force_row(struct event_list *l, const char *name, const char *tag, const char *desc)
+/* A row, and with detail (l->details only) a second bracketed line under the description. */
+static void print_row(struct event_list *l, const char *name, const char *tag, const char *desc, const char *detail)
 {
 	if (l->pending[0]) {
 		fprintf(l->out, "%s%s\n", l->any_section ? "\n" : "", l->pending);
@@ -63,13 +64,20 @@ void event_list_force_row(struct event_list *l, const char *name, const char *ta
 		fprintf(l->out, "  %-50s [%s]\n", name, tag);
 	else
 		fprintf(l->out, "  %s\n", name);
+	if (detail)
+		fprintf(l->out, "       [%s]\n", detail);
 	l->shown++;
+}
+
+void event_list_force_row(struct event_list *l, const char *name, const char *tag, const char *desc)
+{
+	print_row(l, name, tag, desc, NULL);
 }
 
 void event_list_row(struct event_list *l, const char *name, const char *tag, const char *desc)
 {
 	if (event_list_matches(l, name, desc))
-		event_list_force_row(l, name, tag, desc);
+		print_row(l, name, tag, desc, NULL);
 }
 
 /* perf list's tag for a generic event's type. */
@@ -120,8 +128,32 @@ static void list_generic(struct event_list *l, uint32_t want)
 			continue;
 		snprintf(tag, sizeof(tag), "%s%s", generic_tag(type),
 			 type != PERF_TYPE_SOFTWARE && !l->hw_countable ? "; " NO_PMU_TAG : "");
-		event_list_force_row(l, names, tag, NULL);
+		print_row(l, names, tag, NULL, NULL);
 	}
+}
+
+/*
+ * What -e NAME opens, through the parser's own libpfm4 encoder: perf's
+ * type, config and any config1/config2, as perf list --details shows it.
+ */
+static void describe_encoding(const char *name, char *out, size_t len)
+{
+	struct perf_event_attr attr;
+	uint64_t period;
+	char err[256];
+	int n;
+
+	memset(&attr, 0, sizeof(attr));
+	if (events_pfm_encode(name, &attr, &period, err, sizeof(err))) {
+		snprintf(out, len, "not encodable alone: %s", err);
+		return;
+	}
+	n = snprintf(out, len, "perf type %u%s, config %#llx", attr.type, attr.type == PERF_TYPE_RAW ? " (raw)" : "",
+		     (unsigned long long)attr.config);
+	if (attr.config1 && n > 0 && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n, ", config1 %#llx", (unsigned long long)attr.config1);
+	if (attr.config2 && n > 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, ", config2 %#llx", (unsigned long long)attr.config2);
 }
 
 struct pfm_walk {
@@ -132,7 +164,7 @@ struct pfm_walk {
 static int list_pfm_entry(const struct events_pfm_entry *e, void *ctx)
 {
 	struct pfm_walk *w = ctx;
-	char name[256];
+	char name[256], detail[320];
 
 	/* libpfm4's perf and perf_raw PMUs are the generic events again, in other spellings. */
 	if (e->pmu_generic)
@@ -143,7 +175,11 @@ static int list_pfm_entry(const struct events_pfm_entry *e, void *ctx)
 		w->pmu = e->pmu;
 	}
 	snprintf(name, sizeof(name), "%s::%s%s%s", e->pmu, e->event, e->umask ? ":" : "", e->umask ? e->umask : "");
-	event_list_row(w->l, name, NULL, e->desc);
+	if (!event_list_matches(w->l, name, e->desc))
+		return 0;
+	if (w->l->details)
+		describe_encoding(name, detail, sizeof(detail));
+	print_row(w->l, name, NULL, e->desc, w->l->details ? detail : NULL);
 	return 0;
 }
 
@@ -164,29 +200,35 @@ bool event_list_host_has_pmu(char *why, size_t len)
 }
 
 int event_list_parse_args(const char *prog, const char *usage, const char *help, int argc, char **argv,
-			  const char **filter)
+			  struct event_list_args *a)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "details", no_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	*filter = NULL;
+	memset(a, 0, sizeof(*a));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (c == 'h') {
+		switch (c) {
+		case 'h':
 			printf("%s%s", usage, help);
 			return 0;
+		case 'd':
+			a->details = true;
+			break;
+		default:
+			return cli_usage_error(prog, usage, "unknown option %s", argv[optind - 1]);
 		}
-		return cli_usage_error(prog, usage, "unknown option %s", argv[optind - 1]);
 	}
 	if (optind < argc)
-		*filter = argv[optind++];
+		a->filter = argv[optind++];
 	if (optind < argc)
-		return cli_usage_error(prog, usage, "one filter at most ('%s', then '%s')", *filter, argv[optind]);
-	if (*filter && !**filter)
+		return cli_usage_error(prog, usage, "one filter at most ('%s', then '%s')", a->filter, argv[optind]);
+	if (a->filter && !*a->filter)
 		return cli_usage_error(prog, usage, "empty filter");
 	return -1;
 }

@@ -16,6 +16,7 @@ struct event_list {
 	FILE *out;
 	const char *filter;   /* NULL: every event; else a substring or a glob (event_list_matches) */
 	bool hw_countable;    /* false: this system has no hardware PMU, and its lines say so */
+	bool details;         /* each libpfm4 event's perf_event encoding under its description */
 	unsigned int shown;   /* event lines printed so far */
 	bool any_section;     /* a section was printed: the next starts after a blank line */
 	char pending[256];    /* the heading of the current section, printed before its first event */
@@ -53,14 +54,19 @@ void event_list_force_row(struct event_list *l, const char *name, const char *ta
  */
 void event_list_host(struct event_list *l, const char *title);
 
+struct event_list_args {
+	const char *filter; /* NULL: none */
+	bool details;       /* --details */
+};
+
 /*
- * `list [FILTER]` and --help, after the command name (argv[0]): -1 with
- * filter set (NULL: none) to go on, else the exit status (0 after --help;
- * 2 after a usage error: an unknown option, a second filter). prog starts
- * messages ("kvmprof-agent list").
+ * `list [--details] [FILTER]` and --help, after the command name
+ * (argv[0]): -1 with a filled in to go on, else the exit status (0 after
+ * --help; 2 after a usage error: an unknown option, a second filter). prog
+ * starts messages ("kvmprof-agent list").
  */
 int event_list_parse_args(const char *prog, const char *usage, const char *help, int argc, char **argv,
-			  const char **filter);
+			  struct event_list_args *a);
 
 /* Whether this system counts hardware events (perf_open_probe_pmu), and why not in why. */
 bool event_list_host_has_pmu(char *why, size_t len);

@@ -149,13 +149,16 @@ static int resolve_generic(const struct generic_event *g, struct events_event *e
 	return apply_perf_modifiers(&ev->attr, mods, nmods, name, err, errlen);
 }
 
-/* libpfm4 with its perf_event encoder; only the counting fields are kept. */
-static int resolve_pfm(const char *pfmstr, struct events_event *ev, char *err, size_t errlen)
+int events_pfm_encode(const char *pfmstr, struct perf_event_attr *out, uint64_t *period, char *err, size_t errlen)
 {
 	struct perf_event_attr attr;
 	pfm_perf_encode_arg_t arg;
 	int r;
 
+	if (!pfm_ready()) {
+		snprintf(err, errlen, "%s: libpfm4 did not initialise", pfmstr);
+		return -EINVAL;
+	}
 	memset(&attr, 0, sizeof(attr));
 	memset(&arg, 0, sizeof(arg));
 	arg.attr = &attr;
@@ -171,17 +174,27 @@ static int resolve_pfm(const char *pfmstr, struct events_event *ev, char *err, s
 	 * generic names do not set it either, so `cycles` and `perf::cycles`
 	 * open the same event.
 	 */
-	ev->attr.type = attr.type;
-	ev->attr.config = attr.config;
-	ev->attr.config1 = attr.config1;
-	ev->attr.config2 = attr.config2;
-	ev->attr.exclude_user = attr.exclude_user;
-	ev->attr.exclude_kernel = attr.exclude_kernel;
-	ev->attr.exclude_hv = attr.exclude_hv;
-	ev->attr.precise_ip = attr.precise_ip;
-	if (attr.sample_period && !attr.freq && !ev->period)
-		ev->period = attr.sample_period;
+	out->type = attr.type;
+	out->config = attr.config;
+	out->config1 = attr.config1;
+	out->config2 = attr.config2;
+	out->exclude_user = attr.exclude_user;
+	out->exclude_kernel = attr.exclude_kernel;
+	out->exclude_hv = attr.exclude_hv;
+	out->precise_ip = attr.precise_ip;
+	*period = attr.sample_period && !attr.freq ? attr.sample_period : 0;
 	return 0;
+}
+
+/* libpfm4 with its perf_event encoder, for -e. */
+static int resolve_pfm(const char *pfmstr, struct events_event *ev, char *err, size_t errlen)
+{
+	uint64_t period;
+	int r = events_pfm_encode(pfmstr, &ev->attr, &period, err, errlen);
+
+	if (!r && period && !ev->period)
+		ev->period = period;
+	return r;
 }
 
 /* "NAME" plus ":mod" for each modifier, and ":UMASK" for a named OProfile unit mask. */

@@ -63,6 +63,16 @@ struct events_pfm_entry {
  */
 int events_for_each_pfm(bool umasks, int (*fn)(const struct events_pfm_entry *e, void *ctx), void *ctx);
 
+/*
+ * The one call of libpfm4's perf_event encoder: pfmstr ("PMU::EVENT:UMASK",
+ * modifiers included) as the counting fields of out (type, config,
+ * config1, config2, exclude_user/kernel/hv, precise_ip; other fields are
+ * left alone), and in period the period the name fixes (0: none). 0, or
+ * -EINVAL with a one-line message in err. events_parse and `list
+ * --details` both encode through it.
+ */
+int events_pfm_encode(const char *pfmstr, struct perf_event_attr *out, uint64_t *period, char *err, size_t errlen);
+
 /* The software clock that stands in when there is no PMU. */
 void events_cpu_clock(struct events_event *ev);
 

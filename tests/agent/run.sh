@@ -549,6 +549,17 @@ if [ $rc -eq 0 ] && [ -z "$bad" ] && [ "$n" -gt 0 ] && [ "$n" -lt "$all" ] && gr
 else
 	fail list-filter "rc $rc, $n of $all events; not matching: ${bad:-none}" "$T/list.cache"
 fi
+# --details: an encoding (or why there is none alone) under every libpfm4 event,
+# and nothing else changes (test_lib_event_list checks the encodings themselves).
+"$AGENT" list --details >"$T/list.details" 2>&1
+rc=$?
+pfm=$(grep -c '^  [^ ]*::' "$T/list.details")
+enc=$(grep -Ec '^       \[(perf type [0-9]+.*, config 0x[0-9a-f]+.*|not encodable alone: .*)\]$' "$T/list.details")
+if [ $rc -eq 0 ] && [ "$pfm" -eq "$enc" ] && [ "$(grep -vc '^       \[' "$T/list.details")" -eq "$(grep -vc '^       \[' "$T/list")" ]; then
+	pass "list-details ($pfm libpfm4 events)"
+else
+	fail list-details "rc $rc: $pfm libpfm4 events, $enc encoding lines" "$T/list.details"
+fi
 "$AGENT" list cache misses >"$T/list.bad.out" 2>"$T/list.bad"
 rc=$?
 "$AGENT" list --bogus >"$T/list.bad2.out" 2>"$T/list.bad2"
@@ -556,7 +567,7 @@ rc2=$?
 if [ $rc -eq 2 ] && [ $rc2 -eq 2 ] && [ ! -s "$T/list.bad.out" ] && [ ! -s "$T/list.bad2.out" ] &&
 	head -n 1 "$T/list.bad" | grep -q "^kvmprof-agent list: one filter at most ('cache', then 'misses')$" &&
 	head -n 1 "$T/list.bad2" | grep -q '^kvmprof-agent list: unknown option --bogus$' &&
-	"$AGENT" list --help | head -n 1 | grep -q '^usage: kvmprof-agent list \[FILTER\]$'; then
+	"$AGENT" list --help | head -n 1 | grep -q '^usage: kvmprof-agent list \[--details\] \[FILTER\]$'; then
 	pass list-usage-errors
 else
 	fail list-usage-errors "two filters exited $rc, --bogus $rc2 (want 2 and one line each)" "$T/list.bad" "$T/list.bad2"

@@ -178,18 +178,66 @@ static void test_pfm_names_parse(void **state)
 
 static void test_args(void **state)
 {
-	const char *filter;
+	struct event_list_args a;
 	char *one[] = { "list", NULL }, *f[] = { "list", "cache", NULL }, *two[] = { "list", "a", "b", NULL },
-	     *bad[] = { "list", "--bogus", NULL }, *empty[] = { "list", "", NULL };
+	     *bad[] = { "list", "--bogus", NULL }, *empty[] = { "list", "", NULL },
+	     *det[] = { "list", "--details", "taken", NULL };
 
 	(void)state;
-	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 1, one, &filter), -1);
-	assert_null(filter);
-	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 2, f, &filter), -1);
-	assert_string_equal(filter, "cache");
-	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 3, two, &filter), 2);
-	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 2, bad, &filter), 2);
-	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 2, empty, &filter), 2);
+	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 1, one, &a), -1);
+	assert_null(a.filter);
+	assert_false(a.details);
+	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 2, f, &a), -1);
+	assert_string_equal(a.filter, "cache");
+	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 3, det, &a), -1);
+	assert_string_equal(a.filter, "taken");
+	assert_true(a.details);
+	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 3, two, &a), 2);
+	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 2, bad, &a), 2);
+	assert_int_equal(event_list_parse_args("t list", "usage\n", "help\n", 2, empty, &a), 2);
+}
+
+/*
+ * --details: under each libpfm4 event, the encoding -e NAME opens, the
+ * parser's own (events_parse of the name printed gives the same config).
+ */
+static void test_details(void **state)
+{
+	struct event_list l;
+	char *buf = NULL, *save = NULL, *name = NULL;
+	size_t len = 0;
+	unsigned int checked = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	event_list_init(&l, f, NULL, false);
+	l.details = true;
+	event_list_host(&l, "Events");
+	fclose(f);
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned int type;
+		unsigned long long config;
+		struct events_event ev;
+		char err[256], unknown[64];
+
+		if (!strncmp(line, "  ", 2) && line[2] != ' ') {
+			name = strstr(line, "::") ? line + 2 : NULL;
+			continue;
+		}
+		if (!name || sscanf(line, "       [perf type %u%*[^,], config %llx", &type, &config) != 2)
+			continue;
+		assert_int_equal(events_parse(name, &ev, unknown, sizeof(unknown), err, sizeof(err)), 0);
+		assert_int_equal(ev.attr.type, type);
+		assert_int_equal(ev.attr.config, config);
+		checked++;
+		name = NULL;
+	}
+	if (!checked)
+		print_message("libpfm4 finds no model-specific PMU here: no encodings to check\n");
+	else
+		print_message("%u encodings match the parser's\n", checked);
+	free(buf);
 }
 
 int main(void)
@@ -199,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_pfm_names_parse),
 		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_details),
 	};
 
 	return cmocka_run_group_tests_name("lib_event_list", tests, NULL, NULL);
