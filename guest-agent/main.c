@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kvmprof-agent: the in-guest sampling agent. Subcommands record, report,
- * script, stat and export; this file only parses the command line.
+ * script, stat, export and list; this file only parses the command line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +13,7 @@
 #include "agent_record.h"
 #include "agent_report.h"
 #include "cli.h"
+#include "event_list.h"
 #include "events.h"
 #include "export.h"
 #include "kvmprof/version.h"
@@ -26,6 +27,7 @@ static const char usage_text[] =
 	"       kvmprof-agent script [-i FILE] [-G] [OPTIONS]\n"
 	"       kvmprof-agent stat [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
+	"       kvmprof-agent list [--details] [FILTER]\n"
 	"       kvmprof-agent --help | --version\n";
 
 static const char help_text[] =
@@ -41,6 +43,7 @@ static const char help_text[] =
 	"  stat     count events of a command, a process or the whole system, like perf stat\n"
 	"  export   send this system's process maps and kernel symbols to a host-side\n"
 	"           profiler (kvmprof record --guest-export, kvmprof report)\n"
+	"  list     the events this system can sample (record -e), as perf list\n"
 	"\n"
 	"`kvmprof-agent COMMAND --help` describes each command's options.\n";
 
@@ -121,6 +124,22 @@ static const char stat_help[] =
 	"                  or CMD exits (perf's `-p PID -- sleep 5`)\n"
 	"  CMD ARGS         run CMD counted, with its children; exit with its status\n"
 	"Ctrl-C prints the counts so far.\n";
+static const char list_usage[] = "usage: kvmprof-agent list [--details] [FILTER]\n";
+
+static const char list_help[] =
+	"\n"
+	"The events record -e takes, as perf list prints them: perf's generic hardware,\n"
+	"hardware cache and software events, then the events (and unit masks) of each\n"
+	"PMU libpfm4 finds on this system, as PMU::EVENT[:UMASK] with libpfm4's\n"
+	"description. On a system without a hardware PMU (most VMs without a vPMU) the\n"
+	"hardware events are marked as not countable here: record samples cpu-clock in\n"
+	"their place.\n"
+	"\n"
+	"  FILTER   only the events whose name or description contains FILTER (any\n"
+	"           case), or, with a * ? or [, whose name matches it as a glob:\n"
+	"           `list cache`, `list 'icl::BR_*'`\n"
+	"  --details  under each libpfm4 event, what -e opens for it: perf's type and\n"
+	"           config (as perf list --details)\n";
 
 #define usage_error(...) cli_usage_error("kvmprof-agent", usage_text, __VA_ARGS__)
 #define record_usage_error(...) cli_usage_error("kvmprof-agent", record_usage, __VA_ARGS__)
@@ -261,6 +280,21 @@ static int cmd_export(int argc, char **argv)
 	return r;
 }
 
+static int cmd_list(int argc, char **argv)
+{
+	struct event_list l;
+	struct event_list_args a;
+	char why[256];
+	int r = event_list_parse_args("kvmprof-agent list", list_usage, list_help, argc, argv, &a);
+
+	if (r >= 0)
+		return r;
+	event_list_init(&l, stdout, a.filter, event_list_host_has_pmu(why, sizeof(why)));
+	l.details = a.details;
+	event_list_host(&l, "List of pre-defined events (to use in -e)");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -289,5 +323,7 @@ int main(int argc, char **argv)
 		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(sub, "export"))
 		return cmd_export(argc - 1, argv + 1);
+	if (!strcmp(sub, "list"))
+		return cmd_list(argc - 1, argv + 1);
 	return usage_error("unknown subcommand '%s'", sub);
 }

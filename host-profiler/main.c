@@ -30,7 +30,7 @@ static const char usage_text[] =
 	"       kvmprof report [-i FILE] [OPTIONS]\n"
 	"       kvmprof script [-i FILE] [-G] [OPTIONS]\n"
 	"       kvmprof stat --vm SOCKET | --domain NAME | -a | -p PID | [--] CMD [ARGS...] [OPTIONS]\n"
-	"       kvmprof list [--connect URI]\n"
+	"       kvmprof list [--details] [FILTER] | list domains [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
 	"       kvmprof --help | --version\n";
@@ -49,7 +49,8 @@ static const char help_text[] =
 	"           script does (for flame-graph scripts and your own tools)\n"
 	"  stat     count events like perf stat: a VM (host threads and guest), or a\n"
 	"           command, a process or the whole host\n"
-	"  list     the running libvirt domains, and what kvmprof can do with each\n"
+	"  list     the events the host and the guest's vPMU models count, as perf list;\n"
+	"           list domains: the running libvirt domains, and what works for each\n"
 	"  trace    print a kvmprof-vmm --trace file\n"
 	"  plugin   load and unload a running VMM's plugins\n"
 	"\n"

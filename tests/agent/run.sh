@@ -698,6 +698,81 @@ else
 		"$T/help.export" "$T/help.script"
 fi
 
+# ---- list: the events -e takes, as perf list prints them (issue 16). Every
+# software event perf lists here that record -e accepts is listed, tagged as
+# perf tags it; without a hardware PMU (this host) hardware events say that
+# cpu-clock stands in; a filter keeps only matching events.
+"$AGENT" list >"$T/list" 2>"$T/list.err"
+rc=$?
+missing=""
+if command -v perf >/dev/null && perf list sw >"$T/perf-list" 2>/dev/null && grep -q 'Software event' "$T/perf-list"; then
+	compared=0
+	for ev in $(awk '/\[Software event\]/ { print $1; if ($2 == "OR") print $3 }' "$T/perf-list"); do
+		"$AGENT" record -q -e "$ev" -o "$T/ev.data" -- true >/dev/null 2>&1 || continue
+		compared=$((compared + 1))
+		grep -Eq "^  ($ev|.* OR $ev)( |$).*\[Software event\]$" "$T/list" || missing="$missing $ev"
+	done
+	what="$compared software events perf lists here"
+else
+	# No perf: the software events perf has listed since Linux 4.x.
+	for ev in cpu-clock task-clock page-faults minor-faults major-faults context-switches cpu-migrations \
+		alignment-faults emulation-faults; do
+		grep -Eq "^  $ev .*\[Software event\]$" "$T/list" || missing="$missing $ev"
+	done
+	what="perf's software events (perf is not installed)"
+fi
+if "$AGENT" record -q -e instructions -o "$T/ev.data" -- true 2>&1 | grep -q 'no hardware PMU'; then
+	pmu_note='\[Hardware event; not countable here: cpu-clock stands in\]$'
+else
+	pmu_note='\[Hardware event\]$'
+fi
+if [ $rc -ne 0 ] || [ -s "$T/list.err" ]; then
+	fail list-generic-events "list exited $rc, or wrote to stderr" "$T/list.err"
+elif [ -n "$missing" ]; then
+	fail list-generic-events "not listed:$missing" "$T/list"
+elif ! grep -Eq "^  cycles OR cpu-cycles +$pmu_note" "$T/list" || ! grep -Eq "^  instructions +$pmu_note" "$T/list"; then
+	fail list-generic-events "cycles/instructions not tagged as for this host ($pmu_note)" "$T/list"
+else
+	pass "list-generic-events ($what, and the hardware events)"
+fi
+"$AGENT" list cache >"$T/list.cache" 2>&1
+rc=$?
+# Every event line under the filter: a name containing "cache", or a libpfm4
+# event whose name or description line (the next one) does.
+bad=$(awk 'function check() { if (name != "" && tolower(name desc) !~ /cache/) print name; name = ""; desc = "" }
+	/^  [^ ]/ { check(); name = $0; next } /^       \[/ { desc = $0; next } END { check() }' "$T/list.cache")
+n=$(grep -c '^  [^ ]' "$T/list.cache")
+all=$(grep -c '^  [^ ]' "$T/list")
+if [ $rc -eq 0 ] && [ -z "$bad" ] && [ "$n" -gt 0 ] && [ "$n" -lt "$all" ] && grep -q '^  cache-misses ' "$T/list.cache" &&
+	grep -q '^  L1-dcache-loads ' "$T/list.cache" && ! grep -q '^  cpu-clock ' "$T/list.cache"; then
+	pass "list-filter ($n of $all events contain 'cache')"
+else
+	fail list-filter "rc $rc, $n of $all events; not matching: ${bad:-none}" "$T/list.cache"
+fi
+# --details: an encoding (or why there is none alone) under every libpfm4 event,
+# and nothing else changes (test_lib_event_list checks the encodings themselves).
+"$AGENT" list --details >"$T/list.details" 2>&1
+rc=$?
+pfm=$(grep -c '^  [^ ]*::' "$T/list.details")
+enc=$(grep -Ec '^       \[(perf type [0-9]+.*, config 0x[0-9a-f]+.*|not encodable alone: .*)\]$' "$T/list.details")
+if [ $rc -eq 0 ] && [ "$pfm" -eq "$enc" ] && [ "$(grep -vc '^       \[' "$T/list.details")" -eq "$(grep -vc '^       \[' "$T/list")" ]; then
+	pass "list-details ($pfm libpfm4 events)"
+else
+	fail list-details "rc $rc: $pfm libpfm4 events, $enc encoding lines" "$T/list.details"
+fi
+"$AGENT" list cache misses >"$T/list.bad.out" 2>"$T/list.bad"
+rc=$?
+"$AGENT" list --bogus >"$T/list.bad2.out" 2>"$T/list.bad2"
+rc2=$?
+if [ $rc -eq 2 ] && [ $rc2 -eq 2 ] && [ ! -s "$T/list.bad.out" ] && [ ! -s "$T/list.bad2.out" ] &&
+	head -n 1 "$T/list.bad" | grep -q "^kvmprof-agent list: one filter at most ('cache', then 'misses')$" &&
+	head -n 1 "$T/list.bad2" | grep -q '^kvmprof-agent list: unknown option --bogus$' &&
+	"$AGENT" list --help | head -n 1 | grep -q '^usage: kvmprof-agent list \[--details\] \[FILTER\]$'; then
+	pass list-usage-errors
+else
+	fail list-usage-errors "two filters exited $rc, --bogus $rc2 (want 2 and one line each)" "$T/list.bad" "$T/list.bad2"
+fi
+
 # ---- the progress line: on a terminal, never over a command's own output
 # (it ran into it, issue 16), erased at the end; drawn for -p. script(1)
 # gives the recorder a terminal.

@@ -74,6 +74,77 @@ if head -n 1 "$T/help.record" | grep -q '^usage: kvmprof record ' && grep -q -- 
 else
 	fail cli-help-per-command "record/stat --help do not each describe their own command" "$T/help.record" "$T/help.stat"
 fi
+# ---- kvmprof list: the host's events, then each vPMU model's, as a guest's
+# kvmprof-agent spells them (issue 16); list domains: libvirt's (one line
+# when libvirt cannot be reached, as tests/libvirt checks with a daemon).
+"$KVMPROF" list >"$T/list" 2>"$T/list.err"
+rc=$?
+# Event lines of the section whose heading starts with $1, in file $2 (default $T/list).
+section_events() {
+	awk -v h="$1" 'index($0, h) == 1 { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [^ ]/ { print substr($0, 3) }' \
+		"${2:-$T/list}"
+}
+intel=$(section_events "vPMU model intel (kvmprof-vmm --vpmu=intel)" | wc -l)
+amd=$(section_events "vPMU model amd (kvmprof-vmm --vpmu=amd)" | wc -l)
+host=$(section_events "Host events (kvmprof record -e, stat -e)" | wc -l)
+unspelled=""
+if [ -x "$BUILD/kvmprof-agent" ]; then
+	# Both spellings of each model event are ones the agent's record -e takes.
+	for ev in $( { section_events "vPMU model intel"; section_events "vPMU model amd"; } | sed 's/ OR / /'); do
+		"$BUILD/kvmprof-agent" record -q -e "$ev" -o "$T/ev.data" -- true >/dev/null 2>&1 || unspelled="$unspelled $ev"
+	done
+fi
+# The model tables' sizes (vpmu/vpmu_model_events.c; test_host_list ties the lines to the rows).
+if [ $rc -eq 0 ] && [ ! -s "$T/list.err" ] && [ "$intel" -eq 8 ] && [ "$amd" -eq 7 ] && [ "$host" -ge 27 ] &&
+	grep -q '^  cpu-clock  *\[Software event\]$' "$T/list" && grep -q '^  cycles OR r003c$' "$T/list" &&
+	grep -q '^       \[event=0xc4,umask=0x20: ' "$T/list" && [ -z "$unspelled" ]; then
+	pass "list-events (host: $host, vPMU intel: $intel, amd: $amd)"
+else
+	fail list-events "rc $rc; host $host, intel $intel (want 8), amd $amd (want 7); the agent refuses:${unspelled:- none}" \
+		"$T/list" "$T/list.err"
+fi
+"$KVMPROF" list taken >"$T/list.taken" 2>&1
+taken=$( { section_events "vPMU model intel" "$T/list.taken"; section_events "vPMU model amd" "$T/list.taken"; } |
+	sort | tr '\n' ' ')
+untaken=$(awk '/^  [^ ]/ { name = $0; next } /^       \[/ && tolower(name $0) !~ /taken/ { print name }' "$T/list.taken")
+if [ "$taken" = "r00c4 r20c4 " ] && [ -z "$untaken" ] && ! grep -q '^  cpu-clock' "$T/list.taken"; then
+	pass list-filter
+else
+	fail list-filter "list taken: vPMU events '$taken' (want r00c4 r20c4), not matching: ${untaken:-none}" "$T/list.taken"
+fi
+"$KVMPROF" list a b >/dev/null 2>"$T/list.bad"
+rc=$?
+if [ $rc -eq 2 ] && head -n 1 "$T/list.bad" | grep -q "^kvmprof list: one filter at most ('a', then 'b')$"; then
+	pass list-usage-error
+else
+	fail list-usage-error "list a b exited $rc (want 2, one line)" "$T/list.bad"
+fi
+# Domains: a libvirt that cannot be reached is one line and exit 1, for
+# `list domains --connect` and the older `list --connect` alike; the default
+# connection either lists (a line saying how many) or fails in one line.
+nosock="qemu+unix:///system?socket=$T/no-such-socket"
+ok=1
+for args in "domains --connect $nosock" "--connect $nosock" "domains -c $nosock"; do
+	# shellcheck disable=SC2086 # the words of one invocation
+	"$KVMPROF" list $args >"$T/dom.out" 2>"$T/dom.err"
+	rc=$?
+	if [ $rc -ne 1 ] || [ -s "$T/dom.out" ] || [ "$(wc -l <"$T/dom.err")" -ne 1 ] ||
+		! grep -q "^kvmprof: cannot connect to libvirt at qemu+unix:///system?socket=.* (is libvirtd running?)" "$T/dom.err"; then
+		ok=0
+		fail list-domains-unreachable "list $args: rc $rc" "$T/dom.out" "$T/dom.err"
+	fi
+done
+"$KVMPROF" list domains >"$T/dom.out" 2>"$T/dom.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -Eq '^[0-9]+ running domains? at ' "$T/dom.out"; then
+	what="lists"
+elif [ $rc -eq 1 ] && [ ! -s "$T/dom.out" ] && [ "$(wc -l <"$T/dom.err")" -eq 1 ] && grep -q '^kvmprof: ' "$T/dom.err"; then
+	what="no libvirt here: one line"
+else
+	ok=0
+	fail list-domains-default "list domains: rc $rc, neither a listing nor one line" "$T/dom.out" "$T/dom.err"
+fi
+[ $ok = 1 ] && pass "list-domains ($what)"
 "$KVMPROF" --version | grep -q '^kvmprof .* (sample format 1\.' && pass cli-version || fail cli-version "no version line"
 "$KVMPROF" >/dev/null 2>&1
 rc1=$?
