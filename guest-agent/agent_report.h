@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `kvmprof-agent report` and `script`: read a sample file and print the profile, or its samples. */
+/* `kvmprof-agent report`, `script` and `annotate`: read a sample file and print the profile, its samples, or one function of it. */
 #ifndef KVMPROF_AGENT_REPORT_H
 #define KVMPROF_AGENT_REPORT_H
 
@@ -8,6 +8,8 @@
 
 /* argv[0] is "report". Returns the exit status: 0, 1 (bad input, I/O), 2 (usage). */
 int agent_report_main(int argc, char **argv);
+/* argv[0] is "annotate": one function's instructions with their samples. The same exit statuses. */
+int agent_annotate_main(int argc, char **argv);
 
 /*
  * The report's own options, which `script` shares where it has them

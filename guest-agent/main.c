@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kvmprof-agent: the in-guest sampling agent. Subcommands record, report,
- * script, stat, export and list; this file only parses the command line.
+ * script, annotate, stat, export and list; this file only parses the command line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +25,7 @@ static const char usage_text[] =
 	"usage: kvmprof-agent record [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [OPTIONS]\n"
 	"       kvmprof-agent script [-i FILE] [-G] [OPTIONS]\n"
+	"       kvmprof-agent annotate [SYMBOL] [-i FILE] [OPTIONS]\n"
 	"       kvmprof-agent stat [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
 	"       kvmprof-agent list [--details] [FILTER]\n"
@@ -41,6 +42,7 @@ static const char help_text[] =
 	"  script   print every sample of a sample file with its stack, as perf script\n"
 	"           does (for flame-graph scripts and your own tools)\n"
 	"  stat     count events of a command, a process or the whole system, like perf stat\n"
+	"  annotate one function's instructions with their samples and source lines\n"
 	"  export   send this system's process maps and kernel symbols to a host-side\n"
 	"           profiler (kvmprof record --guest-export, kvmprof report)\n"
 	"  list     the events this system can sample (record -e), as perf list\n"
@@ -321,6 +323,8 @@ int main(int argc, char **argv)
 		return agent_script_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
+	if (!strcmp(sub, "annotate"))
+		return agent_annotate_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "export"))
 		return cmd_export(argc - 1, argv + 1);
 	if (!strcmp(sub, "list"))

@@ -63,6 +63,8 @@ int host_report_domains(FILE *out, const char *dir, const struct profile_options
 
 /* argv[0] is "report". Returns the exit status. */
 int host_report_main(int argc, char **argv);
+/* `kvmprof annotate`: one function's instructions with their samples; argv[0] is "annotate". */
+int host_annotate_main(int argc, char **argv);
 
 /*
  * The report's own options, which `kvmprof script` shares where it has

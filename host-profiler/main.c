@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kvmprof: the host-side system-wide profiler. Subcommands record, report,
- * script, stat, list, trace and plugin; this file only parses the command line.
+ * script, annotate, stat, list, trace and plugin; this file only parses the command line.
  * Exit codes: 0 done, 1 failed, 2 bad usage.
  */
 #include <errno.h>
@@ -29,6 +29,7 @@ static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [OPTIONS]\n"
 	"       kvmprof report [-i FILE] [OPTIONS]\n"
 	"       kvmprof script [-i FILE] [-G] [OPTIONS]\n"
+	"       kvmprof annotate [SYMBOL] [-i FILE] [OPTIONS]\n"
 	"       kvmprof stat --vm SOCKET | --domain NAME | -a | -p PID | [--] CMD [ARGS...] [OPTIONS]\n"
 	"       kvmprof list [--details] [FILTER] | list domains [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
@@ -47,6 +48,7 @@ static const char help_text[] =
 	"  report   read a recording: by domain, process and symbol; stacks, flame graphs\n"
 	"  script   print every sample of a recording with its domain and stack, as perf\n"
 	"           script does (for flame-graph scripts and your own tools)\n"
+	"  annotate one function's instructions with their samples and source lines\n"
 	"  stat     count events like perf stat: a VM (host threads and guest), or a\n"
 	"           command, a process or the whole host\n"
 	"  list     the events the host and the guest's vPMU models count, as perf list;\n"
@@ -302,6 +304,8 @@ int main(int argc, char **argv)
 		return host_report_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "script"))
 		return host_script_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "annotate"))
+		return host_annotate_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(sub, "list"))

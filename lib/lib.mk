@@ -1,7 +1,7 @@
 # libkvmprof: code both profilers share: the sample-file reader and writer,
 # perf_event_open sampling (events, perf rings, record conversion, /proc),
 # the symbolizer (libelf/libdw, kallsyms), the profile model (profile*.c), the
-# report renderers (text, folded stacks, pprof, SVG) and the record/report
+# report renderers (text, folded stacks, pprof, SVG, annotate) and the record/report
 # command-line layer (record_cli.c, report_cli.c). Built plain and with ASan + UBSan.
 
 LIB_SRCS := $(wildcard lib/*.c)
@@ -11,7 +11,8 @@ LIB_A := $(BUILD)/lib/libkvmprof.a
 LIB_ASAN_A := $(BUILD)/asan/lib/libkvmprof.a
 # Order matters for static links: libdw before libelf before the compressors.
 # libiberty: the demangler (lib/symtab_demangle.c), a static archive only.
-LIB_LIBS := -lpfm -ldw -lelf -lprotobuf-c -lz -llzma -lbz2 -liberty -lm
+# Capstone disassembles for annotate (report_annotate.c); the VMM's emulator uses it too.
+LIB_LIBS := -lpfm -lcapstone -ldw -lelf -lprotobuf-c -lz -llzma -lbz2 -liberty -lm
 LIB_CFLAGS := -Ilib -I$(BUILD)/gen
 
 # pprof's profile.proto (lib/profile.proto, written from the published schema) through protoc-c.

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kvmprof/sample_format.h"
 #include "sample_file.h"
@@ -216,6 +217,22 @@ uint32_t profile_comm(struct profile *p, const char *name);
  * it has one), "kvm reason 26".
  */
 void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail);
+
+/*
+ * For annotate: up to len bytes of an image's code at file address vaddr
+ * (a location's rel), and its source lines, from the ELF file its symbols
+ * came from (looked up the same way, under the domain's root). The bytes
+ * read, or -errno: -ENOENT (no file with symbols: a pseudo image, kernel
+ * symbols from kallsyms, a missing file or one whose build-id differs),
+ * -ESTALE (the file changed since its symbols were read), -ERANGE (vaddr
+ * is in none of its executable segments).
+ */
+struct symtab_src;
+ssize_t profile_image_code(struct profile *p, uint32_t img, uint64_t vaddr, void *buf, size_t len);
+/* A function's file address and size (from its ELF symbol), or -ENOENT (not from an ELF file). */
+int profile_func_extent(struct profile *p, uint32_t func, uint64_t *start, uint64_t *size);
+/* 0 and *out to pass to symtab_src_line and symtab_src_close (symtab.h), or -errno as above. */
+int profile_image_src(struct profile *p, uint32_t img, struct symtab_src **out);
 
 /* Whether a function is the image's "[unknown]". */
 static inline bool profile_func_known(const struct profile *p, uint32_t func)

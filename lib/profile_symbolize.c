@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "file_open.h"
 #include "grow.h"
@@ -373,4 +374,51 @@ int profile_add_guest_kernel_elf(struct profile *p)
 	/* A fixed-address kernel: runtime addresses are link addresses (symtab_map_addr). */
 	op.map = (struct map){ .start = 0, .end = UINT64_MAX, .pgoff = 0, .image = img };
 	return profile_replay_mmap(p, &op);
+}
+
+ssize_t profile_image_code(struct profile *p, uint32_t img, uint64_t vaddr, void *buf, size_t len)
+{
+	struct symtab *st = profile_image_symtab(p, img);
+	int root, fd;
+	ssize_t n;
+
+	if (!st)
+		return -ENOENT;
+	fd = image_open(p, img, false, &root);
+	if (fd == IMAGE_NOT_LOOKED_UP)
+		return -ENOENT;
+	if (fd < 0)
+		return fd;
+	n = symtab_read_code(st, fd, vaddr, buf, len);
+	close(fd);
+	return n;
+}
+
+int profile_image_src(struct profile *p, uint32_t img, struct symtab_src **out)
+{
+	struct symtab *st = profile_image_symtab(p, img);
+	int root, fd;
+
+	if (!st)
+		return -ENOENT;
+	fd = image_open(p, img, false, &root);
+	if (fd == IMAGE_NOT_LOOKED_UP)
+		return -ENOENT;
+	if (fd < 0)
+		return fd;
+	return symtab_src_open(out, st, fd, p->images[img].path, root);
+}
+
+int profile_func_extent(struct profile *p, uint32_t func, uint64_t *start, uint64_t *size)
+{
+	const struct profile_func *fn = &p->funcs[func];
+	struct symtab *st = fn->name ? profile_image_symtab(p, fn->image) : NULL;
+	const struct symtab_sym *sym = st ? symtab_lookup(st, fn->addr) : NULL;
+
+	/* Kernel symbols from kallsyms have no symtab: their extent is not known. */
+	if (!sym || sym->addr != fn->addr)
+		return -ENOENT;
+	*start = sym->addr;
+	*size = sym->size;
+	return 0;
 }

@@ -108,6 +108,24 @@ struct report_svg_options {
  */
 int report_svg(FILE *out, const struct profile *p, uint32_t event, const struct report_svg_options *opt);
 
+struct report_annotate_options {
+	const char *prog;   /* what messages start with: "kvmprof-agent annotate" */
+	const char *symbol; /* the function to annotate; NULL: the one with the most samples */
+	const char *dso;    /* only functions of this image (its name or recorded path); NULL: any */
+	uint32_t event;     /* samples of this event only; PROFILE_NONE: every sample */
+	bool intel;         /* Intel syntax; AT&T (perf's default) otherwise */
+};
+
+/*
+ * annotate, as perf annotate --stdio: the function's instructions from its
+ * ELF file, each with the share and count of the function's samples whose
+ * own address is that instruction, the source file:line above each run of
+ * instructions from one line where debug info has it, and the samples that
+ * fell inside an instruction or outside the code said below. A function
+ * that can't be found or shown: one line on stderr and -ECANCELED.
+ */
+int report_annotate(FILE *out, struct profile *p, const struct report_annotate_options *opt);
+
 /*
  * A function as folded stacks print it, "image`symbol" ("[exit: ...]" for
  * a VM exit's frame), with the

@@ -94,8 +94,14 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 		if (r)
 			return r;
 	}
-	if (optind < argc)
-		return cli_usage_error(cli->cmd, cli->usage, "unexpected argument '%s'", argv[optind]);
+	/* getopt_long moved the operands to the end. */
+	for (; optind < argc; optind++) {
+		r = cli->own_operand ? cli->own_operand(argv[optind], cli->ctx) : -1;
+		if (r < 0)
+			return cli_usage_error(cli->cmd, cli->usage, "unexpected argument '%s'", argv[optind]);
+		if (r)
+			return r;
+	}
 	return cli->check ? cli->check(cli->ctx) : -1;
 }
 

@@ -39,6 +39,8 @@ struct report_cli {
 	const struct option *own_longopts; /* the program's own; NULL or ending with a zero entry */
 	/* One of the program's own options: 0, the exit status to end with, or -1: not one. */
 	int (*own_option)(int c, const char *arg, void *ctx);
+	/* An argument that is no option (annotate's SYMBOL): 0, the exit status, or -1: refused. NULL: none taken. */
+	int (*own_operand)(const char *arg, void *ctx);
 	/* After parsing (NULL: nothing to check): -1 to go on, else the exit status. */
 	int (*check)(void *ctx);
 	/* The loader's options besides recover and warn, which the driver sets. */
@@ -58,7 +60,7 @@ struct report_cli {
 	int (*directory)(FILE *out, const struct report_cli_args *a, const struct profile_options *popt, void *ctx);
 	/* Formats other than text say on stderr how many samples have no symbol (the table has a footer). */
 	bool note_unresolved;
-	/* The command has one output of its own (script): no -f/--format; a->format stays text. */
+	/* The command has one output of its own (script, annotate): no -f/--format; a->format stays text. */
 	bool one_format;
 	void *ctx;
 };

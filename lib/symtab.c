@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -34,6 +35,8 @@ struct symtab {
 	bool fixed; /* ET_EXEC: mapped at its link addresses */
 	uint8_t build_id[64];
 	size_t build_id_size;
+	/* The file read, so that a later read of its code can tell it is still the same file. */
+	struct stat file;
 };
 
 /* What symtab_open keeps per symbol while reading: names by offset, the arena moves. */
@@ -312,6 +315,31 @@ static const Dwfl_Callbacks root_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
+/*
+ * Reports the file on fd to a new Dwfl as symtab_open_fd does (inside
+ * root_fd: its debug files only from there). NULL if libdwfl can't use it.
+ */
+static Dwfl_Module *report_file(Dwfl **dwfl, int fd, const char *name, int root_fd)
+{
+	char self[64];
+	Dwfl_Module *mod;
+
+	*dwfl = dwfl_begin(root_fd >= 0 ? &root_callbacks : &offline_callbacks);
+	if (!*dwfl)
+		return NULL;
+	/*
+	 * libdwfl opens the file again by name. Inside a root that name is our
+	 * own descriptor's, so nothing is looked up on the host; debug files
+	 * come through find_debuginfo_in_root.
+	 */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	debug_root_fd = root_fd;
+	mod = dwfl_report_offline(*dwfl, name, root_fd >= 0 ? self : name, -1);
+	dwfl_report_end(*dwfl, NULL, NULL);
+	debug_root_fd = -1;
+	return mod;
+}
+
 int symtab_open(struct symtab **out, const char *path, const uint8_t *build_id, size_t build_id_size)
 {
 	int fd = file_open_regular(path);
@@ -326,7 +354,6 @@ int symtab_open_fd(struct symtab **out, int fd, const char *name, int root_fd, c
 {
 	struct symtab *st = calloc(1, sizeof(*st));
 	struct raw_sym *raw = NULL;
-	char self[64];
 	Dwfl_Module *mod;
 	size_t nr = 0;
 	Dwfl *dwfl;
@@ -337,6 +364,10 @@ int symtab_open_fd(struct symtab **out, int fd, const char *name, int root_fd, c
 		return -ENOMEM;
 	}
 	elf_version(EV_CURRENT);
+	if (fstat(fd, &st->file)) {
+		rc = -errno;
+		goto fail;
+	}
 	rc = read_headers(st, fd);
 	if (rc)
 		goto fail;
@@ -345,24 +376,16 @@ int symtab_open_fd(struct symtab **out, int fd, const char *name, int root_fd, c
 		rc = -ESTALE;
 		goto fail;
 	}
-	dwfl = dwfl_begin(root_fd >= 0 ? &root_callbacks : &offline_callbacks);
+	mod = report_file(&dwfl, fd, name, root_fd);
 	if (!dwfl) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	/*
-	 * libdwfl opens the file again by name. Inside a root that name is our
-	 * own descriptor's, so nothing is looked up on the host; debug files
-	 * come through find_debuginfo_in_root.
-	 */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	debug_root_fd = root_fd;
-	mod = dwfl_report_offline(dwfl, name, root_fd >= 0 ? self : name, -1);
-	dwfl_report_end(dwfl, NULL, NULL);
 	/* A file libdwfl can't use has no symbols for us; the image still shows by name. */
+	debug_root_fd = root_fd; /* debug files are found lazily, while symbols are read */
 	rc = mod ? collect(mod, st, &raw, &nr) : 0;
-	dwfl_end(dwfl);
 	debug_root_fd = -1;
+	dwfl_end(dwfl);
 	if (!rc)
 		rc = build_table(st, raw, nr);
 	free(raw);
@@ -478,4 +501,101 @@ int symtab_find_symbol(const char *path, const char *name, uint64_t *addr, uint6
 	elf_end(elf);
 	close(fd);
 	return rc;
+}
+
+/* Whether fd is the very file symtab_open_fd read: not replaced or rewritten since. */
+static bool same_file(const struct symtab *st, int fd)
+{
+	struct stat now;
+
+	return !fstat(fd, &now) && now.st_dev == st->file.st_dev && now.st_ino == st->file.st_ino &&
+	       now.st_size == st->file.st_size && now.st_mtim.tv_sec == st->file.st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == st->file.st_mtim.tv_nsec;
+}
+
+ssize_t symtab_read_code(const struct symtab *st, int fd, uint64_t vaddr, void *buf, size_t len)
+{
+	size_t i, done = 0;
+
+	if (!same_file(st, fd))
+		return -ESTALE;
+	for (i = 0; i < st->nr_loads; i++) {
+		const struct symtab_load *l = &st->loads[i];
+		uint64_t in, avail;
+
+		/* Only bytes the file holds: the rest of memsz (.bss) is no code. */
+		if (!l->exec || vaddr < l->vaddr || vaddr - l->vaddr >= l->filesz)
+			continue;
+		in = vaddr - l->vaddr;
+		avail = l->filesz - in;
+		if (len > avail)
+			len = (size_t)avail;
+		while (done < len) {
+			ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(l->offset + in + done));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return -errno;
+			if (n == 0)
+				break; /* the file is shorter than its headers say */
+			done += (size_t)n;
+		}
+		return (ssize_t)done;
+	}
+	return -ERANGE;
+}
+
+struct symtab_src {
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	int fd, root_fd;
+};
+
+int symtab_src_open(struct symtab_src **out, const struct symtab *st, int fd, const char *name, int root_fd)
+{
+	struct symtab_src *s;
+
+	if (!same_file(st, fd)) {
+		close(fd);
+		return -ESTALE;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		return -ENOMEM;
+	}
+	s->fd = fd;
+	s->root_fd = root_fd;
+	s->mod = report_file(&s->dwfl, fd, name, root_fd);
+	if (!s->mod) {
+		symtab_src_close(s);
+		return -ENOEXEC;
+	}
+	*out = s;
+	return 0;
+}
+
+const char *symtab_src_line(struct symtab_src *s, uint64_t vaddr, int *line)
+{
+	Dwarf_Addr bias, addr;
+	const char *file = NULL;
+	Dwfl_Line *l;
+
+	/* Offline, libdwfl places the file at its link addresses (plus a bias it reports). */
+	debug_root_fd = s->root_fd; /* the debug file is looked up on first use */
+	if (dwfl_module_getdwarf(s->mod, &bias) && (l = dwfl_module_getsrc(s->mod, vaddr + bias)))
+		file = dwfl_lineinfo(l, &addr, line, NULL, NULL, NULL);
+	debug_root_fd = -1;
+	return file && *line > 0 ? file : NULL;
+}
+
+void symtab_src_close(struct symtab_src *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	close(s->fd);
+	free(s);
 }

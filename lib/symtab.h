@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct symtab_sym {
 	uint64_t addr; /* virtual address in the file (st_value) */
@@ -50,6 +51,29 @@ size_t symtab_count(const struct symtab *st);
 /* The file's build-id (0 bytes if it has none). */
 size_t symtab_build_id(const struct symtab *st, const uint8_t **id);
 void symtab_close(struct symtab *st);
+
+/*
+ * Up to len bytes of the file's code at file address vaddr, as an
+ * executable segment loads them, read from fd: a new descriptor of the
+ * file symtab_open_fd read (annotate reads a function's bytes after its
+ * symbols). The bytes read (fewer when the segment's file bytes end),
+ * -ESTALE (fd is not that file any more: replaced or rewritten), -ERANGE
+ * (vaddr is in no executable segment's file bytes), or -errno.
+ */
+ssize_t symtab_read_code(const struct symtab *st, int fd, uint64_t vaddr, void *buf, size_t len);
+
+/*
+ * Source lines of the file's code from its DWARF (or its separate debug
+ * file, found as symtab_open_fd finds them: inside root_fd if >= 0).
+ * symtab_src_open takes fd, a new descriptor of the file st was read from
+ * (-ESTALE if it is not that file any more), and `name` as for
+ * symtab_open_fd.
+ */
+struct symtab_src;
+int symtab_src_open(struct symtab_src **out, const struct symtab *st, int fd, const char *name, int root_fd);
+/* The source file and line (> 0) of the code at file address vaddr; NULL when the debug info has none. */
+const char *symtab_src_line(struct symtab_src *s, uint64_t vaddr, int *line);
+void symtab_src_close(struct symtab_src *s);
 
 /*
  * The address (st_value) and size of the symbol called name, of any type
