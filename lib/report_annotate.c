@@ -335,12 +335,12 @@ int report_annotate(FILE *out, struct profile *p, const struct report_annotate_o
 		free(hits);
 		return -ECANCELED;
 	}
-	if (size > ANNOTATE_CODE_MAX)
-		fprintf(stderr, "%s: %s's symbol says %" PRIu64 " bytes; the first %u are shown\n", opt->prog, a, size,
-			ANNOTATE_CODE_MAX);
-	else if ((uint64_t)got < size)
+	if ((uint64_t)got < size && (uint64_t)got < want)
 		fprintf(stderr, "%s: %s's symbol says %" PRIu64 " bytes, but its file's code ends after %zd; those are "
 				"shown\n", opt->prog, a, size, got);
+	else if (size > want)
+		fprintf(stderr, "%s: %s's symbol says %" PRIu64 " bytes; the first %" PRIu64 " are shown\n", opt->prog, a,
+			size, want);
 
 	l.total = total;
 	l.hits = hits;
