@@ -16,7 +16,8 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=tests/lib/harness.sh
 . tests/lib/harness.sh
 
-for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin" "$FIX/pagetouch"; do
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin" "$FIX/pagetouch" \
+	"$FIX/hotline"; do
 	if [ ! -x "$f" ]; then
 		fail agent-build "$f missing (make $AGENT agent-fixtures)"
 		exit 0
@@ -507,6 +508,88 @@ else
 	else
 		fail demangle-vs-perf "perf's top symbol '$perf_top' ('$perf_mangled' with --no-demangle), ours '$top' ('$top_mangled')" "$T/cxx-perf.rep"
 	fi
+fi
+
+# ---- annotate: one function's instructions, their counts summing to the
+# report's row for it, under the fixture's source lines; perf annotate on
+# perf's own recording of the same program puts the time on the same line.
+hot_line=$(grep -n 'HOTLINE' tests/agent/hotline.c | cut -d: -f1)
+# "addr count line" per instruction of a listing, line being the source line above it.
+annotate_rows() { # listing
+	# A source line is indented to the instructions' column and is one word, FILE:LINE (mawk has no {30}).
+	awk 'NF == 1 && /^      +[^ ]+:[0-9]+$/ { n = split($0, f, ":"); line = f[n]; next }
+		/^ *[0-9.]+ +[0-9]+ +[0-9a-f]+: / { a = $3; sub(":", "", a); print a, $2, line }' "$1"
+}
+"$AGENT" record -q -e cpu-clock -o "$T/hl.data" -- "$FIX/hotline" 0.5 >/dev/null 2>"$T/hl.err"
+"$AGENT" report -i "$T/hl.data" >"$T/hl.rep" 2>>"$T/hl.err"
+"$AGENT" annotate -i "$T/hl.data" hotline_loop >"$T/hl.ann" 2>>"$T/hl.err"
+arc=$?
+row=$(awk '$3 == "hotline" && $4 == "hotline_loop" { print $1; exit }' "$T/hl.rep")
+annotate_rows "$T/hl.ann" >"$T/hl.rows"
+sum=$(awk '{ s += $2 } END { print s + 0 }' "$T/hl.rows")
+# The hottest instruction's line, and the share of the samples on the hot line.
+read -r top_addr top_line < <(awk '$2 > best { best = $2; a = $1; l = $3 } END { print a, l }' "$T/hl.rows")
+on_line=$(awk -v l="$hot_line" '$3 == l { s += $2 } { t += $2 } END { printf "%.1f", t ? 100 * s / t : 0 }' "$T/hl.rows")
+if [ $arc -ne 0 ] || [ -z "$row" ]; then
+	fail annotate-counts "annotate exited $arc; report row for hotline_loop: '${row:-none}'" "$T/hl.err"
+elif [ "$sum" -ne "$row" ] || grep -q 'fell inside\|fell outside' "$T/hl.ann"; then
+	fail annotate-counts "instruction counts sum to $sum, the report's row says $row" "$T/hl.ann"
+elif ! grep -q "^ \{30\}tests/agent/hotline.c:$hot_line\$" "$T/hl.ann" || [ "$top_line" != "$hot_line" ]; then
+	fail annotate-counts "the hottest instruction ($top_addr) is under line '$top_line', not hotline.c:$hot_line" "$T/hl.ann"
+elif ! sanitizer_clean "$T/hl.err"; then
+	fail annotate-counts "sanitizer report" "$T/hl.err"
+else
+	pass "annotate-counts ($sum samples = the report's row; hottest at $top_addr, hotline.c:$hot_line holds $on_line%)"
+fi
+# Tolerance: the same line must hold perf's hottest instruction, and its
+# share of the function's samples must be within 10 points of ours (~500
+# samples each: a binomial error of ~2 points; skid may move a few samples
+# onto the next line's first instruction on either side).
+if ! perf record -q -e cpu-clock -o "$T/hl.perf" -- "$FIX/hotline" 0.5 >/dev/null 2>"$T/perf.err"; then
+	skip annotate-vs-perf "perf record does not run here: $(head -n 1 "$T/perf.err")"
+else
+	perf annotate --stdio --no-source -i "$T/hl.perf" -s hotline_loop 2>/dev/null >"$T/hl.perfann"
+	# perf's lines: "   93.64 :   11b5:   add ..."; the source line of each address from our listing.
+	read -r perf_addr perf_line perf_share < <(awk -v l="$hot_line" 'NR == FNR { line[$1] = $3; next }
+		$2 == ":" && $3 ~ /^[0-9a-f]+:$/ { a = $3; sub(":", "", a); p = $1 + 0
+			if (p > best) { best = p; top = a }
+			if (line[a] == l) s += p }
+		END { printf "%s %s %.1f\n", top, line[top], s }' "$T/hl.rows" "$T/hl.perfann")
+	if [ -z "$perf_addr" ]; then
+		fail annotate-vs-perf "perf annotate listed no instruction of hotline_loop" "$T/hl.perfann"
+	elif [ "$perf_line" = "$hot_line" ] && within "$perf_share" "$on_line" 10; then
+		pass "annotate-vs-perf (hottest: ours $top_addr, perf's $perf_addr, both hotline.c:$hot_line; $on_line% / $perf_share% on it)"
+	else
+		fail annotate-vs-perf "perf's hottest instruction $perf_addr is under line '$perf_line' ($perf_share% on line $hot_line, ours $on_line%)" "$T/hl.perfann"
+	fi
+fi
+# Unknown names and bad use: one line, the closest names, exit 1 or 2.
+"$AGENT" annotate -i "$T/hl.data" hotline_lop >"$T/hl.bad" 2>&1
+brc=$?
+if [ $brc -eq 1 ] && [ "$(wc -l <"$T/hl.bad")" -eq 1 ] && grep -q 'no symbol hotline_lop.*closest: hotline_loop' "$T/hl.bad"; then
+	pass annotate-unknown-symbol
+else
+	fail annotate-unknown-symbol "exit $brc" "$T/hl.bad"
+fi
+"$AGENT" annotate -i "$T/hl.data" -f svg >"$T/hl.bad" 2>&1
+brc=$?
+if [ $brc -eq 2 ] && head -n 1 "$T/hl.bad" | grep -q 'text only'; then
+	pass annotate-text-only
+else
+	fail annotate-text-only "exit $brc" "$T/hl.bad"
+fi
+"$AGENT" annotate --help >"$T/help.annotate" 2>&1
+if head -n 1 "$T/help.annotate" | grep -q '^usage: kvmprof-agent annotate \[SYMBOL\]' && grep -q -- '--dso IMAGE' "$T/help.annotate" &&
+	! grep -q -- '--callgraph' "$T/help.annotate" && "$AGENT" --help | grep -q '^  annotate '; then
+	pass annotate-help
+else
+	fail annotate-help "annotate --help does not describe annotate, or --help does not list it" "$T/help.annotate"
+fi
+# Without a symbol: the hottest, hotline_loop.
+if "$AGENT" annotate -i "$T/hl.data" 2>"$T/hl.err" | head -n 1 | grep -q '^hotline_loop (hotline, '; then
+	pass annotate-default-hottest
+else
+	fail annotate-default-hottest "the listing is not of hotline_loop" "$T/hl.err"
 fi
 
 # ---- damaged files are refused with one clear line
