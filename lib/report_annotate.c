@@ -163,12 +163,17 @@ static int collect_hits(const struct profile *p, uint32_t f, const struct report
 }
 
 /* Why there is no code to show, in words. */
-static const char *code_error(int rc)
+static const char *code_error(const struct profile_image *im, int rc)
 {
 	switch (rc) {
 	case -ENOENT:
-		return "no ELF file for it was read (kernel symbols from kallsyms, a missing file, a build-id that "
-		       "differs, or a guest file without --guest-root)";
+		if (!im->path && im->kernel)
+			return "its symbols come from kallsyms, which holds no code (a kernel ELF file would: "
+			       "kvmprof's --guest-kernel for a guest)";
+		if (!im->path || im->path[0] != '/')
+			return "its image is no file";
+		return "its file was not read (see the warning above: missing, another build-id, or a guest file "
+		       "without --guest-root)";
 	case -ESTALE:
 		return "its file changed since its symbols were read";
 	case -ERANGE:
@@ -309,14 +314,7 @@ int report_annotate(FILE *out, struct profile *p, const struct report_annotate_o
 	if (rc)
 		return rc;
 
-	fprintf(out, "%s (%s", clean(a, sizeof(a), p->funcs[f].name), clean(b, sizeof(b), im->name));
-	if (im->path && strcmp(im->name, im->path))
-		fprintf(out, ", %s", clean(b, sizeof(b), im->path));
-	fprintf(out, "%s): %" PRIu64 " samples", im->domain == KP_DOMAIN_GUEST ? ", guest" : "", total);
-	if (opt->event != PROFILE_NONE)
-		fprintf(out, " of %s", clean(a, sizeof(a), p->events[opt->event].name));
-	fputc('\n', out);
-
+	clean(a, sizeof(a), p->funcs[f].name); /* the function's name, for every line below */
 	rc = profile_func_extent(p, f, &start, &size);
 	if (!rc) {
 		want = size < ANNOTATE_CODE_MAX ? size : ANNOTATE_CODE_MAX;
@@ -329,12 +327,19 @@ int report_annotate(FILE *out, struct profile *p, const struct report_annotate_o
 		rc = got < 0 ? (int)got : 0;
 	}
 	if (rc) {
-		fprintf(stderr, "%s: no code to show for %s: %s\n", opt->prog, clean(a, sizeof(a), p->funcs[f].name),
-			code_error(rc));
+		fprintf(stderr, "%s: no code to show for %s: %s\n", opt->prog, a, code_error(im, rc));
 		free(code);
 		free(hits);
 		return -ECANCELED;
 	}
+	fprintf(out, "%s (%s", a, clean(b, sizeof(b), im->name));
+	if (im->path && strcmp(im->name, im->path))
+		fprintf(out, ", %s", clean(b, sizeof(b), im->path));
+	fprintf(out, "%s): %" PRIu64 " samples", im->domain == KP_DOMAIN_GUEST ? ", guest" : "", total);
+	if (opt->event != PROFILE_NONE)
+		fprintf(out, " of %s", clean(b, sizeof(b), p->events[opt->event].name));
+	fputc('\n', out);
+
 	if ((uint64_t)got < size && (uint64_t)got < want)
 		fprintf(stderr, "%s: %s's symbol says %" PRIu64 " bytes, but its file's code ends after %zd; those are "
 				"shown\n", opt->prog, a, size, got);
