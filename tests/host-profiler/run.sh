@@ -361,6 +361,63 @@ else
 	fail script-cli "script --help is not its own, or -f (exit $rc) is not refused as a usage error" "$T/help.script" "$T/script-f.err"
 fi
 
+# annotate of guest functions: a guest program's (its file under --guest-root)
+# and the guest kernel's; the instructions' counts sum to the report's rows for
+# the function, under the guest's own source lines.
+# report_rows REPORT IMAGE SYMBOL: the samples of the table's rows for that function.
+report_rows() {
+	awk -v i="$2" -v s="$3" '/^ +[0-9]+ +[0-9.]+%  / && $(NF-1) == i && $NF == s { n += $1 } END { print n + 0 }' "$1"
+}
+# annotate_sum LISTING: the instructions' counts, added.
+annotate_sum() { awk '/^ *[0-9.]+ +[0-9]+ +[0-9a-f]+: / { n += $2 } END { print n + 0 }' "$1"; }
+host_annotate() { # name image symbol-or-empty source-prefix
+	local name=$1 img=$2 sym=$3 src=$4 rows got rc
+	# No symbol: the image's hottest function, named by the listing's first line.
+	"$KVMPROF" annotate -i "$T/demo.data" --guest-root "$ROOT" --dso "$img" ${sym:+"$sym"} >"$T/$name.ann" 2>"$T/$name.err"
+	rc=$?
+	[ -z "$sym" ] && sym=$(sed -n '1s/ (.*//p' "$T/$name.ann")
+	rows=$(report_rows "$T/demo.rep" "$img" "$sym")
+	got=$(annotate_sum "$T/$name.ann")
+	if [ $rc -ne 0 ] || ! head -n 1 "$T/$name.ann" | grep -q "^$sym ($img, .*, guest): $rows samples\$"; then
+		fail "$name" "annotate exited $rc, or its header is not '$sym ($img, ..., guest): $rows samples'" "$T/$name.ann" "$T/$name.err"
+	elif [ "$got" -ne "$rows" ] || [ "$rows" -eq 0 ] || grep -q 'fell inside\|fell outside' "$T/$name.ann"; then
+		fail "$name" "instructions' counts sum to $got, the report's rows for $sym to $rows" "$T/$name.ann"
+	elif ! grep -q "^ \+$src[^ ]*:[0-9]\+\$" "$T/$name.ann" || ! sanitizer_clean "$T/$name.err"; then
+		fail "$name" "no $src source lines, or a sanitizer report" "$T/$name.ann" "$T/$name.err"
+	else
+		pass "$name ($sym: $got samples = the report's; $(grep -c '^ *[0-9.]* *[0-9]* *[0-9a-f]*: ' "$T/$name.ann") instructions)"
+	fi
+}
+"$KVMPROF" annotate --help >"$T/help.annotate" 2>&1
+if head -n 1 "$T/help.annotate" | grep -q '^usage: kvmprof annotate \[SYMBOL\]' && grep -q -- '--guest-kernel ELF' "$T/help.annotate" &&
+	! grep -q -- '--drill' "$T/help.annotate" && grep -q '^  annotate ' "$T/help"; then
+	pass annotate-help
+else
+	fail annotate-help "annotate --help does not describe annotate, or --help does not list it" "$T/help.annotate"
+fi
+if [ $guest = 1 ]; then
+	host_annotate annotate-guest-user matmul matmul_multiply guest/user/matmul.c
+	# The guest kernel's hottest function, whichever it is: --dso picks the image.
+	if grep -q ' kernel\.elf  *[^ ]*$' "$T/demo.rep"; then
+		host_annotate annotate-guest-kernel kernel.elf "" guest/kernel/
+	else
+		skip annotate-guest-kernel "no guest kernel samples with a symbol in this recording"
+	fi
+	# A host kernel symbol from kallsyms has no code: one line, exit 1.
+	hsym=$(awk '/^ +[0-9]+ +[0-9.]+%  host kernel/ && $(NF-1) == "[kernel.kallsyms]" { print $NF; exit }' "$T/demo.rep")
+	if [ -n "$hsym" ]; then
+		"$KVMPROF" annotate -i "$T/demo.data" --guest-root "$ROOT" "$hsym" >"$T/kann.out" 2>"$T/kann.err"
+		rc=$?
+		if [ $rc -eq 1 ] && [ ! -s "$T/kann.out" ] && [ "$(wc -l <"$T/kann.err")" -eq 1 ] && grep -q 'kallsyms, which holds no code' "$T/kann.err"; then
+			pass "annotate-kallsyms-no-code ($hsym)"
+		else
+			fail annotate-kallsyms-no-code "exit $rc for $hsym" "$T/kann.err"
+		fi
+	fi
+else
+	no_guest_samples annotate-guest-user
+fi
+
 # SVG: well-formed, opens in headless Chromium, shows a guest function.
 "$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -f svg -o "$T/demo.svg" 2>>"$T/demo.rerr"
 rc=$?
