@@ -655,8 +655,9 @@ for _ in $(seq 240); do
 	sleep 0.25
 done
 kids=$(cat "/proc/$rec/task/$rec/children" 2>/dev/null)
-kill -KILL "$rec"
-wait "$rec" 2>/dev/null
+# Grouped: bash reports a job killed by a signal ("line N:  PID Killed ...") on
+# its stderr, which tests/run-all.sh takes for a shell error.
+{ kill -KILL "$rec"; wait "$rec"; } 2>/dev/null
 [ -n "$kids" ] && kill -KILL $kids 2>/dev/null
 if ! $k9_ready; then
 	fail kill9-recover "the recording never wrote samples" "$T/k9.err"

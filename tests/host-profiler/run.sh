@@ -702,8 +702,7 @@ if start_vm kill "start=/bin/matmul:128:100000"; then
 	"$KVMPROF" record --vm "$T/kill.sock" --duration 20 -q -o "$T/kill.data" 2>"$T/kill.err" &
 	rpid=$!
 	sleep 1.5
-	kill -KILL "$VPID"
-	wait "$VPID" 2>/dev/null
+	{ kill -KILL "$VPID"; wait "$VPID"; } 2>/dev/null # grouped: no "Killed" line from bash
 	VPID=
 	timeout 20 tail --pid=$rpid -f /dev/null
 	wait $rpid
@@ -737,8 +736,7 @@ if start_vm k9 "start=/bin/matmul:128:100000"; then
 		fi
 		sleep 0.25
 	done
-	kill -KILL "$rpid"
-	wait "$rpid" 2>/dev/null
+	{ kill -KILL "$rpid"; wait "$rpid"; } 2>/dev/null # grouped: no "Killed" line from bash
 	stop_vm
 	if ! $k9_ready; then
 		fail kill9-recover "the recording never wrote samples" "$T/k9.err"
