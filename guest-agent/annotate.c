@@ -7,11 +7,10 @@
  * as `kvmprof-agent report`.
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "agent_report.h"
-#include "cli.h"
 #include "report.h"
+#include "report_annotate_cli.h"
 #include "report_cli.h"
 
 static const char annotate_usage[] =
@@ -48,30 +47,14 @@ struct agent_annotate_args {
 static int own_option(int c, const char *arg, void *ctx)
 {
 	struct agent_annotate_args *a = ctx;
+	int r = report_annotate_option(c, arg, &a->opt, annotate_usage);
 
-	switch (c) {
-	case 'd':
-		a->opt.dso = arg;
-		return 0;
-	case 'M':
-		if (strcmp(arg, "att") && strcmp(arg, "intel"))
-			return cli_usage_error("kvmprof-agent annotate", annotate_usage, "-M '%s': att or intel", arg);
-		a->opt.intel = !strcmp(arg, "intel");
-		return 0;
-	}
-	return agent_report_option(c, arg, &a->report);
+	return r >= 0 ? r : agent_report_option(c, arg, &a->report);
 }
 
-/* SYMBOL: one at a time. */
 static int operand(const char *arg, void *ctx)
 {
-	struct agent_annotate_args *a = ctx;
-
-	if (a->opt.symbol)
-		return cli_usage_error("kvmprof-agent annotate", annotate_usage, "one SYMBOL at a time ('%s', then '%s')",
-				       a->opt.symbol, arg);
-	a->opt.symbol = arg;
-	return 0;
+	return report_annotate_operand(arg, &((struct agent_annotate_args *)ctx)->opt, annotate_usage);
 }
 
 static void profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
@@ -93,14 +76,13 @@ int agent_annotate_main(int argc, char **argv)
 {
 	static const struct option own_longopts[] = {
 		{ "kallsyms", required_argument, NULL, 'k' },
-		{ "dso", required_argument, NULL, 'd' },
-		{ "disassembler-style", required_argument, NULL, 'M' },
+		REPORT_ANNOTATE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct agent_annotate_args own = { .opt = { .prog = "kvmprof-agent annotate" } };
 	const struct report_cli cli = {
 		.prog = "kvmprof-agent", .cmd = "kvmprof-agent annotate", .usage = annotate_usage, .help = annotate_help,
-		.own_shortopts = "k:d:M:", .own_longopts = own_longopts, .own_option = own_option,
+		.own_shortopts = "k:" REPORT_ANNOTATE_SHORTOPTS, .own_longopts = own_longopts, .own_option = own_option,
 		.own_operand = operand, .one_format = true, .profile_options = profile_options, .render = render,
 		.ctx = &own,
 	};

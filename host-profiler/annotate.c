@@ -8,11 +8,11 @@
  * --no-demangle as `kvmprof report`.
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
 #include "host_report.h"
 #include "report.h"
+#include "report_annotate_cli.h"
 #include "report_cli.h"
 
 static const char annotate_usage[] =
@@ -55,30 +55,14 @@ struct host_annotate_args {
 static int own_option(int c, const char *arg, void *ctx)
 {
 	struct host_annotate_args *a = ctx;
+	int r = report_annotate_option(c, arg, &a->opt, annotate_usage);
 
-	switch (c) {
-	case 'd':
-		a->opt.dso = arg;
-		return 0;
-	case 'M':
-		if (strcmp(arg, "att") && strcmp(arg, "intel"))
-			return cli_usage_error("kvmprof annotate", annotate_usage, "-M '%s': att or intel", arg);
-		a->opt.intel = !strcmp(arg, "intel");
-		return 0;
-	}
-	return host_report_option(c, arg, &a->report);
+	return r >= 0 ? r : host_report_option(c, arg, &a->report);
 }
 
-/* SYMBOL: one at a time. */
 static int operand(const char *arg, void *ctx)
 {
-	struct host_annotate_args *a = ctx;
-
-	if (a->opt.symbol)
-		return cli_usage_error("kvmprof annotate", annotate_usage, "one SYMBOL at a time ('%s', then '%s')",
-				       a->opt.symbol, arg);
-	a->opt.symbol = arg;
-	return 0;
+	return report_annotate_operand(arg, &((struct host_annotate_args *)ctx)->opt, annotate_usage);
 }
 
 static int check(void *ctx)
@@ -108,8 +92,7 @@ int host_annotate_main(int argc, char **argv)
 		{ "guest-kernel", required_argument, NULL, 'k' },
 		{ "guest-kallsyms", required_argument, NULL, 'K' },
 		{ "guest-export", required_argument, NULL, 'x' },
-		{ "dso", required_argument, NULL, 'd' },
-		{ "disassembler-style", required_argument, NULL, 'M' },
+		REPORT_ANNOTATE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Every sample counts: the host's and the guest's are one time line, as in the table. */
@@ -119,7 +102,7 @@ int host_annotate_main(int argc, char **argv)
 	};
 	const struct report_cli cli = {
 		.prog = "kvmprof", .cmd = "kvmprof annotate", .usage = annotate_usage, .help = annotate_help,
-		.own_shortopts = "k:K:x:d:M:", .own_longopts = own_longopts, .own_option = own_option,
+		.own_shortopts = "k:K:x:" REPORT_ANNOTATE_SHORTOPTS, .own_longopts = own_longopts, .own_option = own_option,
 		.own_operand = operand, .one_format = true, .check = check, .profile_options = profile_options,
 		.render = render, .ctx = &own,
 	};
