@@ -53,12 +53,14 @@ if [ ! -x "${CTL_CLIENT:-}" ]; then
 	fail guest-sampler-needs-control-client "tests/e2e/control.sh did not build it"
 elif [ ! -x "$GS_CLIENT" ]; then
 	fail guest-sampler-client-builds "$GS_CLIENT missing (make test-e2e builds it)"
-elif ! gs_boot "quiet start=/bin/matmul:128:2000,/bin/hash"; then
+elif ! gs_boot "quiet start=/bin/matmul:128:2000,/bin/hash:6000"; then
 	fail guest-sampler-boot "no control socket: $(head -c 300 "$TMP/gs.err")"
 	kill -9 "$gs_pid" 2>/dev/null
 	wait "$gs_pid" 2>/dev/null
 else
 	# 1 ms of vCPU thread time per sample, with call stacks, 1.5 s; meanwhile others poke at it.
+	# hash runs ~0.5 s of vCPU time (6000 rounds): its default 300 (~26 ms) could be over
+	# before the client attached on a loaded host (6 samples, where 20 are asked for).
 	"$GS_CLIENT" -p 1000000 -g -a -d 1.5 -o "$TMP/gs.data" "$GS_SOCK" >"$TMP/gs.ring" 2>&1 &
 	client=$!
 	sleep 0.7
