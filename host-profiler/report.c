@@ -11,6 +11,7 @@
  * it to), so a sample stands for the same amount of time on both sides.
  */
 #include "host_report.h"
+#include "hot_table.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -277,81 +278,28 @@ static enum report_kind frame_kind(const struct profile *p, uint32_t func, void 
 
 /* ---- the table ---- */
 
-struct row {
-	uint32_t layer, pid, comm, func;
-	uint64_t count;
-};
-
-static int cmp_rows(const void *x, const void *y, void *arg)
-{
-	const struct row *a = x, *b = y;
-	const struct profile *p = arg;
-	int c;
-
-	if (a->count != b->count)
-		return a->count > b->count ? -1 : 1;
-	if (a->layer != b->layer)
-		return a->layer < b->layer ? -1 : 1;
-	c = strcmp(report_func_name(p, a->func), report_func_name(p, b->func));
-	if (!c)
-		c = strcmp(p->comms[a->comm], p->comms[b->comm]);
-	return c ? c : (a->pid > b->pid) - (a->pid < b->pid);
-}
-
 static int print_text(FILE *out, const struct profile *p, const char *input, bool by_process)
 {
-	uint64_t total = p->nr_samples;
-	struct row *rows = NULL;
-	size_t nr = 0, cap = 0;
-	struct keymap index = { 0 };
-	int rc = 0;
+	struct hot_table t = { 0 };
+	int rc = hot_table_build(&t, p, by_process);
 
+	if (rc)
+		goto out;
 	host_report_header(out, p, input);
 
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		const struct profile_sample *s = &p->samples[i];
-		uint32_t layer = host_layer_of(s), func = p->locs[p->frames[s->first_frame]].func;
-		uint64_t k1 = (uint64_t)layer << 32 | (by_process ? s->comm : 0);
-		uint64_t k2 = (by_process ? (uint64_t)s->pid << 32 : 0) | func;
-		int64_t idx = keymap_get(&index, k1, k2);
-
-		if (idx < 0) {
-			if (grow_array(&rows, &cap, nr + 1, sizeof(*rows)) || keymap_put(&index, k1, k2, (uint32_t)nr)) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			rows[nr] = (struct row){ layer, s->pid, s->comm, func, 0 };
-			idx = (int64_t)nr++;
-		}
-		rows[idx].count++;
-	}
-	if (nr > 1)
-		qsort_r(rows, nr, sizeof(*rows), cmp_rows, (void *)p);
-	fprintf(out, "\n%10s %8s  %-13s", "samples", "%", "domain");
-	if (by_process)
-		fprintf(out, " %-28s", "process");
-	fprintf(out, " %-20s %s\n", "image", "symbol");
-	for (size_t i = 0; i < nr; i++) {
-		const struct row *r = &rows[i];
-		char proc[64];
-
-		fprintf(out, "%10" PRIu64 " %7.2f%%  %-13s", r->count, 100.0 * (double)r->count / (double)total,
-			layer_names[r->layer]);
-		if (by_process) {
-			snprintf(proc, sizeof(proc), "%s [%u]", p->comms[r->comm], r->pid);
-			/* A guest names its processes: no terminal escapes from it. */
-			utf8_sanitize(proc, '?', NULL);
-			fprintf(out, " %-28s", proc);
-		}
-		fprintf(out, " %-20s %s\n", p->images[p->funcs[r->func].image].name, report_func_name(p, r->func));
+	fputc('\n', out);
+	hot_table_print_heading(out, by_process);
+	fputc('\n', out);
+	for (size_t i = 0; i < t.nr; i++) {
+		hot_table_print_row(out, p, &t, &t.rows[i], by_process, 0);
+		fputc('\n', out);
 	}
 	if (p->unresolved)
 		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);
 	if (ferror(out))
 		rc = -EIO;
 out:
-	free(rows);
-	keymap_free(&index);
+	hot_table_free(&t);
 	return rc;
 }
 
