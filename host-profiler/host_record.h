@@ -45,8 +45,9 @@ int host_record_run(const struct host_record_opts *o);
  *                      0, 1 after a message, or HOST_START_REFUSED (the VM
  *                      refused what was asked: said)
  *   host_record_window samples until end_ns (CLOCK_MONOTONIC; 0: no end),
- *                      Ctrl-C, should_stop or the VM leaving (said on stderr):
- *                      HOST_WINDOW_*, or -errno
+ *                      Ctrl-C, should_stop or the VM leaving (the caller
+ *                      says so: host_record_gone_why): HOST_WINDOW_*, or
+ *                      -errno
  *   host_record_stop   disables sampling and writes the rest of both sides'
  *                      samples; 0 or -errno
  *   host_record_close  frees everything (an unfinished stream is left
@@ -62,6 +63,8 @@ int host_record_start(struct host_recording *R, int fd, const char *name);
 int host_record_window(struct host_recording *R, uint64_t end_ns);
 int host_record_stop(struct host_recording *R);
 void host_record_close(struct host_recording *R);
+/* After HOST_WINDOW_VM_GONE: what happened, "the VM went away (...) after 2.1 s". */
+const char *host_record_gone_why(const struct host_recording *R);
 /* The stream's writer (to flush it before reading what it wrote). */
 struct kp_writer *host_record_writer(struct host_recording *R);
 

@@ -510,7 +510,6 @@ int host_record_window(struct hrec *R, uint64_t end_ns)
 	if (R->gone) {
 		if (R->tty)
 			progress(R, true);
-		fprintf(stderr, "kvmprof: %s\n", R->t.gone_why);
 		return HOST_WINDOW_VM_GONE;
 	}
 	if (stop_signal || (R->o->should_stop && R->o->should_stop(R->o->should_stop_ctx)))
@@ -694,6 +693,11 @@ void host_record_close(struct hrec *R)
 	free(R);
 }
 
+const char *host_record_gone_why(const struct hrec *R)
+{
+	return R->t.gone_why;
+}
+
 struct kp_writer *host_record_writer(struct hrec *R)
 {
 	return R->w;
@@ -740,6 +744,8 @@ int host_record_run(const struct host_record_opts *o)
 	if (r)
 		goto out;
 	r = host_record_window(R, o->duration > 0 ? R->t_start + (uint64_t)(o->duration * 1e9) : 0);
+	if (r == HOST_WINDOW_VM_GONE)
+		fprintf(stderr, "kvmprof: %s; keeping what was recorded\n", host_record_gone_why(R));
 	if (r >= 0)
 		r = host_record_stop(R);
 	if (!r)
