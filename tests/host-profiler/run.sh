@@ -307,6 +307,84 @@ else
 	no_guest_samples report-names-the-guest-profiler
 fi
 
+# ---- kvmprof top: the same recording, shown live in windows (plain text blocks when not a terminal)
+"$KVMPROF" top --help >"$T/help.top" 2>&1
+rc=$?
+if [ $rc = 0 ] && head -n 1 "$T/help.top" | grep -q '^usage: kvmprof top --vm SOCKET' && grep -q -- '--stdio' "$T/help.top" &&
+	grep -q '^  top  ' "$T/help"; then
+	pass top-help
+else
+	fail top-help "top --help exited $rc or does not describe top, or kvmprof --help does not list it" "$T/help.top"
+fi
+"$KVMPROF" top >/dev/null 2>"$T/top-usage1.err"
+rc1=$?
+"$KVMPROF" top --vm "$T/nothing.sock" -d 0 >/dev/null 2>&1
+rc2=$?
+"$KVMPROF" top --vm "$T/nothing.sock" -o "$T/x" >/dev/null 2>&1
+rc3=$?
+[ $rc1 = 2 ] && [ $rc2 = 2 ] && [ $rc3 = 2 ] && pass top-usage-errors ||
+	fail top-usage-errors "exit codes $rc1 $rc2 $rc3, want 2 (no --vm, -d 0, -o)" "$T/top-usage1.err"
+"$KVMPROF" top --vm "$T/nothing.sock" --stdio -n 1 >"$T/top-nosock.out" 2>"$T/top-nosock.err"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$T/top-nosock.err")" = 1 ] && [ ! -s "$T/top-nosock.out" ]; then
+	pass top-no-vm
+else
+	fail top-no-vm "exit $rc, $(wc -l <"$T/top-nosock.err") lines on stderr, want 1 and one line" "$T/top-nosock.err"
+fi
+# block_sums FILE: per refresh block, "HEADER_TOTAL ROWS_SUM FIRST_GUEST_SYMBOL".
+block_sums() {
+	awk 'function out() { if (n) print total, sum, (g == "" ? "-" : g) }
+	     /^kvmprof top: refresh / { out(); n++; total = $0; sub(/.*\): /, "", total); sub(/ samples.*/, "", total);
+	                                sum = 0; g = ""; next }
+	     /^ +[0-9]+ +[0-9.]+%  / { sum += $1; if (g == "" && $3 == "guest") g = $NF }
+	     END { out() }' "$1"
+}
+if ! start_vm top "start=/bin/matmul:128:1000000"; then
+	fail top-refreshes "the VMM did not create its control socket" "$T/top.vmm"
+else
+	sleep 0.3
+	# What the report names hottest in the guest on a recording of the same workload.
+	"$KVMPROF" record --vm "$T/top.sock" --duration 1 -q -o "$T/top.data" 2>"$T/top-rec.err"
+	"$KVMPROF" report -i "$T/top.data" --guest-root "$ROOT" >"$T/top.rep" 2>>"$T/top-rec.err"
+	want=$(awk '/^ +[0-9]+ +[0-9.]+%  guest / { print $NF; exit }' "$T/top.rep")
+	timeout 60 "$KVMPROF" top --vm "$T/top.sock" --stdio -n 2 -d 1 --guest-root "$ROOT" >"$T/top.out" 2>"$T/top.err"
+	rc=$?
+	block_sums "$T/top.out" >"$T/top.sums"
+	blocks=$(wc -l <"$T/top.sums")
+	bad=$(awk '$1 != $2 || $1 == 0' "$T/top.sums" | wc -l)
+	if [ $rc = 0 ] && [ "$blocks" = 2 ] && [ "$bad" = 0 ] && sanitizer_clean "$T/top.err"; then
+		pass "top-refreshes (2 blocks, their rows add up to their totals: $(awk '{ printf "%s ", $1 }' "$T/top.sums"))"
+	else
+		fail top-refreshes "exit $rc, $blocks blocks, $bad whose rows do not add up to the total" "$T/top.out" "$T/top.err"
+	fi
+	if [ $guest = 0 ]; then
+		no_guest_samples top-hottest-guest-symbol
+	else
+		tops=$(awk '{ print $3 }' "$T/top.sums" | sort -u | tr '\n' ' ')
+		if [ "$want" = matmul_multiply ] && [ "$tops" = "$want " ]; then
+			pass "top-hottest-guest-symbol ($want in both refreshes, as the report names it)"
+		else
+			fail top-hottest-guest-symbol "report's hottest guest symbol '$want', top's '$tops'" "$T/top.out" "$T/top.rep"
+		fi
+	fi
+	# The VM exiting ends top: one line saying so, exit 0.
+	"$KVMPROF" top --vm "$T/top.sock" --stdio -d 0.5 --guest-root "$ROOT" >"$T/top-gone.out" 2>"$T/top-gone.err" &
+	tpid=$!
+	for i in $(seq 200); do
+		grep -q '^kvmprof top: refresh 1' "$T/top-gone.out" && break
+		sleep 0.1
+	done
+	stop_vm
+	wait $tpid
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^kvmprof top: refresh 1' "$T/top-gone.out" &&
+		[ "$(grep -c '^kvmprof: top: the VM went away' "$T/top-gone.err")" = 1 ] && sanitizer_clean "$T/top-gone.err"; then
+		pass top-vm-exits
+	else
+		fail top-vm-exits "exit $rc, or no refresh, or not one 'the VM went away' line" "$T/top-gone.out" "$T/top-gone.err"
+	fi
+fi
+
 # ---- a guest that writes to COM1 without pause: the VMM's serial emulation
 if start_vm spam "start=/bin/spam:60000"; then
 	sleep 0.3
