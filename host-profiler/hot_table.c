@@ -71,36 +71,64 @@ void hot_table_free(struct hot_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-void hot_table_print_heading(FILE *out, bool by_process)
+/* A line cut to width bytes; what is left of a character the cut split goes too. */
+static void cut_line(char *line, size_t width)
 {
-	fprintf(out, "%10s %8s  %-13s", "samples", "%", "domain");
-	if (by_process)
-		fprintf(out, " %-28s", "process");
-	fprintf(out, " %-20s %s", "image", "symbol");
+	if (width && strlen(line) > width) {
+		line[width] = 0;
+		utf8_sanitize(line, ' ', NULL);
+	}
+}
+
+void hot_table_print_heading(FILE *out, const struct hot_columns *c)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%10s %8s  %-13s", "samples", "%", "domain");
+
+	/* Cut columns cut their titles too: the rows stay under them. */
+	if (c->process)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %-*.*s", c->process_width,
+			      c->cut ? c->process_width : 7, "process");
+	if (c->image)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %-*.*s", c->image_width, c->cut ? c->image_width : 5,
+			      "image");
+	snprintf(line + n, sizeof(line) - (size_t)n, " %s", "symbol");
+	cut_line(line, c->width);
+	fputs(line, out);
 }
 
 void hot_table_print_row(FILE *out, const struct profile *p, const struct hot_table *t, const struct hot_row *r,
-			 bool by_process, size_t width)
+			 const struct hot_columns *c)
 {
 	char line[1024], proc[64], image[256], sym[512];
-	int n;
+	int n, pw = c->cut ? c->process_width : 0, iw = c->cut ? c->image_width : 0;
 
 	/* A guest names its processes, files and symbols: no terminal escapes from it. */
 	snprintf(proc, sizeof(proc), "%s [%u]", p->comms[r->comm], r->pid);
 	snprintf(image, sizeof(image), "%s", p->images[p->funcs[r->func].image].name);
 	snprintf(sym, sizeof(sym), "%s", report_func_name(p, r->func));
+	/* Cut to a column: the process's pid is what tells rows apart, so its name gives way. */
+	if (pw > 0 && strlen(proc) > (size_t)pw) {
+		char pid[16];
+		int pl = snprintf(pid, sizeof(pid), " [%u]", r->pid);
+
+		size_t at = pw > pl + 1 ? (size_t)(pw - pl - 1) : 0;
+
+		snprintf(proc + at, sizeof(proc) - at, "~%s", pid);
+	}
+	if (iw > 0 && strlen(image) > (size_t)iw)
+		image[iw] = 0;
 	utf8_sanitize(proc, '?', NULL);
 	utf8_sanitize(image, '?', NULL);
 	utf8_sanitize(sym, '?', NULL);
 	n = snprintf(line, sizeof(line), "%10" PRIu64 " %7.2f%%  %-13s", r->count,
 		     t->total ? 100.0 * (double)r->count / (double)t->total : 0.0, hot_layer_name(r->layer));
-	if (by_process)
-		n += snprintf(line + n, sizeof(line) - (size_t)n, " %-28s", proc);
-	snprintf(line + n, sizeof(line) - (size_t)n, " %-20s %s", image, sym);
-	if (width && strlen(line) > width) {
-		line[width] = 0;
-		/* The cut may have split a character: what is left of it goes too. */
-		utf8_sanitize(line, ' ', NULL);
-	}
+	if (c->process)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %-*s", c->process_width, proc);
+	if (c->image)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %-*s", c->image_width, image);
+	if (n < (int)sizeof(line))
+		snprintf(line + n, sizeof(line) - (size_t)n, " %s", sym);
+	cut_line(line, c->width);
 	fputs(line, out);
 }

@@ -42,13 +42,23 @@ void hot_table_free(struct hot_table *t);
 /* The domain's name as the tables show it: "guest user", "guest kernel", "VMM user", "host kernel". */
 const char *hot_layer_name(uint32_t layer);
 
+/* Which columns a table shows, how wide. */
+struct hot_columns {
+	bool process, image;  /* the process ("matmul [1]") and image columns */
+	int process_width, image_width; /* names are padded to these; cut to them when cut is set */
+	bool cut;
+	size_t width;         /* a line's most bytes (a terminal's width); 0: no limit */
+};
+/* kvmprof report's: every column, nothing cut. */
+#define HOT_COLUMNS_REPORT(by_process) ((struct hot_columns){ (by_process), true, 28, 20, false, 0 })
+
 /*
- * One row as a line (no newline), "samples % domain [process] image symbol",
- * in the widths of hot_table_print_heading; names from the recorded system
- * are made safe for a terminal. width: at most that many bytes (0: no limit).
+ * The heading, and one row as a line (no newline): "samples % domain
+ * [process] [image] symbol". Names from the recorded system are made safe
+ * for a terminal.
  */
-void hot_table_print_heading(FILE *out, bool by_process);
+void hot_table_print_heading(FILE *out, const struct hot_columns *c);
 void hot_table_print_row(FILE *out, const struct profile *p, const struct hot_table *t, const struct hot_row *r,
-			 bool by_process, size_t width);
+			 const struct hot_columns *c);
 
 #endif

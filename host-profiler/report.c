@@ -281,6 +281,7 @@ static enum report_kind frame_kind(const struct profile *p, uint32_t func, void 
 static int print_text(FILE *out, const struct profile *p, const char *input, bool by_process)
 {
 	struct hot_table t = { 0 };
+	const struct hot_columns cols = HOT_COLUMNS_REPORT(by_process);
 	int rc = hot_table_build(&t, p, by_process);
 
 	if (rc)
@@ -288,10 +289,10 @@ static int print_text(FILE *out, const struct profile *p, const char *input, boo
 	host_report_header(out, p, input);
 
 	fputc('\n', out);
-	hot_table_print_heading(out, by_process);
+	hot_table_print_heading(out, &cols);
 	fputc('\n', out);
 	for (size_t i = 0; i < t.nr; i++) {
-		hot_table_print_row(out, p, &t, &t.rows[i], by_process, 0);
+		hot_table_print_row(out, p, &t, &t.rows[i], &cols);
 		fputc('\n', out);
 	}
 	if (p->unresolved)

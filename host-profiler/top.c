@@ -45,7 +45,7 @@ struct top {
 	struct profile *p;
 	struct hot_table t;
 	bool screen;            /* a terminal, redrawn in place; else plain blocks */
-	bool tty_saved, quit;
+	bool tty_saved, quit, entered;
 	struct termios saved;
 	char warning[512];      /* the symbolizer's last word, shown under the table on screen */
 	uint64_t lost_before;
@@ -90,12 +90,14 @@ static void screen_enter(struct top *T)
 	}
 	fputs("\033[?1049h\033[?25l", stdout);
 	fflush(stdout);
+	T->entered = true;
 }
 
 static void screen_leave(struct top *T)
 {
-	if (!T->screen)
+	if (!T->entered)
 		return;
+	T->entered = false;
 	fputs("\033[?25h\033[?1049l", stdout);
 	fflush(stdout);
 	if (T->tty_saved)
@@ -169,7 +171,16 @@ static void show(struct top *T, unsigned long refresh, double seconds)
 	struct host_record_status st;
 	const struct profile *p = T->p;
 	size_t cols = T->screen ? terminal_cols() : 0, rows = T->t.nr;
+	struct hot_columns hc = HOT_COLUMNS_REPORT(true);
 	uint64_t lost;
+
+	/* A terminal's width goes to the symbol first: narrower names, the image only where there is room. */
+	if (T->screen) {
+		hc.cut = true;
+		hc.width = cols - 1;
+		hc.image = cols >= 120;
+		hc.process_width = cols >= 120 ? 28 : 22;
+	}
 
 	host_record_status(T->R, &st);
 	lost = st.lost - T->lost_before;
@@ -185,10 +196,10 @@ static void show(struct top *T, unsigned long refresh, double seconds)
 	       refresh, seconds, T->t.total, lost);
 	printf("event: %s, %" PRIu64 " %s; guest samples: %s\n", st.event, st.rate,
 	       st.freq ? "Hz" : st.clock ? "ns per sample" : "events per sample", st.guest_status);
-	hot_table_print_heading(stdout, true);
+	hot_table_print_heading(stdout, &hc);
 	fputc('\n', stdout);
 	for (size_t i = 0; i < rows; i++) {
-		hot_table_print_row(stdout, p, &T->t, &T->t.rows[i], true, cols ? cols - 1 : 0);
+		hot_table_print_row(stdout, p, &T->t, &T->t.rows[i], &hc);
 		fputc('\n', stdout);
 	}
 	if (T->screen) {
@@ -237,7 +248,8 @@ static int run(struct top *T)
 		}
 		if (r == HOST_WINDOW_STOPPED)
 			return 0;
-		start = end;
+		/* Windows follow each other; one that ended late (a slow terminal) does not make the next shorter. */
+		start = emit_now_ns() > end + delay_ns / 10 ? emit_now_ns() : end;
 	}
 }
 

@@ -39,12 +39,14 @@ static void add_window(struct profile *p, uint64_t t0)
 
 static char *row_text(const struct profile *p, const struct hot_table *t, size_t i, size_t width)
 {
+	struct hot_columns c = HOT_COLUMNS_REPORT(true);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	hot_table_print_row(f, p, t, &t->rows[i], true, width);
+	c.width = width;
+	hot_table_print_row(f, p, t, &t->rows[i], &c);
 	fclose(f);
 	return buf;
 }
@@ -190,12 +192,46 @@ static void test_hostile_names(void **state)
 	profile_free(p);
 }
 
+/* A terminal's columns: a long process name gives way to its pid, the image is cut, the symbol stays whole. */
+static void test_terminal_columns(void **state)
+{
+	struct profile_options opt = { .guest_root = pf_dir };
+	struct hot_columns c = { .process = true, .image = true, .process_width = 12, .image_width = 1, .cut = true };
+	struct hot_table t = { 0 };
+	struct profile *p;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(profile_new(&p, &opt), 0);
+	pf_world(p, pf_native_elf);
+	pf_event(p, 0, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 1000, KP_EVENT_FREQ);
+	pf_comm(p, 9, "long-process-nm", true);
+	pf_mmap(p, 9, "/bin/fx", true);
+	guest_sample(p, 9, 10 * MS, FX_BETA + 1);
+	assert_int_equal(profile_update(p), 0);
+	assert_int_equal(hot_table_build(&t, p, true), 0);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	hot_table_print_heading(f, &c);
+	fputc('\n', f);
+	hot_table_print_row(f, p, &t, &t.rows[0], &c);
+	fclose(f);
+	assert_string_equal(buf, "   samples        %  domain        process      i symbol\n"
+				 "         1  100.00%  guest user    long-pr~ [9] f beta");
+	free(buf);
+	hot_table_free(&t);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_of_finished_profile),
 		cmocka_unit_test(test_live_profile_windows),
 		cmocka_unit_test(test_hostile_names),
+		cmocka_unit_test(test_terminal_columns),
 	};
 
 	return cmocka_run_group_tests(tests, pf_setup, pf_teardown);
