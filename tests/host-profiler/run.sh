@@ -367,6 +367,33 @@ else
 			fail top-hottest-guest-symbol "report's hottest guest symbol '$want', top's '$tops'" "$T/top.out" "$T/top.rep"
 		fi
 	fi
+	# On a terminal (script(1)): the alternate screen, redrawn in place; q quits with exit 0,
+	# the screen left and the keyboard given back (stty shows icanon and echo again).
+	if ! command -v script >/dev/null; then
+		skip top-terminal-q "script(1) is not installed: no terminal to test with"
+	else
+		: >"$T/top.tty"
+		{
+			for i in $(seq 300); do
+				[ "$(grep -c 'kvmprof top: refresh' "$T/top.tty")" -ge 2 ] && break
+				sleep 0.1
+			done
+			printf q
+			sleep 2
+		} | timeout 60 script -qfec "stty cols 100 rows 20; $KVMPROF top --vm $T/top.sock -d 0.5 --guest-root $ROOT;
+			echo top-exit=\$?; stty -a" "$T/top.tty" >/dev/null 2>&1
+		tr -d '\r' <"$T/top.tty" >"$T/top.tty.txt"
+		if grep -q 'top-exit=0$' "$T/top.tty.txt" && grep -q "$(printf '\033\\[?1049h')" "$T/top.tty.txt" &&
+			grep -q "$(printf '\033\\[?1049l')top-exit=0" "$T/top.tty.txt" &&
+			[ "$(grep -c 'kvmprof top: refresh' "$T/top.tty.txt")" -ge 2 ] &&
+			grep -q ' icanon' "$T/top.tty.txt" && ! grep -q -- '-icanon' "$T/top.tty.txt" &&
+			grep -q ' echo ' "$T/top.tty.txt" && ! grep -q -- '-echo ' "$T/top.tty.txt" &&
+			sanitizer_clean "$T/top.tty.txt"; then
+			pass top-terminal-q
+		else
+			fail top-terminal-q "q did not end top with exit 0, the screen left and the terminal restored" "$T/top.tty.txt"
+		fi
+	fi
 	# The VM exiting ends top: one line saying so, exit 0.
 	"$KVMPROF" top --vm "$T/top.sock" --stdio -d 0.5 --guest-root "$ROOT" >"$T/top-gone.out" 2>"$T/top-gone.err" &
 	tpid=$!
