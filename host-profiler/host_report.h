@@ -45,6 +45,8 @@ int host_report_exits(FILE *out, const struct profile *p);
  * guest profiling itself cost (input: the recording's name).
  */
 void host_report_header(FILE *out, const struct profile *p, const char *input);
+/* The "guest samples: ..." line for a recording's META guest_sampling (NULL: not recorded by kvmprof record). */
+void host_report_guest_sampling(FILE *out, const char *status);
 
 /* The text table of one recording (input: its name for the header). 0 or -errno. */
 int host_report_text(FILE *out, struct profile *p, const char *input, bool by_process);

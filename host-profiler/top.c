@@ -186,7 +186,7 @@ static void show(struct top *T, unsigned long refresh, double seconds)
 	lost = st.lost - T->lost_before;
 	T->lost_before = st.lost;
 	if (T->screen) {
-		int room = terminal_rows() - 6;
+		int room = terminal_rows() - 7;
 
 		fputs("\033[H\033[2J", stdout);
 		if (rows > (size_t)(room > 0 ? room : 0))
@@ -194,8 +194,9 @@ static void show(struct top *T, unsigned long refresh, double seconds)
 	}
 	printf("kvmprof top: refresh %lu, the last %.1f s (no decay): %" PRIu64 " samples, %" PRIu64 " lost\n",
 	       refresh, seconds, T->t.total, lost);
-	printf("event: %s, %" PRIu64 " %s; guest samples: %s\n", st.event, st.rate,
-	       st.freq ? "Hz" : st.clock ? "ns per sample" : "events per sample", st.guest_status);
+	printf("event: %s, %" PRIu64 " %s\n", st.event, st.rate,
+	       st.freq ? "Hz" : st.clock ? "ns per sample" : "events per sample");
+	host_report_guest_sampling(stdout, st.guest_status);
 	hot_table_print_heading(stdout, &hc);
 	fputc('\n', stdout);
 	for (size_t i = 0; i < rows; i++) {
