@@ -16,6 +16,7 @@ struct host_top_opts {
 	bool stdio;                  /* --stdio: plain text blocks even on a terminal */
 	const char *guest_root;      /* --guest-root: the guest's files, as for kvmprof report */
 	const char *guest_kernel;    /* --guest-kernel: the guest's kernel ELF, as for kvmprof report */
+	bool no_demangle;            /* --no-demangle: C++ and Rust names as mangled, as for kvmprof report */
 };
 
 /* Prints its own messages. The exit status: 0 (q, Ctrl-C, -n reached, the VM exited), or 1. */

@@ -116,7 +116,7 @@ static const char stat_help[] =
 
 static const char top_usage[] =
 	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
-	"                   [--guest-root DIR] [--guest-kernel ELF]\n";
+	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n";
 
 static const char top_help[] =
 	"\n"
@@ -139,6 +139,7 @@ static const char top_help[] =
 	"  --guest-root DIR    the guest's files (as for kvmprof report): its programs'\n"
 	"                      symbols come from DIR/path\n"
 	"  --guest-kernel ELF  the guest's kernel, when DIR does not hold it\n"
+	"  --no-demangle       C++ and Rust names as the files have them (as for report)\n"
 	"When the VM exits, top says so and exits with 0.\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
@@ -256,6 +257,9 @@ static int top_option(int c, const char *arg, void *ctx)
 	case 'k':
 		o->guest_kernel = arg;
 		return 0;
+	case 'M':
+		o->no_demangle = true;
+		return 0;
 	}
 	return -1;
 }
@@ -269,6 +273,7 @@ static int cmd_top(int argc, char **argv)
 		{ "stdio", no_argument, NULL, 'S' },
 		{ "guest-root", required_argument, NULL, 'R' },
 		{ "guest-kernel", required_argument, NULL, 'k' },
+		{ "no-demangle", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_top_opts o;

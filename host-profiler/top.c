@@ -278,6 +278,7 @@ int host_top_run(const struct host_top_opts *o)
 	}
 	popt.guest_root = o->guest_root;
 	popt.guest_kernel_path = o->guest_kernel;
+	popt.no_demangle = o->no_demangle;
 	popt.warn = on_warning;
 	popt.warn_ctx = &T;
 	r = profile_new(&T.p, &popt);
