@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kvmprof-agent: the in-guest sampling agent. Subcommands record, report,
- * script and export; this file only parses the command line.
+ * script, stat, export and list; this file only parses the command line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,17 +13,21 @@
 #include "agent_record.h"
 #include "agent_report.h"
 #include "cli.h"
+#include "event_list.h"
 #include "events.h"
 #include "export.h"
 #include "kvmprof/version.h"
 #include "record_cli.h"
+#include "stat_cli.h"
 
 
 static const char usage_text[] =
 	"usage: kvmprof-agent record [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent report [-i FILE] [OPTIONS]\n"
 	"       kvmprof-agent script [-i FILE] [-G] [OPTIONS]\n"
+	"       kvmprof-agent stat [OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]\n"
 	"       kvmprof-agent export [-o DEVICE] [--pid PID]... [--all-symbols]\n"
+	"       kvmprof-agent list [--details] [FILTER]\n"
 	"       kvmprof-agent --help | --version\n";
 
 static const char help_text[] =
@@ -36,8 +40,10 @@ static const char help_text[] =
 	"           pprof, an SVG flame graph\n"
 	"  script   print every sample of a sample file with its stack, as perf script\n"
 	"           does (for flame-graph scripts and your own tools)\n"
+	"  stat     count events of a command, a process or the whole system, like perf stat\n"
 	"  export   send this system's process maps and kernel symbols to a host-side\n"
 	"           profiler (kvmprof record --guest-export, kvmprof report)\n"
+	"  list     the events this system can sample (record -e), as perf list\n"
 	"\n"
 	"`kvmprof-agent COMMAND --help` describes each command's options.\n";
 
@@ -92,6 +98,48 @@ static const char export_help[] =
 	"  -p, --pid PID    only these processes (repeatable; default all)\n"
 	"  --all-symbols    all of /proc/kallsyms; by default only text symbols go\n"
 	"                  (program counters land only in code; half the bytes)\n";
+
+static const char stat_usage[] =
+	"usage: kvmprof-agent stat [-e EVENT[,EVENT...]]... [-r N] [-x SEP] [-o FILE] [--no-big-num]\n"
+	"                          [-a | -p PID] [[--] CMD [ARGS...]]\n";
+
+static const char stat_help[] =
+	"\n"
+	"Counts events with perf_event_open and prints the counts as perf stat does:\n"
+	"units, thousands separators, CPUs utilized for the clocks, rates per second.\n"
+	"\n"
+	"  -e, --event EVENTS  comma-separated events, repeatable (names as for record;\n"
+	"                  default perf's list: task-clock, context-switches,\n"
+	"                  cpu-migrations, page-faults, cycles, instructions, branches,\n"
+	"                  branch-misses). Hardware events the host cannot count (no\n"
+	"                  PMU) print <not supported>, as in perf\n"
+	"  -r, --repeat N   run the command N times; counts are means, with their spread\n"
+	"                  ( +- P% ): the standard error of the mean, relative to it\n"
+	"  -x, --field-separator SEP  CSV lines, perf's fields: value,unit,event,\n"
+	"                  [spread%,]run-time,pct-running,metric-value,metric-unit\n"
+	"  -o, --output FILE  the counts into FILE (default: standard error, as perf)\n"
+	"  --no-big-num     no thousands separators (-B, the default, has them)\n"
+	"  -a, --all-cpus   every CPU, until Ctrl-C or until CMD exits\n"
+	"  -p, --pid PID    the threads of a running process, until it exits, Ctrl-C,\n"
+	"                  or CMD exits (perf's `-p PID -- sleep 5`)\n"
+	"  CMD ARGS         run CMD counted, with its children; exit with its status\n"
+	"Ctrl-C prints the counts so far.\n";
+static const char list_usage[] = "usage: kvmprof-agent list [--details] [FILTER]\n";
+
+static const char list_help[] =
+	"\n"
+	"The events record -e takes, as perf list prints them: perf's generic hardware,\n"
+	"hardware cache and software events, then the events (and unit masks) of each\n"
+	"PMU libpfm4 finds on this system, as PMU::EVENT[:UMASK] with libpfm4's\n"
+	"description. On a system without a hardware PMU (most VMs without a vPMU) the\n"
+	"hardware events are marked as not countable here: record samples cpu-clock in\n"
+	"their place.\n"
+	"\n"
+	"  FILTER   only the events whose name or description contains FILTER (any\n"
+	"           case), or, with a * ? or [, whose name matches it as a glob:\n"
+	"           `list cache`, `list 'icl::BR_*'`\n"
+	"  --details  under each libpfm4 event, what -e opens for it: perf's type and\n"
+	"           config (as perf list --details)\n";
 
 #define usage_error(...) cli_usage_error("kvmprof-agent", usage_text, __VA_ARGS__)
 #define record_usage_error(...) cli_usage_error("kvmprof-agent", record_usage, __VA_ARGS__)
@@ -153,6 +201,20 @@ static int cmd_record(int argc, char **argv)
 	if (!o.all && !o.pid && !o.argv)
 		return record_usage_error("record: nothing to profile: give -a, -p PID or -- CMD");
 	return record_run(&o);
+}
+
+static int cmd_stat(int argc, char **argv)
+{
+	static struct stat_opts o; /* large (events); static keeps it off the stack */
+	const struct stat_cli cli = { .prog = "kvmprof-agent", .usage = stat_usage, .help = stat_help };
+	int r = stat_cli_parse(&cli, argc, argv, &o);
+
+	if (r >= 0)
+		return r;
+	r = stat_cli_check_target(&cli, &o);
+	if (r >= 0)
+		return r;
+	return stat_count_run("kvmprof-agent", &o);
 }
 
 static int cmd_export(int argc, char **argv)
@@ -218,6 +280,21 @@ static int cmd_export(int argc, char **argv)
 	return r;
 }
 
+static int cmd_list(int argc, char **argv)
+{
+	struct event_list l;
+	struct event_list_args a;
+	char why[256];
+	int r = event_list_parse_args("kvmprof-agent list", list_usage, list_help, argc, argv, &a);
+
+	if (r >= 0)
+		return r;
+	event_list_init(&l, stdout, a.filter, event_list_host_has_pmu(why, sizeof(why)));
+	l.details = a.details;
+	event_list_host(&l, "List of pre-defined events (to use in -e)");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -242,7 +319,11 @@ int main(int argc, char **argv)
 		return agent_report_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "script"))
 		return agent_script_main(argc - 1, argv + 1);
+	if (!strcmp(sub, "stat"))
+		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(sub, "export"))
 		return cmd_export(argc - 1, argv + 1);
+	if (!strcmp(sub, "list"))
+		return cmd_list(argc - 1, argv + 1);
 	return usage_error("unknown subcommand '%s'", sub);
 }

@@ -43,6 +43,7 @@
 #include "record_fallback.h"
 #include "record_output.h"
 #include "sample_file.h"
+#include "workload.h"
 
 #define MAX_CPUS 1024
 #define DEFAULT_PAGES 128 /* 512 KiB per CPU: ~10^4 samples of headroom at -F 1000 */
@@ -71,7 +72,7 @@ struct rec {
 	bool exclude_kernel; /* not allowed to see the kernel */
 	char pmu[192];
 	pid_t child;
-	int exec_err_fd, go_fd;
+	struct workload wl; /* the command, until it runs */
 	uint64_t t_start;
 };
 
@@ -109,13 +110,6 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &saved_int);
 	sigaction(SIGTERM, &sa, &saved_term);
-}
-
-/* In the command's process, before it waits for its start: the signals as the agent found them. */
-static void restore_signals(void)
-{
-	sigaction(SIGINT, &saved_int, NULL);
-	sigaction(SIGTERM, &saved_term, NULL);
 }
 
 static void raise_fd_limit(void)
@@ -298,73 +292,36 @@ static int open_events(struct rec *R)
 
 static int start_child(struct rec *R)
 {
-	int go[2], err[2];
-	pid_t pid;
+	/* The command gets SIGINT and SIGTERM back as the agent found them. */
+	int r = workload_start(&R->wl, R->o->argv, &saved_int, &saved_term);
 
-	/* go: a socket, so that releasing a command a signal already killed is EPIPE, not SIGPIPE. */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) || pipe2(err, O_CLOEXEC)) {
-		fprintf(stderr, "kvmprof-agent: pipe: %s\n", strerror(errno));
-		return -errno;
+	if (r) {
+		fprintf(stderr, "kvmprof-agent: starting %s: %s\n", R->o->argv[0], strerror(-r));
+		return r;
 	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		fprintf(stderr, "kvmprof-agent: fork: %s\n", strerror(e));
-		return -e;
-	}
-	if (!pid) {
-		char c;
-		int e;
-
-		restore_signals();
-		/* Wait until the events are on us, so the command runs profiled from its first instruction. */
-		close(go[1]);
-		close(err[0]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(127);
-		execvp(R->o->argv[0], R->o->argv);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(err[1]);
-	R->child = pid;
-	R->go_fd = go[1];
-	R->exec_err_fd = err[0];
+	R->child = R->wl.pid;
 	return 0;
 }
 
 /*
- * Lets the child exec; its exec error, if any, comes back through the
- * close-on-exec pipe. -EINTR: a signal came first (the command is not run,
+ * Lets the child exec. -EINTR: a signal came first (the command is not run,
  * or already died of the forwarded signal).
  */
 static int release_child(struct rec *R)
 {
-	int e = 0;
-	ssize_t n;
+	int e;
 
 	if (stop_signal)
 		return -EINTR;
-	if (send(R->go_fd, "g", 1, MSG_NOSIGNAL) != 1) {
+	e = workload_release(&R->wl);
+	if (e < 0) {
 		if (stop_signal)
 			return -EINTR;
-		fprintf(stderr, "kvmprof-agent: starting %s: %s\n", R->o->argv[0], strerror(errno));
+		fprintf(stderr, "kvmprof-agent: starting %s: %s\n", R->o->argv[0], strerror(-e));
 		return -EIO;
 	}
-	close(R->go_fd);
-	R->go_fd = -1;
-	do
-		n = read(R->exec_err_fd, &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	close(R->exec_err_fd);
-	R->exec_err_fd = -1;
-	if (n == sizeof(e)) {
+	if (e > 0) {
 		fprintf(stderr, "kvmprof-agent: cannot run %s: %s\n", R->o->argv[0], strerror(e));
-		waitpid(R->child, NULL, 0);
 		R->child = 0;
 		return -e;
 	}
@@ -561,10 +518,7 @@ static void cleanup(struct rec *R)
 	perf_rings_free(&R->rs);
 	free(R->targets);
 	emit_fini(&R->e);
-	if (R->go_fd >= 0)
-		close(R->go_fd);
-	if (R->exec_err_fd >= 0)
-		close(R->exec_err_fd);
+	workload_close_fds(&R->wl);
 }
 
 /*
@@ -628,7 +582,7 @@ int record_run(const struct agent_record_opts *o)
 	memset(&R, 0, sizeof(R));
 	R.o = o;
 	R.out_fd = -1;
-	R.go_fd = R.exec_err_fd = -1;
+	R.wl.go_fd = R.wl.err_fd = -1;
 	stop_signal = 0;
 	forward_to = 0;
 	if (o->rec.nevents) {
@@ -692,8 +646,7 @@ int record_run(const struct agent_record_opts *o)
 		r = release_child(&R);
 		if (r == -EINTR) {
 			/* Stopped before the command ran: it does not run, the file ends here, whole. */
-			close(R.go_fd);
-			R.go_fd = -1;
+			workload_close_fds(&R.wl);
 			forward_to = 0;
 			waitpid(R.child, NULL, 0);
 			R.child = 0;

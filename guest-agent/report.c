@@ -11,9 +11,11 @@
 #include "cli.h"
 #include "report.h"
 #include "report_cli.h"
+#include "report_table_cli.h"
 
 static const char report_usage[] =
-	"usage: kvmprof-agent report [-i FILE] [--sort image,symbol|pid,image,symbol] [--callgraph]\n"
+	"usage: kvmprof-agent report [-i FILE] [--sort KEYS] [--percent-limit P] [-n] [--callgraph]\n"
+	"                            [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
 	"                            [--kallsyms FILE] [--recover] [--no-demangle]\n";
 
@@ -22,9 +24,21 @@ static const char report_help[] =
 	"Reads a kvmprof sample file and prints where the samples fell.\n"
 	"\n"
 	"  -i, --input FILE    sample file (default kvmprof.data; '-' is standard input)\n"
-	"  -s, --sort KEYS     image,symbol (default): one row per symbol;\n"
-	"                      pid,image,symbol: one row per process and symbol\n"
-	"  -g, --callgraph     text: the caller chains of the top symbols\n"
+	"  -s, --sort KEYS     text: rows by these keys, comma-separated, columns in their\n"
+	"                      order, as perf report's: comm, pid (pid and command),\n"
+	"                      dso (or image), sym (or symbol; shows its image unless\n"
+	"                      dso is a key), domain (user or kernel). Default\n"
+	"                      image,symbol; pid,image,symbol: per process and symbol\n"
+	"      --percent-limit P  text: rows under P% of the samples are not shown (a line\n"
+	"                      says how many rows and samples)\n"
+	"  -n, --show-nr-samples  accepted for perf's sake: the samples column is always shown\n"
+	"      --comms LIST    only the samples of these commands (comma-separated; also --comm)\n"
+	"      --pids LIST     only the samples of these pids (also --pid)\n"
+	"      --dsos LIST     only the samples in these images, by name or path (also --dso)\n"
+	"      --symbols LIST  only the samples in these functions (also --symbol);\n"
+	"                      the filters apply to every format; in the table, shares are of\n"
+	"                      the samples kept and a line says how many that is\n"
+	"  -g, --callgraph     text: the caller chains of the top rows\n"
 	"  -f, --format FMT    text (default): a table per event, like opreport;\n"
 	"                      folded: 'comm;image`outer;...;image`inner count' lines for\n"
 	"                      flame graphs (the first event with samples);\n"
@@ -48,17 +62,11 @@ static const char report_help[] =
 int agent_report_option(int c, const char *arg, void *ctx)
 {
 	struct agent_report_args *a = ctx;
+	int r = report_table_option(c, arg, &a->opt.table, REPORT_KEYS_COMMON, "kvmprof-agent report", report_usage);
 
+	if (r >= 0)
+		return r;
 	switch (c) {
-	case 's':
-		if (!strcmp(arg, "image,symbol"))
-			a->opt.sort = REPORT_SORT_IMAGE_SYMBOL;
-		else if (!strcmp(arg, "pid,image,symbol"))
-			a->opt.sort = REPORT_SORT_PID_IMAGE_SYMBOL;
-		else
-			return cli_usage_error("kvmprof-agent report", report_usage,
-					       "unknown sort keys '%s' (image,symbol or pid,image,symbol)", arg);
-		return 0;
 	case 'g':
 		a->opt.callgraph = true;
 		return 0;
@@ -84,6 +92,8 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 	uint32_t ev;
 	size_t i, others = 0;
 
+	if (a->format != REPORT_FORMAT_TEXT)
+		report_filter_profile(p, &own->opt.table.filter);
 	switch (a->format) {
 	case REPORT_FORMAT_FOLDED:
 	case REPORT_FORMAT_SVG:
@@ -104,15 +114,20 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 int agent_report_main(int argc, char **argv)
 {
 	static const struct option own_longopts[] = {
-		{ "sort", required_argument, NULL, 's' },
+		REPORT_TABLE_LONGOPTS,
 		{ "callgraph", no_argument, NULL, 'g' },
 		{ "kallsyms", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct agent_report_args own = { 0 };
+	char err[200];
+
+	/* image,symbol: what the table has always been by default. */
+	if (report_keys_parse("dso,sym", REPORT_KEYS_COMMON, &own.opt.table.keys, err, sizeof(err)))
+		return 1;
 	const struct report_cli cli = {
 		.prog = "kvmprof-agent", .cmd = "kvmprof-agent report", .usage = report_usage, .help = report_help,
-		.own_shortopts = "s:gk:", .own_longopts = own_longopts, .own_option = agent_report_option,
+		.own_shortopts = REPORT_TABLE_SHORTOPTS "gk:", .own_longopts = own_longopts, .own_option = agent_report_option,
 		.profile_options = agent_report_profile_options, .render = render, .note_unresolved = true, .ctx = &own,
 	};
 

@@ -5,9 +5,11 @@
 # QEMU's monitor); an ASan + UBSan build runs in the tests.
 
 HOSTPROF_SRCS := $(wildcard host-profiler/*.c) $(wildcard host-profiler/libvirt/*.c)
-HOSTPROF_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/%.o)
-HOSTPROF_ASAN_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/asan/%.o)
-HOSTPROF_CFLAGS := $(LIB_CFLAGS) $(VMI_CFLAGS) -Ihost-profiler \
+# The vPMU's model tables and names (pure data: `kvmprof list` shows what a guest can count).
+HOSTPROF_VPMU_SRCS := vpmu/vpmu_model_events.c vpmu/vpmu_names.c
+HOSTPROF_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/%.o) $(HOSTPROF_VPMU_SRCS:%.c=$(BUILD)/%.o)
+HOSTPROF_ASAN_OBJS := $(HOSTPROF_SRCS:%.c=$(BUILD)/asan/%.o) $(HOSTPROF_VPMU_SRCS:%.c=$(BUILD)/asan/%.o)
+HOSTPROF_CFLAGS := $(LIB_CFLAGS) $(VMI_CFLAGS) -Ihost-profiler -Ivpmu \
                    $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) \
                    $(shell pkg-config --cflags libvirt libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 HOSTPROF_CORE_LIBS := $(LIB_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lpthread

@@ -9,6 +9,7 @@
 
 #include "profile.h"
 #include "report_cli.h"
+#include "report.h"
 
 enum host_layer {
 	HOST_LAYER_GUEST_USER,
@@ -20,6 +21,9 @@ enum host_layer {
 
 /* The one domain a sample is in: guest or native (the VMM's threads), by its privilege level. */
 enum host_layer host_layer_of(const struct profile_sample *s);
+
+/* kvmprof report's --sort keys: perf's, and the guest process. */
+#define HOST_REPORT_KEYS (REPORT_KEYS_COMMON | REPORT_KEY_BIT(REPORT_KEY_PROCESS))
 
 /* The recording's META value for key (the last one wins), or NULL. */
 const char *host_report_meta(const struct profile *p, const char *key);
@@ -48,15 +52,16 @@ void host_report_header(FILE *out, const struct profile *p, const char *input);
 /* The "guest samples: ..." line for a recording's META guest_sampling (NULL: not recorded by kvmprof record). */
 void host_report_guest_sampling(FILE *out, const char *status);
 
-/* The text table of one recording (input: its name for the header). 0 or -errno. */
-int host_report_text(FILE *out, struct profile *p, const char *input, bool by_process);
+/* The text table of one recording (input: its name for the header), as opt says. 0 or -errno. */
+int host_report_text(FILE *out, struct profile *p, const char *input, const struct report_options *opt);
 
 /*
  * An --all-domains recording (a directory of NAME.data files): host CPU
  * and samples per domain, then each domain's table. 0, -ECANCELED (said
  * why: nothing to report), or -errno.
  */
-int host_report_domains(FILE *out, const char *dir, const struct profile_options *popt, bool by_process);
+int host_report_domains(FILE *out, const char *dir, const struct profile_options *popt,
+			const struct report_options *opt);
 
 /* argv[0] is "report". Returns the exit status. */
 int host_report_main(int argc, char **argv);
@@ -68,7 +73,7 @@ int host_report_main(int argc, char **argv);
  */
 struct host_report_args {
 	const char *guest_kernel, *guest_kallsyms, *guest_export;
-	bool by_process;
+	struct report_options opt; /* the table: --sort, filters, --percent-limit, -g */
 	bool drill, exits, no_cross_layer;
 	const char *drill_start;
 	double drill_threshold;

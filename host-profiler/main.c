@@ -21,6 +21,7 @@
 #include "kvmprof/version.h"
 #include "record_cli.h"
 #include "stat.h"
+#include "stat_cli.h"
 #include "plugin_cmd.h"
 #include "trace.h"
 
@@ -29,9 +30,9 @@ static const char usage_text[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [OPTIONS]\n"
 	"       kvmprof report [-i FILE] [OPTIONS]\n"
 	"       kvmprof script [-i FILE] [-G] [OPTIONS]\n"
-	"       kvmprof stat --vm SOCKET | --domain NAME [OPTIONS]\n"
+	"       kvmprof stat --vm SOCKET | --domain NAME | -a | -p PID | [--] CMD [ARGS...] [OPTIONS]\n"
 	"       kvmprof top --vm SOCKET [OPTIONS]\n"
-	"       kvmprof list [--connect URI]\n"
+	"       kvmprof list [--details] [FILTER] | list domains [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
 	"       kvmprof --help | --version\n";
@@ -48,9 +49,11 @@ static const char help_text[] =
 	"  report   read a recording: by domain, process and symbol; stacks, flame graphs\n"
 	"  script   print every sample of a recording with its domain and stack, as perf\n"
 	"           script does (for flame-graph scripts and your own tools)\n"
-	"  stat     count events of a VM (host threads and guest) for a while\n"
+	"  stat     count events like perf stat: a VM (host threads and guest), or a\n"
+	"           command, a process or the whole host\n"
 	"  top      a running VM's hottest guest and host symbols, refreshed live\n"
-	"  list     the running libvirt domains, and what kvmprof can do with each\n"
+	"  list     the events the host and the guest's vPMU models count, as perf list;\n"
+	"           list domains: the running libvirt domains, and what works for each\n"
 	"  trace    print a kvmprof-vmm --trace file\n"
 	"  plugin   load and unload a running VMM's plugins\n"
 	"\n"
@@ -101,18 +104,40 @@ static const char record_help[] =
 	"for that time.\n";
 
 static const char stat_usage[] =
-	"usage: kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [-e EVENT[,EVENT...]] [--duration S]\n";
+	"usage: kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [--duration S] [-e EVENTS] [-x SEP]\n"
+	"                    [-o FILE] [--no-big-num]\n"
+	"       kvmprof stat [-e EVENTS]... [-r N] [-x SEP] [-o FILE] [--no-big-num] [-a | -p PID] [[--] CMD [ARGS...]]\n";
 
 static const char stat_help[] =
 	"\n"
-	"Counts events of a VM for a while, split by domain as far as the host allows:\n"
-	"per-thread counters of the VM's threads, the kernel's user, system and guest\n"
-	"time of each, and kvmprof-vmm's vPMU figures and VM exits.\n"
+	"Counts events and prints them as perf stat does: units, thousands separators,\n"
+	"CPUs utilized for the clocks, rates per second; <not supported> for hardware\n"
+	"events a host without a PMU cannot count.\n"
 	"\n"
+	"A VM (counts on standard output): the counters of all of its host threads, then\n"
+	"the same per thread, split by domain as far as the host allows, the kernel's\n"
+	"user, system and guest time, and kvmprof-vmm's VM exits.\n"
 	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
 	"  --domain NAME       a running libvirt domain; --connect URI its connection\n"
-	"  -e, --event EVENTS  comma-separated events (default task-clock)\n"
-	"  -d, --duration S    count for S seconds (default: Ctrl-C, or when the VM exits)\n";
+	"  -d, --duration S    count for S seconds (default: Ctrl-C, or when the VM exits)\n"
+	"\n"
+	"The host, as perf stat (counts on standard error, as perf):\n"
+	"  CMD ARGS            run CMD counted, with its children; exit with its status\n"
+	"  -p, --pid PID       the threads of a running process, until it exits, Ctrl-C,\n"
+	"                      or CMD exits (perf's `-p PID -- sleep 5`)\n"
+	"  -a, --all-cpus      every CPU, until Ctrl-C or until CMD exits\n"
+	"  -r, --repeat N      run CMD N times; counts are means with their spread\n"
+	"                      ( +- P% ): the standard error of the mean, relative to it\n"
+	"\n"
+	"Both:\n"
+	"  -e, --event EVENTS  comma-separated events, repeatable (names as for record;\n"
+	"                      default task-clock for a VM, perf's list for the host)\n"
+	"  -x, --field-separator SEP  CSV lines, perf's fields: value,unit,event,\n"
+	"                      [spread%,]run-time,pct-running,metric-value,metric-unit\n"
+	"                      (for a VM, only the totals)\n"
+	"  -o, --output FILE   the counts into FILE\n"
+	"  --no-big-num        no thousands separators (-B, the default, has them)\n"
+	"Ctrl-C prints the counts so far.\n";
 
 static const char top_usage[] =
 	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
@@ -264,6 +289,29 @@ static int top_option(int c, const char *arg, void *ctx)
 	return -1;
 }
 
+/* Which VM, and for how long: kvmprof stat's own options beside perf stat's. */
+static int stat_option(int c, const char *arg, void *ctx)
+{
+	struct host_stat_opts *o = ctx;
+
+	switch (c) {
+	case 'v':
+		o->vm = arg;
+		return 0;
+	case 'D':
+		o->domain = arg;
+		return 0;
+	case 'C':
+		o->connect = arg;
+		return 0;
+	case 'd':
+		if (cli_parse_seconds(arg, &o->duration))
+			return stat_usage_error("--duration '%s': expected seconds (> 0)", arg);
+		return 0;
+	}
+	return -1;
+}
+
 static int cmd_top(int argc, char **argv)
 {
 	static const struct option own_longopts[] = {
@@ -303,69 +351,37 @@ static int cmd_top(int argc, char **argv)
 
 static int cmd_stat(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "vm", required_argument, NULL, 'v' },	  { "event", required_argument, NULL, 'e' },
-		{ "duration", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+	static const struct option own_longopts[] = {
+		{ "vm", required_argument, NULL, 'v' },	     { "duration", required_argument, NULL, 'd' },
 		{ "domain", required_argument, NULL, 'D' }, { "connect", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct host_stat_opts o;
-	int c, r;
+	static struct host_stat_opts o; /* large (events); static keeps it off the stack */
+	const struct stat_cli cli = {
+		.prog = "kvmprof", .usage = stat_usage, .help = stat_help, .own_shortopts = "v:d:D:C:",
+		.own_longopts = own_longopts, .own_option = stat_option, .ctx = &o,
+	};
+	int r;
 
 	memset(&o, 0, sizeof(o));
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":v:e:d:hD:C:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			o.vm = optarg;
-			break;
-		case 'D':
-			o.domain = optarg;
-			break;
-		case 'C':
-			o.connect = optarg;
-			break;
-		case 'e': {
-			char *list = strdup(optarg), *save = NULL;
-
-			if (!list)
-				return 1;
-			for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (o.nevents == HOST_STAT_MAX_EVENTS) {
-					free(list);
-					return stat_usage_error("stat: at most %d events", HOST_STAT_MAX_EVENTS);
-				}
-				r = cli_parse_event("kvmprof", tok, &o.events[o.nevents]);
-				if (r) {
-					free(list);
-					return r;
-				}
-				o.nevents++;
-			}
-			free(list);
-			break;
-		}
-		case 'd':
-			if (cli_parse_seconds(optarg, &o.duration))
-				return stat_usage_error("--duration '%s': expected seconds (> 0)", optarg);
-			break;
-		case 'h':
-			printf("%s%s", stat_usage, stat_help);
-			return 0;
-		case ':':
-			return stat_usage_error("stat: option %s needs an argument", argv[optind - 1]);
-		default:
-			return stat_usage_error("stat: unknown option %s", argv[optind - 1]);
-		}
+	r = stat_cli_parse(&cli, argc, argv, &o.stat);
+	if (r >= 0)
+		return r;
+	if (o.vm && o.domain)
+		return stat_usage_error("stat: --vm and --domain exclude each other");
+	if (o.vm || o.domain) {
+		if (o.stat.all || o.stat.pid || o.stat.argv || o.stat.repeat)
+			return stat_usage_error("stat: -a, -p, -r and a command count host processes, not --vm or --domain");
+		if (o.vm && o.connect)
+			return stat_usage_error("stat: --connect is for libvirt domains, not --vm");
+		return host_stat_run(&o);
 	}
-	if (optind < argc)
-		return stat_usage_error("stat: unexpected argument '%s'", argv[optind]);
-	if (!o.vm == !o.domain)
-		return stat_usage_error("stat: one of --vm SOCKET or --domain NAME");
-	if (o.vm && o.connect)
-		return stat_usage_error("stat: --connect is for libvirt domains, not --vm");
-	return host_stat_run(&o);
+	if (o.connect || o.duration)
+		return stat_usage_error("stat: --connect and --duration are for --vm or --domain");
+	r = stat_cli_check_target(&cli, &o.stat);
+	if (r >= 0)
+		return r;
+	return stat_count_run("kvmprof", &o.stat);
 }
 
 int main(int argc, char **argv)

@@ -11,7 +11,6 @@
  * it to), so a sample stands for the same amount of time on both sides.
  */
 #include "host_report.h"
-#include "hot_table.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,16 +19,14 @@
 #include <string.h>
 
 #include "cli.h"
-#include "events.h"
-#include "grow.h"
-#include "keymap.h"
 #include "report.h"
 #include "report_cli.h"
-#include "utf8.h"
+#include "report_table_cli.h"
 
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
-	"                      [--guest-export FILE] [--sort domain,process,symbol|domain,symbol]\n"
+	"                      [--guest-export FILE] [--sort KEYS] [--percent-limit P] [-n] [-g]\n"
+	"                      [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
 	"                      [--no-demangle]\n";
@@ -47,7 +44,24 @@ static const char help[] =
 	"  -K, --guest-kallsyms FILE  the guest's /proc/kallsyms, for guest kernel symbols\n"
 	"  -x, --guest-export FILE a guest's `kvmprof-agent export` stream (process maps,\n"
 	"                          names, kallsyms), read as the guest's\n"
-	"  -s, --sort KEYS         domain,process,symbol (default) or domain,symbol\n"
+	"  -s, --sort KEYS         text: rows by these keys, comma-separated, columns in their\n"
+	"                          order, as perf report's: domain (the four above),\n"
+	"                          process (the guest process or VMM thread, 'command\n"
+	"                          [pid]'), comm, pid, dso (or image), sym (or symbol;\n"
+	"                          shows its image unless dso is a key). Default\n"
+	"                          domain,process,symbol; domain,symbol: without processes\n"
+	"      --percent-limit P   text: rows under P% of the samples are not shown (a line\n"
+	"                          says how many rows and samples)\n"
+	"  -n, --show-nr-samples   accepted for perf's sake: the samples column is always shown\n"
+	"      --comms LIST        only the samples of these commands (comma-separated; a\n"
+	"                          guest's 'matmul' or the tagged '[guest] matmul'; also --comm)\n"
+	"      --pids LIST         only the samples of these pids (also --pid)\n"
+	"      --dsos LIST         only the samples in these images, by name or path (also --dso)\n"
+	"      --symbols LIST      only the samples in these functions (also --symbol); the\n"
+	"                          filters apply to every format; in the table, shares are\n"
+	"                          of the samples kept and a line says how many that is\n"
+	"  -g, --callgraph         text: the caller chains of the top rows (through VM exits\n"
+	"                          into the guest, unless --no-cross-layer)\n"
 	"  -f, --format FMT        text (default); folded: '[layer] comm;image`outer;...' lines;\n"
 	"                          pprof: gzipped protobuf (needs -o or a non-terminal);\n"
 	"                          svg: a flame graph, the four layers in their own colours\n"
@@ -56,7 +70,7 @@ static const char help[] =
 	"                          process or function START) follow the heaviest path\n"
 	"                          down the cross-layer stacks (guest, exit, VMM, host\n"
 	"                          kernel) to the frame that holds the time itself\n"
-	"      --drill-threshold PCT  children below PCT%% of the start are not followed\n"
+	"      --drill-threshold PCT  children below PCT% of the start are not followed\n"
 	"                          or listed (default 5)\n"
 	"      --exits             the exit cost table: VM exits by guest function and by\n"
 	"                          guest process, with the host time that handled them\n"
@@ -84,7 +98,10 @@ enum host_layer host_layer_of(const struct profile_sample *s)
 int host_report_option(int c, const char *arg, void *ctx)
 {
 	struct host_report_args *a = ctx;
+	int r = report_table_option(c, arg, &a->opt.table, HOST_REPORT_KEYS, "kvmprof report", usage);
 
+	if (r >= 0)
+		return r;
 	switch (c) {
 	case 'k':
 		a->guest_kernel = arg;
@@ -117,14 +134,8 @@ int host_report_option(int c, const char *arg, void *ctx)
 	case 'C':
 		a->no_cross_layer = true;
 		return 0;
-	case 's':
-		if (!strcmp(arg, "domain,process,symbol"))
-			a->by_process = true;
-		else if (!strcmp(arg, "domain,symbol"))
-			a->by_process = false;
-		else
-			return cli_usage_error("kvmprof report", usage,
-					       "unknown sort keys '%s' (domain,process,symbol or domain,symbol)", arg);
+	case 'g':
+		a->opt.callgraph = true;
 		return 0;
 	}
 	return -1;
@@ -138,6 +149,9 @@ static int check_args(void *ctx)
 		return cli_usage_error("kvmprof report", usage, "--guest-kernel and --guest-kallsyms exclude each other");
 	if (a->drill && a->exits)
 		return cli_usage_error("kvmprof report", usage, "--drill and --exits are two reports: ask for one");
+	if ((a->drill || a->exits) && report_filter_active(&a->opt.table.filter))
+		return cli_usage_error("kvmprof report", usage, "--%s reads the whole recording: the filters (--comms, --pids, "
+				       "--dsos, --symbols) are the table's", a->drill ? "drill" : "exits");
 	if ((a->drill || a->exits) && a->no_cross_layer)
 		return cli_usage_error("kvmprof report", usage, "--%s needs the cross-layer stacks: not with --no-cross-layer",
 				       a->drill ? "drill" : "exits");
@@ -278,29 +292,48 @@ static enum report_kind frame_kind(const struct profile *p, uint32_t func, void 
 
 /* ---- the table ---- */
 
-static int print_text(FILE *out, const struct profile *p, const char *input, bool by_process)
+/* The domain sort key: the sample's layer. */
+static uint32_t table_domain(const struct profile *p, const struct profile_sample *s, void *ctx)
 {
-	struct hot_table t = { 0 };
-	const struct hot_columns cols = HOT_COLUMNS_REPORT(by_process);
-	int rc = hot_table_build(&t, p, by_process);
+	(void)p;
+	(void)ctx;
+	return host_layer_of(s);
+}
 
-	if (rc)
-		goto out;
+static const char *table_domain_name(uint32_t layer, void *ctx)
+{
+	(void)ctx;
+	return layer < HOST_LAYER_COUNT ? layer_names[layer] : "?";
+}
+
+static int print_text(FILE *out, const struct profile *p, const char *input, const struct report_options *opt)
+{
+	uint64_t total = p->nr_samples, whole;
+	struct report_table_options o = opt->table;
+	struct report_table t;
+	size_t shown;
+	int rc;
+
 	host_report_header(out, p, input);
 
+	rc = report_table_build(&t, p, &o);
+	if (rc)
+		return rc;
 	fputc('\n', out);
-	hot_table_print_heading(out, &cols);
-	fputc('\n', out);
-	for (size_t i = 0; i < t.nr; i++) {
-		hot_table_print_row(out, p, &t, &t.rows[i], &cols);
-		fputc('\n', out);
-	}
-	if (p->unresolved)
+	report_table_print_filter(out, &o, t.kept[0], t.total[0]);
+	/* Without a filter, shares are of all samples, as the domain table's. */
+	whole = report_filter_active(&o.filter) ? t.kept[0] : total;
+	rc = report_table_print(out, p, &t, 0, t.nr, whole, &o, REPORT_STYLE_HOST);
+	if (!rc && p->unresolved)
 		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);
-	if (ferror(out))
+	shown = report_table_shown(&t, 0, t.nr, whole, &o);
+	if (!rc && opt->callgraph && shown) {
+		fputs("\nCallers of the top rows (outermost first):\n", out);
+		rc = report_table_callgraph(out, p, &t, 0, shown, whole, &o, opt->callgraph_rows, opt->callgraph_chains);
+	}
+	if (!rc && ferror(out))
 		rc = -EIO;
-out:
-	hot_table_free(&t);
+	report_table_free(&t);
 	return rc;
 }
 
@@ -318,11 +351,11 @@ static uint32_t merge_events(struct profile *p)
 	return ev;
 }
 
-int host_report_text(FILE *out, struct profile *p, const char *input, bool by_process)
+int host_report_text(FILE *out, struct profile *p, const char *input, const struct report_options *opt)
 {
 	int rc = tag_commands(p, false);
 
-	return rc ? rc : print_text(out, p, input, by_process);
+	return rc ? rc : print_text(out, p, input, opt);
 }
 
 static int render_directory(FILE *out, const struct report_cli_args *a, const struct profile_options *popt,
@@ -336,7 +369,7 @@ static int render_directory(FILE *out, const struct report_cli_args *a, const st
 			own->drill ? "--drill" : own->exits ? "--exits" : "other formats", a->input);
 		return -ECANCELED;
 	}
-	return host_report_domains(out, a->input, popt, own->by_process);
+	return host_report_domains(out, a->input, popt, &own->opt);
 }
 
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
@@ -354,6 +387,8 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 	rc = tag_commands(p, stacks);
 	if (rc)
 		return rc;
+	if (stacks)
+		report_filter_profile(p, &own->opt.table.filter);
 	switch (a->format) {
 	case REPORT_FORMAT_FOLDED:
 		ev = merge_events(p);
@@ -367,7 +402,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 		return report_pprof(out, p, &po);
 	}
 	default:
-		return print_text(out, p, a->input, own->by_process);
+		return print_text(out, p, a->input, &own->opt);
 	}
 }
 
@@ -377,20 +412,27 @@ int host_report_main(int argc, char **argv)
 		{ "guest-kernel", required_argument, NULL, 'k' },
 		{ "guest-kallsyms", required_argument, NULL, 'K' },
 		{ "guest-export", required_argument, NULL, 'x' },
-		{ "sort", required_argument, NULL, 's' },
+		REPORT_TABLE_LONGOPTS,
+		{ "callgraph", no_argument, NULL, 'g' },
 		{ "drill", optional_argument, NULL, 'D' },
 		{ "drill-threshold", required_argument, NULL, 'T' },
 		{ "exits", no_argument, NULL, 'E' },
 		{ "no-cross-layer", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct host_report_args own = { .by_process = true, .drill_threshold = 5.0, .argc = argc, .argv = argv };
+	struct host_report_args own = { .drill_threshold = 5.0, .argc = argc, .argv = argv };
+	char err[200];
 	const struct report_cli cli = {
 		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
-		.own_shortopts = "k:K:x:s:", .own_longopts = own_longopts, .own_option = host_report_option,
+		.own_shortopts = REPORT_TABLE_SHORTOPTS "gk:K:x:", .own_longopts = own_longopts, .own_option = host_report_option,
 		.check = check_args, .profile_options = host_report_profile_options, .render = render, .directory = render_directory,
 		.ctx = &own,
 	};
 
+	own.opt.table.domain = table_domain;
+	own.opt.table.domain_name = table_domain_name;
+	/* domain,process,symbol: what the table has always been by default. */
+	if (report_keys_parse("domain,process,sym", HOST_REPORT_KEYS, &own.opt.table.keys, err, sizeof(err)))
+		return 1;
 	return report_cli_main(&cli, argc, argv);
 }

@@ -109,7 +109,8 @@ static void print_summary(FILE *out, const char *dir, const struct domain_file *
 	fprintf(out, "%-24s %12.2f\n", "all", (double)cpu_all / 1e3);
 }
 
-int host_report_domains(FILE *out, const char *dir, const struct profile_options *popt, bool by_process)
+int host_report_domains(FILE *out, const char *dir, const struct profile_options *popt,
+			const struct report_options *opt)
 {
 	struct domain_file *files;
 	size_t n;
@@ -137,7 +138,7 @@ int host_report_domains(FILE *out, const char *dir, const struct profile_options
 		if (!files[i].p)
 			continue;
 		fprintf(out, "\n== domain %s (%s)\n", files[i].name, files[i].path);
-		rc = host_report_text(out, files[i].p, files[i].path, by_process);
+		rc = host_report_text(out, files[i].p, files[i].path, opt);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (files[i].p)

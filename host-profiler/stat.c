@@ -35,6 +35,7 @@
 #include "perf_open.h"
 #include "procfs.h"
 #include "stat_exits.h"
+#include "stat_format.h"
 #include "vm_client.h"
 #include "vm_target.h"
 
@@ -90,32 +91,48 @@ static int open_counter(const struct events_event *ev, pid_t tid, int part)
 	return perf_open(&a, tid, -1, -1);
 }
 
-/* The count, scaled for multiplexing; -1 when unreadable. */
-static double read_counter(int fd)
+/* The count, scaled for multiplexing, and the ns it was enabled and running; -1 when unreadable. */
+static double read_counter(int fd, double *enabled, double *running)
 {
 	uint64_t v[3];
 
 	if (fd < 0 || read(fd, v, sizeof(v)) != sizeof(v))
 		return -1;
+	*enabled = (double)v[1];
+	*running = (double)v[2];
 	if (v[2] && v[2] < v[1])
 		return (double)v[0] * (double)v[1] / (double)v[2];
 	return (double)v[0];
 }
 
-static void print_count(double v)
+/* One column of the per-thread table, as the totals above print it: msec for a clock, separators. */
+static void print_count(FILE *f, double v, bool clock, bool big_num)
 {
-	if (v < 0)
-		printf(" %16s", "-");
-	else
-		printf(" %16.0f", v);
+	char buf[64] = "-";
+
+	if (v >= 0)
+		stat_format_number(buf, sizeof(buf), clock ? v / 1e6 : v, clock ? 2 : 0, big_num);
+	fprintf(f, " %16s", buf);
+}
+
+/* The note under an event the host cannot split by domain (hardware events where it can have columns instead). */
+static const char *split_note(const struct events_event *ev)
+{
+	return perf_attr_is_hardware(&ev->attr) ? "exclude_guest/exclude_host refused here: no guest/host split"
+						: "a software event counts run time in every mode: no guest/host split";
 }
 
 int host_stat_run(const struct host_stat_opts *o)
 {
-	struct events_event evs[HOST_STAT_MAX_EVENTS];
-	static struct counter cnt[HOST_STAT_MAX_EVENTS][MAX_THREADS];
+	static struct events_event evs[STAT_MAX_EVENTS];
+	static struct counter cnt[STAT_MAX_EVENTS][MAX_THREADS];
 	static struct thread th[MAX_THREADS];
-	bool supported[HOST_STAT_MAX_EVENTS] = { false }, split[HOST_STAT_MAX_EVENTS] = { false };
+	static struct stat_event_result res[STAT_MAX_EVENTS];
+	static double sums[STAT_MAX_EVENTS][MAX_THREADS][NR_PARTS];
+	bool supported[STAT_MAX_EVENTS] = { false }, split[STAT_MAX_EVENTS] = { false };
+	struct stat_output out = { .sep = o->stat.sep, .big_num = !o->stat.no_big_num, .runs = 1 };
+	char title[1024];
+	FILE *f = stdout;
 	struct vm_target target;
 	struct vm_client *vm;
 	static struct stat_exits exits_by_reason;
@@ -123,7 +140,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	long long pid, exits0 = -1, exits1 = -1;
 	pid_t *tids = NULL;
 	size_t ntids = 0;
-	int nev = o->nevents, status = 1;
+	int nev = o->stat.nevents, status = 1;
 	uint64_t t0, t1, end, hz = (uint64_t)sysconf(_SC_CLK_TCK);
 	bool vm_gone = false, guest_accounted = false;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -134,7 +151,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	/* kvmprof-vmm's own figures: its vPMU's exit count and exits by reason. */
 	vm = vm_target_vmm_client(&target);
 	if (nev) {
-		memcpy(evs, o->events, sizeof(evs[0]) * (size_t)nev);
+		memcpy(evs, o->stat.events, sizeof(evs[0]) * (size_t)nev);
 	} else {
 		char unk[8], e[64];
 
@@ -168,9 +185,6 @@ int host_stat_run(const struct host_stat_opts *o)
 					split[e] |= cnt[e][t].fd[part] >= 0;
 				}
 		}
-		if (!supported[e])
-			fprintf(stderr, "kvmprof: %s: not supported on this host%s\n", evs[e].name,
-				hw ? " (no hardware PMU)" : "");
 	}
 	for (size_t t = 0; t < ntids; t++) {
 		th[t].tid = tids[t];
@@ -205,43 +219,75 @@ int host_stat_run(const struct host_stat_opts *o)
 			th[t].gone = true;
 	exits1 = vm_gone || !vm ? -1 : vm_exits(vm);
 
+	if (o->stat.output && !(f = fopen(o->stat.output, "w"))) {
+		fprintf(stderr, "kvmprof: cannot create %s: %s\n", o->stat.output, strerror(errno));
+		goto out;
+	}
+	/* Each counter once: the table below shows per thread what the totals above add up. */
+	memset(res, 0, sizeof(res));
+	for (int e = 0; e < nev; e++) {
+		memcpy(res[e].name, evs[e].name, sizeof(res[e].name));
+		res[e].type = evs[e].attr.type;
+		res[e].config = evs[e].attr.config;
+		res[e].state = supported[e] ? STAT_COUNTED : STAT_NOT_SUPPORTED;
+		if (supported[e] && !split[e])
+			res[e].note = split_note(&evs[e]);
+		for (size_t t = 0; t < ntids; t++)
+			for (int part = 0; part < NR_PARTS; part++) {
+				double enabled, running;
+
+				sums[e][t][part] = read_counter(cnt[e][t].fd[part], &enabled, &running);
+				if (part == PART_ALL && sums[e][t][part] >= 0) {
+					res[e].value.mean += sums[e][t][part];
+					res[e].enabled += enabled;
+					res[e].running += running;
+				}
+			}
+		res[e].value.n = 1;
+	}
 	if (target.domain[0])
-		printf("kvmprof stat: libvirt domain %s (%s), QEMU pid %lld, %zu threads, %.2f s\n\n", target.domain,
-		       target.uri, pid, ntids, (double)(t1 - t0) / 1e9);
+		snprintf(title, sizeof(title), "libvirt domain '%s' (%s, QEMU pid %lld, %zu threads)",
+			 target.domain, target.uri, pid, ntids);
 	else
-		printf("kvmprof stat: kvmprof-vmm pid %lld, %zu threads, %.2f s\n\n", pid, ntids, (double)(t1 - t0) / 1e9);
+		snprintf(title, sizeof(title), "VM '%s' (kvmprof-vmm pid %lld, %zu threads)", o->vm, pid, ntids);
+	out.f = f;
+	out.target = title;
+	stat_spread_add(&out.elapsed_ns, (double)(t1 - t0));
+	stat_format_print(&out, res, nev);
+	if (o->stat.sep) {
+		/* CSV: the counts alone, for a program to read. */
+		status = 0;
+		goto out;
+	}
 	for (int e = 0; e < nev; e++) {
 		double sum[NR_PARTS] = { 0 };
 
 		if (!supported[e])
 			continue;
-		printf("%-24s %-16s %16s", evs[e].name, "thread", "total");
+		bool clock = events_is_clock(evs[e].attr.type, evs[e].attr.config);
+
+		fprintf(f, "%-24s %-16s %16s", evs[e].name, "thread", clock ? "msec" : "total");
 		if (split[e])
-			printf(" %16s %16s %16s", "VMM user", "host kernel", "guest");
-		printf("\n");
+			fprintf(f, " %16s %16s %16s", "VMM user", "host kernel", "guest");
+		fprintf(f, "\n");
 		for (size_t t = 0; t < ntids; t++) {
 			char name[48];
 
 			snprintf(name, sizeof(name), "%s/%d", th[t].comm, (int)th[t].tid);
-			printf("%-24s %-16s", "", name);
+			fprintf(f, "%-24s %-16s", "", name);
 			for (int part = 0; part < (split[e] ? NR_PARTS : 1); part++) {
-				double v = read_counter(cnt[e][t].fd[part]);
+				double v = sums[e][t][part];
 
-				print_count(v);
+				print_count(f, v, clock, out.big_num);
 				if (v > 0)
 					sum[part] += v;
 			}
-			printf("\n");
+			fprintf(f, "\n");
 		}
-		printf("%-24s %-16s", "", "all threads");
+		fprintf(f, "%-24s %-16s", "", "all threads");
 		for (int part = 0; part < (split[e] ? NR_PARTS : 1); part++)
-			print_count(sum[part]);
-		printf("\n");
-		if (!split[e])
-			printf("%-24s (%s: no guest/host split from this counter)\n", "",
-			       perf_attr_is_hardware(&evs[e].attr) ? "exclude_guest/exclude_host refused here"
-								: "a software event counts run time in every mode");
-		printf("\n");
+			print_count(f, sum[part], clock, out.big_num);
+		fprintf(f, "\n\n");
 	}
 
 	/* The kernel's accounting: ticks of user, system and guest time per thread. */
@@ -256,24 +302,24 @@ int host_stat_run(const struct host_stat_opts *o)
 			g += th[t].gtime1 - th[t].gtime0;
 		}
 		guest_accounted = g > 0;
-		printf("time by domain (the kernel's per-thread accounting, /proc/%lld/task/*/stat, %" PRIu64
+		fprintf(f, "time by domain (the kernel's per-thread accounting, /proc/%lld/task/*/stat, %" PRIu64
 		       " ticks/s):\n", pid, hz);
 		if (guest_accounted) {
-			printf("  %-12s %8.2f s\n", "guest", (double)g / (double)hz);
-			printf("  %-12s %8.2f s\n", "VMM user", (double)(u > g ? u - g : 0) / (double)hz);
+			fprintf(f, "  %-12s %8.2f s\n", "guest", (double)g / (double)hz);
+			fprintf(f, "  %-12s %8.2f s\n", "VMM user", (double)(u > g ? u - g : 0) / (double)hz);
 		} else {
-			printf("  %-12s %8.2f s   (the kernel accounts no guest time on this host: guest time is in here)\n",
+			fprintf(f, "  %-12s %8.2f s   (the kernel accounts no guest time on this host: guest time is in here)\n",
 			       "user", (double)u / (double)hz);
 		}
-		printf("  %-12s %8.2f s\n", "host kernel", (double)s / (double)hz);
+		fprintf(f, "  %-12s %8.2f s\n", "host kernel", (double)s / (double)hz);
 	}
 	if (exits0 >= 0 && exits1 >= exits0)
-		printf("VM exits: %lld (vpmu-stats), %.0f per second\n", exits1 - exits0,
+		fprintf(f, "VM exits: %lld (vpmu-stats), %.0f per second\n", exits1 - exits0,
 		       (double)(exits1 - exits0) / ((double)(t1 - t0) / 1e9));
 	if (vm)
-		stat_exits_print(&exits_by_reason, vm, vm_gone, t1 - t0);
+		stat_exits_print(f, &exits_by_reason, vm, vm_gone, t1 - t0);
 	else
-		printf("VM exits: not counted for a QEMU domain (kvmprof-vmm counts them; for QEMU see perf kvm stat)\n");
+		fprintf(f, "VM exits: not counted for a QEMU domain (kvmprof-vmm counts them; for QEMU see perf kvm stat)\n");
 	status = 0;
 out:
 	for (int e = 0; e < nev; e++)
@@ -282,6 +328,10 @@ out:
 				if (cnt[e][t].fd[part] > 0)
 					close(cnt[e][t].fd[part]);
 	free(tids);
+	if (f != stdout && fclose(f)) {
+		fprintf(stderr, "kvmprof: writing %s: %s\n", o->stat.output, strerror(errno));
+		status = 1;
+	}
 	vm_target_close(&target);
 	return status;
 }

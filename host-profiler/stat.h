@@ -9,17 +9,15 @@
 #ifndef HOST_STAT_H
 #define HOST_STAT_H
 
-#include "events.h"
-
-#define HOST_STAT_MAX_EVENTS 8
+#include "stat_count.h"
 
 struct host_stat_opts {
 	const char *vm;      /* kvmprof-vmm's control socket, or */
 	const char *domain;  /* a libvirt domain */
 	const char *connect; /* at this URI (NULL: qemu:///system) */
-	struct events_event events[HOST_STAT_MAX_EVENTS];
-	int nevents; /* 0: task-clock */
 	double duration; /* 0: until Ctrl-C or the VM exits */
+	/* -e (0 events: task-clock), -x, -o, --no-big-num; not -a, -p, -r or a command */
+	struct stat_opts stat;
 };
 
 int host_stat_run(const struct host_stat_opts *o);

@@ -91,13 +91,13 @@ static int by_host_time(const void *a, const void *b)
 	return (x->count < y->count) - (x->count > y->count);
 }
 
-static void print_row(const char *name, uint64_t count, uint64_t host_ns, double vcpu_ns)
+static void print_row(FILE *f, const char *name, uint64_t count, uint64_t host_ns, double vcpu_ns)
 {
-	printf("  %-16s %12" PRIu64 " %12.2f %10.2f %8.2f%%\n", name, count, (double)host_ns / 1e6,
+	fprintf(f, "  %-16s %12" PRIu64 " %12.2f %10.2f %8.2f%%\n", name, count, (double)host_ns / 1e6,
 	       count ? (double)host_ns / 1e3 / (double)count : 0.0, vcpu_ns > 0 ? 100.0 * (double)host_ns / vcpu_ns : 0.0);
 }
 
-void stat_exits_print(struct stat_exits *s, struct vm_client *vm, bool vm_gone, uint64_t interval_ns)
+void stat_exits_print(FILE *f, struct stat_exits *s, struct vm_client *vm, bool vm_gone, uint64_t interval_ns)
 {
 	static struct stat_exit_totals end;
 	json_object *reply = NULL;
@@ -132,20 +132,20 @@ void stat_exits_print(struct stat_exits *s, struct vm_client *vm, bool vm_gone, 
 		}
 	}
 	if (!s->on) {
-		printf("VM exits by reason: not available: %s\n", s->why);
+		fprintf(f, "VM exits by reason: not available: %s\n", s->why);
 		return;
 	}
 	qsort(end.reason, end.n, sizeof(end.reason[0]), by_host_time);
 	vcpu_ns = (double)interval_ns * (vcpus ? vcpus : 1);
-	printf("VM exits by reason (host time: from each exit to the vCPU's next entry; share: of %u vCPU%s x %.2f s):\n",
-	       vcpus, vcpus == 1 ? "" : "s", (double)interval_ns / 1e9);
-	printf("  %-16s %12s %12s %10s %9s\n", "reason", "count", "host ms", "mean us", "share");
+	fprintf(f, "VM exits by reason (host time: from each exit to the vCPU's next entry; share: of %u vCPU%s x %.2f s):\n",
+		vcpus, vcpus == 1 ? "" : "s", (double)interval_ns / 1e9);
+	fprintf(f, "  %-16s %12s %12s %10s %9s\n", "reason", "count", "host ms", "mean us", "share");
 	for (unsigned int i = 0; i < end.n; i++) {
 		if (!end.reason[i].count)
 			continue;
-		print_row(end.reason[i].name, end.reason[i].count, end.reason[i].host_ns, vcpu_ns);
+		print_row(f, end.reason[i].name, end.reason[i].count, end.reason[i].host_ns, vcpu_ns);
 		count += end.reason[i].count;
 		host_ns += end.reason[i].host_ns;
 	}
-	print_row("all", count, host_ns, vcpu_ns);
+	print_row(f, "all", count, host_ns, vcpu_ns);
 }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "vm_client.h"
 
@@ -41,6 +42,6 @@ void stat_exits_start(struct stat_exits *s, struct vm_client *vm);
  * what changed since stat_exits_start: per reason the count, the host
  * time, its mean per exit and its share of the vCPUs' time in interval_ns.
  */
-void stat_exits_print(struct stat_exits *s, struct vm_client *vm, bool vm_gone, uint64_t interval_ns);
+void stat_exits_print(FILE *f, struct stat_exits *s, struct vm_client *vm, bool vm_gone, uint64_t interval_ns);
 
 #endif

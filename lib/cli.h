@@ -35,7 +35,7 @@ int cli_parse_seconds(const char *s, double *out);
 int cli_parse_event(const char *prog, const char *spec, struct events_event *ev);
 
 /* A command's own long options after those every program shares: the most a command adds. */
-#define CLI_OWN_LONGOPTS_MAX 16
+#define CLI_OWN_LONGOPTS_MAX 32
 /*
  * Fills out (room for nshared + CLI_OWN_LONGOPTS_MAX + 1 entries) with the
  * shared long options, then the command's own (NULL, or ending with a zero

@@ -57,6 +57,7 @@ static const struct generic_event generic_events[] = {
 	{ "cs", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
 	{ "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
 	{ "migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "cgroup-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CGROUP_SWITCHES },
 	{ "alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS },
 	{ "emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS },
 };
@@ -148,13 +149,16 @@ static int resolve_generic(const struct generic_event *g, struct events_event *e
 	return apply_perf_modifiers(&ev->attr, mods, nmods, name, err, errlen);
 }
 
-/* libpfm4 with its perf_event encoder; only the counting fields are kept. */
-static int resolve_pfm(const char *pfmstr, struct events_event *ev, char *err, size_t errlen)
+int events_pfm_encode(const char *pfmstr, struct perf_event_attr *out, uint64_t *period, char *err, size_t errlen)
 {
 	struct perf_event_attr attr;
 	pfm_perf_encode_arg_t arg;
 	int r;
 
+	if (!pfm_ready()) {
+		snprintf(err, errlen, "%s: libpfm4 did not initialise", pfmstr);
+		return -EINVAL;
+	}
 	memset(&attr, 0, sizeof(attr));
 	memset(&arg, 0, sizeof(arg));
 	arg.attr = &attr;
@@ -170,17 +174,27 @@ static int resolve_pfm(const char *pfmstr, struct events_event *ev, char *err, s
 	 * generic names do not set it either, so `cycles` and `perf::cycles`
 	 * open the same event.
 	 */
-	ev->attr.type = attr.type;
-	ev->attr.config = attr.config;
-	ev->attr.config1 = attr.config1;
-	ev->attr.config2 = attr.config2;
-	ev->attr.exclude_user = attr.exclude_user;
-	ev->attr.exclude_kernel = attr.exclude_kernel;
-	ev->attr.exclude_hv = attr.exclude_hv;
-	ev->attr.precise_ip = attr.precise_ip;
-	if (attr.sample_period && !attr.freq && !ev->period)
-		ev->period = attr.sample_period;
+	out->type = attr.type;
+	out->config = attr.config;
+	out->config1 = attr.config1;
+	out->config2 = attr.config2;
+	out->exclude_user = attr.exclude_user;
+	out->exclude_kernel = attr.exclude_kernel;
+	out->exclude_hv = attr.exclude_hv;
+	out->precise_ip = attr.precise_ip;
+	*period = attr.sample_period && !attr.freq ? attr.sample_period : 0;
 	return 0;
+}
+
+/* libpfm4 with its perf_event encoder, for -e. */
+static int resolve_pfm(const char *pfmstr, struct events_event *ev, char *err, size_t errlen)
+{
+	uint64_t period;
+	int r = events_pfm_encode(pfmstr, &ev->attr, &period, err, errlen);
+
+	if (!r && period && !ev->period)
+		ev->period = period;
+	return r;
 }
 
 /* "NAME" plus ":mod" for each modifier, and ":UMASK" for a named OProfile unit mask. */
@@ -379,12 +393,46 @@ void events_cpu_clock(struct events_event *ev)
 	ev->attr.config = PERF_COUNT_SW_CPU_CLOCK;
 }
 
-static void consider_pfm(struct suggest *s)
+size_t events_generic_count(void)
 {
-	char full[KP_EVENT_NAME_MAX];
+	return ARRAY_SIZE(generic_events);
+}
 
+const char *events_generic(size_t i, uint32_t *type, uint64_t *config)
+{
+	if (i >= ARRAY_SIZE(generic_events))
+		return NULL;
+	*type = generic_events[i].type;
+	*config = generic_events[i].config;
+	return generic_events[i].name;
+}
+
+/* The unit masks of libpfm4 event idx, each through fn. */
+static int for_each_umask(int idx, const pfm_event_info_t *info, struct events_pfm_entry *e,
+			  int (*fn)(const struct events_pfm_entry *e, void *ctx), void *ctx)
+{
+	for (int a = 0; a < info->nattrs; a++) {
+		pfm_event_attr_info_t ainfo;
+		int r;
+
+		memset(&ainfo, 0, sizeof(ainfo));
+		ainfo.size = sizeof(ainfo);
+		if (pfm_get_event_attr_info(idx, a, PFM_OS_NONE, &ainfo) != PFM_SUCCESS ||
+		    ainfo.type != PFM_ATTR_UMASK)
+			continue;
+		e->umask = ainfo.name;
+		e->desc = ainfo.desc ? ainfo.desc : "";
+		r = fn(e, ctx);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int events_for_each_pfm(bool umasks, int (*fn)(const struct events_pfm_entry *e, void *ctx), void *ctx)
+{
 	if (!pfm_ready())
-		return;
+		return -ENODEV;
 	for (int p = PFM_PMU_NONE; p < PFM_PMU_MAX; p++) {
 		pfm_pmu_info_t pinfo;
 
@@ -394,16 +442,37 @@ static void consider_pfm(struct suggest *s)
 			continue;
 		for (int i = pinfo.first_event; i != -1; i = pfm_get_event_next(i)) {
 			pfm_event_info_t info;
+			struct events_pfm_entry e;
+			int r;
 
 			memset(&info, 0, sizeof(info));
 			info.size = sizeof(info);
 			if (pfm_get_event_info(i, PFM_OS_NONE, &info) != PFM_SUCCESS)
 				continue;
-			suggest_consider(s, info.name);
-			snprintf(full, sizeof(full), "%s::%s", pinfo.name, info.name);
-			suggest_consider(s, full);
+			e = (struct events_pfm_entry){
+				.pmu = pinfo.name, .pmu_desc = pinfo.desc ? pinfo.desc : "",
+				.pmu_generic = pinfo.type == PFM_PMU_TYPE_OS_GENERIC, .event = info.name,
+				.desc = info.desc ? info.desc : "",
+			};
+			r = fn(&e, ctx);
+			if (!r && umasks)
+				r = for_each_umask(i, &info, &e, fn, ctx);
+			if (r)
+				return r;
 		}
 	}
+	return 0;
+}
+
+static int consider_pfm(const struct events_pfm_entry *e, void *ctx)
+{
+	struct suggest *s = ctx;
+	char full[KP_EVENT_NAME_MAX];
+
+	suggest_consider(s, e->event);
+	snprintf(full, sizeof(full), "%s::%s", e->pmu, e->event);
+	suggest_consider(s, full);
+	return 0;
 }
 
 int events_suggest(const char *name, int max, char *out, size_t outlen)
@@ -415,6 +484,6 @@ int events_suggest(const char *name, int max, char *out, size_t outlen)
 		suggest_consider(&s, generic_events[i].name);
 	for (size_t i = 0; i < ARRAY_SIZE(oprofile_aliases); i++)
 		suggest_consider(&s, oprofile_aliases[i].oprofile);
-	consider_pfm(&s);
+	events_for_each_pfm(false, consider_pfm, &s);
 	return suggest_format(&s, out, outlen);
 }

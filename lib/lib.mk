@@ -11,7 +11,7 @@ LIB_A := $(BUILD)/lib/libkvmprof.a
 LIB_ASAN_A := $(BUILD)/asan/lib/libkvmprof.a
 # Order matters for static links: libdw before libelf before the compressors.
 # libiberty: the demangler (lib/symtab_demangle.c), a static archive only.
-LIB_LIBS := -lpfm -ldw -lelf -lprotobuf-c -lz -llzma -lbz2 -liberty
+LIB_LIBS := -lpfm -ldw -lelf -lprotobuf-c -lz -llzma -lbz2 -liberty -lm
 LIB_CFLAGS := -Ilib -I$(BUILD)/gen
 
 # pprof's profile.proto (lib/profile.proto, written from the published schema) through protoc-c.

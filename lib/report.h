@@ -14,19 +14,21 @@
 
 #include "keymap.h"
 #include "profile.h"
-
-enum report_sort {
-	REPORT_SORT_IMAGE_SYMBOL,     /* one row per (image, symbol) */
-	REPORT_SORT_PID_IMAGE_SYMBOL, /* one row per (pid, command, image, symbol) */
-};
+#include "report_table.h"
 
 struct report_options {
-	enum report_sort sort;
+	/* --sort keys, filters, --percent-limit (report_table.h); per_event is set by report_text. */
+	struct report_table_options table;
 	bool callgraph;         /* caller chains under the top rows */
 	unsigned callgraph_rows; /* how many rows get them; 0: 10 */
 	unsigned callgraph_chains; /* chains shown per row; 0: 5 */
 };
 
+/*
+ * The table per event: its header line ("Event cycles (period ...): N
+ * samples"), the filter's line when one is active, the rows, the
+ * unresolved share, then with callgraph the top rows' caller chains.
+ */
 int report_text(FILE *out, const struct profile *p, const struct report_options *opt);
 /*
  * "comm;image`outer;...;image`inner count" lines, sorted, for the event at

@@ -31,10 +31,10 @@ $(eval $(call plain_and_asan,$(AGENT_TEST_NAMES:%=$(BUILD)/tests/%): $(BUILD)/te
 	tests/unit/%.c $(filter-out %/main.o,$(AGENT_OBJS)) $(LIB_A),\
 	$$(LIB_CFLAGS) -Iguest-agent -o $$@ $$^ $$(CMOCKA_LIBS) $$(AGENT_LIBS)))
 
-# Host profiler tests (tests/unit/test_report_*.c, test_qemu_*.c, test_domain_*.c): kvmprof's objects
+# Host profiler tests (tests/unit/test_report_*.c, test_qemu_*.c, test_domain_*.c, test_host_*.c): kvmprof's objects
 # except its main(), with vmi/ and the library.
 HOSTPROF_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_report_*.c tests/unit/test_qemu_*.c \
-                                                       tests/unit/test_domain_*.c)))
+                                                       tests/unit/test_domain_*.c tests/unit/test_host_*.c)))
 UNIT_TESTS += $(HOSTPROF_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(HOSTPROF_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 

@@ -9,31 +9,7 @@
 #include <linux/perf_event.h>
 
 #include "vpmu.h"
-
-struct arch_event {
-	uint16_t select;
-	uint8_t umask;
-	uint64_t generic;
-};
-
-static const struct arch_event intel_arch_events[] = {
-	{ 0x3c, 0x00, PERF_COUNT_HW_CPU_CYCLES },
-	{ 0xc0, 0x00, PERF_COUNT_HW_INSTRUCTIONS },
-	{ 0x3c, 0x01, PERF_COUNT_HW_REF_CPU_CYCLES },
-	{ 0x2e, 0x4f, PERF_COUNT_HW_CACHE_REFERENCES },
-	{ 0x2e, 0x41, PERF_COUNT_HW_CACHE_MISSES },
-	{ 0xc4, 0x00, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
-	{ 0xc5, 0x00, PERF_COUNT_HW_BRANCH_MISSES },
-};
-
-static const struct arch_event amd_arch_events[] = {
-	{ 0x76, 0x00, PERF_COUNT_HW_CPU_CYCLES },
-	{ 0xc0, 0x00, PERF_COUNT_HW_INSTRUCTIONS },
-	{ 0xc2, 0x00, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
-	{ 0xc3, 0x00, PERF_COUNT_HW_BRANCH_MISSES },
-	{ 0x80, 0x00, PERF_COUNT_HW_CACHE_REFERENCES }, /* instruction cache fetches */
-	{ 0x81, 0x00, PERF_COUNT_HW_CACHE_MISSES },     /* instruction cache misses */
-};
+#include "vpmu_model_events.h"
 
 static const uint64_t fixed_events[VPMU_MAX_FIXED] = {
 	PERF_COUNT_HW_INSTRUCTIONS,
@@ -63,9 +39,9 @@ int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64
 			 struct vpmu_event *ev)
 {
 	bool amd = cfg->model == VPMU_MODEL_AMD;
-	const struct arch_event *table = amd ? amd_arch_events : intel_arch_events;
-	size_t n = amd ? sizeof(amd_arch_events) / sizeof(amd_arch_events[0]) :
-			 sizeof(intel_arch_events) / sizeof(intel_arch_events[0]);
+	const struct vpmu_model_events *events = vpmu_model_events(amd ? VPMU_MODEL_AMD : VPMU_MODEL_INTEL);
+	const struct vpmu_model_event *table = events->row;
+	size_t n = events->count;
 	uint16_t select;
 	uint8_t umask;
 
@@ -87,7 +63,7 @@ int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64
 	umask = (uint8_t)((ctl & EVTSEL_UMASK) >> 8);
 	ev->exact = exact_kind(amd, select, umask, ctl);
 	for (size_t i = 0; i < n; i++)
-		if (table[i].select == select && table[i].umask == umask)
+		if (table[i].has_generic && table[i].select == select && table[i].umask == umask)
 			ev->is_cycles = table[i].generic == PERF_COUNT_HW_CPU_CYCLES ||
 					table[i].generic == PERF_COUNT_HW_REF_CPU_CYCLES;
 	/* The exact backend needs no host event: the emulator counts it, or the clock does cycles. */
@@ -103,7 +79,7 @@ int vpmu_event_translate(const struct vpmu_config *cfg, unsigned int idx, uint64
 	if (ctl & (EVTSEL_EDGE | EVTSEL_INV | EVTSEL_CMASK))
 		return -ENOENT;
 	for (size_t i = 0; i < n; i++) {
-		if (table[i].select == select && table[i].umask == umask) {
+		if (table[i].has_generic && table[i].select == select && table[i].umask == umask) {
 			ev->type = PERF_TYPE_HARDWARE;
 			ev->config = table[i].generic;
 			ev->translated = true;

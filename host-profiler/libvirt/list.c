@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `kvmprof list [--connect URI]`: each running domain with its QEMU pid,
+ * `kvmprof list domains [--connect URI]`: each running domain with its QEMU pid,
  * vCPU threads and RAM, and what kvmprof can do with it, each with the
  * reason when it cannot: the host side (perf on QEMU's threads), guest
  * samples (the monitor's registers), guest memory (processes and stacks),
@@ -25,7 +25,7 @@
 #include "symtab.h"
 #include "virt.h"
 
-static const char usage[] = "usage: kvmprof list [--connect URI]\n";
+static const char usage[] = "usage: kvmprof list domains [--connect URI]\n";
 static const char help[] =
 	"\n"
 	"The running libvirt domains: QEMU's pid, the vCPU threads, guest RAM, the\n"
@@ -194,7 +194,7 @@ static void list_domain(struct virt_conn *c, const char *name)
 	virt_domain_close(&d);
 }
 
-int host_list_main(int argc, char **argv)
+int host_list_domains_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "connect", required_argument, NULL, 'c' },
@@ -217,13 +217,13 @@ int host_list_main(int argc, char **argv)
 			printf("%s%s", usage, help);
 			return 0;
 		case ':':
-			return cli_usage_error("kvmprof list", usage, "option %s needs an argument", argv[optind - 1]);
+			return cli_usage_error("kvmprof list domains", usage, "option %s needs an argument", argv[optind - 1]);
 		default:
-			return cli_usage_error("kvmprof list", usage, "unknown option %s", argv[optind - 1]);
+			return cli_usage_error("kvmprof list domains", usage, "unknown option %s", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("kvmprof list", usage, "unexpected argument '%s'", argv[optind]);
+		return cli_usage_error("kvmprof list domains", usage, "unexpected argument '%s'", argv[optind]);
 	if (virt_connect(&conn, uri, err, sizeof(err)) || virt_running_names(&conn, &names, &n, err, sizeof(err))) {
 		fprintf(stderr, "kvmprof: %s\n", err);
 		virt_disconnect(&conn);

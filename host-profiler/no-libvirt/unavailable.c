@@ -21,10 +21,10 @@ int vm_target_open_domain(struct vm_target *t, const char *uri, const char *name
 	return 1;
 }
 
-int host_list_main(int argc, char **argv)
+int host_list_domains_main(int argc, char **argv)
 {
 	(void)argc, (void)argv;
-	fprintf(stderr, "kvmprof: list: %s\n", NO_LIBVIRT);
+	fprintf(stderr, "kvmprof: list domains: %s\n", NO_LIBVIRT);
 	return 1;
 }
 

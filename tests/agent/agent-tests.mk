@@ -5,7 +5,8 @@
 
 AGENT_FIXTURES := $(BUILD)/agent-fixtures/split $(BUILD)/agent-fixtures/forker \
                   $(BUILD)/agent-fixtures/agent-child $(BUILD)/agent-fixtures/badframes \
-                  $(BUILD)/agent-fixtures/nofp $(BUILD)/agent-fixtures/cxx_spin
+                  $(BUILD)/agent-fixtures/nofp $(BUILD)/agent-fixtures/cxx_spin \
+                  $(BUILD)/agent-fixtures/pagetouch
 
 $(BUILD)/agent-fixtures/%: tests/agent/%.c
 	@mkdir -p $(@D)

@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=tests/lib/harness.sh
 . tests/lib/harness.sh
 
-for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin"; do
+for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes" "$FIX/nofp" "$FIX/cxx_spin" "$FIX/pagetouch"; do
 	if [ ! -x "$f" ]; then
 		fail agent-build "$f missing (make $AGENT agent-fixtures)"
 		exit 0
@@ -161,6 +161,118 @@ elif [ -n "$child" ] && [ "$child" -ge 20 ] && sanitizer_clean "$T/fork.err"; th
 	pass "short-lived-child ($child samples in kvmprof_child_hotspot)"
 else
 	fail short-lived-child "no row 'agent-child agent-child kvmprof_child_hotspot' with 20+ samples" "$T/fork.rep"
+fi
+
+# ---- report: perf's --sort keys, --percent-limit and filters
+# Rows of a table: "count pct col..." lines after the " samples" header, until a '#' line.
+rows_of() { awk '/^ samples/ { on = 1; next } on && /^#/ { exit } on && NF { print }' "$1"; }
+"$AGENT" report -i "$T/split.data" --sort comm,dso >"$T/cd.rep" 2>"$T/keys.err"
+rc1=$?
+"$AGENT" report -i "$T/split.data" --sort sym >"$T/sym.rep" 2>>"$T/keys.err"
+rc2=$?
+"$AGENT" report -i "$T/split.data" --sort bogus,sym >/dev/null 2>"$T/bogus.err"
+rc3=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(rows_of "$T/cd.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split" ] &&
+	[ "$(rows_of "$T/sym.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split_three_quarters" ] &&
+	[ $rc3 -eq 2 ] && grep -q "^kvmprof-agent report: unknown sort key 'bogus' in 'bogus,sym' (valid keys: comm, pid, dso (or image), sym (or symbol), domain)$" "$T/bogus.err" &&
+	sanitizer_clean "$T/keys.err"; then
+	pass report-sort-keys
+else
+	fail report-sort-keys "exit $rc1 $rc2 $rc3; top rows '$(rows_of "$T/cd.rep" | head -n 1)', '$(rows_of "$T/sym.rep" | head -n 1)'" "$T/bogus.err"
+fi
+# perf on the same program with the same event and rate: the same top rows.
+# Tolerance 5 points on a row's share: two runs, ~1300 samples each (the
+# binomial standard error of a 75% share is ~1.2 points), and the kernel's
+# share (page faults, ticks) varies between runs on a loaded machine; perf's
+# Overhead weighs samples by period, which at a fixed rate varies a little.
+if ! perf record -q -e cpu-clock -F 2000 -o "$T/split.perf" -- "$FIX/split" 200000 >/dev/null 2>"$T/perf-split.err"; then
+	skip report-sort-vs-perf "perf record -e cpu-clock does not run here: $(head -n 1 "$T/perf-split.err")"
+else
+	perf report -i "$T/split.perf" --stdio --sort comm,dso 2>/dev/null | awk '!/^#/ && NF' >"$T/perf-cd.rep"
+	perf report -i "$T/split.perf" --stdio --sort sym 2>/dev/null | awk '!/^#/ && NF' >"$T/perf-sym.rep"
+	read -r p_pct p_comm p_dso < <(awk 'NR == 1 { sub("%", "", $1); print $1, $2, $3 }' "$T/perf-cd.rep")
+	read -r o_pct o_comm o_dso < <(rows_of "$T/cd.rep" | awk 'NR == 1 { sub("%", "", $2); print $2, $3, $4 }')
+	# perf's sym lines: "73.65%  [.] split_three_quarters"; ours: "987 73.17%  split  split_three_quarters".
+	perf_syms=$(awk 'NR <= 2 { sub("%", "", $1); printf "%s %s ", $3, $1 }' "$T/perf-sym.rep")
+	our_syms=$(rows_of "$T/sym.rep" | awk 'NR <= 2 { sub("%", "", $2); printf "%s %s ", $4, $2 }')
+	read -r ps1 pp1 ps2 pp2 <<<"$perf_syms"
+	read -r os1 op1 os2 op2 <<<"$our_syms"
+	if [ "$p_comm $p_dso" = "$o_comm $o_dso" ] && within "${p_pct:-x}" "${o_pct:-y}" 5; then
+		pass "report-sort-comm-dso-vs-perf (top row $o_comm $o_dso: ours $o_pct%, perf $p_pct%)"
+	else
+		fail report-sort-comm-dso-vs-perf "top row: perf '$p_comm $p_dso' $p_pct%, ours '$o_comm $o_dso' $o_pct%" "$T/perf-cd.rep"
+	fi
+	if [ "$ps1 $ps2" = "$os1 $os2" ] && within "${pp1:-x}" "${op1:-y}" 5 && within "${pp2:-x}" "${op2:-y}" 5; then
+		pass "report-sort-sym-vs-perf ($os1 $op1% / perf $pp1%, $os2 $op2% / perf $pp2%)"
+	else
+		fail report-sort-sym-vs-perf "top two symbols: perf '$perf_syms', ours '$our_syms'" "$T/perf-sym.rep"
+	fi
+fi
+# --comms and --pids keep exactly the samples of that command / process: the
+# kept count is the unfiltered table's rows of it, every row is of it, and
+# the header says how many of all were kept.
+"$AGENT" report -i "$T/fork.data" --sort comm,dso >"$T/fk.rep" 2>"$T/filter.err"
+"$AGENT" report -i "$T/fork.data" --sort comm,dso --comms agent-child >"$T/fk-comm.rep" 2>>"$T/filter.err"
+rc=$?
+want=$(rows_of "$T/fk.rep" | awk '$3 == "agent-child" { s += $1 } END { print s + 0 }')
+total=$(rows_of "$T/fk.rep" | awk '{ s += $1 } END { print s + 0 }')
+got=$(rows_of "$T/fk-comm.rep" | awk '{ s += $1 } END { print s + 0 }')
+others=$(rows_of "$T/fk-comm.rep" | awk '$3 != "agent-child"' | wc -l)
+if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] && [ "$want" -lt "$total" ] &&
+	grep -q "^# filter --comms agent-child: $want of $total samples kept" "$T/fk-comm.rep"; then
+	pass "report-filter-comms ($want of $total samples are agent-child's)"
+else
+	fail report-filter-comms "exit $rc; kept $got, the table's agent-child rows $want of $total; $others other rows" "$T/fk-comm.rep"
+fi
+"$AGENT" report -i "$T/fork.data" --sort pid >"$T/fk-pid.rep" 2>>"$T/filter.err"
+# The child's pid: its rows (agent-child, and forker's before the exec when a sample fell there) are the filter's.
+cpid=$(rows_of "$T/fk-pid.rep" | awk '$4 == "agent-child" { print $3; exit }')
+want=$(rows_of "$T/fk-pid.rep" | awk -v p="${cpid:-x}" '$3 == p { print $1, $3, $4 }')
+"$AGENT" report -i "$T/fork.data" --sort pid --pid "${cpid:-0}" >"$T/fk-pid1.rep" 2>>"$T/filter.err"
+if [ -n "$cpid" ] && [ -n "$want" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ print $1, $3, $4 }')" = "$want" ]; then
+	pass "report-filter-pids (pid $cpid: $(echo "$want" | awk '{ s += $1 } END { print s }') samples, the same rows)"
+else
+	fail report-filter-pids "pid '$cpid': the filtered rows differ from the table's rows of that pid: $want" "$T/fk-pid1.rep"
+fi
+# --dsos: the samples in split itself; percentages are of those, so the rows add up to 100.
+"$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split >"$T/dso.rep" 2>>"$T/filter.err"
+rc=$?
+want=$(rows_of "$T/cd.rep" | awk '$4 == "split" { s += $1 } END { print s + 0 }')
+got=$(rows_of "$T/dso.rep" | awk '{ s += $1 } END { print s + 0 }')
+others=$(rows_of "$T/dso.rep" | awk '$3 != "split"' | wc -l)
+sum=$(rows_of "$T/dso.rep" | awk '{ sub("%", "", $2); s += $2 } END { printf "%.2f", s }')
+if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] && within "$sum" 100 0.05 &&
+	sanitizer_clean "$T/filter.err"; then
+	pass "report-filter-dsos ($want samples in split, shares add up to $sum%)"
+else
+	fail report-filter-dsos "exit $rc; kept $got, the table's split rows $want; $others other rows; shares $sum%" "$T/dso.rep"
+fi
+# The filters apply to the other formats too: the folded stacks of --dsos split are those samples, each ending in split.
+"$AGENT" report -i "$T/split.data" --dsos split -f folded >"$T/dso.folded" 2>>"$T/filter.err"
+fgot=$(awk '{ s += $NF } END { print s + 0 }' "$T/dso.folded")
+fother=$(awk '{ $NF = ""; n = split($0, f, ";"); if (f[n] !~ /^split`/) print }' "$T/dso.folded" | wc -l)
+if [ "$fgot" = "$want" ] && [ "$fother" = 0 ]; then
+	pass "report-filter-folded ($fgot samples, every stack's leaf in split)"
+else
+	fail report-filter-folded "folded stacks hold $fgot samples (want $want), $fother ending elsewhere" "$T/dso.folded"
+fi
+# --percent-limit 1: exactly the rows of 1% or more stay (by their counts,
+# not the rounded column), the same rows as the whole table's first ones
+# (columns are as wide as the rows shown: compared field by field), and the
+# line counts the others and their samples.
+"$AGENT" report -i "$T/split.data" --sort sym >"$T/all.rep" 2>/dev/null
+"$AGENT" report -i "$T/split.data" --sort sym --percent-limit 1 >"$T/lim.rep" 2>/dev/null
+rc=$?
+total=$(sed -n 's/^Event .*: \([0-9]*\) samples, .*/\1/p' "$T/all.rep")
+read -r keep hide hidden < <(rows_of "$T/all.rep" |
+	awk -v t="$total" '{ if (100 * $1 / t >= 1) k++; else { h++; s += $1 } } END { print k + 0, h + 0, s + 0 }')
+shown=$(rows_of "$T/lim.rep" | wc -l)
+if [ $rc -eq 0 ] && [ "$shown" = "$keep" ] && [ "$hide" -gt 0 ] &&
+	grep -q "^# $hide rows under 1% not shown: $hidden samples" "$T/lim.rep" &&
+	[ "$(rows_of "$T/lim.rep" | awk '{ $1 = $1; print }')" = "$(rows_of "$T/all.rep" | head -n "$keep" | awk '{ $1 = $1; print }')" ]; then
+	pass "report-percent-limit ($keep rows shown, $hide rows of $hidden samples hidden)"
+else
+	fail report-percent-limit "exit $rc; $shown rows shown, want $keep; want '# $hide rows under 1% not shown: $hidden samples'" "$T/lim.rep"
 fi
 
 # ---- call chains: the hot functions' caller is main
@@ -586,6 +698,81 @@ else
 		"$T/help.export" "$T/help.script"
 fi
 
+# ---- list: the events -e takes, as perf list prints them (issue 16). Every
+# software event perf lists here that record -e accepts is listed, tagged as
+# perf tags it; without a hardware PMU (this host) hardware events say that
+# cpu-clock stands in; a filter keeps only matching events.
+"$AGENT" list >"$T/list" 2>"$T/list.err"
+rc=$?
+missing=""
+if command -v perf >/dev/null && perf list sw >"$T/perf-list" 2>/dev/null && grep -q 'Software event' "$T/perf-list"; then
+	compared=0
+	for ev in $(awk '/\[Software event\]/ { print $1; if ($2 == "OR") print $3 }' "$T/perf-list"); do
+		"$AGENT" record -q -e "$ev" -o "$T/ev.data" -- true >/dev/null 2>&1 || continue
+		compared=$((compared + 1))
+		grep -Eq "^  ($ev|.* OR $ev)( |$).*\[Software event\]$" "$T/list" || missing="$missing $ev"
+	done
+	what="$compared software events perf lists here"
+else
+	# No perf: the software events perf has listed since Linux 4.x.
+	for ev in cpu-clock task-clock page-faults minor-faults major-faults context-switches cpu-migrations \
+		alignment-faults emulation-faults; do
+		grep -Eq "^  $ev .*\[Software event\]$" "$T/list" || missing="$missing $ev"
+	done
+	what="perf's software events (perf is not installed)"
+fi
+if "$AGENT" record -q -e instructions -o "$T/ev.data" -- true 2>&1 | grep -q 'no hardware PMU'; then
+	pmu_note='\[Hardware event; not countable here: cpu-clock stands in\]$'
+else
+	pmu_note='\[Hardware event\]$'
+fi
+if [ $rc -ne 0 ] || [ -s "$T/list.err" ]; then
+	fail list-generic-events "list exited $rc, or wrote to stderr" "$T/list.err"
+elif [ -n "$missing" ]; then
+	fail list-generic-events "not listed:$missing" "$T/list"
+elif ! grep -Eq "^  cycles OR cpu-cycles +$pmu_note" "$T/list" || ! grep -Eq "^  instructions +$pmu_note" "$T/list"; then
+	fail list-generic-events "cycles/instructions not tagged as for this host ($pmu_note)" "$T/list"
+else
+	pass "list-generic-events ($what, and the hardware events)"
+fi
+"$AGENT" list cache >"$T/list.cache" 2>&1
+rc=$?
+# Every event line under the filter: a name containing "cache", or a libpfm4
+# event whose name or description line (the next one) does.
+bad=$(awk 'function check() { if (name != "" && tolower(name desc) !~ /cache/) print name; name = ""; desc = "" }
+	/^  [^ ]/ { check(); name = $0; next } /^       \[/ { desc = $0; next } END { check() }' "$T/list.cache")
+n=$(grep -c '^  [^ ]' "$T/list.cache")
+all=$(grep -c '^  [^ ]' "$T/list")
+if [ $rc -eq 0 ] && [ -z "$bad" ] && [ "$n" -gt 0 ] && [ "$n" -lt "$all" ] && grep -q '^  cache-misses ' "$T/list.cache" &&
+	grep -q '^  L1-dcache-loads ' "$T/list.cache" && ! grep -q '^  cpu-clock ' "$T/list.cache"; then
+	pass "list-filter ($n of $all events contain 'cache')"
+else
+	fail list-filter "rc $rc, $n of $all events; not matching: ${bad:-none}" "$T/list.cache"
+fi
+# --details: an encoding (or why there is none alone) under every libpfm4 event,
+# and nothing else changes (test_lib_event_list checks the encodings themselves).
+"$AGENT" list --details >"$T/list.details" 2>&1
+rc=$?
+pfm=$(grep -c '^  [^ ]*::' "$T/list.details")
+enc=$(grep -Ec '^       \[(perf type [0-9]+.*, config 0x[0-9a-f]+.*|not encodable alone: .*)\]$' "$T/list.details")
+if [ $rc -eq 0 ] && [ "$pfm" -eq "$enc" ] && [ "$(grep -vc '^       \[' "$T/list.details")" -eq "$(grep -vc '^       \[' "$T/list")" ]; then
+	pass "list-details ($pfm libpfm4 events)"
+else
+	fail list-details "rc $rc: $pfm libpfm4 events, $enc encoding lines" "$T/list.details"
+fi
+"$AGENT" list cache misses >"$T/list.bad.out" 2>"$T/list.bad"
+rc=$?
+"$AGENT" list --bogus >"$T/list.bad2.out" 2>"$T/list.bad2"
+rc2=$?
+if [ $rc -eq 2 ] && [ $rc2 -eq 2 ] && [ ! -s "$T/list.bad.out" ] && [ ! -s "$T/list.bad2.out" ] &&
+	head -n 1 "$T/list.bad" | grep -q "^kvmprof-agent list: one filter at most ('cache', then 'misses')$" &&
+	head -n 1 "$T/list.bad2" | grep -q '^kvmprof-agent list: unknown option --bogus$' &&
+	"$AGENT" list --help | head -n 1 | grep -q '^usage: kvmprof-agent list \[--details\] \[FILTER\]$'; then
+	pass list-usage-errors
+else
+	fail list-usage-errors "two filters exited $rc, --bogus $rc2 (want 2 and one line each)" "$T/list.bad" "$T/list.bad2"
+fi
+
 # ---- the progress line: on a terminal, never over a command's own output
 # (it ran into it, issue 16), erased at the end; drawn for -p. script(1)
 # gives the recorder a terminal.
@@ -717,6 +904,125 @@ if [ $early_bad -eq 0 ]; then
 	pass "sigint-early-whole-file ($early_runs runs at 0-2000 ms after the file appeared, all read back; $early_empty empty)"
 else
 	fail sigint-early-whole-file "$early_bad of $early_runs runs left a file report refuses; first: $early_why"
+fi
+
+# ---- stat: perf stat's counts and output, against perf stat on the same command.
+# The fixture makes exactly 4096 page faults of its own; loading it (ld.so,
+# libc) adds ~50 that vary by a few between runs (4146..4149 seen here, for
+# perf and for us alike). Tolerance 1% (41) of perf's count, and 4096 a floor.
+stat_events() { cut -d "$2" -f 3 "$1" | tr '\n' ' '; } # the event field of each CSV line
+stat_fields() { awk -F "$2" '{ print NF }' "$1" | tr '\n' ' '; }
+"$AGENT" stat -e task-clock,page-faults -- "$FIX/pagetouch" 4096 >"$T/stat.out" 2>"$T/stat.txt"
+rc=$?
+"$AGENT" stat -x, -e task-clock,page-faults -- "$FIX/pagetouch" 4096 >/dev/null 2>"$T/stat.csv"
+xrc=$?
+ours=$(awk -F, '$3 == "page-faults" { print $1 }' "$T/stat.csv")
+if [ $rc -ne 0 ] || [ $xrc -ne 0 ] || ! sanitizer_clean "$T/stat.txt" "$T/stat.csv"; then
+	fail stat-table "stat exited $rc, -x $xrc" "$T/stat.txt" "$T/stat.csv"
+elif ! grep -q "^ Performance counter stats for '$FIX/pagetouch 4096':\$" "$T/stat.txt" ||
+	! grep -q -E '^ +[0-9,]+\.[0-9]{2} msec task-clock +# +[0-9]+\.[0-9]{3} CPUs utilized$' "$T/stat.txt" ||
+	! grep -q -E '^ +4,[0-9]{3}      page-faults +# +[0-9]+\.[0-9]{3} [KMG]?/sec$' "$T/stat.txt" ||
+	! grep -q -E '^ +[0-9]+\.[0-9]{9} seconds time elapsed$' "$T/stat.txt" ||
+	! grep -q -E '^ +[0-9]+\.[0-9]{9} seconds user$' "$T/stat.txt"; then
+	fail stat-table "not perf stat's table: header, msec/CPUs utilized, 4,xxx page-faults/sec, elapsed, user" "$T/stat.txt"
+else
+	pass "stat-table ($(grep -o '[0-9,]* *page-faults' "$T/stat.txt"))"
+fi
+if ! perf stat -x, -e task-clock,page-faults -- "$FIX/pagetouch" 4096 >/dev/null 2>"$T/perf.csv"; then
+	skip stat-vs-perf "perf stat does not run here: $(head -n 1 "$T/perf.csv")"
+else
+	theirs=$(awk -F, '$3 == "page-faults" { print $1 }' "$T/perf.csv")
+	if [ "$(stat_events "$T/stat.csv" ,)" != "$(stat_events "$T/perf.csv" ,)" ] ||
+		[ "$(stat_fields "$T/stat.csv" ,)" != "$(stat_fields "$T/perf.csv" ,)" ]; then
+		fail stat-vs-perf "events or CSV field counts differ from perf's" "$T/stat.csv" "$T/perf.csv"
+	elif [ -z "$ours" ] || [ -z "$theirs" ] || [ "$ours" -lt 4096 ] ||
+		! within "$ours" "$theirs" "$(awk -v t="$theirs" 'BEGIN { print t / 100 }')"; then
+		fail stat-vs-perf "page-faults: ours ${ours:-none}, perf's ${theirs:-none} (want >= 4096, within 1%)" "$T/stat.csv" "$T/perf.csv"
+	else
+		pass "stat-vs-perf (page-faults $ours, perf $theirs; fields $(stat_fields "$T/stat.csv" ,))"
+	fi
+fi
+
+# Without -e: perf's default list, the hardware events <not supported> exactly where perf says so.
+"$AGENT" stat -x';' -- true 2>"$T/statdef.csv"
+rc=$?
+if ! perf stat -x';' -- true 2>"$T/perfdef.csv"; then
+	skip stat-default-events-vs-perf "perf stat does not run here: $(head -n 1 "$T/perfdef.csv")"
+else
+	notsup() { awk -F';' '$1 ~ /^</ { print $3 "=" $1 }' "$1" | tr '\n' ' '; }
+	if [ $rc -eq 0 ] && [ "$(stat_events "$T/statdef.csv" ';')" = "$(stat_events "$T/perfdef.csv" ';')" ] &&
+		[ "$(notsup "$T/statdef.csv")" = "$(notsup "$T/perfdef.csv")" ] &&
+		[ "$(stat_fields "$T/statdef.csv" ';')" = "$(stat_fields "$T/perfdef.csv" ';')" ]; then
+		pass "stat-default-events-vs-perf ($(stat_events "$T/statdef.csv" ';'); not counted: $(notsup "$T/statdef.csv"))"
+	else
+		fail stat-default-events-vs-perf "events, <not supported> or fields differ from perf's" "$T/statdef.csv" "$T/perfdef.csv"
+	fi
+fi
+
+# -r 3: means, with the spread on each varying count and on the elapsed time; -x adds the spread field as perf does.
+"$AGENT" stat -r 3 -e task-clock,page-faults -- "$FIX/pagetouch" 1024 2>"$T/stat3.txt"
+rc=$?
+"$AGENT" stat -r 3 -x, -e task-clock,page-faults -- "$FIX/pagetouch" 1024 2>"$T/stat3.csv"
+xrc=$?
+if [ $rc -eq 0 ] && [ $xrc -eq 0 ] && grep -q "^ Performance counter stats for '$FIX/pagetouch 1024' (3 runs):\$" "$T/stat3.txt" &&
+	grep -q -E '^ +[0-9,]+\.[0-9]{2} msec task-clock +# +[0-9.]+ CPUs utilized +\( \+- +[0-9]+\.[0-9]{2}% \)$' "$T/stat3.txt" &&
+	grep -q -E '^ +[0-9.]+ \+- [0-9.]+ seconds time elapsed  \( \+- +[0-9]+\.[0-9]{2}% \)$' "$T/stat3.txt" &&
+	[ "$(stat_fields "$T/stat3.csv" ,)" = "8 8 " ] && awk -F, '$4 !~ /^[0-9]+\.[0-9][0-9]%$/ { exit 1 }' "$T/stat3.csv"; then
+	pass "stat-repeat-spread ($(grep -o 'task-clock.*' "$T/stat3.txt" | tr -s ' '))"
+else
+	fail stat-repeat-spread "want (3 runs), ( +- P% ) on task-clock and the elapsed time, 8 CSV fields" "$T/stat3.txt" "$T/stat3.csv"
+fi
+
+# -p PID: a running process's threads, for as long as the command after it runs (perf's -p PID -- sleep 1);
+# then without a command: until the process exits.
+"$FIX/pagetouch" 1 20 &
+spid=$!
+"$AGENT" stat -x, -e task-clock -p "$spid" -- sleep 0.5 2>"$T/statp.csv"
+rc=$?
+"$AGENT" stat -e task-clock -p "$spid" -- sleep 0.2 2>"$T/statp.txt"
+prc=$?
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+ms=$(awk -F, '$3 == "task-clock" { print $1 }' "$T/statp.csv")
+"$FIX/pagetouch" 1 0.3 &
+spid=$!
+timeout 60 "$AGENT" stat -x, -e task-clock -p "$spid" 2>"$T/statp2.csv"
+erc=$?
+wait "$spid" 2>/dev/null
+if [ $rc -eq 0 ] && [ $prc -eq 0 ] && [ -n "$ms" ] && awk -v m="$ms" 'BEGIN { exit !(m > 0) }' &&
+	grep -q "^ Performance counter stats for process id '[0-9]*':\$" "$T/statp.txt" &&
+	[ $erc -eq 0 ] && grep -q ',task-clock,' "$T/statp2.csv" && sanitizer_clean "$T/statp.csv" "$T/statp2.csv"; then
+	pass "stat-pid ($ms msec of a spinning process in 0.5 s; until exit: $(cut -d, -f1 "$T/statp2.csv") msec)"
+else
+	fail stat-pid "exits $rc/$prc/$erc, task-clock '${ms:-}'" "$T/statp.csv" "$T/statp.txt" "$T/statp2.csv"
+fi
+
+# The command's exit status; a command that cannot run: one line, non-zero; bad usage: exit 2.
+"$AGENT" stat -e task-clock -- sh -c 'exit 3' 2>/dev/null
+rc=$?
+"$AGENT" stat -e task-clock -- "$T/no-such-program" 2>"$T/statbad.err"
+brc=$?
+"$AGENT" stat -r 0 -- true 2>/dev/null
+urc=$?
+if [ $rc -eq 3 ] && [ $brc -eq 1 ] && [ "$(wc -l <"$T/statbad.err")" = 1 ] && [ $urc -eq 2 ] &&
+	grep -q "^kvmprof-agent: workload failed: cannot run $T/no-such-program: No such file or directory\$" "$T/statbad.err"; then
+	pass "stat-exit-status (3 back; $(cat "$T/statbad.err"))"
+else
+	fail stat-exit-status "exit 3 gave $rc, a missing program $brc, -r 0 $urc" "$T/statbad.err"
+fi
+
+# Ctrl-C (SIGINT to stat alone: passed on to the command) prints the counts so far; the status is the command's death by SIGINT.
+"$AGENT" stat -e task-clock -o "$T/statint.txt" -- sleep 30 2>"$T/statint.err" &
+apid=$!
+for _ in $(seq 200); do pgrep -P "$apid" -x sleep >/dev/null && break; sleep 0.05; done
+kill -INT "$apid"
+wait "$apid"
+rc=$?
+if [ $rc -eq 130 ] && grep -q -E '^ +[0-9,.]+ msec task-clock' "$T/statint.txt" && grep -q 'seconds time elapsed' "$T/statint.txt" &&
+	sanitizer_clean "$T/statint.err"; then
+	pass "stat-ctrl-c (exit $rc, counts printed)"
+else
+	fail stat-ctrl-c "exit $rc (want 130) and the counts in -o's file" "$T/statint.txt" "$T/statint.err"
 fi
 
 # ---- export: kallsyms and the maps of a given process, as a complete stream

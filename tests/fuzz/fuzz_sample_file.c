@@ -17,12 +17,16 @@
 
 static void render_all(const struct profile *p)
 {
-	struct report_options ropt = { .sort = REPORT_SORT_PID_IMAGE_SYMBOL, .callgraph = true };
+	struct report_options ropt = { .callgraph = true, .table.percent_limit = 1 };
+	char err[200];
 	FILE *out = fuzz_sink();
 	uint32_t ev;
 
+	report_keys_parse("pid,dso,sym", REPORT_KEYS_COMMON, &ropt.table.keys, err, sizeof(err));
 	report_text(out, p, &ropt);
-	ropt.sort = REPORT_SORT_IMAGE_SYMBOL;
+	/* Rows without a symbol key: the call graph's chains hold each sample's own function. */
+	report_keys_parse("domain,comm,dso", REPORT_KEYS_COMMON, &ropt.table.keys, err, sizeof(err));
+	report_filter_set(&ropt.table.filter, REPORT_FILTER_SYMBOLS, "[unknown],main", err, sizeof(err));
 	report_text(out, p, &ropt);
 	if (p->nr_events) {
 		ev = report_folded_event(p);

@@ -19,12 +19,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct report_options ropt = { .sort = REPORT_SORT_PID_IMAGE_SYMBOL, .callgraph = true };
+	struct report_options ropt = { .callgraph = true };
 	struct profile_options opt = { 0 };
 	struct profile *p = NULL;
 	struct kp_writer *w;
 	char path[64], err[512];
 	size_t at = 1;
+
+	report_keys_parse("pid,image,symbol", REPORT_KEYS_COMMON, &ropt.table.keys, err, sizeof(err));
 	uint8_t flags;
 	int fd;
 

@@ -74,6 +74,77 @@ if head -n 1 "$T/help.record" | grep -q '^usage: kvmprof record ' && grep -q -- 
 else
 	fail cli-help-per-command "record/stat --help do not each describe their own command" "$T/help.record" "$T/help.stat"
 fi
+# ---- kvmprof list: the host's events, then each vPMU model's, as a guest's
+# kvmprof-agent spells them (issue 16); list domains: libvirt's (one line
+# when libvirt cannot be reached, as tests/libvirt checks with a daemon).
+"$KVMPROF" list >"$T/list" 2>"$T/list.err"
+rc=$?
+# Event lines of the section whose heading starts with $1, in file $2 (default $T/list).
+section_events() {
+	awk -v h="$1" 'index($0, h) == 1 { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [^ ]/ { print substr($0, 3) }' \
+		"${2:-$T/list}"
+}
+intel=$(section_events "vPMU model intel (kvmprof-vmm --vpmu=intel)" | wc -l)
+amd=$(section_events "vPMU model amd (kvmprof-vmm --vpmu=amd)" | wc -l)
+host=$(section_events "Host events (kvmprof record -e, stat -e)" | wc -l)
+unspelled=""
+if [ -x "$BUILD/kvmprof-agent" ]; then
+	# Both spellings of each model event are ones the agent's record -e takes.
+	for ev in $( { section_events "vPMU model intel"; section_events "vPMU model amd"; } | sed 's/ OR / /'); do
+		"$BUILD/kvmprof-agent" record -q -e "$ev" -o "$T/ev.data" -- true >/dev/null 2>&1 || unspelled="$unspelled $ev"
+	done
+fi
+# The model tables' sizes (vpmu/vpmu_model_events.c; test_host_list ties the lines to the rows).
+if [ $rc -eq 0 ] && [ ! -s "$T/list.err" ] && [ "$intel" -eq 8 ] && [ "$amd" -eq 7 ] && [ "$host" -ge 27 ] &&
+	grep -q '^  cpu-clock  *\[Software event\]$' "$T/list" && grep -q '^  cycles OR r003c$' "$T/list" &&
+	grep -q '^       \[event=0xc4,umask=0x20: ' "$T/list" && [ -z "$unspelled" ]; then
+	pass "list-events (host: $host, vPMU intel: $intel, amd: $amd)"
+else
+	fail list-events "rc $rc; host $host, intel $intel (want 8), amd $amd (want 7); the agent refuses:${unspelled:- none}" \
+		"$T/list" "$T/list.err"
+fi
+"$KVMPROF" list taken >"$T/list.taken" 2>&1
+taken=$( { section_events "vPMU model intel" "$T/list.taken"; section_events "vPMU model amd" "$T/list.taken"; } |
+	sort | tr '\n' ' ')
+untaken=$(awk '/^  [^ ]/ { name = $0; next } /^       \[/ && tolower(name $0) !~ /taken/ { print name }' "$T/list.taken")
+if [ "$taken" = "r00c4 r20c4 " ] && [ -z "$untaken" ] && ! grep -q '^  cpu-clock' "$T/list.taken"; then
+	pass list-filter
+else
+	fail list-filter "list taken: vPMU events '$taken' (want r00c4 r20c4), not matching: ${untaken:-none}" "$T/list.taken"
+fi
+"$KVMPROF" list a b >/dev/null 2>"$T/list.bad"
+rc=$?
+if [ $rc -eq 2 ] && head -n 1 "$T/list.bad" | grep -q "^kvmprof list: one filter at most ('a', then 'b')$"; then
+	pass list-usage-error
+else
+	fail list-usage-error "list a b exited $rc (want 2, one line)" "$T/list.bad"
+fi
+# Domains: a libvirt that cannot be reached is one line and exit 1, for
+# `list domains --connect` and the older `list --connect` alike; the default
+# connection either lists (a line saying how many) or fails in one line.
+nosock="qemu+unix:///system?socket=$T/no-such-socket"
+ok=1
+for args in "domains --connect $nosock" "--connect $nosock" "domains -c $nosock"; do
+	# shellcheck disable=SC2086 # the words of one invocation
+	"$KVMPROF" list $args >"$T/dom.out" 2>"$T/dom.err"
+	rc=$?
+	if [ $rc -ne 1 ] || [ -s "$T/dom.out" ] || [ "$(wc -l <"$T/dom.err")" -ne 1 ] ||
+		! grep -q "^kvmprof: cannot connect to libvirt at qemu+unix:///system?socket=.* (is libvirtd running?)" "$T/dom.err"; then
+		ok=0
+		fail list-domains-unreachable "list $args: rc $rc" "$T/dom.out" "$T/dom.err"
+	fi
+done
+"$KVMPROF" list domains >"$T/dom.out" 2>"$T/dom.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -Eq '^[0-9]+ running domains? at ' "$T/dom.out"; then
+	what="lists"
+elif [ $rc -eq 1 ] && [ ! -s "$T/dom.out" ] && [ "$(wc -l <"$T/dom.err")" -eq 1 ] && grep -q '^kvmprof: ' "$T/dom.err"; then
+	what="no libvirt here: one line"
+else
+	ok=0
+	fail list-domains-default "list domains: rc $rc, neither a listing nor one line" "$T/dom.out" "$T/dom.err"
+fi
+[ $ok = 1 ] && pass "list-domains ($what)"
 "$KVMPROF" --version | grep -q '^kvmprof .* (sample format 1\.' && pass cli-version || fail cli-version "no version line"
 "$KVMPROF" >/dev/null 2>&1
 rc1=$?
@@ -151,6 +222,61 @@ else
 		pass "demo-guest-attribution (matmul_multiply on top of [guest] matmul, hash_block of [guest] hash)"
 	else
 		fail demo-guest-attribution "top guest-user rows: matmul '$m', hash '$h'" "$T/demo.rep"
+	fi
+fi
+
+# ---- report: perf's --sort keys, filters, --percent-limit and -g on the demo recording
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort domain,process,symbol >"$T/keys-dps.rep" 2>"$T/keys.err"
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort domain,symbol >"$T/keys-ds.rep" 2>>"$T/keys.err"
+"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort domain,bogus >/dev/null 2>"$T/bogus.err"
+rc=$?
+if cmp -s "$T/demo.rep" "$T/keys-dps.rep" && grep -q '^   samples        %  domain        image                symbol$' "$T/keys-ds.rep" &&
+	[ $rc = 2 ] && grep -q "^kvmprof report: unknown sort key 'bogus' in 'domain,bogus' (valid keys: .*, process)$" "$T/bogus.err"; then
+	pass report-sort-old-keys
+else
+	fail report-sort-old-keys "the default and --sort domain,process,symbol differ, domain,symbol lost its columns, or bogus exit $rc" "$T/bogus.err"
+fi
+if [ $guest = 0 ]; then
+	no_guest_samples report-sort-comm-dso
+	no_guest_samples report-filter-comms
+	no_guest_samples report-callgraph
+else
+	# The same samples grouped two ways: [guest] matmul's samples in its own
+	# image, by comm,dso, are the default table's rows of that process and image.
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort comm,dso >"$T/keys-cd.rep" 2>>"$T/keys.err"
+	want=$(awk '$3 == "guest" && $4 == "user" && $5 == "[guest]" && $6 == "matmul" && $8 == "matmul" { s += $1 }
+		END { print s + 0 }' "$T/demo.rep")
+	got=$(awk '$3 == "[guest]" && $4 == "matmul" && $5 == "matmul" { print $1; exit }' "$T/keys-cd.rep")
+	if [ "$want" -gt 0 ] && [ "$got" = "$want" ] && grep -q '^   samples        %  command  *image$' "$T/keys-cd.rep" &&
+		sanitizer_clean "$T/keys.err"; then
+		pass "report-sort-comm-dso ([guest] matmul in matmul: $got samples both ways)"
+	else
+		fail report-sort-comm-dso "[guest] matmul in matmul: $got by comm,dso, $want in the default table" "$T/keys-cd.rep"
+	fi
+	# --comms matmul keeps the guest process's samples in both its layers
+	# ("[guest] matmul", "[guest-kernel] matmul"), exactly those.
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort comm >"$T/keys-c.rep" 2>>"$T/keys.err"
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" --sort comm --comms matmul >"$T/keys-cf.rep" 2>>"$T/keys.err"
+	want=$(awk '($3 == "[guest]" || $3 == "[guest-kernel]") && $4 == "matmul" && NF == 4 { s += $1 } END { print s + 0 }' "$T/keys-c.rep")
+	total=$(sed -n 's/^total  *\([0-9]*\) .*/\1/p' "$T/demo.rep")
+	rows=$(awk '/^   samples/ { on = 1; next } on && NF == 4 && $2 ~ /%$/' "$T/keys-cf.rep" | wc -l)
+	got=$(awk '/^   samples/ { on = 1; next } on && NF == 4 && $4 == "matmul" && $2 ~ /%$/ { s += $1 } END { print s + 0 }' "$T/keys-cf.rep")
+	if [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$rows" -ge 1 ] && [ "$rows" -le 2 ] &&
+		grep -q "^# filter --comms matmul: $want of $total samples kept" "$T/keys-cf.rep"; then
+		pass "report-filter-comms (matmul: $want of $total samples, $rows layers)"
+	else
+		fail report-filter-comms "kept $got in $rows rows, the unfiltered table's matmul rows $want of $total" "$T/keys-cf.rep"
+	fi
+	# -g: the caller chains under the top rows, the agent's drawing: the
+	# guest's own stack of matmul's hot function, walked by the VMM.
+	"$KVMPROF" report -i "$T/demo.data" --guest-root "$ROOT" -g --percent-limit 5 >"$T/keys-g.rep" 2>>"$T/keys.err"
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^Callers of the top rows (outermost first):$' "$T/keys-g.rep" &&
+		grep -q '^ *[0-9.]*%  .*main > matmul_multiply$' "$T/keys-g.rep" &&
+		grep -q '^# [0-9]* rows under 5% not shown: [0-9]* samples' "$T/keys-g.rep" && sanitizer_clean "$T/keys.err"; then
+		pass report-callgraph
+	else
+		fail report-callgraph "exit $rc; no 'main > matmul_multiply' chain, or no rows hidden under 5%" "$T/keys-g.rep"
 	fi
 fi
 
@@ -774,20 +900,76 @@ else
 	fi
 fi
 
-# ---- stat
+# ---- stat --vm: perf stat's table of the totals over the VM's threads (a note under
+# each event the host cannot split by domain), then per thread, time by domain,
+# exits. The table's task-clock is the per-thread table's sum, to the digit.
 if start_vm stat "start=/bin/matmul:128:100000"; then
 	sleep 0.3
 	"$KVMPROF" stat --vm "$T/stat.sock" -e task-clock,cycles --duration 1 >"$T/stat.out" 2>"$T/stat.err"
 	rc=$?
+	"$KVMPROF" stat --vm "$T/stat.sock" -x, -e task-clock,cycles --duration 0.3 >"$T/stat.csv" 2>>"$T/stat.err"
+	xrc=$?
 	stop_vm
-	if [ $rc = 0 ] && grep -q '^task-clock ' "$T/stat.out" && grep -q '^time by domain' "$T/stat.out" &&
-		grep -q 'host kernel' "$T/stat.out" && sanitizer_clean "$T/stat.err"; then
-		pass stat
+	total=$(sed -n 's/^ *\([0-9,.]*\) msec task-clock .*CPUs utilized$/\1/p' "$T/stat.out")
+	threads=$(awk '$1 == "all" && $2 == "threads" { print $3; exit }' "$T/stat.out")
+	if [ $rc != 0 ] || [ $xrc != 0 ] || ! sanitizer_clean "$T/stat.err"; then
+		fail stat "exit $rc, -x $xrc" "$T/stat.out" "$T/stat.err"
+	elif ! grep -q "^ Performance counter stats for VM '$T/stat.sock' (kvmprof-vmm pid [0-9]*, [0-9]* threads):\$" "$T/stat.out" ||
+		! grep -A1 ' msec task-clock ' "$T/stat.out" | grep -q '^ *(a software event counts run time in every mode: no guest/host split)$' ||
+		! grep -q -E '^ +(<not supported>|[0-9,]+) +cycles' "$T/stat.out" ||
+		! grep -q '^task-clock  *thread  *msec$' "$T/stat.out" || ! grep -q '^time by domain' "$T/stat.out" ||
+		! grep -q 'host kernel' "$T/stat.out"; then
+		fail stat "not the perf stat table, its note under task-clock, then the split" "$T/stat.out"
+	elif [ -z "$total" ] || [ "$total" != "$threads" ]; then
+		fail stat "task-clock total '$total' msec is not the per-thread sum '$threads'" "$T/stat.out"
+	elif [ "$(awk -F, '{ print NF }' "$T/stat.csv" | tr '\n' ' ')" != "7 7 " ] ||
+		! grep -q '^[0-9.]*,msec,task-clock,[0-9]*,[0-9.]*,[0-9.]*,CPUs utilized$' "$T/stat.csv"; then
+		fail stat "-x, prints the two events, 7 fields each, as perf stat -x," "$T/stat.csv"
 	else
-		fail stat "exit $rc" "$T/stat.out"
+		pass "stat (task-clock $total msec = the threads' sum; -x, $(head -n 1 "$T/stat.csv"))"
 	fi
 else
 	fail stat "the VMM did not start" "$T/stat.vmm"
+fi
+
+# ---- stat on the host, as perf stat: a command (its exit status back), a process (-p), bad input.
+"$KVMPROF" stat -e task-clock,page-faults,cycles -- sh -c 'exit 3' 2>"$T/hstat.txt"
+rc=$?
+if [ $rc = 3 ] && grep -q "^ Performance counter stats for 'sh -c exit 3':\$" "$T/hstat.txt" &&
+	grep -q -E '^ +[0-9,]+\.[0-9]{2} msec task-clock +# +[0-9]+\.[0-9]{3} CPUs utilized$' "$T/hstat.txt" &&
+	grep -q -E '^ +[0-9,]+      page-faults +# +[0-9]+\.[0-9]{3} [KMG]?/sec$' "$T/hstat.txt" &&
+	grep -q -E '^ +(<not supported>|[0-9,]+)      cycles' "$T/hstat.txt" &&
+	grep -q -E '^ +[0-9]+\.[0-9]{9} seconds time elapsed$' "$T/hstat.txt" && sanitizer_clean "$T/hstat.txt"; then
+	pass "stat-command (exit 3 back; $(grep -o '[0-9,.]* msec task-clock' "$T/hstat.txt"))"
+else
+	fail stat-command "exit $rc (want 3), or not perf stat's table" "$T/hstat.txt"
+fi
+sh -c 'while :; do :; done' &
+bpid=$!
+"$KVMPROF" stat -e task-clock -p "$bpid" -- sleep 0.5 2>"$T/hstatp.txt"
+rc=$?
+"$KVMPROF" stat -x, -e task-clock,page-faults -p "$bpid" -- sleep 0.2 2>"$T/hstatp.csv"
+xrc=$?
+kill "$bpid" 2>/dev/null
+wait "$bpid" 2>/dev/null
+ms=$(sed -n 's/^ *\([0-9,.]*\) msec task-clock .*/\1/p' "$T/hstatp.txt" | tr -d ,)
+if [ $rc = 0 ] && [ $xrc = 0 ] && grep -q "^ Performance counter stats for process id '$bpid':\$" "$T/hstatp.txt" &&
+	[ -n "$ms" ] && awk -v m="$ms" 'BEGIN { exit !(m > 0) }' &&
+	[ "$(awk -F, '{ print NF }' "$T/hstatp.csv" | tr '\n' ' ')" = "7 7 " ] && sanitizer_clean "$T/hstatp.txt" "$T/hstatp.csv"; then
+	pass "stat-pid ($ms msec of a busy shell in 0.5 s)"
+else
+	fail stat-pid "exit $rc/$xrc, task-clock '${ms:-}'" "$T/hstatp.txt" "$T/hstatp.csv"
+fi
+"$KVMPROF" stat -- "$T/no-such-program" 2>"$T/hstatbad.err"
+rc=$?
+"$KVMPROF" stat --vm "$T/x.sock" -p 1 2>"$T/hstatuse.err"
+urc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$T/hstatbad.err")" = 1 ] &&
+	grep -q "^kvmprof: workload failed: cannot run $T/no-such-program: No such file or directory\$" "$T/hstatbad.err" &&
+	[ $urc = 2 ] && head -n 1 "$T/hstatuse.err" | grep -q '^kvmprof: stat: -a, -p, -r and a command count host processes'; then
+	pass "stat-bad-command ($(cat "$T/hstatbad.err"))"
+else
+	fail stat-bad-command "a missing program: exit $rc, --vm with -p: exit $urc" "$T/hstatbad.err" "$T/hstatuse.err"
 fi
 
 # ---- stat's VM exits by reason: the bundled guest writes to COM1, one OUT

@@ -2,7 +2,7 @@
 # kvmprof and libvirt: a real libvirtd (started here, as root, when it is
 # not running) runs transient QEMU domains that boot the bundled guest
 # (PVH through QEMU's -kernel; domain type kvm where QEMU can open
-# /dev/kvm, else qemu, i.e. TCG), and kvmprof list / record --domain /
+# /dev/kvm, else qemu, i.e. TCG), and kvmprof list domains / record --domain /
 # record --all-domains / stat --domain / report read them from the host.
 # Every domain this script starts is destroyed at its end, whatever
 # happens. Prints "PASS name" / "FAIL name: why" / "SKIP name: why".
@@ -95,8 +95,8 @@ $VIRSH qemu-monitor-command "$WEB" '{"execute":"query-cpus-fast"}' >"$T/cpus.jso
 TIDS=$(python3 -c 'import json,sys; print(" ".join(str(c["thread-id"]) for c in json.load(open(sys.argv[1]))["return"]))' \
 	"$T/cpus.json" 2>/dev/null)
 
-# --- kvmprof list ---------------------------------------------------------------
-"$KVMPROF" list >"$T/list" 2>"$T/list.err"
+# --- kvmprof list domains -------------------------------------------------------
+"$KVMPROF" list domains >"$T/list" 2>"$T/list.err"
 rc=$?
 tid_list=$(echo "$TIDS" | sed 's/ /, /g')
 if [ $rc = 0 ] && grep -q "^$WEB: .*QEMU pid $QPID, 2 vCPUs (threads $tid_list), 256 MiB" "$T/list" &&
@@ -166,7 +166,7 @@ fi
 # --- stat --domain ----------------------------------------------------------------
 "$KVMPROF" stat --domain "$WEB" --duration 1 >"$T/stat" 2>"$T/stat.err"
 rc=$?
-if [ $rc = 0 ] && grep -q "^kvmprof stat: libvirt domain $WEB ($URI), QEMU pid $QPID" "$T/stat" &&
+if [ $rc = 0 ] && grep -q -F " Performance counter stats for libvirt domain '$WEB' ($URI, QEMU pid $QPID, " "$T/stat" &&
 	grep -q 'CPU 0/KVM' "$T/stat" && grep -q '^time by domain' "$T/stat" && sanitizer_clean "$T/stat.err"; then
 	pass stat-domain
 else

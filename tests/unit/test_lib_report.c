@@ -105,10 +105,11 @@ static void test_folded(void **state)
 
 static void test_text(void **state)
 {
-	struct report_options opt = { .sort = REPORT_SORT_IMAGE_SYMBOL };
-	char *out;
+	struct report_options opt = { 0 };
+	char *out, err[200];
 
 	(void)state;
+	assert_int_equal(report_keys_parse("image,symbol", REPORT_KEYS_COMMON, &opt.table.keys, err, sizeof(err)), 0);
 	out = render(text, &opt);
 	assert_string_equal(out,
 			    "Event cycles (period 1000): 7 samples, 0 lost\n"
@@ -120,7 +121,7 @@ static void test_text(void **state)
 			    "# 1 of 7 samples (14.29%) have no symbol\n");
 	free(out);
 
-	opt.sort = REPORT_SORT_PID_IMAGE_SYMBOL;
+	assert_int_equal(report_keys_parse("pid,image,symbol", REPORT_KEYS_COMMON, &opt.table.keys, err, sizeof(err)), 0);
 	opt.callgraph = true;
 	out = render(text, &opt);
 	assert_string_equal(out,
@@ -155,7 +156,7 @@ static void test_text(void **state)
  */
 static void test_c1_controls(void **state)
 {
-	struct report_options ropt = { .sort = REPORT_SORT_PID_IMAGE_SYMBOL };
+	struct report_options ropt = { .table.keys = { { REPORT_KEY_PID, REPORT_KEY_DSO, REPORT_KEY_SYM }, 3 } };
 	struct profile_options opt = { 0 };
 	struct profile *saved = prof, *p;
 	struct kp_writer *w;
