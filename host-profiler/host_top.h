@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "host_record.h"
+#include "report_table.h"
 
 #define HOST_TOP_DELAY_DEFAULT 2.0
 
@@ -17,6 +18,8 @@ struct host_top_opts {
 	const char *guest_root;      /* --guest-root: the guest's files, as for kvmprof report */
 	const char *guest_kernel;    /* --guest-kernel: the guest's kernel ELF, as for kvmprof report */
 	bool no_demangle;            /* --no-demangle: C++ and Rust names as mangled, as for kvmprof report */
+	/* The table: kvmprof report's (host_report_table_defaults), with --sort, --percent-limit and the filters */
+	struct report_table_options table;
 };
 
 /* Prints its own messages. The exit status: 0 (q, Ctrl-C, -n reached, the VM exited), or 1. */

@@ -20,6 +20,7 @@
 #include "host_top.h"
 #include "kvmprof/version.h"
 #include "record_cli.h"
+#include "report_table_cli.h"
 #include "stat.h"
 #include "stat_cli.h"
 #include "plugin_cmd.h"
@@ -141,7 +142,8 @@ static const char stat_help[] =
 
 static const char top_usage[] =
 	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
-	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n";
+	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n"
+	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--dsos|--symbols LIST]\n";
 
 static const char top_help[] =
 	"\n"
@@ -165,6 +167,15 @@ static const char top_help[] =
 	"                      symbols come from DIR/path\n"
 	"  --guest-kernel ELF  the guest's kernel, when DIR does not hold it\n"
 	"  --no-demangle       C++ and Rust names as the files have them (as for report)\n"
+	"\n"
+	"The table, as kvmprof report's (perf top's spellings):\n"
+	"  -s, --sort KEYS     the rows' keys and the columns' order, comma-separated:\n"
+	"                      domain, process, comm, pid, dso (or image), sym (or\n"
+	"                      symbol); default domain,process,sym\n"
+	"      --percent-limit PCT  rows under PCT% of the samples are not shown\n"
+	"      --comms LIST    only the samples of these commands (comma-separated);\n"
+	"      --pids LIST     of these processes; --dsos LIST of these images;\n"
+	"      --symbols LIST  of these functions; percentages are of the kept samples\n"
 	"When the VM exits, top says so and exits with 0.\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
@@ -286,7 +297,8 @@ static int top_option(int c, const char *arg, void *ctx)
 		o->no_demangle = true;
 		return 0;
 	}
-	return -1;
+	/* The table's: --sort, --percent-limit and the filters, as kvmprof report takes them. */
+	return report_table_option(c, arg, &o->table, HOST_REPORT_KEYS, "kvmprof top", top_usage);
 }
 
 /* Which VM, and for how long: kvmprof stat's own options beside perf stat's. */
@@ -322,17 +334,29 @@ static int cmd_top(int argc, char **argv)
 		{ "guest-root", required_argument, NULL, 'R' },
 		{ "guest-kernel", required_argument, NULL, 'k' },
 		{ "no-demangle", no_argument, NULL, 'M' },
+		/* The report's table options, but for -n/--show-nr-samples: top's -n is --iterations. */
+		{ "sort", required_argument, NULL, 's' },
+		{ "percent-limit", required_argument, NULL, REPORT_OPT_PERCENT_LIMIT },
+		{ "comms", required_argument, NULL, REPORT_OPT_COMMS },
+		{ "comm", required_argument, NULL, REPORT_OPT_COMMS },
+		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "pid", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "dsos", required_argument, NULL, REPORT_OPT_DSOS },
+		{ "dso", required_argument, NULL, REPORT_OPT_DSOS },
+		{ "symbols", required_argument, NULL, REPORT_OPT_SYMBOLS },
+		{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_top_opts o;
 	const struct record_cli cli = {
 		.prog = "kvmprof", .usage = top_usage, .help = top_help, .max_events = 1, .max_freq = 100000,
-		.own_shortopts = "v:d:n:", .own_longopts = own_longopts, .own_option = top_option, .ctx = &o,
+		.own_shortopts = "v:d:n:s:", .own_longopts = own_longopts, .own_option = top_option, .ctx = &o,
 	};
 	int r;
 
 	memset(&o, 0, sizeof(o));
 	o.delay = HOST_TOP_DELAY_DEFAULT;
+	host_report_table_defaults(&o.table);
 	r = record_cli_parse(&cli, argc, argv, &o.rec.rec);
 	if (r >= 0)
 		return r;

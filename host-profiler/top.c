@@ -31,10 +31,10 @@
 #include <unistd.h>
 
 #include "emit.h"
-#include "hot_table.h"
+#include "host_report.h"
 #include "profile.h"
+#include "report_table.h"
 #include "sample_file.h"
-#include "utf8.h"
 
 struct top {
 	const struct host_top_opts *o;
@@ -43,7 +43,7 @@ struct top {
 	int fd;                 /* the memory file the recording writes */
 	struct kp_reader *rd;   /* reading it back */
 	struct profile *p;
-	struct hot_table t;
+	struct report_table t; /* the last window's */
 	bool screen;            /* a terminal, redrawn in place; else plain blocks */
 	bool tty_saved, quit, entered;
 	struct termios saved;
@@ -166,43 +166,48 @@ static size_t terminal_cols(void)
 }
 
 /* One refresh: the window's table, a block of text or the whole screen. */
-static void show(struct top *T, unsigned long refresh, double seconds)
+static int show(struct top *T, unsigned long refresh, double seconds)
 {
+	const struct report_table_options *o = &T->o->table;
+	struct report_table_fit fit = { 0 };
 	struct host_record_status st;
 	const struct profile *p = T->p;
 	size_t cols = T->screen ? terminal_cols() : 0, rows = T->t.nr;
-	struct hot_columns hc = HOT_COLUMNS_REPORT(true);
-	uint64_t lost;
+	/* As the report: shares of all the window's samples, or of those a filter kept. */
+	uint64_t whole = report_filter_active(&o->filter) ? T->t.kept[0] : p->nr_samples, lost;
+	int rc;
 
 	/* A terminal's width goes to the symbol first: narrower names, the image only where there is room. */
 	if (T->screen) {
-		hc.cut = true;
-		hc.width = cols - 1;
-		hc.image = cols >= 120;
-		hc.process_width = cols >= 120 ? 28 : 22;
+		fit.width = cols - 1;
+		fit.cut = true;
+		fit.no_sym_image = cols < 120;
+		fit.process_width = cols >= 120 ? 28 : 22;
 	}
 
 	host_record_status(T->R, &st);
 	lost = st.lost - T->lost_before;
 	T->lost_before = st.lost;
 	if (T->screen) {
-		int room = terminal_rows() - 7;
+		/*
+		 * The lines around the rows: 4 of heading, the warning's, q's, one
+		 * spare; the filter's and --percent-limit's when they are on. Rows
+		 * the screen cuts off are not counted as --percent-limit's.
+		 */
+		int room = terminal_rows() - 7 - (report_filter_active(&o->filter) ? 1 : 0) - (o->percent_limit > 0 ? 1 : 0);
+		size_t fit_rows = room > 0 ? (size_t)room : 0;
 
 		fputs("\033[H\033[2J", stdout);
-		if (rows > (size_t)(room > 0 ? room : 0))
-			rows = (size_t)(room > 0 ? room : 0);
+		if (report_table_shown(&T->t, 0, rows, whole, o) > fit_rows)
+			rows = fit_rows;
 	}
-	printf("kvmprof top: refresh %lu, the last %.1f s (no decay): %" PRIu64 " samples, %" PRIu64 " lost\n",
-	       refresh, seconds, T->t.total, lost);
+	printf("kvmprof top: refresh %lu, the last %.1f s (no decay): %zu samples, %" PRIu64 " lost\n", refresh,
+	       seconds, p->nr_samples, lost);
 	printf("event: %s, %" PRIu64 " %s\n", st.event, st.rate,
 	       st.freq ? "Hz" : st.clock ? "ns per sample" : "events per sample");
 	host_report_guest_sampling(stdout, st.guest_status);
-	hot_table_print_heading(stdout, &hc);
-	fputc('\n', stdout);
-	for (size_t i = 0; i < rows; i++) {
-		hot_table_print_row(stdout, p, &T->t, &T->t.rows[i], &hc);
-		fputc('\n', stdout);
-	}
+	report_table_print_filter(stdout, o, T->t.kept[0], T->t.total[0]);
+	rc = report_table_print_fit(stdout, p, &T->t, 0, rows, whole, o, REPORT_STYLE_HOST, &fit);
 	if (T->screen) {
 		if (T->warning[0])
 			printf("%.*s\n", (int)(cols ? cols - 1 : 0), T->warning);
@@ -211,6 +216,7 @@ static void show(struct top *T, unsigned long refresh, double seconds)
 		fputc('\n', stdout);
 	}
 	fflush(stdout);
+	return rc;
 }
 
 static int run(struct top *T)
@@ -231,13 +237,17 @@ static int run(struct top *T)
 		if (r == HOST_WINDOW_DONE) {
 			int u = profile_update(T->p);
 
+			if (!u) {
+				report_table_free(&T->t);
+				u = report_table_build(&T->t, T->p, &o->table);
+			}
 			if (!u)
-				u = hot_table_build(&T->t, T->p, true);
+				u = show(T, ++refresh, (double)(emit_now_ns() - start) / 1e9);
 			if (u) {
+				screen_leave(T);
 				fprintf(stderr, "kvmprof: top: %s\n", strerror(-u));
 				return 1;
 			}
-			show(T, ++refresh, (double)(emit_now_ns() - start) / 1e9);
 			profile_drop_samples(T->p);
 			if (o->iterations && refresh >= o->iterations)
 				return 0;
@@ -302,7 +312,7 @@ out:
 	host_record_close(T.R);
 	kp_reader_close(T.rd);
 	profile_free(T.p);
-	hot_table_free(&T.t);
+	report_table_free(&T.t);
 	if (T.fd >= 0)
 		close(T.fd);
 	return status;

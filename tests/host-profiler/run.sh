@@ -448,8 +448,18 @@ rc1=$?
 rc2=$?
 "$KVMPROF" top --vm "$T/nothing.sock" -o "$T/x" >/dev/null 2>&1
 rc3=$?
-[ $rc1 = 2 ] && [ $rc2 = 2 ] && [ $rc3 = 2 ] && pass top-usage-errors ||
-	fail top-usage-errors "exit codes $rc1 $rc2 $rc3, want 2 (no --vm, -d 0, -o)" "$T/top-usage1.err"
+# The report's table options, checked as the report checks them.
+"$KVMPROF" top --vm "$T/nothing.sock" --sort nope >/dev/null 2>"$T/top-usage4.err"
+rc4=$?
+"$KVMPROF" top --vm "$T/nothing.sock" --percent-limit 200 >/dev/null 2>&1
+rc5=$?
+if [ $rc1 = 2 ] && [ $rc2 = 2 ] && [ $rc3 = 2 ] && [ $rc4 = 2 ] && [ $rc5 = 2 ] &&
+	head -n 1 "$T/top-usage4.err" | grep -q "^kvmprof top: unknown sort key 'nope'"; then
+	pass top-usage-errors
+else
+	fail top-usage-errors "exit codes $rc1 $rc2 $rc3 $rc4 $rc5, want 2 (no --vm, -d 0, -o, --sort nope, --percent-limit 200)" \
+		"$T/top-usage1.err" "$T/top-usage4.err"
+fi
 "$KVMPROF" top --vm "$T/nothing.sock" --stdio -n 1 >"$T/top-nosock.out" 2>"$T/top-nosock.err"
 rc=$?
 if [ $rc = 1 ] && [ "$(wc -l <"$T/top-nosock.err")" = 1 ] && [ ! -s "$T/top-nosock.out" ]; then
@@ -492,6 +502,25 @@ else
 		else
 			fail top-hottest-guest-symbol "report's hottest guest symbol '$want', top's '$tops'" "$T/top.out" "$T/top.rep"
 		fi
+	fi
+	# The report's --sort and filters: one refresh of matmul's samples by image. The filter's
+	# line says how many of the window's samples it kept; the rows add up to exactly those.
+	timeout 60 "$KVMPROF" top --vm "$T/top.sock" --stdio -n 1 -d 1 --guest-root "$ROOT" --sort dso \
+		--comms matmul >"$T/top-sort.out" 2>"$T/top-sort.err"
+	rc=$?
+	sort_check=$(awk '/^kvmprof top: refresh / { total = $0; sub(/.*\): /, "", total); sub(/ samples.*/, "", total) }
+	                  /^# filter --comms matmul: / { kept = $5; of = $7 }
+	                  /^ +samples +%  image$/ { heading = 1 }
+	                  /^ +[0-9]+ +[0-9.]+%  / { sum += $1; rows++; if (NF != 3) odd++ }
+	                  END { print (heading && kept > 0 && kept == sum && of == total && !odd) ? "ok" : "bad",
+	                        "kept=" kept, "of=" of, "total=" total, "sum=" sum, "rows=" rows }' "$T/top-sort.out")
+	if [ $guest = 0 ]; then
+		no_guest_samples top-sort-filter
+	elif [ $rc = 0 ] && [ "${sort_check%% *}" = ok ] && grep -q '^ .*%  matmul$' "$T/top-sort.out" &&
+		sanitizer_clean "$T/top-sort.err"; then
+		pass "top-sort-filter (--sort dso --comms matmul: ${sort_check#ok })"
+	else
+		fail top-sort-filter "exit $rc; $sort_check" "$T/top-sort.out" "$T/top-sort.err"
 	fi
 	# On a terminal (script(1)): the alternate screen, redrawn in place; q quits with exit 0,
 	# the screen left and the keyboard given back (stty shows icanon and echo again).

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The hottest-symbols table kvmprof report and kvmprof top share
- * (hot_table.c), and the live profile top feeds it (profile_update,
- * profile_drop_samples), on the small system-wide world of
- * profile_exit_fixture.h.
+ * The table kvmprof top refreshes: kvmprof report's (lib/report_table.c
+ * with host_report_table_defaults), fitted to a terminal
+ * (report_table_print_fit); and the live profile top feeds it
+ * (profile_update, profile_drop_samples), on the small system-wide world
+ * of profile_exit_fixture.h.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,12 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <linux/perf_event.h>
 
-#include "hot_table.h"
+#include "host_report.h"
 #include "profile_exit_fixture.h"
+#include "report_table.h"
 
 #define MS 1000000ull
 
@@ -37,21 +41,40 @@ static void add_window(struct profile *p, uint64_t t0)
 	pf_host_sample(p, 101, t0 + 8 * MS, FX_ALPHA + 1, KP_CPL_USER, NULL, 0);
 }
 
-static char *row_text(const struct profile *p, const struct hot_table *t, size_t i, size_t width)
+static struct report_table_options top_options(void)
 {
-	struct hot_columns c = HOT_COLUMNS_REPORT(true);
+	struct report_table_options o = { 0 };
+
+	host_report_table_defaults(&o);
+	return o;
+}
+
+/* The table as printed (fit NULL: as the report prints it), heading and rows. */
+static char *table_text(const struct profile *p, const struct report_table *t, const struct report_table_options *o,
+			const struct report_table_fit *fit)
+{
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	c.width = width;
-	hot_table_print_row(f, p, t, &t->rows[i], &c);
+	assert_int_equal(report_table_print_fit(f, p, t, 0, t->nr, p->nr_samples, o, REPORT_STYLE_HOST, fit), 0);
 	fclose(f);
 	return buf;
 }
 
-static void check_window_table(const struct profile *p, struct hot_table *t)
+/* Line n (0: the heading) of text, without its newline, in a buffer of its own. */
+static char *line_of(const char *text, unsigned n)
+{
+	const char *nl;
+
+	while (n-- && (nl = strchr(text, '\n')))
+		text = nl + 1;
+	nl = strchr(text, '\n');
+	return strndup(text, nl ? (size_t)(nl - text) : strlen(text));
+}
+
+static void check_window_table(const struct profile *p, struct report_table *t)
 {
 	static const struct {
 		uint32_t layer, pid;
@@ -64,35 +87,36 @@ static void check_window_table(const struct profile *p, struct hot_table *t)
 		{ HOST_LAYER_HOST_KERNEL, PF_VMM_PID, "vmm", "handle_io", 2 },
 		{ HOST_LAYER_VMM_USER, PF_VMM_PID, "vmm", "alpha", 1 },
 	};
+	struct report_table_options o = top_options();
 	uint64_t sum = 0;
 
-	assert_int_equal(hot_table_build(t, p, true), 0);
+	report_table_free(t);
+	assert_int_equal(report_table_build(t, p, &o), 0);
 	assert_int_equal(t->nr, 4);
-	assert_int_equal(t->total, 8);
+	assert_int_equal(t->total[0], 8);
+	assert_int_equal(t->kept[0], 8);
 	for (size_t i = 0; i < t->nr; i++) {
-		const struct hot_row *r = &t->rows[i];
+		const struct report_row *r = &t->rows[i];
 
-		assert_int_equal(r->layer, want[i].layer);
+		assert_int_equal(r->domain, want[i].layer);
 		assert_int_equal(r->pid, want[i].pid);
 		assert_string_equal(p->comms[r->comm], want[i].comm);
 		assert_string_equal(p->funcs[r->func].name, want[i].func);
 		assert_int_equal(r->count, want[i].count);
 		sum += r->count;
 	}
-	assert_int_equal(sum, t->total);
-	assert_int_equal(t->by_layer[HOST_LAYER_GUEST_USER], 5);
-	assert_int_equal(t->by_layer[HOST_LAYER_GUEST_KERNEL], 0);
-	assert_int_equal(t->by_layer[HOST_LAYER_VMM_USER], 1);
-	assert_int_equal(t->by_layer[HOST_LAYER_HOST_KERNEL], 2);
+	assert_int_equal(sum, t->total[0]);
 }
 
 /* A finished profile: rows by (domain, process, function), hottest first, adding up to the total. */
 static void test_table_of_finished_profile(void **state)
 {
 	struct profile_options opt = { .guest_root = pf_dir };
-	struct hot_table t = { 0 };
+	struct report_table_options o = top_options();
+	struct report_table t = { 0 };
 	struct profile *p;
-	char *line;
+	char *text, *line;
+	char err[200];
 
 	(void)state;
 	assert_int_equal(profile_new(&p, &opt), 0);
@@ -101,14 +125,22 @@ static void test_table_of_finished_profile(void **state)
 	add_window(p, 10 * MS);
 	assert_int_equal(profile_finish(p), 0);
 	check_window_table(p, &t);
-	line = row_text(p, &t, 0, 0);
+	/* Unfitted, the report's lines exactly: nothing cut. */
+	text = table_text(p, &t, &o, NULL);
+	line = line_of(text, 0);
+	assert_string_equal(line, "   samples        %  domain        process                      image                symbol");
+	free(line);
+	line = line_of(text, 1);
 	assert_string_equal(line, "         3   37.50%  guest user    spam [7]                     fx                   alpha");
 	free(line);
-	/* Without processes: the VMM's alpha and the guest's stay apart by domain. */
-	assert_int_equal(hot_table_build(&t, p, false), 0);
+	free(text);
+	/* Without processes (--sort domain,sym): the VMM's alpha and the guest's stay apart by domain. */
+	assert_int_equal(report_keys_parse("domain,sym", HOST_REPORT_KEYS, &o.keys, err, sizeof(err)), 0);
+	report_table_free(&t);
+	assert_int_equal(report_table_build(&t, p, &o), 0);
 	assert_int_equal(t.nr, 4);
 	assert_int_equal(t.rows[0].count, 3);
-	hot_table_free(&t);
+	report_table_free(&t);
 	profile_free(p);
 }
 
@@ -120,7 +152,8 @@ static void test_table_of_finished_profile(void **state)
 static void test_live_profile_windows(void **state)
 {
 	struct profile_options opt = { .guest_root = pf_dir };
-	struct hot_table t = { 0 };
+	struct report_table_options o = top_options();
+	struct report_table t = { 0 };
 	struct profile *p;
 	size_t funcs, locs;
 
@@ -152,12 +185,13 @@ static void test_live_profile_windows(void **state)
 	pf_mmap(p, 9, "/bin/fx", true);
 	guest_sample(p, 9, 2000 * MS, FX_BETA + 1);
 	assert_int_equal(profile_update(p), 0);
-	assert_int_equal(hot_table_build(&t, p, true), 0);
+	report_table_free(&t);
+	assert_int_equal(report_table_build(&t, p, &o), 0);
 	assert_int_equal(t.nr, 1);
-	assert_int_equal(t.total, 1);
+	assert_int_equal(t.total[0], 1);
 	assert_string_equal(p->comms[t.rows[0].comm], "late");
 	assert_string_equal(p->funcs[t.rows[0].func].name, "beta");
-	hot_table_free(&t);
+	report_table_free(&t);
 	profile_free(p);
 }
 
@@ -165,9 +199,11 @@ static void test_live_profile_windows(void **state)
 static void test_hostile_names(void **state)
 {
 	struct profile_options opt = { .guest_root = pf_dir };
-	struct hot_table t = { 0 };
+	struct report_table_options o = top_options();
+	struct report_table_fit fit = { .width = 46 };
+	struct report_table t = { 0 };
 	struct profile *p;
-	char *line;
+	char *text, *line;
 
 	(void)state;
 	assert_int_equal(profile_new(&p, &opt), 0);
@@ -177,31 +213,38 @@ static void test_hostile_names(void **state)
 	pf_mmap(p, 9, "/bin/fx", true);
 	guest_sample(p, 9, 10 * MS, FX_ALPHA + 1);
 	assert_int_equal(profile_update(p), 0);
-	assert_int_equal(hot_table_build(&t, p, true), 0);
-	line = row_text(p, &t, 0, 0);
-	assert_null(strchr(line, '\x1b'));
-	assert_null(strchr(line, '\x07'));
-	assert_non_null(strstr(line, "ev?]0;x?il\xc3\xa9 [9]"));
-	free(line);
-	/* Cut inside the two bytes of the é: neither is left. */
-	line = row_text(p, &t, 0, 46);
-	assert_int_equal(strlen(line), 46);
-	assert_null(strchr(line, '\xc3'));
-	free(line);
-	hot_table_free(&t);
+	assert_int_equal(report_table_build(&t, p, &o), 0);
+	text = table_text(p, &t, &o, NULL);
+	assert_null(strchr(text, '\x1b'));
+	assert_null(strchr(text, '\x07'));
+	assert_non_null(strstr(text, "ev?]0;x?il\xc3\xa9 [9]"));
+	free(text);
+	/* Cut inside the two bytes of the \xc3\xa9: neither is left, every line 46 bytes. */
+	text = table_text(p, &t, &o, &fit);
+	for (unsigned i = 0; i < 2; i++) {
+		line = line_of(text, i);
+		assert_int_equal(strlen(line), 46);
+		free(line);
+	}
+	assert_null(strchr(text, '\xc3'));
+	free(text);
+	report_table_free(&t);
 	profile_free(p);
 }
 
-/* A terminal's columns: a long process name gives way to its pid, the image is cut, the symbol stays whole. */
+/*
+ * A terminal's columns: a long process name gives way to its pid, the
+ * image is cut, titles with their columns, the symbol stays whole; a
+ * narrow terminal leaves the image out.
+ */
 static void test_terminal_columns(void **state)
 {
 	struct profile_options opt = { .guest_root = pf_dir };
-	struct hot_columns c = { .process = true, .image = true, .process_width = 12, .image_width = 1, .cut = true };
-	struct hot_table t = { 0 };
+	struct report_table_options o = top_options();
+	struct report_table_fit fit = { .cut = true, .process_width = 12, .image_width = 1 };
+	struct report_table t = { 0 };
 	struct profile *p;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *text;
 
 	(void)state;
 	assert_int_equal(profile_new(&p, &opt), 0);
@@ -211,17 +254,24 @@ static void test_terminal_columns(void **state)
 	pf_mmap(p, 9, "/bin/fx", true);
 	guest_sample(p, 9, 10 * MS, FX_BETA + 1);
 	assert_int_equal(profile_update(p), 0);
-	assert_int_equal(hot_table_build(&t, p, true), 0);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	hot_table_print_heading(f, &c);
-	fputc('\n', f);
-	hot_table_print_row(f, p, &t, &t.rows[0], &c);
-	fclose(f);
-	assert_string_equal(buf, "   samples        %  domain        process      i symbol\n"
-				 "         1  100.00%  guest user    long-pr~ [9] f beta");
-	free(buf);
-	hot_table_free(&t);
+	assert_int_equal(report_table_build(&t, p, &o), 0);
+	text = table_text(p, &t, &o, &fit);
+	assert_string_equal(text, "   samples        %  domain        process      i symbol\n"
+				  "         1  100.00%  guest user    long-pr~ [9] f beta\n");
+	free(text);
+	fit.no_sym_image = true;
+	fit.process_width = 22;
+	text = table_text(p, &t, &o, &fit);
+	assert_string_equal(text, "   samples        %  domain        process                symbol\n"
+				  "         1  100.00%  guest user    long-process-nm [9]    beta\n");
+	free(text);
+	/* Fitted without a width or cut: the report's table. */
+	fit = (struct report_table_fit){ 0 };
+	text = table_text(p, &t, &o, &fit);
+	assert_string_equal(text, "   samples        %  domain        process                      image                symbol\n"
+				  "         1  100.00%  guest user    long-process-nm [9]          fx                   beta\n");
+	free(text);
+	report_table_free(&t);
 	profile_free(p);
 }
 
