@@ -10,6 +10,7 @@
 #include "profile.h"
 #include "report_cli.h"
 #include "report.h"
+#include "report_table.h"
 
 enum host_layer {
 	HOST_LAYER_GUEST_USER,
@@ -24,6 +25,13 @@ enum host_layer host_layer_of(const struct profile_sample *s);
 
 /* kvmprof report's --sort keys: perf's, and the guest process. */
 #define HOST_REPORT_KEYS (REPORT_KEYS_COMMON | REPORT_KEY_BIT(REPORT_KEY_PROCESS))
+
+/*
+ * The table kvmprof report prints by default, and kvmprof top refreshes:
+ * --sort domain,process,sym, the domain key being the sample's layer.
+ * Options not set here (filters, --percent-limit) are left as they are.
+ */
+void host_report_table_defaults(struct report_table_options *o);
 
 /* The recording's META value for key (the last one wins), or NULL. */
 const char *host_report_meta(const struct profile *p, const char *key);
@@ -49,6 +57,8 @@ int host_report_exits(FILE *out, const struct profile *p);
  * guest profiling itself cost (input: the recording's name).
  */
 void host_report_header(FILE *out, const struct profile *p, const char *input);
+/* The "guest samples: ..." line for a recording's META guest_sampling (NULL: not recorded by kvmprof record). */
+void host_report_guest_sampling(FILE *out, const char *status);
 
 /* The text table of one recording (input: its name for the header), as opt says. 0 or -errno. */
 int host_report_text(FILE *out, struct profile *p, const char *input, const struct report_options *opt);

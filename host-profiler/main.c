@@ -17,8 +17,10 @@
 #include "host_list.h"
 #include "host_record.h"
 #include "host_report.h"
+#include "host_top.h"
 #include "kvmprof/version.h"
 #include "record_cli.h"
+#include "report_table_cli.h"
 #include "stat.h"
 #include "stat_cli.h"
 #include "plugin_cmd.h"
@@ -31,6 +33,7 @@ static const char usage_text[] =
 	"       kvmprof script [-i FILE] [-G] [OPTIONS]\n"
 	"       kvmprof annotate [SYMBOL] [-i FILE] [OPTIONS]\n"
 	"       kvmprof stat --vm SOCKET | --domain NAME | -a | -p PID | [--] CMD [ARGS...] [OPTIONS]\n"
+	"       kvmprof top --vm SOCKET [OPTIONS]\n"
 	"       kvmprof list [--details] [FILTER] | list domains [--connect URI]\n"
 	"       kvmprof trace -i FILE [--counts]\n"
 	"       kvmprof plugin --vm SOCKET load|unload|list|output|events|enable|disable ...\n"
@@ -51,6 +54,7 @@ static const char help_text[] =
 	"  annotate one function's instructions with their samples and source lines\n"
 	"  stat     count events like perf stat: a VM (host threads and guest), or a\n"
 	"           command, a process or the whole host\n"
+	"  top      a running VM's hottest guest and host symbols, refreshed live\n"
 	"  list     the events the host and the guest's vPMU models count, as perf list;\n"
 	"           list domains: the running libvirt domains, and what works for each\n"
 	"  trace    print a kvmprof-vmm --trace file\n"
@@ -138,9 +142,48 @@ static const char stat_help[] =
 	"  --no-big-num        no thousands separators (-B, the default, has them)\n"
 	"Ctrl-C prints the counts so far.\n";
 
+static const char top_usage[] =
+	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
+	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n"
+	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--dsos|--symbols LIST]\n";
+
+static const char top_help[] =
+	"\n"
+	"Samples a running kvmprof-vmm as kvmprof record --vm does (its host threads with\n"
+	"perf_event_open, its guest through the VMM's guest sampler) and every -d seconds\n"
+	"shows the hottest symbols of those seconds: samples, %, domain (guest user,\n"
+	"guest kernel, VMM user, host kernel), process, image and symbol. Each refresh\n"
+	"counts its own seconds only (no decay, unlike perf top). On a terminal the\n"
+	"screen is redrawn in place (q or Ctrl-C quits); otherwise, or with --stdio,\n"
+	"each refresh is a block of plain text ending with an empty line.\n"
+	"\n"
+	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
+	"  -e, --event EVENT   event to sample (default cycles; cpu-clock without a hardware\n"
+	"                      PMU), as for kvmprof record\n"
+	"  -F, --freq HZ       samples per second (default 1000)\n"
+	"  -c, --count N       sample every N events instead (ns for cpu-clock and task-clock)\n"
+	"  -d, --delay S       seconds between refreshes (default 2)\n"
+	"  -n, --iterations N  exit after N refreshes (default: q, Ctrl-C, or the VM exiting)\n"
+	"      --stdio         plain text blocks even when standard output is a terminal\n"
+	"  --guest-root DIR    the guest's files (as for kvmprof report): its programs'\n"
+	"                      symbols come from DIR/path\n"
+	"  --guest-kernel ELF  the guest's kernel, when DIR does not hold it\n"
+	"  --no-demangle       C++ and Rust names as the files have them (as for report)\n"
+	"\n"
+	"The table, as kvmprof report's (perf top's spellings):\n"
+	"  -s, --sort KEYS     the rows' keys and the columns' order, comma-separated:\n"
+	"                      domain, process, comm, pid, dso (or image), sym (or\n"
+	"                      symbol); default domain,process,sym\n"
+	"      --percent-limit PCT  rows under PCT% of the samples are not shown\n"
+	"      --comms LIST    only the samples of these commands (comma-separated);\n"
+	"      --pids LIST     of these processes; --dsos LIST of these images;\n"
+	"      --symbols LIST  of these functions; percentages are of the kept samples\n"
+	"When the VM exits, top says so and exits with 0.\n";
+
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
 #define record_usage_error(...) cli_usage_error("kvmprof", record_usage, __VA_ARGS__)
 #define stat_usage_error(...) cli_usage_error("kvmprof", stat_usage, __VA_ARGS__)
+#define top_usage_error(...) cli_usage_error("kvmprof", top_usage, __VA_ARGS__)
 
 /* Which VM, for how long, and a Linux guest's task layout. */
 static int record_option(int c, const char *arg, void *ctx)
@@ -224,6 +267,42 @@ static int cmd_record(int argc, char **argv)
 	return o.all_domains ? host_record_all_domains(&o) : host_record_run(&o);
 }
 
+/* top's own options; -e, -F and -c are record's. */
+static int top_option(int c, const char *arg, void *ctx)
+{
+	struct host_top_opts *o = ctx;
+	unsigned long long n;
+
+	switch (c) {
+	case 'v':
+		o->rec.vm = arg;
+		return 0;
+	case 'd':
+		if (cli_parse_seconds(arg, &o->delay) || o->delay < 0.1 || o->delay > 3600)
+			return top_usage_error("--delay '%s': expected seconds, 0.1 to 3600", arg);
+		return 0;
+	case 'n':
+		if (cli_parse_num(arg, 1, 1000000, &n))
+			return top_usage_error("--iterations '%s': expected a number of refreshes, 1 to 1000000", arg);
+		o->iterations = (unsigned long)n;
+		return 0;
+	case 'S':
+		o->stdio = true;
+		return 0;
+	case 'R':
+		o->guest_root = arg;
+		return 0;
+	case 'k':
+		o->guest_kernel = arg;
+		return 0;
+	case 'M':
+		o->no_demangle = true;
+		return 0;
+	}
+	/* The table's: --sort, --percent-limit and the filters, as kvmprof report takes them. */
+	return report_table_option(c, arg, &o->table, HOST_REPORT_KEYS, "kvmprof top", top_usage);
+}
+
 /* Which VM, and for how long: kvmprof stat's own options beside perf stat's. */
 static int stat_option(int c, const char *arg, void *ctx)
 {
@@ -245,6 +324,55 @@ static int stat_option(int c, const char *arg, void *ctx)
 		return 0;
 	}
 	return -1;
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	static const struct option own_longopts[] = {
+		{ "vm", required_argument, NULL, 'v' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "stdio", no_argument, NULL, 'S' },
+		{ "guest-root", required_argument, NULL, 'R' },
+		{ "guest-kernel", required_argument, NULL, 'k' },
+		{ "no-demangle", no_argument, NULL, 'M' },
+		/* The report's table options, but for -n/--show-nr-samples: top's -n is --iterations. */
+		{ "sort", required_argument, NULL, 's' },
+		{ "percent-limit", required_argument, NULL, REPORT_OPT_PERCENT_LIMIT },
+		{ "comms", required_argument, NULL, REPORT_OPT_COMMS },
+		{ "comm", required_argument, NULL, REPORT_OPT_COMMS },
+		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "pid", required_argument, NULL, REPORT_OPT_PIDS },
+		{ "dsos", required_argument, NULL, REPORT_OPT_DSOS },
+		{ "dso", required_argument, NULL, REPORT_OPT_DSOS },
+		{ "symbols", required_argument, NULL, REPORT_OPT_SYMBOLS },
+		{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct host_top_opts o;
+	const struct record_cli cli = {
+		.prog = "kvmprof", .usage = top_usage, .help = top_help, .max_events = 1, .max_freq = 100000,
+		.own_shortopts = "v:d:n:s:", .own_longopts = own_longopts, .own_option = top_option, .ctx = &o,
+	};
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	o.delay = HOST_TOP_DELAY_DEFAULT;
+	host_report_table_defaults(&o.table);
+	r = record_cli_parse(&cli, argc, argv, &o.rec.rec);
+	if (r >= 0)
+		return r;
+	if (optind < argc)
+		return top_usage_error("top: unexpected argument '%s'", argv[optind]);
+	if (!o.rec.vm)
+		return top_usage_error("top: --vm SOCKET (kvmprof-vmm --control SOCKET) is needed");
+	if (o.rec.rec.output || o.rec.rec.callgraph)
+		return top_usage_error("top: -o and call graphs are kvmprof record's: top keeps no file and shows "
+				       "symbols only");
+	r = record_cli_check_rate(&cli, &o.rec.rec);
+	if (r >= 0)
+		return r;
+	return host_top_run(&o);
 }
 
 static int cmd_stat(int argc, char **argv)
@@ -300,6 +428,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(sub, "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(sub, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(sub, "report"))
 		return host_report_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "script"))

@@ -23,6 +23,8 @@
  */
 #include "host_record.h"
 
+#define hrec host_recording
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -59,7 +61,7 @@
 static const char *const guest_entry_symbols[] = { "pvm_do_nmi_irqoff" };
 #define NR_GUEST_ENTRY (sizeof(guest_entry_symbols) / sizeof(guest_entry_symbols[0]))
 
-struct hrec {
+struct host_recording {
 	const struct host_record_opts *o;
 	struct vm_target t;
 	struct record_session sess;
@@ -85,6 +87,9 @@ struct hrec {
 	uint64_t in_guest_mode, in_guest_entry, in_guest_code;
 
 	uint64_t t_start;
+	uint64_t window_end;  /* host_record_window's end (CLOCK_MONOTONIC ns), 0: none */
+	uint64_t last_progress;
+	bool tty, gone, started;
 	/* --guest-export: a Linux guest's task layout, for the guest sampler */
 	bool has_layout;
 	struct kp_rec_task_layout layout;
@@ -462,44 +467,54 @@ static void progress(struct hrec *R, bool final)
 	shown = true;
 }
 
-struct loop {
-	struct hrec *R;
-	bool tty;
-	uint64_t last_progress, end; /* end: --duration's, 0 without one */
-};
-
-/* After each drain of the host rings: the guest's side, progress, then whether to stop. */
+/* After each drain of the host rings: the guest's side, progress, then whether the window is over. */
 static int loop_step(void *ctx, short vm_revents, int *next_poll_ms)
 {
-	struct loop *L = ctx;
-	struct hrec *R = L->R;
+	struct hrec *R = ctx;
 	uint64_t now;
 	int r = R->t.ops->step(&R->t, &R->sess, vm_revents, next_poll_ms);
 
 	if (r > 0) {
-		if (L->tty)
-			progress(R, true);
-		fprintf(stderr, "kvmprof: %s\n", R->t.gone_why);
+		R->gone = true;
+		return 1;
 	}
 	if (r)
 		return r;
 	now = emit_now_ns();
-	if (L->tty && now - L->last_progress >= 1000000000ull) {
+	if (R->tty && now - R->last_progress >= 1000000000ull) {
 		progress(R, false);
-		L->last_progress = now;
+		R->last_progress = now;
 	}
-	return stop_signal || (L->end && now >= L->end);
+	if (stop_signal || (R->window_end && now >= R->window_end))
+		return 1;
+	if (R->o->should_stop && R->o->should_stop(R->o->should_stop_ctx))
+		return 1;
+	/* Wake up for the window's end, not a poll period after it. */
+	if (R->window_end) {
+		uint64_t left_ms = (R->window_end - now + 999999) / 1000000;
+
+		if (left_ms < (uint64_t)*next_poll_ms)
+			*next_poll_ms = (int)left_ms;
+	}
+	return 0;
 }
 
-static int record_loop(struct hrec *R)
+int host_record_window(struct hrec *R, uint64_t end_ns)
 {
-	struct loop L = { .R = R, .tty = !R->o->rec.quiet && isatty(2), .last_progress = emit_now_ns(),
-			  .end = R->o->duration > 0 ? R->t_start + (uint64_t)(R->o->duration * 1e9) : 0 };
-	int r = perf_rings_loop(&R->rs, &R->conv, R->t.poll_fd, R->t.poll_ms, loop_step, &L);
+	int r;
 
-	if (L.tty)
-		progress(R, true);
-	return r < 0 ? r : 0;
+	R->window_end = end_ns;
+	r = perf_rings_loop(&R->rs, &R->conv, R->t.poll_fd, R->t.poll_ms, loop_step, R);
+	if (r < 0)
+		return r;
+	if (R->gone) {
+		if (R->tty)
+			progress(R, true);
+		return HOST_WINDOW_VM_GONE;
+	}
+	if (stop_signal || (R->o->should_stop && R->o->should_stop(R->o->should_stop_ctx)))
+		return HOST_WINDOW_STOPPED;
+	return HOST_WINDOW_DONE;
 }
 
 static void cleanup(struct hrec *R)
@@ -575,98 +590,174 @@ static int open_target(struct hrec *R)
 	return o->vm ? vm_target_open_vmm(&R->t, o->vm, true) : vm_target_open_domain(&R->t, o->connect, o->domain, o);
 }
 
-int host_record_run(const struct host_record_opts *o)
+int host_record_open(struct hrec **out, const struct host_record_opts *o)
 {
-	static struct hrec R; /* large; static keeps it off the stack */
-	const char *out = o->rec.output ? o->rec.output : RECORD_DEFAULT_OUTPUT;
+	struct hrec *R = calloc(1, sizeof(*R));
 	struct rlimit rl;
-	int r, ncpus;
-	bool ok = false;
+	int ncpus;
 
-	memset(&R, 0, sizeof(R));
-	R.o = o;
-	R.out_fd = -1;
-	R.t.poll_fd = -1;
-	stop_signal = 0;
-	install_signals();
-	pick_event(&R);
-	ncpus = procfs_online_cpus(R.cpus, MAX_CPUS);
-	if (ncpus < 0) {
-		fprintf(stderr, "kvmprof: /sys/devices/system/cpu/online: %s\n", strerror(-ncpus));
+	if (!R) {
+		fprintf(stderr, "kvmprof: %s\n", strerror(ENOMEM));
 		return 1;
 	}
-	R.ncpus = ncpus;
+	R->o = o;
+	R->out_fd = -1;
+	R->t.poll_fd = -1;
+	R->tty = !o->rec.quiet && isatty(2);
+	stop_signal = 0;
+	install_signals();
+	pick_event(R);
+	ncpus = procfs_online_cpus(R->cpus, MAX_CPUS);
+	if (ncpus < 0) {
+		fprintf(stderr, "kvmprof: /sys/devices/system/cpu/online: %s\n", strerror(-ncpus));
+		free(R);
+		return 1;
+	}
+	R->ncpus = ncpus;
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (read_guest_layout(&R) || open_target(&R) || open_events(&R) || (o->vm && pick_guest_event(&R)))
-		goto out;
-	/* Only now that the VM answered: a wrong socket must not clobber an earlier file. */
-	R.out_name = out;
-	if (!strcmp(out, "-")) {
-		R.out_fd = 1;
-		R.out_name = "standard output";
-	} else {
-		R.out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (R.out_fd < 0) {
-			fprintf(stderr, "kvmprof: cannot create %s: %s\n", out, strerror(errno));
-			goto out;
-		}
+	if (read_guest_layout(R) || open_target(R) || open_events(R) || (o->vm && pick_guest_event(R))) {
+		host_record_close(R);
+		return 1;
 	}
-	r = kp_writer_open(&R.w, R.out_fd, KP_SOURCE_HOST_PROFILER);
+	*out = R;
+	return 0;
+}
+
+int host_record_start(struct hrec *R, int fd, const char *name)
+{
+	const struct host_record_opts *o = R->o;
+	int r;
+
+	R->out_fd = fd;
+	R->out_name = name;
+	r = kp_writer_open(&R->w, R->out_fd, KP_SOURCE_HOST_PROFILER);
 	if (r)
 		goto write_error;
-	emit_init(&R.e, R.w);
-	R.conv = (struct convert_ctx){ .e = &R.e, .ids = R.rs.ids, .nids = R.rs.nids, .callchain = o->rec.callgraph,
-				       .user_stack = o->rec.callgraph == RECORD_CALLGRAPH_DWARF, .keep_sample = keep_host_sample, .keep_ctx = &R };
-	R.sess.o = o;
-	R.sess.w = R.w;
-	R.sess.event_id = HOST_EVENT_ID;
-	R.sess.layout = R.has_layout ? &R.layout : NULL;
-	if (R.guest_event_note[0])
-		fprintf(stderr, "kvmprof: %s\n", R.guest_event_note);
-	r = write_preamble(&R);
+	emit_init(&R->e, R->w);
+	R->conv = (struct convert_ctx){ .e = &R->e, .ids = R->rs.ids, .nids = R->rs.nids, .callchain = o->rec.callgraph,
+					.user_stack = o->rec.callgraph == RECORD_CALLGRAPH_DWARF,
+					.keep_sample = keep_host_sample, .keep_ctx = R };
+	R->sess.o = o;
+	R->sess.w = R->w;
+	R->sess.event_id = HOST_EVENT_ID;
+	R->sess.layout = R->has_layout ? &R->layout : NULL;
+	if (R->guest_event_note[0])
+		fprintf(stderr, "kvmprof: %s\n", R->guest_event_note);
+	r = write_preamble(R);
 	if (r)
 		goto write_error;
-	R.t_start = R.sess.t_start = emit_now_ns();
-	perf_rings_enable(&R.rs, true);
+	R->t_start = R->sess.t_start = R->last_progress = emit_now_ns();
+	perf_rings_enable(&R->rs, true);
 	/* The VM's threads and mappings as they are now; perf reports later changes. */
-	r = emit_process(&R.e, R.t.pid, 0);
+	r = emit_process(&R->e, R->t.pid, 0);
 	if (r && r != -ESRCH)
 		goto write_error;
-	r = R.t.ops->start(&R.t, &R.sess);
+	r = R->t.ops->start(&R->t, &R->sess);
 	if (r == -ECANCELED)
-		goto refused;
-	if (!r)
-		r = record_loop(&R);
-	perf_rings_enable(&R.rs, false);
-	if (!r)
-		r = perf_rings_drain(&R.rs, &R.conv);
-	if (!r)
-		r = R.t.ops->stop(&R.t, &R.sess);
-	if (!r)
-		r = finish(&R);
+		return HOST_START_REFUSED; /* said by the target */
 	if (r)
 		goto write_error;
-	ok = true;
-	goto out;
-
-refused:
-	/* The VM refused what was asked (said): no recording, and no file that looks like one. */
-	kp_writer_abort(R.w);
-	R.w = NULL;
-	if (R.out_fd > 1)
-		unlink(out);
-	goto out;
+	R->started = true;
+	return 0;
 write_error:
-	fprintf(stderr, "kvmprof: writing %s: %s\n", R.out_name, strerror(-r));
-	if (R.w)
-		kp_writer_abort(R.w);
-	R.w = NULL;
+	fprintf(stderr, "kvmprof: writing %s: %s\n", R->out_name, strerror(-r));
+	return 1;
+}
+
+int host_record_stop(struct hrec *R)
+{
+	int r;
+
+	if (!R->started)
+		return 0;
+	R->started = false;
+	perf_rings_enable(&R->rs, false);
+	r = perf_rings_drain(&R->rs, &R->conv);
+	if (!r)
+		r = R->t.ops->stop(&R->t, &R->sess);
+	if (R->tty)
+		progress(R, true);
+	return r;
+}
+
+void host_record_close(struct hrec *R)
+{
+	if (!R)
+		return;
+	if (R->w)
+		kp_writer_abort(R->w);
+	cleanup(R);
+	free(R);
+}
+
+const char *host_record_gone_why(const struct hrec *R)
+{
+	return R->t.gone_why;
+}
+
+struct kp_writer *host_record_writer(struct hrec *R)
+{
+	return R->w;
+}
+
+void host_record_status(const struct hrec *R, struct host_record_status *st)
+{
+	st->event = R->ev.name;
+	st->rate = R->ev_rate;
+	st->freq = R->ev_flags & KP_EVENT_FREQ;
+	st->clock = events_is_clock(R->ev.attr.type, R->ev.attr.config);
+	st->lost = R->conv.lost + R->t.ops->guest_lost(&R->t);
+	st->guest_status = R->t.guest_status;
+}
+
+int host_record_run(const struct host_record_opts *o)
+{
+	const char *out = o->rec.output ? o->rec.output : RECORD_DEFAULT_OUTPUT;
+	struct hrec *R;
+	int fd, r;
+	bool ok = false;
+
+	if (host_record_open(&R, o))
+		return 1;
+	/* Only now that the VM answered: a wrong socket must not clobber an earlier file. */
+	if (!strcmp(out, "-")) {
+		fd = 1;
+		out = "standard output";
+	} else {
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "kvmprof: cannot create %s: %s\n", out, strerror(errno));
+			host_record_close(R);
+			return 1;
+		}
+	}
+	r = host_record_start(R, fd, out); /* R->out_fd is fd from here on; finish closes it */
+	if (r == HOST_START_REFUSED) {
+		/* The VM refused what was asked (said): no recording, and no file that looks like one. */
+		if (fd > 1)
+			unlink(out);
+		goto out;
+	}
+	if (r)
+		goto out;
+	r = host_record_window(R, o->duration > 0 ? R->t_start + (uint64_t)(o->duration * 1e9) : 0);
+	if (r == HOST_WINDOW_VM_GONE)
+		fprintf(stderr, "kvmprof: %s; keeping what was recorded\n", host_record_gone_why(R));
+	if (r >= 0)
+		r = host_record_stop(R);
+	if (!r)
+		r = finish(R);
+	if (r) {
+		fprintf(stderr, "kvmprof: writing %s: %s\n", R->out_name, strerror(-r));
+		goto out;
+	}
+	ok = true;
 out:
-	if (R.out_fd > 1)
-		close(R.out_fd);
-	cleanup(&R);
+	if (R->out_fd > 1)
+		close(R->out_fd);
+	host_record_close(R);
 	return ok ? 0 : 1;
 }

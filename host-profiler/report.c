@@ -306,6 +306,16 @@ static const char *table_domain_name(uint32_t layer, void *ctx)
 	return layer < HOST_LAYER_COUNT ? layer_names[layer] : "?";
 }
 
+void host_report_table_defaults(struct report_table_options *o)
+{
+	char err[200];
+
+	o->domain = table_domain;
+	o->domain_name = table_domain_name;
+	/* domain,process,symbol: what the table has always been by default (the keys are all valid). */
+	report_keys_parse("domain,process,sym", HOST_REPORT_KEYS, &o->keys, err, sizeof(err));
+}
+
 static int print_text(FILE *out, const struct profile *p, const char *input, const struct report_options *opt)
 {
 	uint64_t total = p->nr_samples, whole;
@@ -421,7 +431,6 @@ int host_report_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct host_report_args own = { .drill_threshold = 5.0, .argc = argc, .argv = argv };
-	char err[200];
 	const struct report_cli cli = {
 		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
 		.own_shortopts = REPORT_TABLE_SHORTOPTS "gk:K:x:", .own_longopts = own_longopts, .own_option = host_report_option,
@@ -429,10 +438,6 @@ int host_report_main(int argc, char **argv)
 		.ctx = &own,
 	};
 
-	own.opt.table.domain = table_domain;
-	own.opt.table.domain_name = table_domain_name;
-	/* domain,process,symbol: what the table has always been by default. */
-	if (report_keys_parse("domain,process,sym", HOST_REPORT_KEYS, &own.opt.table.keys, err, sizeof(err)))
-		return 1;
+	host_report_table_defaults(&own.opt.table);
 	return report_cli_main(&cli, argc, argv);
 }

@@ -43,7 +43,7 @@ static void print_events(FILE *out, const struct profile *p)
  * user's words; other states ("not asked", "unavailable: why", a libvirt
  * domain's) are already plain.
  */
-static void print_guest_sampling(FILE *out, const char *status)
+void host_report_guest_sampling(FILE *out, const char *status)
 {
 	unsigned n;
 	int used = 0;
@@ -141,7 +141,7 @@ void host_report_header(FILE *out, const struct profile *p, const char *input)
 	if ((v = host_report_meta(p, "command")))
 		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
 	print_events(out, p);
-	print_guest_sampling(out, host_report_meta(p, "guest_sampling"));
+	host_report_guest_sampling(out, host_report_meta(p, "guest_sampling"));
 	if (in_guest)
 		fprintf(out, "host samples taken while guest code ran: %s (left out at record time: the guest's own "
 			     "samples stand for that time; told apart by %s)\n",

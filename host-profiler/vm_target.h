@@ -91,7 +91,7 @@ struct vm_target {
 	int poll_fd;                   /* readable or hung up when the VM goes away; -1 */
 	int poll_ms;                   /* step runs at least this often */
 	char guest_status[640];        /* META guest_sampling */
-	char gone_why[320];            /* why step stopped the recording: "the VM went away (...)" */
+	char gone_why[320];            /* why step stopped the recording: "the VM went away (...) after 1.0 s" */
 	void *priv;
 };
 

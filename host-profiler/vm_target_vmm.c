@@ -185,8 +185,7 @@ static int vmm_step(struct vm_target *t, struct record_session *s, short revents
 	if (r)
 		return r;
 	if (vmm_gone(t, revents)) {
-		snprintf(t->gone_why, sizeof(t->gone_why), "the VM went away (control socket closed) after %.1f s; "
-			 "keeping what was recorded", (double)(emit_now_ns() - s->t_start) / 1e9);
+		snprintf(t->gone_why, sizeof(t->gone_why), "the VM went away (control socket closed) after %.1f s", (double)(emit_now_ns() - s->t_start) / 1e9);
 		return 1;
 	}
 	return 0;

@@ -390,6 +390,140 @@ out:
 	return rc;
 }
 
+/*
+ * profile_update: a profile that grows while it is read (kvmprof top). The
+ * tables, the process state and the symbolizer's open files and resolved
+ * locations persist across calls; each call replays only the process-state
+ * records added since the last, and resolves only the samples added since.
+ * Samples earlier in time than state already replayed resolve against the
+ * state as it is now (a live view's window is short). VM exits are not
+ * joined here: they are dropped.
+ */
+static int setup_domains(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	int rc;
+
+	if (!ps->native_ready) {
+		ps->dom[0].kernel_image = profile_image_id(p, NULL, "[kernel.kallsyms]", NULL, 0, true, KP_DOMAIN_NATIVE);
+		ps->dom[0].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_NATIVE);
+		if (ps->dom[0].kernel_image == PROFILE_NONE || ps->dom[0].unknown_image == PROFILE_NONE)
+			return -ENOMEM;
+		rc = profile_load_kernel_symbols(p, KP_DOMAIN_NATIVE);
+		if (rc)
+			return rc;
+		ps->native_ready = true;
+		/* Until guest records come, no sample is in the guest domain. */
+		ps->dom[1].kernel_image = ps->dom[0].kernel_image;
+		ps->dom[1].unknown_image = ps->dom[0].unknown_image;
+	}
+	if (!ps->guest_ready && (ps->has_guest || ps->opt.guest_kallsyms_path || ps->opt.guest_kernel_path)) {
+		ps->dom[1].kernel_image = profile_image_id(p, NULL, "[guest.kernel]", NULL, 0, true, KP_DOMAIN_GUEST);
+		ps->dom[1].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_GUEST);
+		if (ps->dom[1].kernel_image == PROFILE_NONE || ps->dom[1].unknown_image == PROFILE_NONE)
+			return -ENOMEM;
+		rc = profile_load_kernel_symbols(p, KP_DOMAIN_GUEST);
+		if (!rc && ps->opt.guest_kernel_path && !ps->dom[1].ks)
+			rc = profile_add_guest_kernel_elf(p);
+		if (rc)
+			return rc;
+		ps->guest_ready = true;
+	}
+	return 0;
+}
+
+int profile_update(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	size_t first = ps->updated, n = p->nr_samples - first, i;
+	uint32_t *order = NULL, *sample_mm = NULL, *frames;
+	int rc;
+
+	if (ps->finished)
+		return -EINVAL;
+	p->lost = ps->lost_sum > ps->end_lost ? ps->lost_sum : ps->end_lost;
+	rc = setup_domains(p);
+	if (rc)
+		return rc;
+	p->nr_exits = 0;
+	for (i = first; i < p->nr_samples; i++) {
+		uint32_t ev = profile_event_index(p, p->samples[i].event);
+
+		if (ev == PROFILE_NONE)
+			return -ENOMEM;
+		p->samples[i].event = ev;
+	}
+	frames = realloc(p->frames, (ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
+	if (!frames)
+		return -ENOMEM;
+	p->frames = frames;
+	rc = -ENOMEM;
+	order = malloc((n ? n : 1) * sizeof(*order));
+	sample_mm = calloc(p->nr_samples ? p->nr_samples : 1, sizeof(*sample_mm));
+	if (!order || !sample_mm)
+		goto out;
+	for (i = 0; i < n; i++)
+		order[i] = (uint32_t)(first + i);
+	if (n > 1 && sort_by_time(p, order, n))
+		goto out;
+	if (profile_replay(p, order, n, sample_mm))
+		goto out;
+	/* Every state record so far is applied: later calls replay only newer ones. */
+	ps->nr_ops = 0;
+	for (i = first; i < p->nr_samples; i++) {
+		struct profile_sample *s = &p->samples[i];
+
+		if (profile_resolve_sample(p, s, sample_mm[i]))
+			goto out;
+		if (s->comm == PROFILE_NONE) {
+			/* A name recorded after the sample, in this window, still counts. */
+			int64_t last = keymap_get(&ps->mm_by_pid, s->pid, s->domain);
+
+			if (last >= 0)
+				s->comm = ps->mms[last].comm;
+		}
+		if (s->comm == PROFILE_NONE) {
+			char name[32];
+
+			if (s->pid)
+				snprintf(name, sizeof(name), ":%u", s->pid);
+			else
+				snprintf(name, sizeof(name), "swapper");
+			s->comm = profile_comm(p, name);
+			if (s->comm == PROFILE_NONE)
+				goto out;
+		}
+		p->events[s->event].samples++;
+		p->events[s->event].weight += s->period;
+		if (!profile_func_known(p, p->locs[p->frames[s->first_frame]].func)) {
+			p->events[s->event].unresolved++;
+			p->unresolved++;
+		}
+	}
+	ps->updated = p->nr_samples;
+	rc = 0;
+out:
+	free(order);
+	free(sample_mm);
+	return rc;
+}
+
+void profile_drop_samples(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+
+	p->nr_samples = 0;
+	p->nr_exits = 0;
+	p->unresolved = 0;
+	p->chains_cut = p->frames_cut = 0;
+	ps->nr_raw = 0;
+	ps->updated = 0;
+	ps->nr_ustacks = 0;
+	ps->ustack_len = 0;
+	for (size_t i = 0; i < p->nr_events; i++)
+		p->events[i].samples = p->events[i].weight = p->events[i].unresolved = 0;
+}
+
 void profile_free(struct profile *p)
 {
 	struct profile_state *ps;

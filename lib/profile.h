@@ -189,6 +189,20 @@ int profile_finish(struct profile *p);
 void profile_free(struct profile *p);
 
 /*
+ * A live profile (kvmprof top), instead of profile_finish: resolves the
+ * samples added since the last call, replaying only the process-state
+ * records added since; symbol files and resolved locations are kept, so
+ * each call costs what is new. 0 or -ENOMEM. VM exits are dropped.
+ */
+int profile_update(struct profile *p);
+/*
+ * Forgets the samples (and their counts), keeping processes, images,
+ * functions and locations: the next profile_update's samples are the next
+ * window's only.
+ */
+void profile_drop_samples(struct profile *p);
+
+/*
  * Reads a whole sample file into a finished profile, END included (the
  * recording's duration and lost count), then opt->guest_export_path if
  * set. Reader errors come back as their one-line message in err (and a

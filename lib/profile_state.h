@@ -122,6 +122,9 @@ struct profile_state {
 	size_t nr_mms, mms_cap, total_maps;
 	struct keymap mm_by_pid; /* the current address space of each (pid, domain) */
 	bool maps_warned, finished;
+	/* profile_update: samples resolved so far; each domain's kernel and pseudo images made */
+	size_t updated;
+	bool native_ready, guest_ready;
 };
 
 /* profile.c */

@@ -234,7 +234,8 @@ enum column {
 
 static const char *const col_header[] = { "command", "pid", "command", "image", "image", "symbol", "domain", "process" };
 
-static unsigned columns(const struct report_keys *k, enum column *cols)
+/* The columns of keys k, in their order; no_sym_image leaves out the symbol's image. */
+static unsigned columns(const struct report_keys *k, bool no_sym_image, enum column *cols)
 {
 	unsigned n = 0;
 
@@ -252,7 +253,7 @@ static unsigned columns(const struct report_keys *k, enum column *cols)
 			cols[n++] = COL_DSO;
 			break;
 		case REPORT_KEY_SYM:
-			if (!report_keys_has(k, REPORT_KEY_DSO))
+			if (!report_keys_has(k, REPORT_KEY_DSO) && !no_sym_image)
 				cols[n++] = COL_SYM_IMAGE;
 			cols[n++] = COL_SYM;
 			break;
@@ -336,21 +337,57 @@ void report_table_print_filter(FILE *out, const struct report_table_options *o, 
 		pct(kept, total));
 }
 
-int report_table_print(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
-		       uint64_t whole, const struct report_table_options *o, enum report_table_style style)
+/*
+ * A column's text cut to its width in bytes: a process ("name [pid]")
+ * keeps its pid and gives up the end of its name, marked '~'. A character
+ * the cut splits is printed as '?' (report_put_clean).
+ */
+static const char *cut_text(enum column c, const char *text, uint32_t pid, int width, char *buf, size_t len)
+{
+	size_t w = width > 0 ? (size_t)width : 0;
+
+	if (strlen(text) <= w)
+		return text;
+	if (c == COL_PROCESS) {
+		char tail[16];
+		size_t tl = (size_t)snprintf(tail, sizeof(tail), "~ [%u]", pid);
+
+		if (w > tl && w < len) {
+			/* text is "name [pid]": its first w - tl bytes are the name's */
+			memmove(buf, text, w - tl);
+			memcpy(buf + (w - tl), tail, tl + 1);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%.*s", (int)w, text);
+	return buf;
+}
+
+/* The table onto out as report_table_print_fit says, lines uncut. */
+static int print_table(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
+		       uint64_t whole, const struct report_table_options *o, enum report_table_style style,
+		       const struct report_table_fit *fit)
 {
 	enum column cols[2 * REPORT_KEY_COUNT];
-	unsigned nc = columns(&o->keys, cols);
+	unsigned nc = columns(&o->keys, fit && fit->no_sym_image, cols);
 	int width[2 * REPORT_KEY_COUNT];
-	bool host = style == REPORT_STYLE_HOST;
+	bool host = style == REPORT_STYLE_HOST, cut = fit && fit->cut;
 	const char *sep = host ? " " : "  ";
 	size_t shown = report_table_shown(t, first, nr, whole, o);
-	char buf[160];
+	char buf[160], cutbuf[160];
 
 	for (unsigned c = 0; c < nc; c++) {
 		width[c] = (int)strlen(col_header[cols[c]]);
 		if (cols[c] == COL_PID) {
 			width[c] = 7;
+			continue;
+		}
+		if (fit && fit->process_width > 0 && cols[c] == COL_PROCESS) {
+			width[c] = fit->process_width;
+			continue;
+		}
+		if (fit && fit->image_width > 0 && (cols[c] == COL_DSO || cols[c] == COL_SYM_IMAGE)) {
+			width[c] = fit->image_width;
 			continue;
 		}
 		if (host && (cols[c] == COL_DOMAIN || cols[c] == COL_PROCESS || cols[c] == COL_DSO ||
@@ -370,12 +407,16 @@ int report_table_print(FILE *out, const struct profile *p, const struct report_t
 	}
 	fprintf(out, "%*s %*s  ", host ? 10 : 8, "samples", host ? 8 : 7, "%");
 	for (unsigned c = 0; c < nc; c++) {
+		bool last = c + 1 == nc;
+
 		if (c)
 			fputs(sep, out);
 		if (cols[c] == COL_PID)
 			fprintf(out, "%*s", width[c], col_header[cols[c]]);
+		else if (cut && !last) /* cut columns cut their titles too: the rows stay under them */
+			fprintf(out, "%-*.*s", width[c], width[c], col_header[cols[c]]);
 		else
-			fprintf(out, "%-*s", c + 1 < nc ? width[c] : 0, col_header[cols[c]]);
+			fprintf(out, "%-*s", last ? 0 : width[c], col_header[cols[c]]);
 	}
 	fputc('\n', out);
 	for (size_t i = first; i < first + shown; i++) {
@@ -383,12 +424,19 @@ int report_table_print(FILE *out, const struct profile *p, const struct report_t
 
 		fprintf(out, "%*" PRIu64 " %*.2f%%  ", host ? 10 : 8, r->count, host ? 7 : 6, pct(r->count, whole));
 		for (unsigned c = 0; c < nc; c++) {
+			bool last = c + 1 == nc;
+			const char *text;
+
 			if (c)
 				fputs(sep, out);
-			if (cols[c] == COL_PID)
+			if (cols[c] == COL_PID) {
 				fprintf(out, "%*u", width[c], r->pid);
-			else
-				report_put_clean(out, col_text(cols[c], p, r, o, buf, sizeof(buf)), c + 1 < nc ? width[c] : 0);
+				continue;
+			}
+			text = col_text(cols[c], p, r, o, buf, sizeof(buf));
+			if (cut && !last)
+				text = cut_text(cols[c], text, r->pid, width[c], cutbuf, sizeof(cutbuf));
+			report_put_clean(out, text, last ? 0 : width[c]);
 		}
 		fputc('\n', out);
 	}
@@ -403,11 +451,53 @@ int report_table_print(FILE *out, const struct profile *p, const struct report_t
 	return ferror(out) ? -EIO : 0;
 }
 
+int report_table_print(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
+		       uint64_t whole, const struct report_table_options *o, enum report_table_style style)
+{
+	return print_table(out, p, t, first, nr, whole, o, style, NULL);
+}
+
+int report_table_print_fit(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
+			   uint64_t whole, const struct report_table_options *o, enum report_table_style style,
+			   const struct report_table_fit *fit)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int rc;
+
+	if (!fit || !fit->width)
+		return print_table(out, p, t, first, nr, whole, o, style, fit);
+	/* Whole lines first, then each cut to the width (the names in them are already clean UTF-8). */
+	mem = open_memstream(&text, &len);
+	if (!mem)
+		return -ENOMEM;
+	rc = print_table(mem, p, t, first, nr, whole, o, style, fit);
+	if (fclose(mem) && !rc)
+		rc = -ENOMEM;
+	for (char *line = text; !rc && line && *line;) {
+		char *nl = strchr(line, '\n'), *next = nl ? nl + 1 : line + strlen(line);
+
+		if (nl)
+			*nl = 0;
+		if (strlen(line) > fit->width) {
+			line[fit->width] = 0;
+			utf8_sanitize(line, ' ', NULL); /* a character the cut split: its first bytes become spaces */
+		}
+		fputs(line, out);
+		if (nl)
+			fputc('\n', out);
+		line = next;
+	}
+	free(text);
+	return rc ? rc : ferror(out) ? -EIO : 0;
+}
+
 void report_table_print_keys(FILE *out, const struct profile *p, const struct report_row *r,
 			     const struct report_table_options *o)
 {
 	enum column cols[2 * REPORT_KEY_COUNT];
-	unsigned nc = columns(&o->keys, cols);
+	unsigned nc = columns(&o->keys, false, cols);
 	char buf[160];
 
 	for (unsigned c = 0; c < nc; c++) {

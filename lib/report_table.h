@@ -60,6 +60,23 @@ enum report_table_style {
  */
 int report_table_print(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
 		       uint64_t whole, const struct report_table_options *o, enum report_table_style style);
+/*
+ * A table fitted to a terminal (kvmprof top): the lines cut to its width,
+ * the names cut to their columns, the room going to the symbol. A report
+ * is never cut: its lines are for reading in full and for scripts.
+ */
+struct report_table_fit {
+	size_t width;      /* a line's most bytes; what is left of a character the cut split goes too; 0: no limit */
+	bool cut;          /* names cut to their columns' widths (a process's name gives way to its pid, which
+			      tells rows apart), titles too; the last column is cut by the line's width only */
+	int process_width; /* the process column's width; 0: the style's */
+	int image_width;   /* the image column's (dso, or the symbol's image); 0: the style's */
+	bool no_sym_image; /* the symbol's image column left out: a narrow terminal's room goes to the symbol */
+};
+/* report_table_print, fitted by fit (NULL: as report_table_print). 0, -ENOMEM or -EIO. */
+int report_table_print_fit(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
+			   uint64_t whole, const struct report_table_options *o, enum report_table_style style,
+			   const struct report_table_fit *fit);
 /* "# filter --comms x: 12 of 40 samples kept; percentages are of those\n" when a filter is active. */
 void report_table_print_filter(FILE *out, const struct report_table_options *o, uint64_t kept, uint64_t total);
 /* How many of rows [first, first + nr) --percent-limit leaves shown (rows are sorted: a prefix). */

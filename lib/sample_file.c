@@ -350,6 +350,11 @@ const struct kp_file_header *kp_reader_header(const struct kp_reader *r)
 	return &r->header;
 }
 
+uint64_t kp_reader_offset(const struct kp_reader *r)
+{
+	return r->offset;
+}
+
 /* A string field of `cap` bytes (or up to the payload end) must hold its NUL. */
 static bool has_nul(const char *s, size_t cap)
 {

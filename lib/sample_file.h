@@ -84,6 +84,13 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
  */
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
 const struct kp_file_header *kp_reader_header(const struct kp_reader *r);
+/*
+ * The stream offset of the next record. A reader that follows a stream
+ * still being written (kvmprof top, after the writer's flush) reads only
+ * while this is below the bytes written: a read at the end would take it
+ * for a stream cut short.
+ */
+uint64_t kp_reader_offset(const struct kp_reader *r);
 
 /*
  * Where a damaged stream went wrong: the first record that is cut short or

@@ -217,7 +217,7 @@ static int say_gone(struct vm_target *t, struct record_session *s)
 	struct domain_target *d = t->priv;
 
 	snprintf(t->gone_why, sizeof(t->gone_why),
-		 "domain '%.200s' stopped (QEMU pid %d exited) after %.1f s; keeping what was recorded", d->dom.name,
+		 "domain '%.200s' stopped (QEMU pid %d exited) after %.1f s", d->dom.name,
 		 (int)d->dom.qemu_pid, (double)(emit_now_ns() - s->t_start) / 1e9);
 	d->sampling = false;
 	return 1;

@@ -490,6 +490,140 @@ else
 	no_guest_samples report-names-the-guest-profiler
 fi
 
+# ---- kvmprof top: the same recording, shown live in windows (plain text blocks when not a terminal)
+"$KVMPROF" top --help >"$T/help.top" 2>&1
+rc=$?
+if [ $rc = 0 ] && head -n 1 "$T/help.top" | grep -q '^usage: kvmprof top --vm SOCKET' && grep -q -- '--stdio' "$T/help.top" &&
+	grep -q '^  top  ' "$T/help"; then
+	pass top-help
+else
+	fail top-help "top --help exited $rc or does not describe top, or kvmprof --help does not list it" "$T/help.top"
+fi
+"$KVMPROF" top >/dev/null 2>"$T/top-usage1.err"
+rc1=$?
+"$KVMPROF" top --vm "$T/nothing.sock" -d 0 >/dev/null 2>&1
+rc2=$?
+"$KVMPROF" top --vm "$T/nothing.sock" -o "$T/x" >/dev/null 2>&1
+rc3=$?
+# The report's table options, checked as the report checks them.
+"$KVMPROF" top --vm "$T/nothing.sock" --sort nope >/dev/null 2>"$T/top-usage4.err"
+rc4=$?
+"$KVMPROF" top --vm "$T/nothing.sock" --percent-limit 200 >/dev/null 2>&1
+rc5=$?
+if [ $rc1 = 2 ] && [ $rc2 = 2 ] && [ $rc3 = 2 ] && [ $rc4 = 2 ] && [ $rc5 = 2 ] &&
+	head -n 1 "$T/top-usage4.err" | grep -q "^kvmprof top: unknown sort key 'nope'"; then
+	pass top-usage-errors
+else
+	fail top-usage-errors "exit codes $rc1 $rc2 $rc3 $rc4 $rc5, want 2 (no --vm, -d 0, -o, --sort nope, --percent-limit 200)" \
+		"$T/top-usage1.err" "$T/top-usage4.err"
+fi
+"$KVMPROF" top --vm "$T/nothing.sock" --stdio -n 1 >"$T/top-nosock.out" 2>"$T/top-nosock.err"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$T/top-nosock.err")" = 1 ] && [ ! -s "$T/top-nosock.out" ]; then
+	pass top-no-vm
+else
+	fail top-no-vm "exit $rc, $(wc -l <"$T/top-nosock.err") lines on stderr, want 1 and one line" "$T/top-nosock.err"
+fi
+# block_sums FILE: per refresh block, "HEADER_TOTAL ROWS_SUM FIRST_GUEST_SYMBOL".
+block_sums() {
+	awk 'function out() { if (n) print total, sum, (g == "" ? "-" : g) }
+	     /^kvmprof top: refresh / { out(); n++; total = $0; sub(/.*\): /, "", total); sub(/ samples.*/, "", total);
+	                                sum = 0; g = ""; next }
+	     /^ +[0-9]+ +[0-9.]+%  / { sum += $1; if (g == "" && $3 == "guest") g = $NF }
+	     END { out() }' "$1"
+}
+if ! start_vm top "start=/bin/matmul:128:1000000"; then
+	fail top-refreshes "the VMM did not create its control socket" "$T/top.vmm"
+else
+	sleep 0.3
+	# What the report names hottest in the guest on a recording of the same workload.
+	"$KVMPROF" record --vm "$T/top.sock" --duration 1 -q -o "$T/top.data" 2>"$T/top-rec.err"
+	"$KVMPROF" report -i "$T/top.data" --guest-root "$ROOT" >"$T/top.rep" 2>>"$T/top-rec.err"
+	want=$(awk '/^ +[0-9]+ +[0-9.]+%  guest / { print $NF; exit }' "$T/top.rep")
+	timeout 60 "$KVMPROF" top --vm "$T/top.sock" --stdio -n 2 -d 1 --guest-root "$ROOT" >"$T/top.out" 2>"$T/top.err"
+	rc=$?
+	block_sums "$T/top.out" >"$T/top.sums"
+	blocks=$(wc -l <"$T/top.sums")
+	bad=$(awk '$1 != $2 || $1 == 0' "$T/top.sums" | wc -l)
+	if [ $rc = 0 ] && [ "$blocks" = 2 ] && [ "$bad" = 0 ] && sanitizer_clean "$T/top.err"; then
+		pass "top-refreshes (2 blocks, their rows add up to their totals: $(awk '{ printf "%s ", $1 }' "$T/top.sums"))"
+	else
+		fail top-refreshes "exit $rc, $blocks blocks, $bad whose rows do not add up to the total" "$T/top.out" "$T/top.err"
+	fi
+	if [ $guest = 0 ]; then
+		no_guest_samples top-hottest-guest-symbol
+	else
+		tops=$(awk '{ print $3 }' "$T/top.sums" | sort -u | tr '\n' ' ')
+		if [ "$want" = matmul_multiply ] && [ "$tops" = "$want " ]; then
+			pass "top-hottest-guest-symbol ($want in both refreshes, as the report names it)"
+		else
+			fail top-hottest-guest-symbol "report's hottest guest symbol '$want', top's '$tops'" "$T/top.out" "$T/top.rep"
+		fi
+	fi
+	# The report's --sort and filters: one refresh of matmul's samples by image. The filter's
+	# line says how many of the window's samples it kept; the rows add up to exactly those.
+	timeout 60 "$KVMPROF" top --vm "$T/top.sock" --stdio -n 1 -d 1 --guest-root "$ROOT" --sort dso \
+		--comms matmul >"$T/top-sort.out" 2>"$T/top-sort.err"
+	rc=$?
+	sort_check=$(awk '/^kvmprof top: refresh / { total = $0; sub(/.*\): /, "", total); sub(/ samples.*/, "", total) }
+	                  /^# filter --comms matmul: / { kept = $5; of = $7 }
+	                  /^ +samples +%  image$/ { heading = 1 }
+	                  /^ +[0-9]+ +[0-9.]+%  / { sum += $1; rows++; if (NF != 3) odd++ }
+	                  END { print (heading && kept > 0 && kept == sum && of == total && !odd) ? "ok" : "bad",
+	                        "kept=" kept, "of=" of, "total=" total, "sum=" sum, "rows=" rows }' "$T/top-sort.out")
+	if [ $guest = 0 ]; then
+		no_guest_samples top-sort-filter
+	elif [ $rc = 0 ] && [ "${sort_check%% *}" = ok ] && grep -q '^ .*%  matmul$' "$T/top-sort.out" &&
+		sanitizer_clean "$T/top-sort.err"; then
+		pass "top-sort-filter (--sort dso --comms matmul: ${sort_check#ok })"
+	else
+		fail top-sort-filter "exit $rc; $sort_check" "$T/top-sort.out" "$T/top-sort.err"
+	fi
+	# On a terminal (script(1)): the alternate screen, redrawn in place; q quits with exit 0,
+	# the screen left and the keyboard given back (stty shows icanon and echo again).
+	if ! command -v script >/dev/null; then
+		skip top-terminal-q "script(1) is not installed: no terminal to test with"
+	else
+		: >"$T/top.tty"
+		{
+			for i in $(seq 300); do
+				[ "$(grep -c 'kvmprof top: refresh' "$T/top.tty")" -ge 2 ] && break
+				sleep 0.1
+			done
+			printf q
+			sleep 2
+		} | timeout 60 script -qfec "stty cols 100 rows 20; $KVMPROF top --vm $T/top.sock -d 0.5 --guest-root $ROOT;
+			echo top-exit=\$?; stty -a" "$T/top.tty" >/dev/null 2>&1
+		tr -d '\r' <"$T/top.tty" >"$T/top.tty.txt"
+		if grep -q 'top-exit=0$' "$T/top.tty.txt" && grep -q "$(printf '\033\\[?1049h')" "$T/top.tty.txt" &&
+			grep -q "$(printf '\033\\[?1049l')top-exit=0" "$T/top.tty.txt" &&
+			[ "$(grep -c 'kvmprof top: refresh' "$T/top.tty.txt")" -ge 2 ] &&
+			grep -q ' icanon' "$T/top.tty.txt" && ! grep -q -- '-icanon' "$T/top.tty.txt" &&
+			grep -q ' echo ' "$T/top.tty.txt" && ! grep -q -- '-echo ' "$T/top.tty.txt" &&
+			sanitizer_clean "$T/top.tty.txt"; then
+			pass top-terminal-q
+		else
+			fail top-terminal-q "q did not end top with exit 0, the screen left and the terminal restored" "$T/top.tty.txt"
+		fi
+	fi
+	# The VM exiting ends top: one line saying so, exit 0.
+	"$KVMPROF" top --vm "$T/top.sock" --stdio -d 0.5 --guest-root "$ROOT" >"$T/top-gone.out" 2>"$T/top-gone.err" &
+	tpid=$!
+	for i in $(seq 200); do
+		grep -q '^kvmprof top: refresh 1' "$T/top-gone.out" && break
+		sleep 0.1
+	done
+	stop_vm
+	wait $tpid
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^kvmprof top: refresh 1' "$T/top-gone.out" &&
+		[ "$(grep -c '^kvmprof: top: the VM went away' "$T/top-gone.err")" = 1 ] && sanitizer_clean "$T/top-gone.err"; then
+		pass top-vm-exits
+	else
+		fail top-vm-exits "exit $rc, or no refresh, or not one 'the VM went away' line" "$T/top-gone.out" "$T/top-gone.err"
+	fi
+fi
+
 # ---- a guest that writes to COM1 without pause: the VMM's serial emulation
 if start_vm spam "start=/bin/spam:60000"; then
 	sleep 0.3

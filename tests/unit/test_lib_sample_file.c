@@ -665,6 +665,55 @@ static void test_crc_matches_zlib(void **state)
 	assert_int_equal(kp_crc32(0, s, 9), crc32(0, (const Bytef *)s, 9));
 }
 
+/* Reads every record before offset `until` (kp_reader_offset); the number read. */
+static int read_until(struct kp_reader *r, uint64_t until)
+{
+	struct kp_record rec;
+	char err[256];
+	int n = 0;
+
+	while (kp_reader_offset(r) < until) {
+		assert_int_equal(kp_reader_next(r, &rec, err, sizeof(err)), 1);
+		assert_int_equal(rec.type, KP_REC_SAMPLE);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A stream read while it is written (kvmprof top): after each flush the
+ * reader takes what is there, up to the bytes written, and never reads at
+ * the end (which would be a stream cut short); later records follow.
+ */
+static void test_follow_a_growing_stream(void **state)
+{
+	struct kp_rec_sample s = { .event_id = 1, .pid = 3, .tid = 3, .ip = 0x1000, .period = 1 };
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	struct kp_writer *w;
+	struct kp_reader *r;
+	struct stat st;
+	char err[256];
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_HOST_PROFILER), 0);
+	assert_int_equal(kp_reader_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(kp_reader_offset(r), sizeof(struct kp_file_header));
+	for (int window = 0; window < 3; window++) {
+		for (int i = 0; i <= window; i++)
+			assert_int_equal(kp_writer_add(w, KP_REC_SAMPLE, &s, sizeof(s)), 0);
+		assert_int_equal(kp_writer_flush(w), 0);
+		assert_int_equal(fstat(fd, &st), 0);
+		assert_int_equal(read_until(r, (uint64_t)st.st_size), window + 1);
+		assert_int_equal(kp_reader_offset(r), (uint64_t)st.st_size);
+	}
+	/* Nothing new: nothing read. */
+	assert_int_equal(read_until(r, (uint64_t)st.st_size), 0);
+	kp_reader_close(r);
+	kp_writer_abort(w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -683,6 +732,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_user_stack_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_record_types_are_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_record_is_refused_by_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_follow_a_growing_stream, setup, teardown),
 		cmocka_unit_test(test_crc_matches_zlib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
