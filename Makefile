@@ -48,6 +48,8 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
 DEB_PACKAGES += libunicorn-dev libcapstone-dev
 # lib/symtab_demangle.c: C++ and Rust symbol names demangled by libiberty (binutils' and perf's demangler).
 DEB_PACKAGES += libiberty-dev
+# lib/sample_file.c: every record's CRC-32 through libdeflate (PCLMULQDQ), zlib's value several times faster.
+DEB_PACKAGES += libdeflate-dev
 # host-profiler/libvirt: kvmprof list/record --domain talk to libvirt (its C API, with libvirt-qemu's monitor
 # call) and parse domain XML with libxml2; the tests run a real libvirtd (libvirt-daemon-system, which pulls
 # in QEMU's system emulator) with virsh (libvirt-clients).

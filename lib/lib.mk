@@ -12,7 +12,7 @@ LIB_ASAN_A := $(BUILD)/asan/lib/libkvmprof.a
 # Order matters for static links: libdw before libelf before the compressors.
 # libiberty: the demangler (lib/symtab_demangle.c), a static archive only.
 # Capstone disassembles for annotate (report_annotate.c); the VMM's emulator uses it too.
-LIB_LIBS := -lpfm -lcapstone -ldw -lelf -lprotobuf-c -lz -llzma -lbz2 -liberty -lm
+LIB_LIBS := -lpfm -lcapstone -ldw -lelf -lprotobuf-c -ldeflate -lz -llzma -lbz2 -liberty -lm
 LIB_CFLAGS := -Ilib -I$(BUILD)/gen
 
 # pprof's profile.proto (lib/profile.proto, written from the published schema) through protoc-c.
