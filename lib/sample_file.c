@@ -307,6 +307,8 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
 			return -e;
 		}
 		r->own = true;
+		/* Fewer, larger read(2)s than stdio's 4 KiB for files of tens of MB. */
+		setvbuf(r->f, NULL, _IOFBF, 1 << 20);
 	}
 	rc = read_exact(r->f, &r->header, sizeof(r->header));
 	if (rc <= 0) {
@@ -545,7 +547,8 @@ const char *kp_record_check(const void *rec, size_t avail)
 /* Reads exactly len bytes of the stream, counting them: as read_exact. */
 static int read_stream(struct kp_reader *r, void *buf, size_t len)
 {
-	size_t n = fread(buf, 1, len, r->f);
+	/* Two reads a record, a million records a report: no stdio lock each time (one reader per FILE). */
+	size_t n = fread_unlocked(buf, 1, len, r->f);
 
 	r->pos += n;
 	if (n == len)
