@@ -232,6 +232,23 @@ int profile_time_order(const struct profile *p, uint32_t **out)
 	return 0;
 }
 
+/*
+ * A sample whose process never had a name recorded: ":PID", as perf
+ * shows one, or swapper for pid 0, the idle task (perf's and the
+ * kernel's name). 0 or -ENOMEM.
+ */
+static int name_by_pid(struct profile *p, struct profile_sample *s)
+{
+	char name[32];
+
+	if (s->pid)
+		snprintf(name, sizeof(name), ":%u", s->pid);
+	else
+		snprintf(name, sizeof(name), "swapper");
+	s->comm = profile_comm(p, name);
+	return s->comm == PROFILE_NONE ? -ENOMEM : 0;
+}
+
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
@@ -327,18 +344,8 @@ int profile_finish(struct profile *p)
 			if (last >= 0 && (mm == PROFILE_NONE || last > mm))
 				s->comm = ps->mms[last].comm;
 		}
-		if (s->comm == PROFILE_NONE) {
-			char name[32];
-
-			/* pid 0 is the idle task, which perf and the kernel call swapper. */
-			if (s->pid)
-				snprintf(name, sizeof(name), ":%u", s->pid);
-			else
-				snprintf(name, sizeof(name), "swapper");
-			s->comm = profile_comm(p, name);
-			if (s->comm == PROFILE_NONE)
-				goto out;
-		}
+		if (s->comm == PROFILE_NONE && name_by_pid(p, s))
+			goto out;
 		if (i >= p->nr_samples) {
 			struct profile_exit *x = &p->exits[i - p->nr_samples];
 
@@ -482,17 +489,8 @@ int profile_update(struct profile *p)
 			if (last >= 0)
 				s->comm = ps->mms[last].comm;
 		}
-		if (s->comm == PROFILE_NONE) {
-			char name[32];
-
-			if (s->pid)
-				snprintf(name, sizeof(name), ":%u", s->pid);
-			else
-				snprintf(name, sizeof(name), "swapper");
-			s->comm = profile_comm(p, name);
-			if (s->comm == PROFILE_NONE)
-				goto out;
-		}
+		if (s->comm == PROFILE_NONE && name_by_pid(p, s))
+			goto out;
 		p->events[s->event].samples++;
 		p->events[s->event].weight += s->period;
 		if (!profile_func_known(p, p->locs[p->frames[s->first_frame]].func)) {
