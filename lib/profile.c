@@ -249,6 +249,46 @@ static int name_by_pid(struct profile *p, struct profile_sample *s)
 	return s->comm == PROFILE_NONE ? -ENOMEM : 0;
 }
 
+/*
+ * Each domain's kernel and "[unknown]" images, and the kernel symbols:
+ * the host's at once; the guest's only once the profile has guest records
+ * or guest symbol options (a native profile reads as it always did; until
+ * then the guest domain's images are the host's, never used). Done once
+ * per domain, so profile_update can call it again as records come.
+ */
+static int setup_domains(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	int rc;
+
+	if (!ps->native_ready) {
+		ps->dom[0].kernel_image = profile_image_id(p, NULL, "[kernel.kallsyms]", NULL, 0, true, KP_DOMAIN_NATIVE);
+		ps->dom[0].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_NATIVE);
+		if (ps->dom[0].kernel_image == PROFILE_NONE || ps->dom[0].unknown_image == PROFILE_NONE)
+			return -ENOMEM;
+		rc = profile_load_kernel_symbols(p, KP_DOMAIN_NATIVE);
+		if (rc)
+			return rc;
+		ps->native_ready = true;
+		/* Until guest records come, no sample is in the guest domain. */
+		ps->dom[1].kernel_image = ps->dom[0].kernel_image;
+		ps->dom[1].unknown_image = ps->dom[0].unknown_image;
+	}
+	if (!ps->guest_ready && (ps->has_guest || ps->opt.guest_kallsyms_path || ps->opt.guest_kernel_path)) {
+		ps->dom[1].kernel_image = profile_image_id(p, NULL, "[guest.kernel]", NULL, 0, true, KP_DOMAIN_GUEST);
+		ps->dom[1].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_GUEST);
+		if (ps->dom[1].kernel_image == PROFILE_NONE || ps->dom[1].unknown_image == PROFILE_NONE)
+			return -ENOMEM;
+		rc = profile_load_kernel_symbols(p, KP_DOMAIN_GUEST);
+		if (!rc && ps->opt.guest_kernel_path && !ps->dom[1].ks)
+			rc = profile_add_guest_kernel_elf(p);
+		if (rc)
+			return rc;
+		ps->guest_ready = true;
+	}
+	return 0;
+}
+
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
@@ -261,29 +301,9 @@ int profile_finish(struct profile *p)
 		return -EINVAL;
 	ps->finished = true;
 	p->lost = ps->lost_sum > ps->end_lost ? ps->lost_sum : ps->end_lost;
-	ps->dom[0].kernel_image = profile_image_id(p, NULL, "[kernel.kallsyms]", NULL, 0, true, KP_DOMAIN_NATIVE);
-	ps->dom[0].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_NATIVE);
-	if (ps->dom[0].kernel_image == PROFILE_NONE || ps->dom[0].unknown_image == PROFILE_NONE)
-		return -ENOMEM;
-	rc = profile_load_kernel_symbols(p, KP_DOMAIN_NATIVE);
+	rc = setup_domains(p);
 	if (rc)
 		return rc;
-	/* Only a profile with guest records has guest images: a native one reads as it always did. */
-	if (ps->has_guest || ps->opt.guest_kallsyms_path || ps->opt.guest_kernel_path) {
-		ps->dom[1].kernel_image = profile_image_id(p, NULL, "[guest.kernel]", NULL, 0, true, KP_DOMAIN_GUEST);
-		ps->dom[1].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_GUEST);
-		if (ps->dom[1].kernel_image == PROFILE_NONE || ps->dom[1].unknown_image == PROFILE_NONE)
-			return -ENOMEM;
-		rc = profile_load_kernel_symbols(p, KP_DOMAIN_GUEST);
-		if (!rc && ps->opt.guest_kernel_path && !ps->dom[1].ks)
-			rc = profile_add_guest_kernel_elf(p);
-		if (rc)
-			return rc;
-	} else {
-		/* Never used: no sample is in the guest domain. */
-		ps->dom[1].kernel_image = ps->dom[0].kernel_image;
-		ps->dom[1].unknown_image = ps->dom[0].unknown_image;
-	}
 	rc = -ENOMEM;
 
 	/* Events: samples carry recorded ids until here. */
@@ -406,39 +426,6 @@ out:
  * state as it is now (a live view's window is short). VM exits are not
  * joined here: they are dropped.
  */
-static int setup_domains(struct profile *p)
-{
-	struct profile_state *ps = p->state;
-	int rc;
-
-	if (!ps->native_ready) {
-		ps->dom[0].kernel_image = profile_image_id(p, NULL, "[kernel.kallsyms]", NULL, 0, true, KP_DOMAIN_NATIVE);
-		ps->dom[0].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_NATIVE);
-		if (ps->dom[0].kernel_image == PROFILE_NONE || ps->dom[0].unknown_image == PROFILE_NONE)
-			return -ENOMEM;
-		rc = profile_load_kernel_symbols(p, KP_DOMAIN_NATIVE);
-		if (rc)
-			return rc;
-		ps->native_ready = true;
-		/* Until guest records come, no sample is in the guest domain. */
-		ps->dom[1].kernel_image = ps->dom[0].kernel_image;
-		ps->dom[1].unknown_image = ps->dom[0].unknown_image;
-	}
-	if (!ps->guest_ready && (ps->has_guest || ps->opt.guest_kallsyms_path || ps->opt.guest_kernel_path)) {
-		ps->dom[1].kernel_image = profile_image_id(p, NULL, "[guest.kernel]", NULL, 0, true, KP_DOMAIN_GUEST);
-		ps->dom[1].unknown_image = profile_image_id(p, NULL, "[unknown]", NULL, 0, false, KP_DOMAIN_GUEST);
-		if (ps->dom[1].kernel_image == PROFILE_NONE || ps->dom[1].unknown_image == PROFILE_NONE)
-			return -ENOMEM;
-		rc = profile_load_kernel_symbols(p, KP_DOMAIN_GUEST);
-		if (!rc && ps->opt.guest_kernel_path && !ps->dom[1].ks)
-			rc = profile_add_guest_kernel_elf(p);
-		if (rc)
-			return rc;
-		ps->guest_ready = true;
-	}
-	return 0;
-}
-
 int profile_update(struct profile *p)
 {
 	struct profile_state *ps = p->state;
