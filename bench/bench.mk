@@ -92,3 +92,15 @@ bench: bench-libvirt
 bench-libvirt: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof guest
 	@bash bench/libvirt.sh
+
+# Overhead at 1 and 10 kHz next to native perf of the same programs (bench/rates.sh).
+$(BUILD)/bench/%-host: guest/user/%.c bench/host_libc/libc.h
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -mgeneral-regs-only -mno-red-zone -fno-omit-frame-pointer -Ibench/host_libc -o $@ $<
+
+bench: bench-rates
+.PHONY: bench-rates
+bench-rates: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof $(BUILD)/bench/matmul-host \
+		$(BUILD)/bench/split-host guest
+	@bash bench/rates.sh
