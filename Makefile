@@ -50,6 +50,8 @@ DEB_PACKAGES += libunicorn-dev libcapstone-dev
 DEB_PACKAGES += libiberty-dev
 # lib/sample_file.c: every record's CRC-32 through libdeflate (PCLMULQDQ), zlib's value several times faster.
 DEB_PACKAGES += libdeflate-dev
+# bench/agent.sh, bench/host.sh: the reports' peak RSS next to perf report's (GNU time's %M).
+DEB_PACKAGES += time
 # host-profiler/libvirt: kvmprof list/record --domain talk to libvirt (its C API, with libvirt-qemu's monitor
 # call) and parse domain XML with libxml2; the tests run a real libvirtd (libvirt-daemon-system, which pulls
 # in QEMU's system emulator) with virsh (libvirt-clients).

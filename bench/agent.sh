@@ -13,7 +13,8 @@
 #      (--vpmu-trace-pmi / --vpmu-trace-tick, vmm/profiling/pmi_trace.c);
 #   4. time to report ~10^6 samples on this host: kvmprof-agent report of a
 #      kvmprof-agent recording against perf report of a perf recording of the
-#      same program at the same period, alternating, medians; with call chains too.
+#      same program at the same period, alternating, medians; with call chains
+#      too; samples per second of each, and each report's peak RSS (one run).
 # This host has no hardware PMU, so the guest's cycles come from the clock
 # backend (vCPU thread run time at 1 GHz), and the host recordings use cpu-clock.
 #   RUNS=N (default 5), SAMPLES=N (default 1000000)
@@ -116,14 +117,29 @@ for _ in $(seq "$RUNS"); do
 		echo $(((t2 - t1) / 1000000)) >>"$tmp/rp.$g"
 	done
 done
+# Peak RSS of each report, once (GNU time's %M, KiB), apart from the timed runs.
+declare -A rss
+for g in plain callgraph; do
+	if [ $g = plain ]; then kflag=(); pflag=(); else kflag=(--callgraph); pflag=(-g); fi
+	/usr/bin/time -f %M -o "$tmp/rss" "$AGENT" report -i "$tmp/k.$g" "${kflag[@]}" >/dev/null 2>&1 ||
+		fail "kvmprof-agent report failed"
+	rss[k.$g]=$(tail -n 1 "$tmp/rss")
+	/usr/bin/time -f %M -o "$tmp/rss" perf report -i "$tmp/p.$g" --stdio --sort dso,sym "${pflag[@]}" >/dev/null 2>&1 ||
+		fail "perf report failed"
+	rss[p.$g]=$(tail -n 1 "$tmp/rss")
+done
 row() { # g label
 	local k p
 	k=$(median <"$tmp/rk.$1")
 	p=$(median <"$tmp/rp.$1")
-	printf '| %s | %s samples, %.1f MB: %s ms | %s samples, %.1f MB: %s ms | %s |\n' "$2" \
+	printf '| %s | %s samples, %.1f MB: %s ms, %s k samples/s, %s MB peak RSS | %s samples, %.1f MB: %s ms, %s k samples/s, %s MB peak RSS | %s |\n' "$2" \
 		"${nsamp[k.$1]}" "$(awk -v b="${size[k.$1]}" 'BEGIN { print b / 1e6 }')" "$k" \
+		"$(awk -v n="${nsamp[k.$1]}" -v ms="$k" 'BEGIN { printf "%.0f", n / ms }')" \
+		"$(awk -v r="${rss[k.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
 		"${nsamp[p.$1]}" "$(awk -v b="${size[p.$1]}" 'BEGIN { print b / 1e6 }')" "$p" \
-		"$(awk -v a="$p" -v b="$k" 'BEGIN { printf "%.2f", a / b }')"
+		"$(awk -v n="${nsamp[p.$1]}" -v ms="$p" 'BEGIN { printf "%.0f", n / ms }')" \
+		"$(awk -v r="${rss[p.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
+		"$(awk -v a="$p" -v b="$k" -v nk="${nsamp[k.$1]}" -v np="${nsamp[p.$1]}" 'BEGIN { printf "%.2f", (nk / b) / (np / a) }')"
 }
 
 cat <<TABLE
@@ -143,7 +159,7 @@ cycles = vCPU thread run time at 1 GHz), host $(uname -r), $RUNS runs each way (
 
 Time to report ~$SAMPLES samples on this host (cpu-clock every 10 µs of $WORK, $work_ms ms of CPU):
 
-| report | kvmprof-agent report | perf report --stdio --sort dso,sym | perf / kvmprof |
+| report | kvmprof-agent report | perf report --stdio --sort dso,sym | kvmprof's samples/s / perf's |
 |---|---|---|---|
 $(row plain "flat")
 $(row callgraph "call chains (record -g; report --callgraph / -g)")

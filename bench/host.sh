@@ -19,7 +19,8 @@
 #   3. time to report ~10^6 samples: kvmprof report of a system-wide recording
 #      (2 vCPUs running matmul and hash, -F 10000) against perf report of a
 #      perf recording of a host program with as many samples (cpu-clock every
-#      10 µs of bench/agent_work.c), alternating, medians.
+#      10 µs of bench/agent_work.c), alternating, medians; flat and with call
+#      chains (record -g, report -g); samples per second and peak RSS.
 # This host has no hardware PMU, so kvmprof record samples cpu-clock on both
 # sides; the guest's virtual PMU plays no part and is off (--vpmu=off).
 #   RUNS=N (default 7: this host is noisy), SAMPLES=N (default 1000000)
@@ -153,13 +154,14 @@ sigma=$(awk -v a="$s3" -v b="$s1" 'BEGIN { n = a + b; p = a / n; printf "%.1f", 
 
 # 3. A system-wide recording of ~SAMPLES samples: the rate from a short one first.
 echo "bench-host: 3 recording ~$SAMPLES samples with kvmprof record (2 vCPUs, -F $RATE) and perf..." >&2
-record_long() { # SECONDS FILE
-	local sock=$tmp/vm.sock
+record_long() { # SECONDS FILE [RECORD FLAGS]
+	local sock=$tmp/vm.sock secs=$1 out=$2
+	shift 2
 	"$VMM" --cpus 2 --vpmu=off --control "$sock" \
 		--cmdline "quiet start=/bin/matmul:128:10000000,/bin/hash:10000000" >/dev/null 2>"$tmp/long.err" &
 	vmm_pid=$!
 	wait_sock "$sock" || fail "the VMM made no control socket: $(tail -n 3 "$tmp/long.err")"
-	"$KVMPROF" record --vm "$sock" -F $RATE -q --duration "$1" -o "$2" 2>"$tmp/rec.err" ||
+	"$KVMPROF" record --vm "$sock" -F $RATE -q --duration "$secs" "$@" -o "$out" 2>"$tmp/rec.err" ||
 		fail "kvmprof record failed: $(tail -n 3 "$tmp/rec.err")"
 	kill -TERM "$vmm_pid"
 	wait "$vmm_pid"
@@ -169,37 +171,66 @@ ksamples() { "$KVMPROF" report -i "$1" 2>/dev/null | sed -n 's/^event: .*, \([0-
 record_long 3 "$tmp/cal.data"
 cal=$(ksamples "$tmp/cal.data")
 secs=$(awk -v s="$SAMPLES" -v c="${cal:-0}" 'BEGIN { if (c < 1) c = 1; t = s * 3 / c; if (t > 120) t = 120; printf "%.1f", t }')
-record_long "$secs" "$tmp/k.data"
-k_n=$(ksamples "$tmp/k.data")
-k_guest=$(sed -n 's/.*samples), \([0-9]*\) guest samples.*/\1/p' "$tmp/rec.err")
-# perf: as many samples of a host program (calibrated like bench/agent.sh).
-perf record -q -e cpu-clock -c 10000 -o "$tmp/pcal.data" -- "$WORK" 500 >/dev/null 2>"$tmp/pcal.err" ||
-	fail "perf record failed: $(tail -n 3 "$tmp/pcal.err")"
 pstat() { perf report -i "$1" --stats 2>/dev/null | sed -n 's/^ *SAMPLE events: *\([0-9]*\).*/\1/p' | head -n 1; }
-pcal=$(pstat "$tmp/pcal.data")
-work_ms=$(awk -v s="${k_n:-0}" -v c="${pcal:-0}" 'BEGIN { if (c < 1) c = 1; printf "%d", s * 500 / c }')
-# The program's CPU share changes with what else runs on this shared host:
-# rescale and record again (twice at most) until perf's count is within 10%.
-for _ in 1 2 3; do
-	perf record -q -e cpu-clock -c 10000 -o "$tmp/p.data" -- "$WORK" "$work_ms" >/dev/null 2>"$tmp/prec.err" ||
-		fail "perf record failed: $(tail -n 3 "$tmp/prec.err")"
-	p_n=$(pstat "$tmp/p.data")
-	awk -v p="${p_n:-0}" -v k="${k_n:-0}" 'BEGIN { exit !(p > 0.9 * k && p < 1.1 * k) }' && break
-	work_ms=$(awk -v w="$work_ms" -v p="${p_n:-0}" -v k="${k_n:-0}" 'BEGIN { if (p < 1) p = 1; printf "%d", w * k / p }')
+# Flat (k.flat, p.flat) and with call chains (record -g: k.g, p.g).
+declare -A n wms
+for g in flat g; do
+	if [ $g = flat ]; then gflag=(); else gflag=(-g); fi
+	record_long "$secs" "$tmp/k.$g" "${gflag[@]}"
+	n[k.$g]=$(ksamples "$tmp/k.$g")
+	[ $g = flat ] && k_guest=$(sed -n 's/.*samples), \([0-9]*\) guest samples.*/\1/p' "$tmp/rec.err")
+	# perf: as many samples of a host program (calibrated like bench/agent.sh).
+	perf record -q -e cpu-clock -c 10000 "${gflag[@]}" -o "$tmp/pcal.data" -- "$WORK" 500 >/dev/null 2>"$tmp/pcal.err" ||
+		fail "perf record failed: $(tail -n 3 "$tmp/pcal.err")"
+	pcal=$(pstat "$tmp/pcal.data")
+	work_ms=$(awk -v s="${n[k.$g]:-0}" -v c="${pcal:-0}" 'BEGIN { if (c < 1) c = 1; printf "%d", s * 500 / c }')
+	# The program's CPU share changes with what else runs on this shared host:
+	# rescale and record again (twice at most) until perf's count is within 10%.
+	for _ in 1 2 3; do
+		perf record -q -e cpu-clock -c 10000 "${gflag[@]}" -o "$tmp/p.$g" -- "$WORK" "$work_ms" >/dev/null 2>"$tmp/prec.err" ||
+			fail "perf record failed: $(tail -n 3 "$tmp/prec.err")"
+		n[p.$g]=$(pstat "$tmp/p.$g")
+		awk -v p="${n[p.$g]:-0}" -v k="${n[k.$g]:-0}" 'BEGIN { exit !(p > 0.9 * k && p < 1.1 * k) }' && break
+		work_ms=$(awk -v w="$work_ms" -v p="${n[p.$g]:-0}" -v k="${n[k.$g]:-0}" 'BEGIN { if (p < 1) p = 1; printf "%d", w * k / p }')
+	done
+	wms[$g]=$work_ms
 done
 echo "bench-host: 3 timing the reports, $RUNS runs each..." >&2
 for _ in $(seq "$RUNS"); do
-	t0=$(now_ns)
-	"$KVMPROF" report -i "$tmp/k.data" --guest-root "$BUILD/guest" >/dev/null 2>&1 || fail "kvmprof report failed"
-	t1=$(now_ns)
-	perf report -i "$tmp/p.data" --stdio --sort dso,sym >/dev/null 2>&1 || fail "perf report failed"
-	t2=$(now_ns)
-	echo $(((t1 - t0) / 1000000)) >>"$tmp/rk"
-	echo $(((t2 - t1) / 1000000)) >>"$tmp/rp"
+	for g in flat g; do
+		if [ $g = flat ]; then gflag=(); else gflag=(-g); fi
+		t0=$(now_ns)
+		"$KVMPROF" report -i "$tmp/k.$g" --guest-root "$BUILD/guest" "${gflag[@]}" >/dev/null 2>&1 || fail "kvmprof report failed"
+		t1=$(now_ns)
+		perf report -i "$tmp/p.$g" --stdio --sort dso,sym "${gflag[@]}" >/dev/null 2>&1 || fail "perf report failed"
+		t2=$(now_ns)
+		echo $(((t1 - t0) / 1000000)) >>"$tmp/rk.$g"
+		echo $(((t2 - t1) / 1000000)) >>"$tmp/rp.$g"
+	done
 done
-rk=$(median <"$tmp/rk")
-rp=$(median <"$tmp/rp")
+# Peak RSS of each report, once (GNU time's %M, KiB), apart from the timed runs.
+declare -A rss
+for g in flat g; do
+	if [ $g = flat ]; then gflag=(); else gflag=(-g); fi
+	/usr/bin/time -f %M -o "$tmp/rss" "$KVMPROF" report -i "$tmp/k.$g" --guest-root "$BUILD/guest" "${gflag[@]}" \
+		>/dev/null 2>&1 || fail "kvmprof report failed"
+	rss[k.$g]=$(tail -n 1 "$tmp/rss")
+	/usr/bin/time -f %M -o "$tmp/rss" perf report -i "$tmp/p.$g" --stdio --sort dso,sym "${gflag[@]}" >/dev/null 2>&1 ||
+		fail "perf report failed"
+	rss[p.$g]=$(tail -n 1 "$tmp/rss")
+done
 mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1e6 }'; }
+row() { # g label
+	local k p
+	k=$(median <"$tmp/rk.$1")
+	p=$(median <"$tmp/rp.$1")
+	printf '| %s | %s samples, %s MB: %s ms, %s k samples/s, %s MB peak RSS | %s samples (%s ms of CPU), %s MB: %s ms, %s k samples/s, %s MB peak RSS | %s |\n' "$2" \
+		"${n[k.$1]}" "$(mb "$tmp/k.$1")" "$k" "$(awk -v n="${n[k.$1]}" -v ms="$k" 'BEGIN { printf "%.0f", n / ms }')" \
+		"$(awk -v r="${rss[k.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
+		"${n[p.$1]}" "${wms[$1]}" "$(mb "$tmp/p.$1")" "$p" "$(awk -v n="${n[p.$1]}" -v ms="$p" 'BEGIN { printf "%.0f", n / ms }')" \
+		"$(awk -v r="${rss[p.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
+		"$(awk -v a="$p" -v b="$k" -v nk="${n[k.$1]}" -v np="${n[p.$1]}" 'BEGIN { printf "%.2f", (nk / b) / (np / a) }')"
+}
 
 cat <<TABLE
 
@@ -223,11 +254,10 @@ Attribution of the same recordings' samples (kvmprof report --guest-root $BUILD/
 |---|---|---|---|
 | split_three_quarters / split_one_quarter | 75% / 25% | $s3 / $s1 | $share (± $sigma, one standard error) |
 
-Time to report ~$SAMPLES samples on this host, $RUNS runs each (medians):
+Time to report ~$SAMPLES samples on this host, $RUNS runs each (medians), peak RSS from one run:
 
-| report | samples, file | time |
-|---|---|---|
-| kvmprof report --guest-root (2 vCPUs, matmul and hash, -F $RATE, $secs s) | $k_n ($k_guest guest), $(mb "$tmp/k.data") MB | $rk ms |
-| perf report --stdio --sort dso,sym (cpu-clock every 10 µs of $WORK, $work_ms ms) | $p_n, $(mb "$tmp/p.data") MB | $rp ms |
-| perf / kvmprof | | $(awk -v a="$rp" -v b="$rk" 'BEGIN { printf "%.2f", a / b }') |
+| report | kvmprof report --guest-root (2 vCPUs, matmul and hash, -F $RATE, $secs s) | perf report --stdio --sort dso,sym (cpu-clock every 10 µs of $WORK) | kvmprof's samples/s / perf's |
+|---|---|---|---|
+$(row flat "flat ($k_guest guest samples)")
+$(row g "call chains (record -g; report -g)")
 TABLE
