@@ -58,16 +58,22 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* Writes out the buffer: the records added so far, except the open block. */
+static int write_buf(struct kp_writer *w)
+{
+	int ret = write_all(w->fd, w->buf, w->used);
+
+	w->used = 0;
+	return ret;
+}
+
 static int close_block(struct kp_writer *w);
 
 int kp_writer_flush(struct kp_writer *w)
 {
 	int ret = close_block(w);
 
-	if (!ret)
-		ret = write_all(w->fd, w->buf, w->used);
-	w->used = 0;
-	return ret;
+	return ret ? ret : write_buf(w);
 }
 
 int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)
@@ -112,7 +118,7 @@ static int write_record(struct kp_writer *w, uint32_t type, const void *payload,
 	crc = kp_crc32(crc, payload, len);
 	h.crc = kp_crc32(crc, zeros, padded - len);
 	if (w->used + h.size > sizeof(w->buf)) {
-		ret = kp_writer_flush(w);
+		ret = write_buf(w);
 		if (ret)
 			return ret;
 	}
@@ -188,7 +194,7 @@ int kp_writer_add_raw(struct kp_writer *w, const void *rec)
 	if (ret)
 		return ret;
 	if (w->used + h.size > sizeof(w->buf)) {
-		ret = kp_writer_flush(w);
+		ret = write_buf(w);
 		if (ret)
 			return ret;
 	}

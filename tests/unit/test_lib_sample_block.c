@@ -306,6 +306,32 @@ static void test_block_bounds(void **state)
 	log_free(&l);
 }
 
+/* Megabytes of samples with no flush between them: blocks close as the writer's buffer fills and empties. */
+static void test_many_blocks_without_flush(void **state)
+{
+	union fixture_sample u = { .s = { 0 } };
+	struct log l = { 0 };
+	uint64_t x = 4242;
+	unsigned types[16];
+	uint32_t max_len;
+	struct kp_writer *w;
+	int fd = open(path, O_WRONLY | O_TRUNC);
+
+	(void)state;
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_LINUX_AGENT), 0);
+	for (int i = 0; i < 100000; i++) {
+		size_t len = fixture_sample_next(&x, &u, true, false);
+		add(w, &l, KP_REC_SAMPLE, &u, len);
+	}
+	assert_int_equal(kp_writer_close(w, 0, 0), 0);
+	close(fd);
+	assert_true(file_size(path) > 1 << 20);
+	expect_records(path, &l, 0);
+	wire_types(path, types, 16, &max_len);
+	assert_true(types[KP_REC_SAMPLES] >= 100000 / KP_SAMPLES_MAX);
+	log_free(&l);
+}
+
 /* Files written before 1.6 (tests/fixtures/sample-files) read as the same calls through today's writer. */
 static void check_old_file(const char *name, int minor)
 {
@@ -568,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_encodable),
 		cmocka_unit_test_setup_teardown(test_random_stream_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_blocks_without_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_files_read_the_same, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_block_is_refused_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lying_blocks_are_refused, setup, teardown),
