@@ -220,9 +220,14 @@ size_t kp_sample_decode(struct kp_sample_coder *c, const unsigned char *p, size_
 	return (size_t)(p - start);
 }
 
-void kp_sample_block_reset(struct kp_sample_block *b)
+void kp_sample_block_init(struct kp_sample_block *b)
 {
 	kp_sample_coder_reset(&b->coder);
+	kp_sample_block_clear(b);
+}
+
+void kp_sample_block_clear(struct kp_sample_block *b)
+{
 	b->payload.head.count = 0;
 	b->payload.head.len = 0;
 }

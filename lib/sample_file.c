@@ -91,7 +91,7 @@ int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)
 		return -ENOMEM;
 	memcpy(h.magic, KP_FILE_MAGIC, sizeof(h.magic));
 	w->fd = fd;
-	kp_sample_block_reset(&w->block);
+	kp_sample_block_init(&w->block);
 	ret = write_all(fd, &h, sizeof(h));
 	if (ret) {
 		free(w);
@@ -153,7 +153,7 @@ static int close_block(struct kp_writer *w)
 	/* END counts the records a reader hands out: each sample of the block. */
 	if (!ret)
 		w->records += kp_sample_block_count(&w->block) - 1;
-	kp_sample_block_reset(&w->block);
+	kp_sample_block_clear(&w->block);
 	return ret;
 }
 
@@ -318,7 +318,7 @@ struct kp_reader {
 	size_t expanded_at;      /* the next one */
 	uint32_t expanded_left;  /* samples not handed out yet */
 	uint64_t block_end;      /* the stream offset after the block: r->offset once all are out */
-	struct kp_sample_coder *coder;
+	struct kp_sample_coder *coder; /* the last coded sample of the blocks read so far */
 };
 
 /* Room for a whole block: KP_SAMPLES_MAX samples with the longest chains. */
@@ -551,8 +551,8 @@ static const char *expand_block(struct kp_reader *r, const unsigned char *p, uin
 		r->coder = malloc(sizeof(*r->coder));
 		if (!r->expanded || !r->coder)
 			return "out of memory for a SAMPLES block";
+		kp_sample_coder_reset(r->coder); /* the stream's first block: blocks go on from each other */
 	}
-	kp_sample_coder_reset(r->coder);
 	for (uint32_t i = 0; i < b->count; i++) {
 		struct kp_rec_sample *s = (void *)(r->expanded + out);
 		size_t n = kp_sample_decode(r->coder, data + at, b->len - at, s);

@@ -241,7 +241,7 @@ static void emit_block(void)
 		return;
 	emit(KP_REC_SAMPLES, &block.payload, kp_sample_block_len(&block), NULL);
 	out_records += n - 1;
-	kp_sample_block_reset(&block);
+	kp_sample_block_clear(&block);
 }
 
 static void emit_meta(const char *key, const char *value)
@@ -302,7 +302,7 @@ static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, u
 		emit_comm(procs[i].pid, procs[i].start_ns, procs[i].comm);
 		emit_mmap(procs[i].pid, &procs[i]);
 	}
-	kp_sample_block_reset(&block);
+	kp_sample_block_init(&block);
 	for (long i = 0; i < nrecs; i++) {
 		const struct pmu_record *r = &recs[i];
 		struct kp_rec_sample smp = {

@@ -19,7 +19,7 @@
 /* A writer closes a block once its data reach this many bytes (or KP_SAMPLES_MAX samples). */
 #define KP_SAMPLES_BLOCK_BYTES 8192u
 
-/* What the next sample is coded against; reset at the start of every block. */
+/* What the next sample is coded against: the stream's last coded sample; reset at the stream's start. */
 struct kp_sample_coder {
 	uint32_t event_id, pid, tid, cpu; /* the previous sample's */
 	uint64_t period, time;
@@ -55,8 +55,11 @@ struct kp_sample_block {
 	} payload;
 };
 
-void kp_sample_block_reset(struct kp_sample_block *b);
-/* Adds an encodable sample; true when the block is full and must be written (then reset) now. */
+/* An empty block at the start of a stream. */
+void kp_sample_block_init(struct kp_sample_block *b);
+/* Empties the block once written; the next block's samples are coded against its last. */
+void kp_sample_block_clear(struct kp_sample_block *b);
+/* Adds an encodable sample; true when the block is full and must be written (then cleared) now. */
 bool kp_sample_block_add(struct kp_sample_block *b, const void *sample);
 /* Samples in the block; the record payload (len: its bytes, without padding). */
 static inline uint32_t kp_sample_block_count(const struct kp_sample_block *b)

@@ -172,9 +172,11 @@ struct kp_rec_sample {
  * A 1.6 stream may still hold plain SAMPLE records (ones the encoding does
  * not cover: reserved set, a CPL or domain out of range).
  *
- * Each sample is coded against the one before it in the block (the first
- * against an all-zero sample with no call chain), so a block decodes on its
- * own. Varints are LEB128 (7 bits a byte, low first, at most 10 bytes, no
+ * Each sample is coded against the coded sample before it in the stream,
+ * in this block or an earlier one (the stream's first against an all-zero
+ * sample with no call chain; plain SAMPLE records play no part): blocks are
+ * decoded in order, as every reader reads the stream, and a sample after
+ * other records costs no more than one after a sample. Varints are LEB128 (7 bits a byte, low first, at most 10 bytes, no
  * overlong forms); zz(d) is the zigzag of a 64-bit difference d taken
  * modulo 2^64 ((d << 1) ^ (d >> 63 arithmetic)), zz32 of a 32-bit one.
  *
