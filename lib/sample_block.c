@@ -26,7 +26,7 @@ static unsigned char *put_varint(unsigned char *p, uint64_t v)
 }
 
 /* NULL if the varint runs past end, is longer than 10 bytes, overflows 64 bits or is overlong. */
-static const unsigned char *get_varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
+static const unsigned char *get_long_varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
 {
 	uint64_t x = 0;
 
@@ -44,6 +44,16 @@ static const unsigned char *get_varint(const unsigned char *p, const unsigned ch
 		}
 	}
 	return NULL;
+}
+
+/* Most varints are one byte (flags that repeat, small deltas): that case inline. */
+static inline const unsigned char *get_varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
+{
+	if (p < end && *p < 0x80) {
+		*v = *p;
+		return p + 1;
+	}
+	return get_long_varint(p, end, v);
 }
 
 static const unsigned char *get_u32(const unsigned char *p, const unsigned char *end, uint32_t *v)
