@@ -23,6 +23,16 @@ $(BUILD)/bench/agent-work: bench/agent_work.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) -fno-omit-frame-pointer -o $@ $<
 
+# The sample-format figures (docs/benchmarks.md, "Sample records"): a reader loop, and bytes per sample.
+$(BUILD)/bench/read-samples: bench/read_samples.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(LIB_CFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS)
+
+.PHONY: bench-sample-size
+bench-sample-size: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof $(BUILD)/kvmprof-agent $(BUILD)/bench/agent-work
+	@bash bench/sample_size.sh
+
 bench: bench-agent
 .PHONY: bench-agent
 bench-agent: deps

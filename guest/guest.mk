@@ -53,6 +53,16 @@ $(GUEST_OUT)/lib/user/%.o: guest/lib/% guest/guest.mk
 $(GUEST_OUT)/user/%: $(GUEST_OUT)/user/%.c.o $(GUEST_ULIB_OBJS)
 	$(CC) $(GUEST_LDFLAGS) -Wl,-Ttext-segment=0x40000000 -o $@ $(GUEST_ULIB_OBJS) $<
 
+# The agent writes its samples in compact blocks with the host's own coder
+# (lib/sample_block.c, freestanding), compiled here with the guest's flags.
+GUEST_AGENT_OBJS := $(GUEST_OUT)/lib/user/sample_block.o
+$(GUEST_OUT)/lib/user/sample_block.o: lib/sample_block.c guest/guest.mk
+	@mkdir -p $(@D)
+	$(CC) $(GUEST_USER_CFLAGS) -c $< -o $@
+
+$(GUEST_OUT)/user/agent: $(GUEST_OUT)/user/agent.c.o $(GUEST_ULIB_OBJS) $(GUEST_AGENT_OBJS)
+	$(CC) $(GUEST_LDFLAGS) -Wl,-Ttext-segment=0x40000000 -o $@ $(GUEST_ULIB_OBJS) $(GUEST_AGENT_OBJS) $<
+
 # Deterministic archive: sorted names, no directories, fixed owner and times.
 # $(GUEST_OUT)/bin points into the initrd tree, so that a sample file's guest
 # paths resolve under --guest-root $(GUEST_OUT): /bin/matmul, /kernel.elf.

@@ -7,6 +7,7 @@
  * out-of-bounds ones.
  */
 #include "sample_file.h"
+#include "kvmprof/sample_block.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +27,7 @@ struct kp_writer {
 	size_t used;
 	uint64_t records, samples, bytes;
 	unsigned ksyms_seq;
+	struct kp_sample_block block; /* samples since the last other record, flush or full block */
 	unsigned char buf[WRITER_BUF];
 };
 
@@ -56,12 +58,22 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int kp_writer_flush(struct kp_writer *w)
+/* Writes out the buffer: the records added so far, except the open block. */
+static int write_buf(struct kp_writer *w)
 {
 	int ret = write_all(w->fd, w->buf, w->used);
 
 	w->used = 0;
 	return ret;
+}
+
+static int close_block(struct kp_writer *w);
+
+int kp_writer_flush(struct kp_writer *w)
+{
+	int ret = close_block(w);
+
+	return ret ? ret : write_buf(w);
 }
 
 int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)
@@ -79,6 +91,7 @@ int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)
 		return -ENOMEM;
 	memcpy(h.magic, KP_FILE_MAGIC, sizeof(h.magic));
 	w->fd = fd;
+	kp_sample_block_init(&w->block);
 	ret = write_all(fd, &h, sizeof(h));
 	if (ret) {
 		free(w);
@@ -89,7 +102,8 @@ int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)
 	return 0;
 }
 
-int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len)
+/* One record as it is given, after whatever the buffer holds. */
+static int write_record(struct kp_writer *w, uint32_t type, const void *payload, size_t len)
 {
 	static const unsigned char zeros[8];
 	size_t padded = (len + 7) & ~(size_t)7;
@@ -104,7 +118,7 @@ int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_
 	crc = kp_crc32(crc, payload, len);
 	h.crc = kp_crc32(crc, zeros, padded - len);
 	if (w->used + h.size > sizeof(w->buf)) {
-		ret = kp_writer_flush(w);
+		ret = write_buf(w);
 		if (ret)
 			return ret;
 	}
@@ -125,9 +139,44 @@ int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_
 	}
 	w->records++;
 	w->bytes += h.size;
-	if (type == KP_REC_SAMPLE)
-		w->samples++;
 	return 0;
+}
+
+/* The open block of samples becomes a SAMPLES record: before any other record, and when it is full. */
+static int close_block(struct kp_writer *w)
+{
+	int ret;
+
+	if (!kp_sample_block_count(&w->block))
+		return 0;
+	ret = write_record(w, KP_REC_SAMPLES, &w->block.payload, kp_sample_block_len(&w->block));
+	/* END counts the records a reader hands out: each sample of the block. */
+	if (!ret)
+		w->records += kp_sample_block_count(&w->block) - 1;
+	kp_sample_block_clear(&w->block);
+	return ret;
+}
+
+/*
+ * Samples go into the open block, coded against the one before; the rare
+ * sample the compact form cannot hold exactly stays a SAMPLE record.
+ */
+int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len)
+{
+	int ret;
+
+	if (len > KP_REC_MAX_SIZE - sizeof(struct kp_rec_header))
+		return -E2BIG;
+	if (type == KP_REC_SAMPLE && kp_sample_encodable(payload, len)) {
+		w->samples++;
+		return kp_sample_block_add(&w->block, payload) ? close_block(w) : 0;
+	}
+	ret = close_block(w);
+	if (!ret)
+		ret = write_record(w, type, payload, len);
+	if (!ret && type == KP_REC_SAMPLE)
+		w->samples++;
+	return ret;
 }
 
 int kp_writer_add_raw(struct kp_writer *w, const void *rec)
@@ -138,8 +187,14 @@ int kp_writer_add_raw(struct kp_writer *w, const void *rec)
 	memcpy(&h, rec, sizeof(h));
 	if (h.size < sizeof(h) || h.size > KP_REC_MAX_SIZE || h.size % 8)
 		return -EINVAL;
+	/* The VMM's guest samples: compacted as any other (their CRC was checked by kp_record_check). */
+	if (h.type == KP_REC_SAMPLE)
+		return kp_writer_add(w, h.type, (const unsigned char *)rec + sizeof(h), h.size - sizeof(h));
+	ret = close_block(w);
+	if (ret)
+		return ret;
 	if (w->used + h.size > sizeof(w->buf)) {
-		ret = kp_writer_flush(w);
+		ret = write_buf(w);
 		if (ret)
 			return ret;
 	}
@@ -153,8 +208,6 @@ int kp_writer_add_raw(struct kp_writer *w, const void *rec)
 	}
 	w->records++;
 	w->bytes += h.size;
-	if (h.type == KP_REC_SAMPLE)
-		w->samples++;
 	return 0;
 }
 
@@ -221,13 +274,16 @@ uint64_t kp_writer_bytes(const struct kp_writer *w)
 
 int kp_writer_close(struct kp_writer *w, uint64_t lost, uint64_t duration_ns)
 {
+	int ret = close_block(w); /* first: END counts its samples */
 	struct kp_rec_end end = {
 		.samples = w->samples,
 		.lost = lost,
 		.records = w->records,
 		.duration_ns = duration_ns,
 	};
-	int ret = kp_writer_add(w, KP_REC_END, &end, sizeof(end));
+
+	if (!ret)
+		ret = kp_writer_add(w, KP_REC_END, &end, sizeof(end));
 
 	if (!ret)
 		ret = kp_writer_flush(w);
@@ -257,7 +313,16 @@ struct kp_reader {
 	unsigned char *payload;
 	unsigned char *inflated; /* a KSYMS_Z chunk, handed out as KSYMS */
 	struct libdeflate_decompressor *inflater;
+	/* A SAMPLES block, decoded whole (so that damage anywhere in it stops the stream before it), handed out one by one. */
+	unsigned char *expanded; /* its SAMPLE payloads back to back */
+	size_t expanded_at;      /* the next one */
+	uint32_t expanded_left;  /* samples not handed out yet */
+	uint64_t block_end;      /* the stream offset after the block: r->offset once all are out */
+	struct kp_sample_coder *coder; /* the last coded sample of the blocks read so far */
 };
+
+/* Room for a whole block: KP_SAMPLES_MAX samples with the longest chains. */
+#define EXPANDED_MAX (KP_SAMPLES_MAX * (sizeof(struct kp_rec_sample) + KP_CALLCHAIN_MAX * sizeof(uint64_t)))
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -465,6 +530,46 @@ static const char *check_payload(uint32_t type, const unsigned char *p, uint32_t
 	return NULL;
 }
 
+/* Decodes a SAMPLES block into r->expanded, checking every sample as a SAMPLE record is checked. */
+static const char *expand_block(struct kp_reader *r, const unsigned char *p, uint32_t len)
+{
+	const struct kp_rec_samples *b = (const void *)p;
+	const unsigned char *data = b->data;
+	size_t at = 0, out = 0;
+
+	if (len < sizeof(*b) || b->len > len - sizeof(*b))
+		return "SAMPLES block runs past its record";
+	if (len - sizeof(*b) - b->len >= 8)
+		return "SAMPLES block has bytes after its data beyond the padding";
+	for (uint32_t i = sizeof(*b) + b->len; i < len; i++)
+		if (p[i])
+			return "SAMPLES block padding not zero";
+	if (b->count < 1 || b->count > KP_SAMPLES_MAX)
+		return "SAMPLES block count out of range";
+	if (!r->expanded) {
+		r->expanded = malloc(EXPANDED_MAX);
+		r->coder = malloc(sizeof(*r->coder));
+		if (!r->expanded || !r->coder)
+			return "out of memory for a SAMPLES block";
+		kp_sample_coder_reset(r->coder); /* the stream's first block: blocks go on from each other */
+	}
+	for (uint32_t i = 0; i < b->count; i++) {
+		struct kp_rec_sample *s = (void *)(r->expanded + out);
+		size_t n = kp_sample_decode(r->coder, data + at, b->len - at, s);
+
+		if (!n)
+			return "SAMPLES block holds a sample that does not decode";
+		at += n;
+		out += sizeof(*s) + s->nr_callchain * sizeof(uint64_t);
+	}
+	if (at != b->len)
+		return "SAMPLES block has bytes after its last sample";
+	r->expanded_at = 0;
+	r->expanded_left = b->count;
+	r->samples += b->count;
+	return NULL;
+}
+
 /* Checks one record's contents against its own size. NULL if fine, else what is wrong. */
 static const char *check_record(struct kp_reader *r, uint32_t type, const unsigned char *p, uint32_t len)
 {
@@ -504,6 +609,8 @@ static const char *check_record(struct kp_reader *r, uint32_t type, const unsign
 		r->ksyms_seq++;
 		return NULL;
 	}
+	case KP_REC_SAMPLES:
+		return expand_block(r, p, len);
 	case KP_REC_END: {
 		const struct kp_rec_end *e = (const void *)p;
 		if (len < sizeof(*e))
@@ -618,8 +725,26 @@ void kp_reader_damage_describe(const struct kp_reader_damage *d, const char *pat
 		 d->end_missing ? "; no valid END record, so the recording's lost count and duration are unknown" : "");
 }
 
+/* The next sample of the block being handed out. */
+static int next_expanded(struct kp_reader *r, struct kp_record *rec)
+{
+	const struct kp_rec_sample *s = (const void *)(r->expanded + r->expanded_at);
+	uint32_t len = (uint32_t)(sizeof(*s) + s->nr_callchain * sizeof(uint64_t));
+
+	rec->type = KP_REC_SAMPLE;
+	rec->payload_len = len;
+	rec->offset = r->offset;
+	rec->sample = s;
+	r->expanded_at += len;
+	if (--r->expanded_left == 0)
+		r->offset = r->block_end;
+	return 1;
+}
+
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen)
 {
+	if (r->expanded_left)
+		return next_expanded(r, rec);
 	for (;;) {
 		struct kp_rec_header h;
 		uint32_t len;
@@ -646,6 +771,12 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 		bad = check_record(r, h.type, r->payload, len);
 		if (bad)
 			return damaged(r, rec, true, err, errlen, "%s", bad);
+		if (h.type == KP_REC_SAMPLES) {
+			/* The block's samples carry its offset, and kp_reader_offset stays there until the last is out. */
+			r->records += r->expanded_left;
+			r->block_end = r->offset + h.size;
+			return next_expanded(r, rec);
+		}
 		rec->type = h.type;
 		rec->payload_len = len;
 		rec->offset = r->offset;
@@ -672,7 +803,7 @@ int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t
 			return rc;
 		}
 		r->records++;
-		if (h.type < KP_REC_META || h.type > KP_REC_USER_STACK)
+		if (h.type < KP_REC_META || h.type > KP_REC_SAMPLES)
 			continue; /* a newer minor version's record: skip it */
 		return 1;
 	}
@@ -687,6 +818,8 @@ void kp_reader_close(struct kp_reader *r)
 	free(r->path);
 	free(r->payload);
 	free(r->inflated);
+	free(r->expanded);
+	free(r->coder);
 	libdeflate_free_decompressor(r->inflater);
 	free(r);
 }

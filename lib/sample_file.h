@@ -22,7 +22,13 @@ struct kp_writer;
 
 /* Writes the file header at once. 0 or -errno. */
 int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source);
-/* Appends one record: payload of `len` bytes (padded to 8 here). */
+/*
+ * Appends one record: payload of `len` bytes (padded to 8 here). SAMPLE
+ * records go into the open SAMPLES block (sample file 1.6), which is
+ * written before the next record of any other type, at kp_writer_flush,
+ * and when it is full; readers hand its samples out as the SAMPLE records
+ * given here, byte for byte.
+ */
 int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len);
 /* Conveniences over kp_writer_add. */
 int kp_writer_meta(struct kp_writer *w, const char *key, const char *value);
@@ -32,7 +38,8 @@ int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len);
 /*
  * Appends a whole record (header and payload, CRC set) unchanged: records
  * that arrive already encoded (the VMM's guest-sample rings). Check it
- * first with kp_record_check; here only its size is checked. 0 or -errno.
+ * first with kp_record_check; here only its size is checked. A SAMPLE
+ * record goes into the open block as with kp_writer_add. 0 or -errno.
  */
 int kp_writer_add_raw(struct kp_writer *w, const void *rec);
 int kp_writer_flush(struct kp_writer *w);
@@ -41,7 +48,7 @@ uint64_t kp_writer_samples(const struct kp_writer *w);
 uint64_t kp_writer_bytes(const struct kp_writer *w);
 /* Writes END (with `lost` and `duration_ns`), flushes, frees; the fd stays open. */
 int kp_writer_close(struct kp_writer *w, uint64_t lost, uint64_t duration_ns);
-/* Frees without writing END (an aborted stream reads as truncated). */
+/* Frees without writing END or the open block (an aborted stream reads as truncated). */
 void kp_writer_abort(struct kp_writer *w);
 
 /* One record as the reader hands it out; `payload` is valid until the next call. */
@@ -80,7 +87,10 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
  * a one-line message in err ("PATH: offset N: ..."): -EBADMSG for a stream
  * that is cut short or damaged, or has bytes after END. Unknown record types
  * of the same major version are skipped; KSYMS_Z chunks come out inflated,
- * as KSYMS records.
+ * as KSYMS records, and SAMPLES blocks as one SAMPLE record per sample (each
+ * with the block's offset; kp_reader_offset stays at the block until its
+ * last sample is out). A block is decoded and checked whole before its
+ * first sample comes out.
  */
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
 const struct kp_file_header *kp_reader_header(const struct kp_reader *r);

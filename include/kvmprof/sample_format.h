@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 5  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 6  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -73,6 +73,7 @@ enum kp_rec_type {
 	KP_REC_TASK_LAYOUT = 12, /* struct kp_rec_task_layout: where a Linux kernel keeps its current task (since 1.3) */
 	KP_REC_VM_EXIT = 13, /* struct kp_rec_vm_exit + callchain: one VM exit and its host interval (since 1.4) */
 	KP_REC_USER_STACK = 14, /* struct kp_rec_user_stack: the preceding sample's user registers and stack (since 1.5) */
+	KP_REC_SAMPLES = 15, /* struct kp_rec_samples: consecutive samples, compactly encoded (since 1.6) */
 };
 
 /*
@@ -160,6 +161,55 @@ struct kp_rec_sample {
 	uint16_t nr_callchain; /* <= KP_CALLCHAIN_MAX, caller frames after ip */
 	uint32_t reserved;
 	uint64_t callchain[]; /* return addresses, innermost first */
+};
+
+/*
+ * Consecutive samples in one record (since 1.6), each as the SAMPLE record
+ * it stands for: readers hand them out one by one as SAMPLE records, in
+ * order, where the block stood in the stream. A writer closes a block when
+ * any other record comes (so the order against COMM, MMAP, USER_STACK,
+ * VM_EXIT... is the order written), at a flush, and at its size bounds.
+ * A 1.6 stream may still hold plain SAMPLE records (ones the encoding does
+ * not cover: reserved set, a CPL or domain out of range).
+ *
+ * Each sample is coded against the coded sample before it in the stream,
+ * in this block or an earlier one (the stream's first against an all-zero
+ * sample with no call chain; plain SAMPLE records play no part): blocks are
+ * decoded in order, as every reader reads the stream, and a sample after
+ * other records costs no more than one after a sample. Varints are LEB128 (7 bits a byte, low first, at most 10 bytes, no
+ * overlong forms); zz(d) is the zigzag of a 64-bit difference d taken
+ * modulo 2^64 ((d << 1) ^ (d >> 63 arithmetic)), zz32 of a 32-bit one.
+ *
+ *   flags: 1 byte, KP_SC_* below
+ *   [EVENT]  varint event_id
+ *   [TASK]   varint pid, varint zz32(tid - pid)
+ *   [CPU]    varint cpu
+ *   [PERIOD] varint period
+ *   varint zz(time - previous time)
+ *   varint zz(ip - previous ip of the same domain and CPL: 4 of them, 0 at first)
+ *   [CHAIN]  varint nr (1..KP_CALLCHAIN_MAX), varint keep (<= nr and <= the
+ *            previous sample's nr): the outermost `keep` frames are the
+ *            previous chain's outermost `keep`; then the other nr - keep
+ *            frames, innermost first, each varint zz(frame - ref), ref the
+ *            ip for the first and the frame before for the others.
+ *
+ * Fields whose flag is clear repeat the previous sample's; cpl is
+ * KP_CPL_USER with KP_SC_USER, else KP_CPL_KERNEL; domain is guest with
+ * KP_SC_GUEST; no CHAIN means no call chain; reserved is 0. Exactly `count`
+ * samples fill exactly `len` bytes; the padding after them is zero.
+ */
+#define KP_SC_EVENT 0x01u
+#define KP_SC_TASK 0x02u
+#define KP_SC_CPU 0x04u
+#define KP_SC_PERIOD 0x08u
+#define KP_SC_USER 0x10u
+#define KP_SC_GUEST 0x20u
+#define KP_SC_CHAIN 0x40u /* 0x80 is reserved: readers refuse it */
+#define KP_SAMPLES_MAX 1024u /* samples in one block at most */
+struct kp_rec_samples {
+	uint32_t count; /* 1..KP_SAMPLES_MAX */
+	uint32_t len;   /* bytes of data, <= record payload */
+	unsigned char data[];
 };
 
 struct kp_rec_ksyms {
@@ -287,9 +337,9 @@ struct kp_rec_lost {
 };
 
 struct kp_rec_end {
-	uint64_t samples; /* SAMPLE records written */
+	uint64_t samples; /* SAMPLE records written, each sample of a SAMPLES block counted */
 	uint64_t lost;    /* samples lost, all events */
-	uint64_t records; /* records before END */
+	uint64_t records; /* records before END, each sample of a SAMPLES block counted */
 	uint64_t duration_ns;
 };
 
@@ -302,5 +352,6 @@ _Static_assert(sizeof(struct kp_rec_sample) == 48, "sample record layout");
 _Static_assert(sizeof(struct kp_rec_task_layout) == 48, "task layout record layout");
 _Static_assert(sizeof(struct kp_rec_vm_exit) == 56, "vm exit record layout");
 _Static_assert(sizeof(struct kp_rec_user_stack) == 160, "user stack record layout");
+_Static_assert(sizeof(struct kp_rec_samples) == 8, "sample block record layout");
 
 #endif

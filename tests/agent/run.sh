@@ -597,13 +597,13 @@ fi
 small=$T/small.data
 cp "$T/split.data" "$small"
 size=$(stat -c %s "$small")
-# The first SAMPLE record (type 7): walk the record headers after the 24-byte file header.
+# The first SAMPLE record (type 7) or SAMPLES block (15, since 1.6): walk the record headers after the 24-byte file header.
 off=24
 first_sample=
 while [ "$off" -lt "$size" ]; do
 	read -r type rsize < <(od -A n -t u4 -j "$off" -N 8 "$small")
 	[ -z "${rsize:-}" ] || [ "$rsize" -lt 16 ] && break
-	if [ "$type" = 7 ]; then
+	if [ "$type" = 7 ] || [ "$type" = 15 ]; then
 		first_sample=$off
 		break
 	fi
@@ -624,10 +624,10 @@ damaged() { # name file expect-regex
 }
 
 if [ -z "$first_sample" ]; then
-	fail corrupted-file "no SAMPLE record found in $small"
+	fail corrupted-file "no SAMPLE record or SAMPLES block found in $small"
 else
 	cp "$small" "$T/corrupt.data"
-	pos=$((first_sample + 16 + 9)) # a byte of the sampled ip
+	pos=$((first_sample + 16 + 9)) # a byte of the sampled ip (of a block: its first sample's bytes)
 	byte=$(od -A n -t u1 -j "$pos" -N 1 "$T/corrupt.data" | tr -d ' ')
 	printf '%b' "$(printf '\\%03o' $((byte ^ 0x5a)))" | dd of="$T/corrupt.data" bs=1 seek="$pos" conv=notrunc status=none
 	damaged corrupted-file "$T/corrupt.data" 'corrupt.data: offset [0-9]+: .*(CRC|corrupt)'
