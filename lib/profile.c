@@ -169,9 +169,9 @@ int profile_new(struct profile **out, const struct profile_options *opt)
 /*
  * Sorts order[0..n) (0..n-1 on entry) by the samples' times, stably, so
  * that equal times keep their stream order: an LSD radix sort, a byte a
- * pass, skipping the bytes every time shares. A system-wide recording
- * interleaves host and guest rings and its exits, ~10^6 of each: this is
- * several times faster than qsort with a comparison callback.
+ * pass, skipping the bytes every time shares: several times faster than
+ * qsort with a comparison callback on the ~10^6 samples of a system-wide
+ * recording, whose host and guest rings interleave.
  */
 static int sort_by_time(const struct profile *p, uint32_t *order, size_t n)
 {
@@ -292,9 +292,8 @@ static int setup_domains(struct profile *p)
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *order = NULL, *sample_mm = NULL;
+	uint32_t *sample_mm = NULL;
 	size_t i, nr;
-	bool sorted = true;
 	int rc = -ENOMEM;
 
 	if (ps->finished)
@@ -316,44 +315,34 @@ int profile_finish(struct profile *p)
 	}
 
 	/*
-	 * Exits resolve like guest samples: for replay and symbolization they
-	 * are appended to the samples as pseudo samples, then taken back out.
+	 * Exits resolve like guest samples: replay sees them past the samples
+	 * (items nr_samples...), symbolization as a sample made of each.
 	 */
 	nr = p->nr_samples + p->nr_exits;
-	if (grow_array(&p->samples, &ps->samples_cap, nr ? nr : 1, sizeof(*p->samples)) ||
-	    grow_array(&ps->sample_seq, &ps->sample_seq_cap, nr ? nr : 1, sizeof(uint64_t)))
-		goto out;
-	for (i = 0; i < p->nr_exits; i++) {
-		const struct profile_exit *x = &p->exits[i];
-
-		p->samples[p->nr_samples + i] = (struct profile_sample){
-			.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
-			.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
-			.comm = PROFILE_NONE, .exit = PROFILE_NONE,
-		};
-		ps->sample_seq[p->nr_samples + i] = ps->exit_seq[i];
-	}
-	order = malloc((nr ? nr : 1) * sizeof(*order));
 	sample_mm = malloc((nr ? nr : 1) * sizeof(*sample_mm));
 	p->frames = malloc((ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
-	if (!order || !sample_mm || !p->frames)
+	if (!sample_mm || !p->frames)
 		goto out;
-	for (i = 0; i < nr; i++) {
-		order[i] = (uint32_t)i;
-		if (i && p->samples[i].time < p->samples[i - 1].time)
-			sorted = false;
-	}
-	if (!sorted && sort_by_time(p, order, nr))
+	rc = profile_replay(p, 0, nr, sample_mm);
+	if (rc)
 		goto out;
-
-	if (profile_replay(p, order, nr, sample_mm))
-		goto out;
+	rc = -ENOMEM;
 
 	for (i = 0; i < nr; i++) {
-		struct profile_sample *s = &p->samples[i];
+		struct profile_sample xs, *s = &p->samples[i];
 		int64_t mm = sample_mm[i];
 
-		if (profile_resolve_sample(p, s, (uint32_t)mm))
+		if (i >= p->nr_samples) {
+			const struct profile_exit *x = &p->exits[i - p->nr_samples];
+
+			xs = (struct profile_sample){
+				.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
+				.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
+				.comm = x->comm, .exit = PROFILE_NONE,
+			};
+			s = &xs;
+		}
+		if (profile_resolve_sample(p, s, i < p->nr_samples ? (uint32_t)i : PROFILE_NONE, (uint32_t)mm))
 			goto out;
 		/* Names recorded after the samples (a process table at the end) still count. */
 		if (s->comm == PROFILE_NONE && mm != PROFILE_NONE)
@@ -399,7 +388,6 @@ int profile_finish(struct profile *p)
 			     ps->ustacks_orphaned);
 	rc = 0;
 out:
-	free(order);
 	free(sample_mm);
 	/* The stack copies and the unwinder's open files are needed no more. */
 	profile_unwind_free(p);
@@ -430,7 +418,7 @@ int profile_update(struct profile *p)
 {
 	struct profile_state *ps = p->state;
 	size_t first = ps->updated, n = p->nr_samples - first, i;
-	uint32_t *order = NULL, *sample_mm = NULL, *frames;
+	uint32_t *sample_mm = NULL, *frames;
 	int rc;
 
 	if (ps->finished)
@@ -452,22 +440,19 @@ int profile_update(struct profile *p)
 		return -ENOMEM;
 	p->frames = frames;
 	rc = -ENOMEM;
-	order = malloc((n ? n : 1) * sizeof(*order));
 	sample_mm = calloc(p->nr_samples ? p->nr_samples : 1, sizeof(*sample_mm));
-	if (!order || !sample_mm)
+	if (!sample_mm)
 		goto out;
-	for (i = 0; i < n; i++)
-		order[i] = (uint32_t)(first + i);
-	if (n > 1 && sort_by_time(p, order, n))
+	rc = profile_replay(p, first, n, sample_mm);
+	if (rc)
 		goto out;
-	if (profile_replay(p, order, n, sample_mm))
-		goto out;
+	rc = -ENOMEM;
 	/* Every state record so far is applied: later calls replay only newer ones. */
 	ps->nr_ops = 0;
 	for (i = first; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
 
-		if (profile_resolve_sample(p, s, sample_mm[i]))
+		if (profile_resolve_sample(p, s, (uint32_t)i, sample_mm[i]))
 			goto out;
 		if (s->comm == PROFILE_NONE) {
 			/* A name recorded after the sample, in this window, still counts. */
@@ -488,7 +473,6 @@ int profile_update(struct profile *p)
 	ps->updated = p->nr_samples;
 	rc = 0;
 out:
-	free(order);
 	free(sample_mm);
 	return rc;
 }

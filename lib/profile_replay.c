@@ -6,6 +6,7 @@
  * starts afresh.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,31 +151,106 @@ static int cmp_op(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int profile_replay(struct profile *p, const uint32_t *order, size_t n, uint32_t *sample_mm)
+/* What replay needs of a sample or (past nr_samples) of an exit. */
+static void item_key(const struct profile *p, size_t i, uint64_t *time, uint64_t *seq, uint32_t *pid, uint8_t *domain)
+{
+	const struct profile_state *ps = p->state;
+
+	if (i < p->nr_samples) {
+		*time = p->samples[i].time, *seq = ps->sample_seq[i];
+		*pid = p->samples[i].pid, *domain = p->samples[i].domain;
+	} else {
+		*time = p->exits[i - p->nr_samples].time, *seq = ps->exit_seq[i - p->nr_samples];
+		*pid = p->exits[i - p->nr_samples].pid, *domain = KP_DOMAIN_GUEST;
+	}
+}
+
+/* Whether state record o comes before a sample at (time, seq) in (time, stream order). */
+static bool op_before(const struct op *o, uint64_t time, uint64_t seq)
+{
+	return o->time < time || (o->time == time && o->seq < seq);
+}
+
+/*
+ * A sample's epoch: how many of the sorted state records come before it.
+ * Samples mostly come in time order and state records are few, so the
+ * previous sample's epoch is tried first.
+ */
+static uint32_t epoch_of(const struct op *ops, uint32_t n, uint32_t last, uint64_t time, uint64_t seq)
+{
+	uint32_t lo = 0, hi = n;
+
+	if ((!last || op_before(&ops[last - 1], time, seq)) && (last == n || !op_before(&ops[last], time, seq)))
+		return last;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (op_before(&ops[mid], time, seq))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 {
 	struct profile_state *ps = p->state;
+	uint32_t *start = NULL, *by_epoch = NULL, nr_ops, e, last = 0;
+	uint64_t time, seq;
+	uint32_t pid;
+	uint8_t domain;
 	size_t i, o = 0;
+	int rc = -ENOMEM;
 
-	if (ps->nr_ops > 1)
-		qsort(ps->ops, ps->nr_ops, sizeof(*ps->ops), cmp_op);
-	/* Walk samples and state changes together in (time, stream order). */
+	if (ps->nr_ops > UINT32_MAX - 2)
+		return -EFBIG;
+	nr_ops = (uint32_t)ps->nr_ops;
+	if (nr_ops > 1)
+		qsort(ps->ops, nr_ops, sizeof(*ps->ops), cmp_op);
+	/*
+	 * The state is the same for every sample between two state records:
+	 * the samples are put in buckets by epoch (a counting sort, stable)
+	 * and each bucket is looked up after its epoch's records are applied.
+	 * This replaces a sort of all the samples by time.
+	 */
+	start = calloc((size_t)nr_ops + 2, sizeof(*start));
+	by_epoch = malloc((n ? n : 1) * sizeof(*by_epoch));
+	if (!start || !by_epoch)
+		goto out;
 	for (i = 0; i < n; i++) {
-		struct profile_sample *s = &p->samples[order[i]];
-		uint64_t seq = ps->sample_seq[order[i]];
-		int64_t mm;
-
-		while (o < ps->nr_ops && (ps->ops[o].time < s->time ||
-					  (ps->ops[o].time == s->time && ps->ops[o].seq < seq))) {
-			if (apply_op(p, &ps->ops[o++]))
-				return -ENOMEM;
-		}
-		mm = keymap_get(&ps->mm_by_pid, s->pid, s->domain);
-		sample_mm[order[i]] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
-		if (mm >= 0)
-			s->comm = ps->mms[mm].comm;
+		item_key(p, first + i, &time, &seq, &pid, &domain);
+		last = epoch_of(ps->ops, nr_ops, last, time, seq);
+		item_mm[first + i] = last; /* the epoch until the lookup below */
+		start[last + 1]++;
 	}
-	for (; o < ps->nr_ops; o++)
-		if (apply_op(p, &ps->ops[o]))
-			return -ENOMEM;
-	return 0;
+	for (e = 0; e <= nr_ops; e++)
+		start[e + 1] += start[e];
+	for (i = 0; i < n; i++)
+		by_epoch[start[item_mm[first + i]]++] = (uint32_t)(first + i);
+	/* start[e] is now epoch e's end. */
+	for (e = 0, i = 0; e <= nr_ops; e++) {
+		for (; o < e; o++)
+			if (apply_op(p, &ps->ops[o]))
+				goto out;
+		for (; i < start[e]; i++) {
+			size_t k = by_epoch[i];
+			int64_t mm;
+
+			item_key(p, k, &time, &seq, &pid, &domain);
+			mm = keymap_get(&ps->mm_by_pid, pid, domain);
+			item_mm[k] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
+			if (mm < 0)
+				continue;
+			if (k < p->nr_samples)
+				p->samples[k].comm = ps->mms[mm].comm;
+			else
+				p->exits[k - p->nr_samples].comm = ps->mms[mm].comm;
+		}
+	}
+	rc = 0;
+out:
+	free(start);
+	free(by_epoch);
+	return rc;
 }

@@ -153,12 +153,12 @@ int profile_join_exits(struct profile *p);
 
 /* profile_replay.c */
 /*
- * Replays every process-state record in (time, stream order) along the
- * n samples in `order` (by time; profile_finish's exits ride along as
- * samples past nr_samples): sample_mm[i] gets sample i's address space at
- * its time (PROFILE_NONE: none), and its command when it has one.
+ * Replays every process-state record in (time, stream order) along items
+ * first..first+n-1, samples and, past nr_samples, exits (profile_finish's):
+ * item_mm[i] gets item i's address space at its time (PROFILE_NONE: none),
+ * and its command when it has one. 0, -ENOMEM or -EFBIG.
  */
-int profile_replay(struct profile *p, const uint32_t *order, size_t n, uint32_t *sample_mm);
+int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm);
 /* Adds one mapping to its process's (or the kernel's) current address space. */
 int profile_replay_mmap(struct profile *p, const struct op *op);
 
@@ -175,8 +175,12 @@ int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
 int profile_add_guest_kernel_elf(struct profile *p);
 /* The location of a pseudo function `name` (interned) in pseudo image img; PROFILE_NONE when out of memory. */
 uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
-/* Turns a sample's recorded ip and callchain into locations (frames). 0 or -ENOMEM. */
-int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm);
+/*
+ * Turns a sample's recorded ip and callchain into locations (frames);
+ * index: the sample's in samples, for its stack copy (PROFILE_NONE: an
+ * exit's, which has none). 0 or -ENOMEM.
+ */
+int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t index, uint32_t mm);
 /* An image's symbols (its ELF file opened once, with warnings), or NULL. */
 struct symtab *profile_image_symtab(struct profile *p, uint32_t img);
 /* A new descriptor of an image's ELF file, found as profile_image_symtab found it; -errno if none. */

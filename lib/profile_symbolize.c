@@ -264,7 +264,7 @@ static bool kernel_knows(struct profile *p, uint8_t domain, uint64_t addr)
 	return ps->kernel_mm != PROFILE_NONE && mm_find_map(&p->state->mms[ps->kernel_mm], addr);
 }
 
-int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm)
+int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t index, uint32_t mm)
 {
 	struct profile_state *ps = p->state;
 	struct domain_state *d = &ps->dom[s->domain];
@@ -276,7 +276,7 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 	int rc;
 
 	/* --call-graph dwarf: the user callers come from the stack copy, after the kernel's frames. */
-	rc = profile_unwind_sample(p, (uint32_t)(s - p->samples), mm);
+	rc = profile_unwind_sample(p, index, mm);
 	if (rc)
 		return rc;
 	n = s->nr_frames;
