@@ -515,6 +515,7 @@ void profile_free(struct profile *p)
 		free(ps->istate);
 		free(ps->ops);
 		profile_unwind_free(p);
+		free(ps->resolved);
 		free(ps->ustacks);
 		free(ps->ustack_data);
 		free(ps->raw);

@@ -250,6 +250,8 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 	}
 	rc = 0;
 out:
+	/* What lookups found before may differ now. */
+	profile_resolve_cache_clear(p);
 	free(start);
 	free(by_epoch);
 	return rc;

@@ -66,6 +66,20 @@ struct op {
 	struct map map;
 };
 
+/*
+ * What the last lookups of an address gave (profile_symbolize.c): a
+ * sample's frames repeat the same few hundred addresses, each lookup a
+ * binary search or two and a hash probe. Direct-mapped, emptied whenever
+ * replay changes the process state.
+ */
+#define RESOLVE_CACHE_SIZE 4096
+struct resolve_cache_entry {
+	uint64_t addr;
+	uint64_t ctx; /* the lookup's kind, domain and address space */
+	uint32_t pid;
+	uint32_t val; /* a location, PROFILE_NONE, or kernel_knows's 0/1 */
+};
+
 struct image_state {
 	struct symtab *st;
 	int tried;
@@ -110,6 +124,7 @@ struct profile_state {
 	size_t ustack_len, ustack_cap;
 	uint64_t ustacks_orphaned, ustacks_over_cap; /* not after their sample; past USTACK_DATA_MAX */
 	struct unwind_cache *unwind; /* profile_unwind.c's */
+	struct resolve_cache_entry *resolved; /* RESOLVE_CACHE_SIZE entries, allocated on first use */
 
 	struct domain_state dom[NR_DOMAINS];
 	bool has_guest; /* a guest record came: the guest's pseudo images are made */
@@ -175,6 +190,8 @@ int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
 int profile_add_guest_kernel_elf(struct profile *p);
 /* The location of a pseudo function `name` (interned) in pseudo image img; PROFILE_NONE when out of memory. */
 uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
+/* Forgets every cached lookup (the process state changed). */
+void profile_resolve_cache_clear(struct profile *p);
 /*
  * Turns a sample's recorded ip and callchain into locations (frames);
  * index: the sample's in samples, for its stack copy (PROFILE_NONE: an
