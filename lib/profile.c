@@ -289,6 +289,23 @@ static int setup_domains(struct profile *p)
 	return 0;
 }
 
+/* Samples first.. carry recorded event ids until here: their indexes now (runs of one id looked up once). */
+static int map_event_ids(struct profile *p, size_t first)
+{
+	uint32_t id = 0, ev = PROFILE_NONE;
+
+	for (size_t i = first; i < p->nr_samples; i++) {
+		if (ev == PROFILE_NONE || p->samples[i].event != id) {
+			id = p->samples[i].event;
+			ev = profile_event_index(p, id);
+			if (ev == PROFILE_NONE)
+				return -ENOMEM;
+		}
+		p->samples[i].event = ev;
+	}
+	return 0;
+}
+
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
@@ -305,14 +322,9 @@ int profile_finish(struct profile *p)
 		return rc;
 	rc = -ENOMEM;
 
-	/* Events: samples carry recorded ids until here. */
-	for (i = 0; i < p->nr_samples; i++) {
-		uint32_t ev = profile_event_index(p, p->samples[i].event);
-
-		if (ev == PROFILE_NONE)
-			return -ENOMEM;
-		p->samples[i].event = ev;
-	}
+	rc = map_event_ids(p, 0);
+	if (rc)
+		return rc;
 
 	/*
 	 * Exits resolve like guest samples: replay sees them past the samples
@@ -428,13 +440,9 @@ int profile_update(struct profile *p)
 	if (rc)
 		return rc;
 	p->nr_exits = 0;
-	for (i = first; i < p->nr_samples; i++) {
-		uint32_t ev = profile_event_index(p, p->samples[i].event);
-
-		if (ev == PROFILE_NONE)
-			return -ENOMEM;
-		p->samples[i].event = ev;
-	}
+	rc = map_event_ids(p, first);
+	if (rc)
+		return rc;
 	frames = realloc(p->frames, (ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
 	if (!frames)
 		return -ENOMEM;
