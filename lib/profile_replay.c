@@ -215,8 +215,7 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 	 * This replaces a sort of all the samples by time.
 	 */
 	start = calloc((size_t)nr_ops + 2, sizeof(*start));
-	by_epoch = malloc((n ? n : 1) * sizeof(*by_epoch));
-	if (!start || !by_epoch)
+	if (!start)
 		goto out;
 	for (i = 0; i < n; i++) {
 		item_key(p, first + i, &time, &seq, &pid, &domain);
@@ -224,21 +223,35 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 		item_mm[first + i] = last; /* the epoch until the lookup below */
 		start[last + 1]++;
 	}
+	/* Often every sample is in one epoch (the state records all come first): they are in order as they are. */
+	if (start[last + 1] != n) {
+		by_epoch = malloc((n ? n : 1) * sizeof(*by_epoch));
+		if (!by_epoch)
+			goto out;
+	}
 	for (e = 0; e <= nr_ops; e++)
 		start[e + 1] += start[e];
-	for (i = 0; i < n; i++)
+	for (i = 0; by_epoch && i < n; i++)
 		by_epoch[start[item_mm[first + i]]++] = (uint32_t)(first + i);
+	if (!by_epoch)
+		start[last] = (uint32_t)n; /* its end, as the scatter leaves each epoch's */
 	/* start[e] is now epoch e's end. */
 	for (e = 0, i = 0; e <= nr_ops; e++) {
+		/* Within an epoch, a run of one process's samples is looked up once. */
+		uint32_t last_pid = 0;
+		int last_domain = -1;
+		int64_t mm = -1;
+
 		for (; o < e; o++)
 			if (apply_op(p, &ps->ops[o]))
 				goto out;
 		for (; i < start[e]; i++) {
-			size_t k = by_epoch[i];
-			int64_t mm;
+			size_t k = by_epoch ? by_epoch[i] : first + i;
 
 			item_key(p, k, &time, &seq, &pid, &domain);
-			mm = keymap_get(&ps->mm_by_pid, pid, domain);
+			if (pid != last_pid || domain != last_domain)
+				mm = keymap_get(&ps->mm_by_pid, pid, domain);
+			last_pid = pid, last_domain = domain;
 			item_mm[k] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
 			if (mm < 0)
 				continue;
