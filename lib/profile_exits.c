@@ -14,6 +14,8 @@
  * CLOCK_MONOTONIC (the host recorder sets perf's clockid).
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,15 +129,29 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+struct bucket_memo {
+	uint32_t tid, bucket;
+	bool valid;
+};
+
 /*
  * The exits by (vCPU thread, time). Each vCPU's ring is written in time
  * order, so the exits of one thread mostly come in order already: a
  * stable pass by thread (there are few) and a check of each thread's run
  * replace a sort of them all; a run out of order (a crafted file) is sorted.
  */
+/* The bucket of a vCPU thread; a run of one thread's exits is looked up once. */
+static uint32_t bucket(const struct keymap *bucket_of, uint32_t tid, struct bucket_memo *memo)
+{
+	if (!memo->valid || memo->tid != tid)
+		*memo = (struct bucket_memo){ .tid = tid, .bucket = (uint32_t)keymap_get(bucket_of, tid, 0), .valid = true };
+	return memo->bucket;
+}
+
 static uint32_t *exit_order(const struct profile *p)
 {
 	struct keymap bucket_of = KEYMAP_INIT;
+	struct bucket_memo memo = { 0 };
 	uint32_t *order = malloc(p->nr_exits * sizeof(*order)), *tids = NULL, *start = NULL;
 	size_t nr_tids = 0, cap = 0, i;
 	bool ok = false;
@@ -146,7 +162,7 @@ static uint32_t *exit_order(const struct profile *p)
 	for (i = 0; i < p->nr_exits; i++) {
 		uint32_t tid = p->exits[i].host_tid;
 
-		if (keymap_get(&bucket_of, tid, 0) >= 0)
+		if ((i && tid == p->exits[i - 1].host_tid) || keymap_get(&bucket_of, tid, 0) >= 0)
 			continue;
 		if (grow_array(&tids, &cap, nr_tids + 1, sizeof(*tids)) || keymap_put(&bucket_of, tid, 0, 0))
 			goto out;
@@ -160,11 +176,11 @@ static uint32_t *exit_order(const struct profile *p)
 		if (keymap_put(&bucket_of, tids[i], 0, (uint32_t)i))
 			goto out;
 	for (i = 0; i < p->nr_exits; i++)
-		start[keymap_get(&bucket_of, p->exits[i].host_tid, 0) + 1]++;
+		start[bucket(&bucket_of, p->exits[i].host_tid, &memo) + 1]++;
 	for (i = 0; i < nr_tids; i++)
 		start[i + 1] += start[i];
 	for (i = 0; i < p->nr_exits; i++)
-		order[start[keymap_get(&bucket_of, p->exits[i].host_tid, 0)]++] = (uint32_t)i;
+		order[start[bucket(&bucket_of, p->exits[i].host_tid, &memo)]++] = (uint32_t)i;
 	/* start[b] is now bucket b's end; each bucket's run is checked, and sorted if it must be. */
 	for (size_t b = 0, from = 0; b < nr_tids; from = start[b++]) {
 		for (i = from + 1; i < start[b]; i++)
@@ -207,11 +223,19 @@ static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n
 	return x->host_tid == tid && t < x->end ? order[lo - 1] : PROFILE_NONE;
 }
 
+static bool add_overflows(size_t *sum, size_t n)
+{
+	if (n > SIZE_MAX - *sum)
+		return true;
+	*sum += n;
+	return false;
+}
+
 int profile_join_exits(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *order = NULL, *frames = NULL;
-	size_t total = 0, out = 0, i;
+	uint32_t *order = NULL, *frames;
+	size_t total = 0, extra = 0, out_at, i;
 	int rc = -ENOMEM;
 
 	if (exit_frames(p))
@@ -222,50 +246,49 @@ int profile_join_exits(struct profile *p)
 	if (!order)
 		return -ENOMEM;
 
+	/*
+	 * A joined sample's frames are copied past the others: its own, then
+	 * the exit's frame and guest stack. The rest stay where they are.
+	 */
 	for (i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
 
-		total += s->nr_frames;
 		if (s->domain != KP_DOMAIN_NATIVE)
 			continue;
 		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time);
 		if (s->exit != PROFILE_NONE) {
-			total += 1 + p->exits[s->exit].nr_frames;
+			if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames))
+				goto out;
 			p->exit_samples++;
 		}
 	}
-	for (i = 0; i < p->nr_exits; i++)
-		total += p->exits[i].nr_frames;
-
-	/* One new frame array: each sample's own frames, then (joined) the exit's frame and guest stack. */
-	frames = malloc((total ? total : 1) * sizeof(*frames));
+	if (!extra) {
+		rc = 0;
+		goto out;
+	}
+	if (add_overflows(&total, ps->nr_raw) || add_overflows(&total, extra) || total > SIZE_MAX / sizeof(*frames))
+		goto out;
+	frames = realloc(p->frames, total * sizeof(*frames));
 	if (!frames)
 		goto out;
+	p->frames = frames;
+	out_at = ps->nr_raw;
 	for (i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
-		size_t first = out;
+		const struct profile_exit *x;
+		size_t first = out_at;
 
-		memcpy(&frames[out], &p->frames[s->first_frame], s->nr_frames * sizeof(*frames));
-		out += s->nr_frames;
-		if (s->exit != PROFILE_NONE) {
-			const struct profile_exit *x = &p->exits[s->exit];
-
-			frames[out++] = x->loc;
-			memcpy(&frames[out], &p->frames[x->first_frame], x->nr_frames * sizeof(*frames));
-			out += x->nr_frames;
-		}
+		if (s->exit == PROFILE_NONE)
+			continue;
+		x = &p->exits[s->exit];
+		memcpy(&frames[out_at], &frames[s->first_frame], s->nr_frames * sizeof(*frames));
+		out_at += s->nr_frames;
+		frames[out_at++] = x->loc;
+		memcpy(&frames[out_at], &frames[x->first_frame], x->nr_frames * sizeof(*frames));
+		out_at += x->nr_frames;
 		s->first_frame = first;
-		s->nr_frames = (uint32_t)(out - first);
+		s->nr_frames = (uint32_t)(out_at - first);
 	}
-	for (i = 0; i < p->nr_exits; i++) {
-		struct profile_exit *x = &p->exits[i];
-
-		memcpy(&frames[out], &p->frames[x->first_frame], x->nr_frames * sizeof(*frames));
-		x->first_frame = out;
-		out += x->nr_frames;
-	}
-	free(p->frames);
-	p->frames = frames;
 	rc = 0;
 out:
 	free(order);
