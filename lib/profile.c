@@ -410,10 +410,6 @@ out:
 	ps->ustack_data = NULL;
 	free(ps->raw);
 	ps->raw = NULL;
-	free(ps->sample_seq);
-	ps->sample_seq = NULL;
-	free(ps->exit_seq);
-	ps->exit_seq = NULL;
 	return rc;
 }
 
@@ -491,6 +487,9 @@ void profile_drop_samples(struct profile *p)
 
 	p->nr_samples = 0;
 	p->nr_exits = 0;
+	/* State records not replayed yet came before every sample and exit still to come. */
+	for (size_t i = 0; i < ps->nr_ops; i++)
+		ps->ops[i].samples_before = ps->ops[i].exits_before = 0;
 	p->unresolved = 0;
 	p->chains_cut = p->frames_cut = 0;
 	ps->nr_raw = 0;
@@ -527,8 +526,6 @@ void profile_free(struct profile *p)
 		free(ps->ustacks);
 		free(ps->ustack_data);
 		free(ps->raw);
-		free(ps->sample_seq);
-		free(ps->exit_seq);
 		for (int d = 0; d < NR_DOMAINS; d++) {
 			if (ps->root_fd[d] >= 0)
 				close(ps->root_fd[d]);

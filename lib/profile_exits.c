@@ -31,7 +31,6 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	size_t n = x->nr_callchain <= KP_CALLCHAIN_MAX ? x->nr_callchain : KP_CALLCHAIN_MAX;
 
 	if (grow_array(&p->exits, &ps->exits_cap, p->nr_exits + 1, sizeof(*p->exits)) ||
-	    grow_array(&ps->exit_seq, &ps->exit_seq_cap, p->nr_exits + 1, sizeof(uint64_t)) ||
 	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
 		return -ENOMEM;
 	p->exits[p->nr_exits] = (struct profile_exit){
@@ -44,7 +43,7 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	ps->raw[ps->nr_raw++] = x->ip;
 	memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
-	ps->exit_seq[p->nr_exits++] = ps->seq;
+	p->nr_exits++;
 	return 0;
 }
 

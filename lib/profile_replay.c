@@ -151,24 +151,30 @@ static int cmp_op(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* What replay needs of a sample or (past nr_samples) of an exit. */
-static void item_key(const struct profile *p, size_t i, uint64_t *time, uint64_t *seq, uint32_t *pid, uint8_t *domain)
-{
-	const struct profile_state *ps = p->state;
+/*
+ * What replay needs of item i, a sample or (past nr_samples) an exit: its
+ * time, its index among its kind (is_exit says which) and its process.
+ */
+struct item {
+	uint64_t time;
+	uint32_t index, pid;
+	uint8_t domain;
+	bool is_exit;
+};
 
-	if (i < p->nr_samples) {
-		*time = p->samples[i].time, *seq = ps->sample_seq[i];
-		*pid = p->samples[i].pid, *domain = p->samples[i].domain;
-	} else {
-		*time = p->exits[i - p->nr_samples].time, *seq = ps->exit_seq[i - p->nr_samples];
-		*pid = p->exits[i - p->nr_samples].pid, *domain = KP_DOMAIN_GUEST;
-	}
+static inline struct item item_at(const struct profile *p, size_t i)
+{
+	if (i < p->nr_samples)
+		return (struct item){ p->samples[i].time, (uint32_t)i, p->samples[i].pid, p->samples[i].domain, false };
+	i -= p->nr_samples;
+	return (struct item){ p->exits[i].time, (uint32_t)i, p->exits[i].pid, KP_DOMAIN_GUEST, true };
 }
 
-/* Whether state record o comes before a sample at (time, seq) in (time, stream order). */
-static bool op_before(const struct op *o, uint64_t time, uint64_t seq)
+/* Whether state record o comes before item it in (time, stream order). */
+static inline bool op_before(const struct op *o, const struct item *it)
 {
-	return o->time < time || (o->time == time && o->seq < seq);
+	return o->time < it->time ||
+	       (o->time == it->time && (it->is_exit ? o->exits_before : o->samples_before) <= it->index);
 }
 
 /*
@@ -176,16 +182,16 @@ static bool op_before(const struct op *o, uint64_t time, uint64_t seq)
  * Samples mostly come in time order and state records are few, so the
  * previous sample's epoch is tried first.
  */
-static uint32_t epoch_of(const struct op *ops, uint32_t n, uint32_t last, uint64_t time, uint64_t seq)
+static uint32_t epoch_of(const struct op *ops, uint32_t n, uint32_t last, const struct item *it)
 {
 	uint32_t lo = 0, hi = n;
 
-	if ((!last || op_before(&ops[last - 1], time, seq)) && (last == n || !op_before(&ops[last], time, seq)))
+	if ((!last || op_before(&ops[last - 1], it)) && (last == n || !op_before(&ops[last], it)))
 		return last;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (op_before(&ops[mid], time, seq))
+		if (op_before(&ops[mid], it))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -197,9 +203,6 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 {
 	struct profile_state *ps = p->state;
 	uint32_t *start = NULL, *by_epoch = NULL, nr_ops, e, last = 0;
-	uint64_t time, seq;
-	uint32_t pid;
-	uint8_t domain;
 	size_t i, o = 0;
 	int rc = -ENOMEM;
 
@@ -218,8 +221,9 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 	if (!start)
 		goto out;
 	for (i = 0; i < n; i++) {
-		item_key(p, first + i, &time, &seq, &pid, &domain);
-		last = epoch_of(ps->ops, nr_ops, last, time, seq);
+		struct item it = item_at(p, first + i);
+
+		last = epoch_of(ps->ops, nr_ops, last, &it);
 		item_mm[first + i] = last; /* the epoch until the lookup below */
 		start[last + 1]++;
 	}
@@ -247,11 +251,11 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 				goto out;
 		for (; i < start[e]; i++) {
 			size_t k = by_epoch ? by_epoch[i] : first + i;
+			struct item it = item_at(p, k);
 
-			item_key(p, k, &time, &seq, &pid, &domain);
-			if (pid != last_pid || domain != last_domain)
-				mm = keymap_get(&ps->mm_by_pid, pid, domain);
-			last_pid = pid, last_domain = domain;
+			if (it.pid != last_pid || it.domain != last_domain)
+				mm = keymap_get(&ps->mm_by_pid, it.pid, it.domain);
+			last_pid = it.pid, last_domain = it.domain;
 			item_mm[k] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
 			if (mm < 0)
 				continue;

@@ -58,9 +58,15 @@ struct mm {
 
 enum op_kind { OP_COMM, OP_MMAP, OP_FORK, OP_EXIT };
 
-/* A process-state record, kept until profile_finish replays them in order. */
+/*
+ * A process-state record, kept until profile_finish replays them in order.
+ * seq: the record's place in the stream; samples_before and exits_before:
+ * how many samples and exits came before it in the stream, which orders it
+ * against a sample or exit of the same time without a number kept for each.
+ */
 struct op {
 	uint64_t time, seq;
+	uint32_t samples_before, exits_before;
 	uint32_t kind, pid, tid, ppid, flags, comm;
 	uint8_t domain;
 	struct map map;
@@ -111,11 +117,7 @@ struct profile_state {
 	uint64_t seq;
 	uint64_t *raw; /* callchains as recorded, indexed like frames */
 	size_t nr_raw, raw_cap;
-	uint64_t *sample_seq;
-	size_t sample_seq_cap;
 	size_t exits_cap;
-	uint64_t *exit_seq; /* as sample_seq, for exits */
-	size_t exit_seq_cap;
 	uint64_t lost_sum, end_lost;
 
 	struct ustack *ustacks;
