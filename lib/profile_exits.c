@@ -200,21 +200,46 @@ out:
 	return order;
 }
 
-/* The exit whose interval holds a host sample of thread tid at time t, or PROFILE_NONE. */
-static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n, uint32_t tid, uint64_t t)
+/* Whether the exit at order[i] sorts at or before (tid, t). */
+static bool at_or_before(const struct profile *p, const uint32_t *order, size_t i, uint32_t tid, uint64_t t)
 {
-	size_t lo = 0, hi = n;
+	const struct profile_exit *x = &p->exits[order[i]];
 
-	/* The first exit after (tid, t); the one before it is the candidate. */
+	return x->host_tid < tid || (x->host_tid == tid && x->time <= t);
+}
+
+/*
+ * The exit whose interval holds a host sample of thread tid at time t, or
+ * PROFILE_NONE. *hint: where the last search ended; a thread's samples
+ * mostly come in time order, so the search gallops out from there and
+ * touches a few exits rather than a binary search's ~20 scattered ones.
+ */
+static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n, uint32_t tid, uint64_t t,
+			size_t *hint)
+{
+	size_t lo = 0, hi = n, h = *hint < n ? *hint : n, step = 1;
+
+	/* lo..hi: bounds on the first exit after (tid, t). */
+	if (h < n && at_or_before(p, order, h, tid, t)) {
+		for (lo = h + 1; lo + step <= n && at_or_before(p, order, lo + step - 1, tid, t); step *= 2)
+			lo += step;
+		hi = lo + step <= n ? lo + step - 1 : n;
+	} else if (h > 0 && !at_or_before(p, order, h - 1, tid, t)) {
+		for (hi = h - 1; hi >= step && !at_or_before(p, order, hi - step, tid, t); step *= 2)
+			hi -= step;
+		lo = hi >= step ? hi - step + 1 : 0;
+	} else {
+		lo = hi = h;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct profile_exit *x = &p->exits[order[mid]];
 
-		if (x->host_tid < tid || (x->host_tid == tid && x->time <= t))
+		if (at_or_before(p, order, mid, tid, t))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	*hint = lo;
 	if (!lo)
 		return PROFILE_NONE;
 	const struct profile_exit *x = &p->exits[order[lo - 1]];
@@ -230,11 +255,14 @@ static bool add_overflows(size_t *sum, size_t n)
 	return false;
 }
 
+/* Where each thread's last search ended, by thread id modulo this (a clash costs time, never a wrong answer). */
+#define NR_HINTS 64
+
 int profile_join_exits(struct profile *p)
 {
 	struct profile_state *ps = p->state;
 	uint32_t *order = NULL, *frames;
-	size_t total = 0, extra = 0, out_at, i;
+	size_t total = 0, extra = 0, out_at, i, hints[NR_HINTS] = { 0 };
 	int rc = -ENOMEM;
 
 	if (exit_frames(p))
@@ -254,7 +282,7 @@ int profile_join_exits(struct profile *p)
 
 		if (s->domain != KP_DOMAIN_NATIVE)
 			continue;
-		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time);
+		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time, &hints[s->tid % NR_HINTS]);
 		if (s->exit != PROFILE_NONE) {
 			if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames))
 				goto out;
