@@ -81,9 +81,15 @@ static int exit_frames(struct profile *p)
 
 	for (size_t i = 0; i < p->nr_exits; i++) {
 		struct profile_exit *x = &p->exits[i];
-		int64_t v = keymap_get(&by_reason, x->kind, x->detail);
+		int64_t v;
 		const char *s;
 
+		/* Exits come in runs of one reason (a guest's console writes): the last one's frame first. */
+		if (i && x->kind == x[-1].kind && x->detail == x[-1].detail) {
+			x->loc = x[-1].loc;
+			continue;
+		}
+		v = keymap_get(&by_reason, x->kind, x->detail);
 		if (v >= 0) {
 			x->loc = (uint32_t)v;
 			continue;
@@ -121,77 +127,89 @@ static int cmp_exit_order(const void *a, const void *b, void *arg)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static int cmp_u32(const void *a, const void *b)
+/* A vCPU thread's exits, as exit_order collects them. */
+struct thread_run {
+	uint32_t tid;
+	uint32_t count;
+	uint64_t last_time;
+	bool unsorted; /* an exit earlier in time than the one before it */
+	uint32_t bucket;
+};
+
+static int cmp_run_tid(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t x = (*(const struct thread_run *const *)a)->tid, y = (*(const struct thread_run *const *)b)->tid;
 
 	return x < y ? -1 : x > y;
 }
 
-struct bucket_memo {
-	uint32_t tid, bucket;
-	bool valid;
-};
+/* The run of an exit's thread (index into runs); a run of one thread's exits is looked up once. */
+static int64_t run_of(const struct keymap *run_by_tid, uint32_t tid, uint32_t *memo_tid, int64_t *memo)
+{
+	if (*memo < 0 || *memo_tid != tid) {
+		*memo = keymap_get(run_by_tid, tid, 0);
+		*memo_tid = tid;
+	}
+	return *memo;
+}
 
 /*
  * The exits by (vCPU thread, time). Each vCPU's ring is written in time
- * order, so the exits of one thread mostly come in order already: a
- * stable pass by thread (there are few) and a check of each thread's run
- * replace a sort of them all; a run out of order (a crafted file) is sorted.
+ * order, so the exits of one thread mostly come in order already: one pass
+ * counts each thread's exits and checks their order, a second puts them
+ * in buckets by thread (a stable counting sort: there are few threads);
+ * only a thread whose run is out of order (a crafted file) is sorted.
  */
-/* The bucket of a vCPU thread; a run of one thread's exits is looked up once. */
-static uint32_t bucket(const struct keymap *bucket_of, uint32_t tid, struct bucket_memo *memo)
-{
-	if (!memo->valid || memo->tid != tid)
-		*memo = (struct bucket_memo){ .tid = tid, .bucket = (uint32_t)keymap_get(bucket_of, tid, 0), .valid = true };
-	return memo->bucket;
-}
-
 static uint32_t *exit_order(const struct profile *p)
 {
-	struct keymap bucket_of = KEYMAP_INIT;
-	struct bucket_memo memo = { 0 };
-	uint32_t *order = malloc(p->nr_exits * sizeof(*order)), *tids = NULL, *start = NULL;
-	size_t nr_tids = 0, cap = 0, i;
+	struct keymap run_by_tid = KEYMAP_INIT;
+	struct thread_run *runs = NULL, **by_tid = NULL;
+	uint32_t *order = malloc((p->nr_exits ? p->nr_exits : 1) * sizeof(*order)), *start = NULL, memo_tid = 0;
+	size_t nr_runs = 0, cap = 0, i;
+	int64_t memo = -1, r;
 	bool ok = false;
 
 	if (!order)
 		return NULL;
-	/* The distinct threads, then their buckets in thread order. */
 	for (i = 0; i < p->nr_exits; i++) {
-		uint32_t tid = p->exits[i].host_tid;
+		const struct profile_exit *x = &p->exits[i];
 
-		if ((i && tid == p->exits[i - 1].host_tid) || keymap_get(&bucket_of, tid, 0) >= 0)
-			continue;
-		if (grow_array(&tids, &cap, nr_tids + 1, sizeof(*tids)) || keymap_put(&bucket_of, tid, 0, 0))
-			goto out;
-		tids[nr_tids++] = tid;
+		r = run_of(&run_by_tid, x->host_tid, &memo_tid, &memo);
+		if (r < 0) {
+			if (grow_array(&runs, &cap, nr_runs + 1, sizeof(*runs)) ||
+			    keymap_put(&run_by_tid, x->host_tid, 0, (uint32_t)nr_runs))
+				goto out;
+			runs[nr_runs] = (struct thread_run){ .tid = x->host_tid };
+			r = memo = (int64_t)nr_runs++;
+		}
+		runs[r].unsorted |= runs[r].count && x->time < runs[r].last_time;
+		runs[r].last_time = x->time;
+		runs[r].count++;
 	}
-	qsort(tids, nr_tids, sizeof(*tids), cmp_u32);
-	start = calloc(nr_tids + 1, sizeof(*start));
-	if (!start)
+	/* Buckets in thread order. */
+	by_tid = malloc((nr_runs ? nr_runs : 1) * sizeof(*by_tid));
+	start = calloc(nr_runs + 1, sizeof(*start));
+	if (!by_tid || !start)
 		goto out;
-	for (i = 0; i < nr_tids; i++)
-		if (keymap_put(&bucket_of, tids[i], 0, (uint32_t)i))
-			goto out;
-	for (i = 0; i < p->nr_exits; i++)
-		start[bucket(&bucket_of, p->exits[i].host_tid, &memo) + 1]++;
-	for (i = 0; i < nr_tids; i++)
-		start[i + 1] += start[i];
-	for (i = 0; i < p->nr_exits; i++)
-		order[start[bucket(&bucket_of, p->exits[i].host_tid, &memo)]++] = (uint32_t)i;
-	/* start[b] is now bucket b's end; each bucket's run is checked, and sorted if it must be. */
-	for (size_t b = 0, from = 0; b < nr_tids; from = start[b++]) {
-		for (i = from + 1; i < start[b]; i++)
-			if (p->exits[order[i]].time < p->exits[order[i - 1]].time)
-				break;
-		if (i < start[b])
-			qsort_r(order + from, start[b] - from, sizeof(*order), cmp_exit_order, (void *)p);
+	for (i = 0; i < nr_runs; i++)
+		by_tid[i] = &runs[i];
+	qsort(by_tid, nr_runs, sizeof(*by_tid), cmp_run_tid);
+	for (i = 0; i < nr_runs; i++) {
+		by_tid[i]->bucket = (uint32_t)i;
+		start[i + 1] = start[i] + by_tid[i]->count;
 	}
+	memo = -1;
+	for (i = 0; i < p->nr_exits; i++)
+		order[start[runs[run_of(&run_by_tid, p->exits[i].host_tid, &memo_tid, &memo)].bucket]++] = (uint32_t)i;
+	/* start[b] is now bucket b's end. */
+	for (size_t b = 0, from = 0; b < nr_runs; from = start[b++])
+		if (by_tid[b]->unsorted)
+			qsort_r(order + from, start[b] - from, sizeof(*order), cmp_exit_order, (void *)p);
 	ok = true;
 out:
-	keymap_free(&bucket_of);
-	free(tids);
+	keymap_free(&run_by_tid);
+	free(runs);
+	free(by_tid);
 	free(start);
 	if (!ok) {
 		free(order);
@@ -261,8 +279,8 @@ static bool add_overflows(size_t *sum, size_t n)
 int profile_join_exits(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *order = NULL, *frames;
-	size_t total = 0, extra = 0, out_at, i, hints[NR_HINTS] = { 0 };
+	uint32_t *order = NULL, *frames, *joined = NULL;
+	size_t total = 0, extra = 0, out_at, i, hints[NR_HINTS] = { 0 }, joined_cap = 0;
 	int rc = -ENOMEM;
 
 	if (exit_frames(p))
@@ -284,9 +302,10 @@ int profile_join_exits(struct profile *p)
 			continue;
 		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time, &hints[s->tid % NR_HINTS]);
 		if (s->exit != PROFILE_NONE) {
-			if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames))
+			if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames) ||
+			    grow_array(&joined, &joined_cap, p->exit_samples + 1, sizeof(*joined)))
 				goto out;
-			p->exit_samples++;
+			joined[p->exit_samples++] = (uint32_t)i;
 		}
 	}
 	if (!extra) {
@@ -300,14 +319,11 @@ int profile_join_exits(struct profile *p)
 		goto out;
 	p->frames = frames;
 	out_at = ps->nr_raw;
-	for (i = 0; i < p->nr_samples; i++) {
-		struct profile_sample *s = &p->samples[i];
-		const struct profile_exit *x;
+	for (i = 0; i < p->exit_samples; i++) {
+		struct profile_sample *s = &p->samples[joined[i]];
+		const struct profile_exit *x = &p->exits[s->exit];
 		size_t first = out_at;
 
-		if (s->exit == PROFILE_NONE)
-			continue;
-		x = &p->exits[s->exit];
 		memcpy(&frames[out_at], &frames[s->first_frame], s->nr_frames * sizeof(*frames));
 		out_at += s->nr_frames;
 		frames[out_at++] = x->loc;
@@ -319,5 +335,6 @@ int profile_join_exits(struct profile *p)
 	rc = 0;
 out:
 	free(order);
+	free(joined);
 	return rc;
 }
