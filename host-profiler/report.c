@@ -227,6 +227,8 @@ static int tag_commands(struct profile *p, bool stacks)
 {
 	struct keymap tagged = KEYMAP_INIT;
 	char name[160], rbuf[64];
+	uint64_t last_a = 0, last_b = 0;
+	uint32_t last = PROFILE_NONE;
 	int rc = -ENOMEM;
 
 	for (size_t i = 0; i < p->nr_samples; i++) {
@@ -244,10 +246,11 @@ static int tag_commands(struct profile *p, bool stacks)
 		bool may_have_role = s->domain == KP_DOMAIN_NATIVE && comm == s->comm;
 		uint64_t ka = (uint64_t)comm << 8 | (uint64_t)may_have_role << 4 | layer;
 		uint64_t kb = may_have_role ? (uint64_t)s->pid << 32 | s->tid : 0;
-		int64_t v = keymap_get(&tagged, ka, kb);
+		int64_t v = last != PROFILE_NONE && ka == last_a && kb == last_b ? last : keymap_get(&tagged, ka, kb);
 
 		if (v >= 0) {
 			s->comm = (uint32_t)v;
+			last = s->comm, last_a = ka, last_b = kb;
 			continue;
 		}
 		const char *role = may_have_role ? thread_role(p, s->pid, s->tid, rbuf, sizeof(rbuf)) : NULL;

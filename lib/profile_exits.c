@@ -41,7 +41,8 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 		.loc = PROFILE_NONE, .nr_frames = (uint32_t)n + 1, .first_frame = ps->nr_raw,
 	};
 	ps->raw[ps->nr_raw++] = x->ip;
-	memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
+	if (n)
+		memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
 	p->nr_exits++;
 	return 0;

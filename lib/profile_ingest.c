@@ -67,7 +67,8 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t 
 		.comm = PROFILE_NONE, .exit = PROFILE_NONE,
 	};
 	ps->raw[ps->nr_raw++] = s->ip;
-	memcpy(&ps->raw[ps->nr_raw], s->callchain, n * sizeof(uint64_t));
+	if (n)
+		memcpy(&ps->raw[ps->nr_raw], s->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
 	p->nr_samples++;
 	return 0;

@@ -212,7 +212,7 @@ void profile_resolve_cache_clear(struct profile *p)
  * The cache entry for a lookup: *hit says whether it holds the answer;
  * NULL when the cache could not be allocated (lookups then go uncached).
  */
-static struct resolve_cache_entry *cache_slot(struct profile *p, enum lookup_kind kind, uint8_t domain, uint32_t mm,
+static inline struct resolve_cache_entry *cache_slot(struct profile *p, enum lookup_kind kind, uint8_t domain, uint32_t mm,
 					      uint32_t pid, uint64_t addr, bool *hit)
 {
 	struct profile_state *ps = p->state;
@@ -348,8 +348,7 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 	int rc;
 
 	/* --call-graph dwarf: the user callers come from the stack copy, after the kernel's frames. */
-	rc = profile_unwind_sample(p, index, mm);
-	if (rc)
+	if (ps->nr_ustacks && (rc = profile_unwind_sample(p, index, mm)))
 		return rc;
 	n = s->nr_frames;
 

@@ -185,6 +185,8 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 	bool by_domain = report_keys_has(&o->keys, REPORT_KEY_DOMAIN), filtered = report_filter_active(&o->filter);
 	struct key_parts kp = key_parts(&o->keys);
 	struct keymap index = { 0 };
+	uint64_t last_a = 0, last_b = 0;
+	int64_t last = -1; /* the row of the sample before, often this one's too */
 	int rc = -ENOMEM;
 
 	memset(t, 0, sizeof(*t));
@@ -213,7 +215,7 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 		if (by_domain)
 			r.domain = domain_of(o, p, s) & 0xff;
 		row_key(&kp, ev, &r, &a, &b);
-		v = keymap_get(&index, a, b);
+		v = last >= 0 && a == last_a && b == last_b ? last : keymap_get(&index, a, b);
 		if (v < 0) {
 			if (grow_array(&t->rows, &cap, t->nr + 1, sizeof(*t->rows)) ||
 			    keymap_put(&index, a, b, (uint32_t)t->nr))
@@ -223,6 +225,7 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 		}
 		t->rows[v].count++;
 		t->sample_row[i] = (uint32_t)v;
+		last = v, last_a = a, last_b = b;
 	}
 	keymap_free(&index);
 	rc = sort_rows(t, p, o);
