@@ -289,27 +289,24 @@ static int setup_domains(struct profile *p)
 	return 0;
 }
 
-/* Samples first.. carry recorded event ids until here: their indexes now (runs of one id looked up once). */
-static int map_event_ids(struct profile *p, size_t first)
+/*
+ * Samples carry recorded event ids until profile_finish or profile_update:
+ * a sample's index, the last one's (*last_id, *last) reused for a run of
+ * one id. PROFILE_NONE when out of memory.
+ */
+static uint32_t event_of(struct profile *p, uint32_t id, uint32_t *last_id, uint32_t *last)
 {
-	uint32_t id = 0, ev = PROFILE_NONE;
-
-	for (size_t i = first; i < p->nr_samples; i++) {
-		if (ev == PROFILE_NONE || p->samples[i].event != id) {
-			id = p->samples[i].event;
-			ev = profile_event_index(p, id);
-			if (ev == PROFILE_NONE)
-				return -ENOMEM;
-		}
-		p->samples[i].event = ev;
+	if (*last == PROFILE_NONE || id != *last_id) {
+		*last_id = id;
+		*last = profile_event_index(p, id);
 	}
-	return 0;
+	return *last;
 }
 
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *sample_mm = NULL;
+	uint32_t *sample_mm = NULL, last_id = 0, last_ev = PROFILE_NONE;
 	size_t i, nr;
 	int rc = -ENOMEM;
 
@@ -322,9 +319,6 @@ int profile_finish(struct profile *p)
 		return rc;
 	rc = -ENOMEM;
 
-	rc = map_event_ids(p, 0);
-	if (rc)
-		return rc;
 
 	/*
 	 * Exits resolve like guest samples: replay sees them past the samples
@@ -374,6 +368,10 @@ int profile_finish(struct profile *p)
 			x->nr_frames = s->nr_frames;
 			continue;
 		}
+		/* Here rather than in a pass of its own: one less walk through 10^6 samples. */
+		s->event = event_of(p, s->event, &last_id, &last_ev);
+		if (s->event == PROFILE_NONE)
+			goto out;
 		struct profile_event *e = &p->events[s->event];
 
 		e->samples++;
@@ -426,7 +424,7 @@ int profile_update(struct profile *p)
 {
 	struct profile_state *ps = p->state;
 	size_t first = ps->updated, n = p->nr_samples - first, i;
-	uint32_t *sample_mm = NULL, *frames;
+	uint32_t *sample_mm = NULL, *frames, last_id = 0, last_ev = PROFILE_NONE;
 	int rc;
 
 	if (ps->finished)
@@ -436,9 +434,11 @@ int profile_update(struct profile *p)
 	if (rc)
 		return rc;
 	p->nr_exits = 0;
-	rc = map_event_ids(p, first);
-	if (rc)
-		return rc;
+	for (i = first; i < p->nr_samples; i++) {
+		p->samples[i].event = event_of(p, p->samples[i].event, &last_id, &last_ev);
+		if (p->samples[i].event == PROFILE_NONE)
+			return -ENOMEM;
+	}
 	frames = realloc(p->frames, (ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
 	if (!frames)
 		return -ENOMEM;
