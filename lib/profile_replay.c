@@ -199,11 +199,35 @@ static uint32_t epoch_of(const struct op *ops, uint32_t n, uint32_t last, const 
 	return lo;
 }
 
+/* The last lookup: a run of one process's items is looked up once. */
+struct lookup_memo {
+	bool valid;
+	uint8_t domain;
+	uint32_t pid;
+	int64_t mm;
+};
+
+/* The address space item k is in at this point of the replay (PROFILE_NONE: none); sets its command. */
+static uint32_t lookup(struct profile *p, size_t k, struct lookup_memo *m)
+{
+	struct item it = item_at(p, k);
+
+	if (!m->valid || it.pid != m->pid || it.domain != m->domain)
+		*m = (struct lookup_memo){ true, it.domain, it.pid, keymap_get(&p->state->mm_by_pid, it.pid, it.domain) };
+	if (m->mm < 0)
+		return PROFILE_NONE;
+	if (k < p->nr_samples)
+		p->samples[k].comm = p->state->mms[m->mm].comm;
+	else
+		p->exits[k - p->nr_samples].comm = p->state->mms[m->mm].comm;
+	return (uint32_t)m->mm;
+}
+
 int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *start = NULL, *by_epoch = NULL, nr_ops, e, last = 0;
-	size_t i, o = 0;
+	uint32_t *start = NULL, *minor = NULL, *minor_mm = NULL, nr_ops, e, last = 0, big = 0;
+	size_t i, o = 0, nr_minor;
 	int rc = -ENOMEM;
 
 	if (ps->nr_ops > UINT32_MAX - 2)
@@ -213,9 +237,12 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 		qsort(ps->ops, nr_ops, sizeof(*ps->ops), cmp_op);
 	/*
 	 * The state is the same for every sample between two state records:
-	 * the samples are put in buckets by epoch (a counting sort, stable)
-	 * and each bucket is looked up after its epoch's records are applied.
-	 * This replaces a sort of all the samples by time.
+	 * each sample's epoch (the records before it) is found, and the
+	 * samples of an epoch are looked up once its records are applied.
+	 * Almost all samples are in one epoch, often the last (the records
+	 * come first): those are walked in place; the few others are put in
+	 * buckets by epoch (a counting sort, stable). This replaces a sort of
+	 * all the samples by time.
 	 */
 	start = calloc((size_t)nr_ops + 2, sizeof(*start));
 	if (!start)
@@ -224,52 +251,48 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 		struct item it = item_at(p, first + i);
 
 		last = epoch_of(ps->ops, nr_ops, last, &it);
-		item_mm[first + i] = last; /* the epoch until the lookup below */
+		item_mm[first + i] = last; /* the epoch until the lookups below */
 		start[last + 1]++;
 	}
-	/* Often every sample is in one epoch (the state records all come first): they are in order as they are. */
-	if (start[last + 1] != n) {
-		by_epoch = malloc((n ? n : 1) * sizeof(*by_epoch));
-		if (!by_epoch)
-			goto out;
-	}
+	for (e = 1; e <= nr_ops; e++)
+		if (start[e + 1] > start[big + 1])
+			big = e;
+	nr_minor = n - start[big + 1];
+	start[big + 1] = 0;
 	for (e = 0; e <= nr_ops; e++)
 		start[e + 1] += start[e];
-	for (i = 0; by_epoch && i < n; i++)
-		by_epoch[start[item_mm[first + i]]++] = (uint32_t)(first + i);
-	if (!by_epoch)
-		start[last] = (uint32_t)n; /* its end, as the scatter leaves each epoch's */
-	/* start[e] is now epoch e's end. */
+	minor = malloc((nr_minor ? nr_minor : 1) * sizeof(*minor));
+	minor_mm = malloc((nr_minor ? nr_minor : 1) * sizeof(*minor_mm));
+	if (!minor || !minor_mm)
+		goto out;
+	for (i = 0; nr_minor && i < n; i++)
+		if (item_mm[first + i] != big)
+			minor[start[item_mm[first + i]]++] = (uint32_t)(first + i);
+	/* start[e] is now the end of epoch e's minor items. */
 	for (e = 0, i = 0; e <= nr_ops; e++) {
-		/* Within an epoch, a run of one process's samples is looked up once. */
-		uint32_t last_pid = 0;
-		int last_domain = -1;
-		int64_t mm = -1;
+		struct lookup_memo memo = { 0 };
 
 		for (; o < e; o++)
 			if (apply_op(p, &ps->ops[o]))
 				goto out;
-		for (; i < start[e]; i++) {
-			size_t k = by_epoch ? by_epoch[i] : first + i;
-			struct item it = item_at(p, k);
-
-			if (it.pid != last_pid || it.domain != last_domain)
-				mm = keymap_get(&ps->mm_by_pid, it.pid, it.domain);
-			last_pid = it.pid, last_domain = it.domain;
-			item_mm[k] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
-			if (mm < 0)
-				continue;
-			if (k < p->nr_samples)
-				p->samples[k].comm = ps->mms[mm].comm;
-			else
-				p->exits[k - p->nr_samples].comm = ps->mms[mm].comm;
+		if (e == big) {
+			/* Item epochs stay in item_mm until every lookup is done; the minor ones' results wait aside. */
+			for (size_t k = first; k < first + n; k++)
+				if (item_mm[k] == big)
+					item_mm[k] = lookup(p, k, &memo);
+			continue;
 		}
+		for (; i < start[e]; i++)
+			minor_mm[i] = lookup(p, minor[i], &memo);
 	}
+	for (i = 0; i < nr_minor; i++)
+		item_mm[minor[i]] = minor_mm[i];
 	rc = 0;
 out:
 	/* What lookups found before may differ now. */
 	profile_resolve_cache_clear(p);
 	free(start);
-	free(by_epoch);
+	free(minor);
+	free(minor_mm);
 	return rc;
 }
