@@ -19,38 +19,79 @@
 #define KALLSYMS_LAST_SPAN 0x10000
 
 struct kallsyms {
-	struct kallsyms_sym *syms; /* text symbols by address, for kallsyms_lookup */
-	size_t nr, cap;
-	struct kallsyms_sym *all;  /* every symbol in text order, for kallsyms_find */
-	size_t nr_all, cap_all;
+	struct kallsyms_sym *all; /* every symbol in text order, for kallsyms_find */
+	size_t nr_all;
+	uint32_t *syms; /* the text symbols' indexes in all, by address, for kallsyms_lookup */
+	size_t nr;
 	char *strings; /* names and module names, NUL-separated */
 	size_t malformed;
 	int nonzero;   /* some address was not zero */
 };
 
-static int cmp_addr(const void *a, const void *b)
+/*
+ * Text symbols by address; of one address, by name, then in text order
+ * (the order of a stable sort by address and name, which this was).
+ */
+static int cmp_addr(const void *a, const void *b, void *arg)
 {
-	const struct kallsyms_sym *x = a, *y = b;
+	const struct kallsyms_sym *all = arg, *x = &all[*(const uint32_t *)a], *y = &all[*(const uint32_t *)b];
+	int c;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	/* Same address: keep the order stable by name so lookups are deterministic. */
-	return strcmp(x->name, y->name);
+	c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/*
+ * A hexadecimal address as strtoull(p, end, 16) reads one that starts
+ * with a hex digit (an optional 0x); -1 past 64 bits. Hand-rolled: a
+ * kernel has ~10^5 symbols and strtoull was a third of their parse.
+ */
+static int parse_hex(const char *p, uint64_t *out, const char **end)
+{
+	uint64_t v = 0;
+	int digits = 0;
+
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && isxdigit((unsigned char)p[2]))
+		p += 2;
+	while (*p == '0' && isxdigit((unsigned char)p[1]))
+		p++;
+	for (;; p++, digits++) {
+		unsigned int d;
+
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned int)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			d = (unsigned int)(*p - 'a' + 10);
+		else if (*p >= 'A' && *p <= 'F')
+			d = (unsigned int)(*p - 'A' + 10);
+		else
+			break;
+		if (digits == 16)
+			return -1;
+		v = v << 4 | d;
+	}
+	*out = v;
+	*end = p;
+	return 0;
 }
 
 /* Splits one line into its fields in place; 0 if it is a kallsyms line. */
 static int parse_line(char *line, uint64_t *addr, char *type, char **name, char **module)
 {
-	char *p = line, *end;
-	unsigned long long v;
+	char *p = line;
+	const char *end;
+	uint64_t v;
 
 	if (!isxdigit((unsigned char)*p))
 		return -1;
-	errno = 0;
-	v = strtoull(p, &end, 16);
-	if (errno || end == p || (*end != ' ' && *end != '\t'))
+	if (parse_hex(p, &v, &end) || (*end != ' ' && *end != '\t'))
 		return -1;
-	p = end;
+	p = line + (end - line);
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (!isalpha((unsigned char)*p) || (p[1] != ' ' && p[1] != '\t'))
@@ -84,11 +125,35 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name, char 
 	return 0;
 }
 
+/*
+ * The text symbols by address. /proc/kallsyms lists them in address order
+ * but for some aliases: runs of one address are sorted on their own when
+ * the whole is in order, else everything is.
+ */
+static void sort_syms(struct kallsyms *ks)
+{
+	size_t i, j;
+
+	for (i = 1; i < ks->nr; i++)
+		if (ks->all[ks->syms[i]].addr < ks->all[ks->syms[i - 1]].addr)
+			break;
+	if (i < ks->nr) {
+		qsort_r(ks->syms, ks->nr, sizeof(*ks->syms), cmp_addr, ks->all);
+		return;
+	}
+	for (i = 0; i < ks->nr; i = j) {
+		for (j = i + 1; j < ks->nr && ks->all[ks->syms[j]].addr == ks->all[ks->syms[i]].addr; j++)
+			;
+		if (j - i > 1)
+			qsort_r(ks->syms + i, j - i, sizeof(*ks->syms), cmp_addr, ks->all);
+	}
+}
+
 int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 {
 	struct kallsyms *ks = calloc(1, sizeof(*ks));
+	size_t i, lines = 1;
 	char *p, *end;
-	size_t i;
 
 	if (!ks)
 		return -ENOMEM;
@@ -100,6 +165,19 @@ int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 	}
 	memcpy(ks->strings, text, len);
 	ks->strings[len] = '\0';
+	/* Room for a symbol a line, counted first: no array grows. */
+	for (p = ks->strings, end = p + len; p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		lines++;
+	if (lines > UINT32_MAX) {
+		kallsyms_free(ks);
+		return -ENOMEM;
+	}
+	ks->all = malloc(lines * sizeof(*ks->all));
+	ks->syms = malloc(lines * sizeof(*ks->syms));
+	if (!ks->all || !ks->syms) {
+		kallsyms_free(ks);
+		return -ENOMEM;
+	}
 
 	for (p = ks->strings, end = p + len; p < end;) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -119,44 +197,31 @@ int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 		}
 		if (addr)
 			ks->nonzero = 1;
-		if (grow_array(&ks->all, &ks->cap_all, ks->nr_all + 1, sizeof(*ks->all))) {
-			kallsyms_free(ks);
-			return -ENOMEM;
-		}
-		ks->all[ks->nr_all++] = (struct kallsyms_sym){
+		ks->all[ks->nr_all] = (struct kallsyms_sym){
 			.addr = addr, .end = addr, .name = name, .module = module, .type = type
 		};
-		if (!kallsyms_is_text(type))
-			continue;
-		if (grow_array(&ks->syms, &ks->cap, ks->nr + 1, sizeof(*ks->syms))) {
-			kallsyms_free(ks);
-			return -ENOMEM;
-		}
-		ks->syms[ks->nr++] = ks->all[ks->nr_all - 1];
+		if (kallsyms_is_text(type))
+			ks->syms[ks->nr++] = (uint32_t)ks->nr_all;
+		ks->nr_all++;
 	}
-	if (ks->nr > 1)
-		qsort(ks->syms, ks->nr, sizeof(*ks->syms), cmp_addr);
-	for (i = 0; i < ks->nr; i++) {
-		uint64_t a = ks->syms[i].addr;
+	sort_syms(ks);
+	/*
+	 * Each text symbol ends where the next distinct address begins (aliases
+	 * share an address and an end). With every address zero, lookups find
+	 * nothing and the symbols keep end = addr.
+	 */
+	for (i = 0; ks->nonzero && i < ks->nr;) {
+		uint64_t a = ks->all[ks->syms[i]].addr, e;
 		size_t j = i + 1;
 
-		/* Aliases share an address: bound each by the next distinct one. */
-		while (j < ks->nr && ks->syms[j].addr == a)
+		while (j < ks->nr && ks->all[ks->syms[j]].addr == a)
 			j++;
 		if (j < ks->nr)
-			ks->syms[i].end = ks->syms[j].addr;
+			e = ks->all[ks->syms[j]].addr;
 		else
-			ks->syms[i].end = a > UINT64_MAX - KALLSYMS_LAST_SPAN ? UINT64_MAX : a + KALLSYMS_LAST_SPAN;
-	}
-	/* A text symbol found by name is bounded as one found by address. */
-	for (i = 0; i < ks->nr_all; i++) {
-		const struct kallsyms_sym *s;
-
-		if (!kallsyms_is_text(ks->all[i].type))
-			continue;
-		s = kallsyms_lookup(ks, ks->all[i].addr);
-		if (s)
-			ks->all[i].end = s->end;
+			e = a > UINT64_MAX - KALLSYMS_LAST_SPAN ? UINT64_MAX : a + KALLSYMS_LAST_SPAN;
+		for (; i < j; i++)
+			ks->all[ks->syms[i]].end = e;
 	}
 	*out = ks;
 	return 0;
@@ -200,6 +265,7 @@ out:
 const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t addr)
 {
 	size_t lo = 0, hi = ks->nr;
+	const struct kallsyms_sym *s;
 
 	if (!ks->nonzero)
 		return NULL;
@@ -207,7 +273,7 @@ const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t a
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ks->syms[mid].addr <= addr)
+		if (ks->all[ks->syms[mid]].addr <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -216,10 +282,11 @@ const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t a
 		return NULL;
 	lo--;
 	/* Of aliases at one address, report the first (sorted by name). */
-	while (lo && ks->syms[lo - 1].addr == ks->syms[lo].addr)
+	while (lo && ks->all[ks->syms[lo - 1]].addr == ks->all[ks->syms[lo]].addr)
 		lo--;
+	s = &ks->all[ks->syms[lo]];
 	/* An end saturated at the top of the address space includes the last byte. */
-	return addr < ks->syms[lo].end || ks->syms[lo].end == UINT64_MAX ? &ks->syms[lo] : NULL;
+	return addr < s->end || s->end == UINT64_MAX ? s : NULL;
 }
 
 const struct kallsyms_sym *kallsyms_find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope)

@@ -169,9 +169,9 @@ int profile_new(struct profile **out, const struct profile_options *opt)
 /*
  * Sorts order[0..n) (0..n-1 on entry) by the samples' times, stably, so
  * that equal times keep their stream order: an LSD radix sort, a byte a
- * pass, skipping the bytes every time shares. A system-wide recording
- * interleaves host and guest rings and its exits, ~10^6 of each: this is
- * several times faster than qsort with a comparison callback.
+ * pass, skipping the bytes every time shares: several times faster than
+ * qsort with a comparison callback on the ~10^6 samples of a system-wide
+ * recording, whose host and guest rings interleave.
  */
 static int sort_by_time(const struct profile *p, uint32_t *order, size_t n)
 {
@@ -289,12 +289,25 @@ static int setup_domains(struct profile *p)
 	return 0;
 }
 
+/*
+ * Samples carry recorded event ids until profile_finish or profile_update:
+ * a sample's index, the last one's (*last_id, *last) reused for a run of
+ * one id. PROFILE_NONE when out of memory.
+ */
+static uint32_t event_of(struct profile *p, uint32_t id, uint32_t *last_id, uint32_t *last)
+{
+	if (*last == PROFILE_NONE || id != *last_id) {
+		*last_id = id;
+		*last = profile_event_index(p, id);
+	}
+	return *last;
+}
+
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *order = NULL, *sample_mm = NULL;
+	uint32_t *sample_mm = NULL, last_id = 0, last_ev = PROFILE_NONE;
 	size_t i, nr;
-	bool sorted = true;
 	int rc = -ENOMEM;
 
 	if (ps->finished)
@@ -306,54 +319,36 @@ int profile_finish(struct profile *p)
 		return rc;
 	rc = -ENOMEM;
 
-	/* Events: samples carry recorded ids until here. */
-	for (i = 0; i < p->nr_samples; i++) {
-		uint32_t ev = profile_event_index(p, p->samples[i].event);
-
-		if (ev == PROFILE_NONE)
-			return -ENOMEM;
-		p->samples[i].event = ev;
-	}
 
 	/*
-	 * Exits resolve like guest samples: for replay and symbolization they
-	 * are appended to the samples as pseudo samples, then taken back out.
+	 * Exits resolve like guest samples: replay sees them past the samples
+	 * (items nr_samples...), symbolization as a sample made of each.
 	 */
 	nr = p->nr_samples + p->nr_exits;
-	if (grow_array(&p->samples, &ps->samples_cap, nr ? nr : 1, sizeof(*p->samples)) ||
-	    grow_array(&ps->sample_seq, &ps->sample_seq_cap, nr ? nr : 1, sizeof(uint64_t)))
-		goto out;
-	for (i = 0; i < p->nr_exits; i++) {
-		const struct profile_exit *x = &p->exits[i];
-
-		p->samples[p->nr_samples + i] = (struct profile_sample){
-			.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
-			.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
-			.comm = PROFILE_NONE, .exit = PROFILE_NONE,
-		};
-		ps->sample_seq[p->nr_samples + i] = ps->exit_seq[i];
-	}
-	order = malloc((nr ? nr : 1) * sizeof(*order));
 	sample_mm = malloc((nr ? nr : 1) * sizeof(*sample_mm));
 	p->frames = malloc((ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
-	if (!order || !sample_mm || !p->frames)
+	if (!sample_mm || !p->frames)
 		goto out;
-	for (i = 0; i < nr; i++) {
-		order[i] = (uint32_t)i;
-		if (i && p->samples[i].time < p->samples[i - 1].time)
-			sorted = false;
-	}
-	if (!sorted && sort_by_time(p, order, nr))
+	rc = profile_replay(p, 0, nr, sample_mm);
+	if (rc)
 		goto out;
-
-	if (profile_replay(p, order, nr, sample_mm))
-		goto out;
+	rc = -ENOMEM;
 
 	for (i = 0; i < nr; i++) {
-		struct profile_sample *s = &p->samples[i];
+		struct profile_sample xs, *s = &p->samples[i];
 		int64_t mm = sample_mm[i];
 
-		if (profile_resolve_sample(p, s, (uint32_t)mm))
+		if (i >= p->nr_samples) {
+			const struct profile_exit *x = &p->exits[i - p->nr_samples];
+
+			xs = (struct profile_sample){
+				.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
+				.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
+				.comm = x->comm, .exit = PROFILE_NONE,
+			};
+			s = &xs;
+		}
+		if (profile_resolve_sample(p, s, i < p->nr_samples ? (uint32_t)i : PROFILE_NONE, (uint32_t)mm))
 			goto out;
 		/* Names recorded after the samples (a process table at the end) still count. */
 		if (s->comm == PROFILE_NONE && mm != PROFILE_NONE)
@@ -373,6 +368,10 @@ int profile_finish(struct profile *p)
 			x->nr_frames = s->nr_frames;
 			continue;
 		}
+		/* Here rather than in a pass of its own: one less walk through 10^6 samples. */
+		s->event = event_of(p, s->event, &last_id, &last_ev);
+		if (s->event == PROFILE_NONE)
+			goto out;
 		struct profile_event *e = &p->events[s->event];
 
 		e->samples++;
@@ -399,7 +398,6 @@ int profile_finish(struct profile *p)
 			     ps->ustacks_orphaned);
 	rc = 0;
 out:
-	free(order);
 	free(sample_mm);
 	/* The stack copies and the unwinder's open files are needed no more. */
 	profile_unwind_free(p);
@@ -410,10 +408,6 @@ out:
 	ps->ustack_data = NULL;
 	free(ps->raw);
 	ps->raw = NULL;
-	free(ps->sample_seq);
-	ps->sample_seq = NULL;
-	free(ps->exit_seq);
-	ps->exit_seq = NULL;
 	return rc;
 }
 
@@ -430,7 +424,7 @@ int profile_update(struct profile *p)
 {
 	struct profile_state *ps = p->state;
 	size_t first = ps->updated, n = p->nr_samples - first, i;
-	uint32_t *order = NULL, *sample_mm = NULL, *frames;
+	uint32_t *sample_mm = NULL, *frames, last_id = 0, last_ev = PROFILE_NONE;
 	int rc;
 
 	if (ps->finished)
@@ -441,33 +435,28 @@ int profile_update(struct profile *p)
 		return rc;
 	p->nr_exits = 0;
 	for (i = first; i < p->nr_samples; i++) {
-		uint32_t ev = profile_event_index(p, p->samples[i].event);
-
-		if (ev == PROFILE_NONE)
+		p->samples[i].event = event_of(p, p->samples[i].event, &last_id, &last_ev);
+		if (p->samples[i].event == PROFILE_NONE)
 			return -ENOMEM;
-		p->samples[i].event = ev;
 	}
 	frames = realloc(p->frames, (ps->nr_raw ? ps->nr_raw : 1) * sizeof(*p->frames));
 	if (!frames)
 		return -ENOMEM;
 	p->frames = frames;
 	rc = -ENOMEM;
-	order = malloc((n ? n : 1) * sizeof(*order));
 	sample_mm = calloc(p->nr_samples ? p->nr_samples : 1, sizeof(*sample_mm));
-	if (!order || !sample_mm)
+	if (!sample_mm)
 		goto out;
-	for (i = 0; i < n; i++)
-		order[i] = (uint32_t)(first + i);
-	if (n > 1 && sort_by_time(p, order, n))
+	rc = profile_replay(p, first, n, sample_mm);
+	if (rc)
 		goto out;
-	if (profile_replay(p, order, n, sample_mm))
-		goto out;
+	rc = -ENOMEM;
 	/* Every state record so far is applied: later calls replay only newer ones. */
 	ps->nr_ops = 0;
 	for (i = first; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
 
-		if (profile_resolve_sample(p, s, sample_mm[i]))
+		if (profile_resolve_sample(p, s, (uint32_t)i, sample_mm[i]))
 			goto out;
 		if (s->comm == PROFILE_NONE) {
 			/* A name recorded after the sample, in this window, still counts. */
@@ -488,7 +477,6 @@ int profile_update(struct profile *p)
 	ps->updated = p->nr_samples;
 	rc = 0;
 out:
-	free(order);
 	free(sample_mm);
 	return rc;
 }
@@ -499,6 +487,9 @@ void profile_drop_samples(struct profile *p)
 
 	p->nr_samples = 0;
 	p->nr_exits = 0;
+	/* State records not replayed yet came before every sample and exit still to come. */
+	for (size_t i = 0; i < ps->nr_ops; i++)
+		ps->ops[i].samples_before = ps->ops[i].exits_before = 0;
 	p->unresolved = 0;
 	p->chains_cut = p->frames_cut = 0;
 	ps->nr_raw = 0;
@@ -531,11 +522,10 @@ void profile_free(struct profile *p)
 		free(ps->istate);
 		free(ps->ops);
 		profile_unwind_free(p);
+		free(ps->resolved);
 		free(ps->ustacks);
 		free(ps->ustack_data);
 		free(ps->raw);
-		free(ps->sample_seq);
-		free(ps->exit_seq);
 		for (int d = 0; d < NR_DOMAINS; d++) {
 			if (ps->root_fd[d] >= 0)
 				close(ps->root_fd[d]);

@@ -14,6 +14,8 @@
  * CLOCK_MONOTONIC (the host recorder sets perf's clockid).
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,6 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	size_t n = x->nr_callchain <= KP_CALLCHAIN_MAX ? x->nr_callchain : KP_CALLCHAIN_MAX;
 
 	if (grow_array(&p->exits, &ps->exits_cap, p->nr_exits + 1, sizeof(*p->exits)) ||
-	    grow_array(&ps->exit_seq, &ps->exit_seq_cap, p->nr_exits + 1, sizeof(uint64_t)) ||
 	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
 		return -ENOMEM;
 	p->exits[p->nr_exits] = (struct profile_exit){
@@ -40,9 +41,10 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 		.loc = PROFILE_NONE, .nr_frames = (uint32_t)n + 1, .first_frame = ps->nr_raw,
 	};
 	ps->raw[ps->nr_raw++] = x->ip;
-	memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
+	if (n)
+		memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
-	ps->exit_seq[p->nr_exits++] = ps->seq;
+	p->nr_exits++;
 	return 0;
 }
 
@@ -80,9 +82,15 @@ static int exit_frames(struct profile *p)
 
 	for (size_t i = 0; i < p->nr_exits; i++) {
 		struct profile_exit *x = &p->exits[i];
-		int64_t v = keymap_get(&by_reason, x->kind, x->detail);
+		int64_t v;
 		const char *s;
 
+		/* Exits come in runs of one reason (a guest's console writes): the last one's frame first. */
+		if (i && x->kind == x[-1].kind && x->detail == x[-1].detail) {
+			x->loc = x[-1].loc;
+			continue;
+		}
+		v = keymap_get(&by_reason, x->kind, x->detail);
 		if (v >= 0) {
 			x->loc = (uint32_t)v;
 			continue;
@@ -120,63 +128,89 @@ static int cmp_exit_order(const void *a, const void *b, void *arg)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static int cmp_u32(const void *a, const void *b)
+/* A vCPU thread's exits, as exit_order collects them. */
+struct thread_run {
+	uint32_t tid;
+	uint32_t count;
+	uint64_t last_time;
+	bool unsorted; /* an exit earlier in time than the one before it */
+	uint32_t bucket;
+};
+
+static int cmp_run_tid(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t x = (*(const struct thread_run *const *)a)->tid, y = (*(const struct thread_run *const *)b)->tid;
 
 	return x < y ? -1 : x > y;
 }
 
+/* The run of an exit's thread (index into runs); a run of one thread's exits is looked up once. */
+static int64_t run_of(const struct keymap *run_by_tid, uint32_t tid, uint32_t *memo_tid, int64_t *memo)
+{
+	if (*memo < 0 || *memo_tid != tid) {
+		*memo = keymap_get(run_by_tid, tid, 0);
+		*memo_tid = tid;
+	}
+	return *memo;
+}
+
 /*
  * The exits by (vCPU thread, time). Each vCPU's ring is written in time
- * order, so the exits of one thread mostly come in order already: a
- * stable pass by thread (there are few) and a check of each thread's run
- * replace a sort of them all; a run out of order (a crafted file) is sorted.
+ * order, so the exits of one thread mostly come in order already: one pass
+ * counts each thread's exits and checks their order, a second puts them
+ * in buckets by thread (a stable counting sort: there are few threads);
+ * only a thread whose run is out of order (a crafted file) is sorted.
  */
 static uint32_t *exit_order(const struct profile *p)
 {
-	struct keymap bucket_of = KEYMAP_INIT;
-	uint32_t *order = malloc(p->nr_exits * sizeof(*order)), *tids = NULL, *start = NULL;
-	size_t nr_tids = 0, cap = 0, i;
+	struct keymap run_by_tid = KEYMAP_INIT;
+	struct thread_run *runs = NULL, **by_tid = NULL;
+	uint32_t *order = malloc((p->nr_exits ? p->nr_exits : 1) * sizeof(*order)), *start = NULL, memo_tid = 0;
+	size_t nr_runs = 0, cap = 0, i;
+	int64_t memo = -1, r;
 	bool ok = false;
 
 	if (!order)
 		return NULL;
-	/* The distinct threads, then their buckets in thread order. */
 	for (i = 0; i < p->nr_exits; i++) {
-		uint32_t tid = p->exits[i].host_tid;
+		const struct profile_exit *x = &p->exits[i];
 
-		if (keymap_get(&bucket_of, tid, 0) >= 0)
-			continue;
-		if (grow_array(&tids, &cap, nr_tids + 1, sizeof(*tids)) || keymap_put(&bucket_of, tid, 0, 0))
-			goto out;
-		tids[nr_tids++] = tid;
+		r = run_of(&run_by_tid, x->host_tid, &memo_tid, &memo);
+		if (r < 0) {
+			if (grow_array(&runs, &cap, nr_runs + 1, sizeof(*runs)) ||
+			    keymap_put(&run_by_tid, x->host_tid, 0, (uint32_t)nr_runs))
+				goto out;
+			runs[nr_runs] = (struct thread_run){ .tid = x->host_tid };
+			r = memo = (int64_t)nr_runs++;
+		}
+		runs[r].unsorted |= runs[r].count && x->time < runs[r].last_time;
+		runs[r].last_time = x->time;
+		runs[r].count++;
 	}
-	qsort(tids, nr_tids, sizeof(*tids), cmp_u32);
-	start = calloc(nr_tids + 1, sizeof(*start));
-	if (!start)
+	/* Buckets in thread order. */
+	by_tid = malloc((nr_runs ? nr_runs : 1) * sizeof(*by_tid));
+	start = calloc(nr_runs + 1, sizeof(*start));
+	if (!by_tid || !start)
 		goto out;
-	for (i = 0; i < nr_tids; i++)
-		if (keymap_put(&bucket_of, tids[i], 0, (uint32_t)i))
-			goto out;
-	for (i = 0; i < p->nr_exits; i++)
-		start[keymap_get(&bucket_of, p->exits[i].host_tid, 0) + 1]++;
-	for (i = 0; i < nr_tids; i++)
-		start[i + 1] += start[i];
-	for (i = 0; i < p->nr_exits; i++)
-		order[start[keymap_get(&bucket_of, p->exits[i].host_tid, 0)]++] = (uint32_t)i;
-	/* start[b] is now bucket b's end; each bucket's run is checked, and sorted if it must be. */
-	for (size_t b = 0, from = 0; b < nr_tids; from = start[b++]) {
-		for (i = from + 1; i < start[b]; i++)
-			if (p->exits[order[i]].time < p->exits[order[i - 1]].time)
-				break;
-		if (i < start[b])
-			qsort_r(order + from, start[b] - from, sizeof(*order), cmp_exit_order, (void *)p);
+	for (i = 0; i < nr_runs; i++)
+		by_tid[i] = &runs[i];
+	qsort(by_tid, nr_runs, sizeof(*by_tid), cmp_run_tid);
+	for (i = 0; i < nr_runs; i++) {
+		by_tid[i]->bucket = (uint32_t)i;
+		start[i + 1] = start[i] + by_tid[i]->count;
 	}
+	memo = -1;
+	for (i = 0; i < p->nr_exits; i++)
+		order[start[runs[run_of(&run_by_tid, p->exits[i].host_tid, &memo_tid, &memo)].bucket]++] = (uint32_t)i;
+	/* start[b] is now bucket b's end. */
+	for (size_t b = 0, from = 0; b < nr_runs; from = start[b++])
+		if (by_tid[b]->unsorted)
+			qsort_r(order + from, start[b] - from, sizeof(*order), cmp_exit_order, (void *)p);
 	ok = true;
 out:
-	keymap_free(&bucket_of);
-	free(tids);
+	keymap_free(&run_by_tid);
+	free(runs);
+	free(by_tid);
 	free(start);
 	if (!ok) {
 		free(order);
@@ -185,21 +219,46 @@ out:
 	return order;
 }
 
-/* The exit whose interval holds a host sample of thread tid at time t, or PROFILE_NONE. */
-static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n, uint32_t tid, uint64_t t)
+/* Whether the exit at order[i] sorts at or before (tid, t). */
+static bool at_or_before(const struct profile *p, const uint32_t *order, size_t i, uint32_t tid, uint64_t t)
 {
-	size_t lo = 0, hi = n;
+	const struct profile_exit *x = &p->exits[order[i]];
 
-	/* The first exit after (tid, t); the one before it is the candidate. */
+	return x->host_tid < tid || (x->host_tid == tid && x->time <= t);
+}
+
+/*
+ * The exit whose interval holds a host sample of thread tid at time t, or
+ * PROFILE_NONE. *hint: where the last search ended; a thread's samples
+ * mostly come in time order, so the search gallops out from there and
+ * touches a few exits rather than a binary search's ~20 scattered ones.
+ */
+static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n, uint32_t tid, uint64_t t,
+			size_t *hint)
+{
+	size_t lo = 0, hi = n, h = *hint < n ? *hint : n, step = 1;
+
+	/* lo..hi: bounds on the first exit after (tid, t). */
+	if (h < n && at_or_before(p, order, h, tid, t)) {
+		for (lo = h + 1; lo + step <= n && at_or_before(p, order, lo + step - 1, tid, t); step *= 2)
+			lo += step;
+		hi = lo + step <= n ? lo + step - 1 : n;
+	} else if (h > 0 && !at_or_before(p, order, h - 1, tid, t)) {
+		for (hi = h - 1; hi >= step && !at_or_before(p, order, hi - step, tid, t); step *= 2)
+			hi -= step;
+		lo = hi >= step ? hi - step + 1 : 0;
+	} else {
+		lo = hi = h;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct profile_exit *x = &p->exits[order[mid]];
 
-		if (x->host_tid < tid || (x->host_tid == tid && x->time <= t))
+		if (at_or_before(p, order, mid, tid, t))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	*hint = lo;
 	if (!lo)
 		return PROFILE_NONE;
 	const struct profile_exit *x = &p->exits[order[lo - 1]];
@@ -207,11 +266,22 @@ static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n
 	return x->host_tid == tid && t < x->end ? order[lo - 1] : PROFILE_NONE;
 }
 
+static bool add_overflows(size_t *sum, size_t n)
+{
+	if (n > SIZE_MAX - *sum)
+		return true;
+	*sum += n;
+	return false;
+}
+
+/* Where each thread's last search ended, by thread id modulo this (a clash costs time, never a wrong answer). */
+#define NR_HINTS 64
+
 int profile_join_exits(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *order = NULL, *frames = NULL;
-	size_t total = 0, out = 0, i;
+	uint32_t *order = NULL, *frames, *joined = NULL;
+	size_t total = 0, extra = 0, out_at, i, hints[NR_HINTS] = { 0 }, joined_cap = 0;
 	int rc = -ENOMEM;
 
 	if (exit_frames(p))
@@ -222,52 +292,50 @@ int profile_join_exits(struct profile *p)
 	if (!order)
 		return -ENOMEM;
 
+	/*
+	 * A joined sample's frames are copied past the others: its own, then
+	 * the exit's frame and guest stack. The rest stay where they are.
+	 */
 	for (i = 0; i < p->nr_samples; i++) {
 		struct profile_sample *s = &p->samples[i];
 
-		total += s->nr_frames;
 		if (s->domain != KP_DOMAIN_NATIVE)
 			continue;
-		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time);
+		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time, &hints[s->tid % NR_HINTS]);
 		if (s->exit != PROFILE_NONE) {
-			total += 1 + p->exits[s->exit].nr_frames;
-			p->exit_samples++;
+			if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames) ||
+			    grow_array(&joined, &joined_cap, p->exit_samples + 1, sizeof(*joined)))
+				goto out;
+			joined[p->exit_samples++] = (uint32_t)i;
 		}
 	}
-	for (i = 0; i < p->nr_exits; i++)
-		total += p->exits[i].nr_frames;
-
-	/* One new frame array: each sample's own frames, then (joined) the exit's frame and guest stack. */
-	frames = malloc((total ? total : 1) * sizeof(*frames));
+	if (!extra) {
+		rc = 0;
+		goto out;
+	}
+	if (add_overflows(&total, ps->nr_raw) || add_overflows(&total, extra) || total > SIZE_MAX / sizeof(*frames))
+		goto out;
+	frames = realloc(p->frames, total * sizeof(*frames));
 	if (!frames)
 		goto out;
-	for (i = 0; i < p->nr_samples; i++) {
-		struct profile_sample *s = &p->samples[i];
-		size_t first = out;
-
-		memcpy(&frames[out], &p->frames[s->first_frame], s->nr_frames * sizeof(*frames));
-		out += s->nr_frames;
-		if (s->exit != PROFILE_NONE) {
-			const struct profile_exit *x = &p->exits[s->exit];
-
-			frames[out++] = x->loc;
-			memcpy(&frames[out], &p->frames[x->first_frame], x->nr_frames * sizeof(*frames));
-			out += x->nr_frames;
-		}
-		s->first_frame = first;
-		s->nr_frames = (uint32_t)(out - first);
-	}
-	for (i = 0; i < p->nr_exits; i++) {
-		struct profile_exit *x = &p->exits[i];
-
-		memcpy(&frames[out], &p->frames[x->first_frame], x->nr_frames * sizeof(*frames));
-		x->first_frame = out;
-		out += x->nr_frames;
-	}
-	free(p->frames);
 	p->frames = frames;
+	out_at = ps->nr_raw;
+	for (i = 0; i < p->exit_samples; i++) {
+		struct profile_sample *s = &p->samples[joined[i]];
+		const struct profile_exit *x = &p->exits[s->exit];
+		size_t first = out_at;
+
+		memcpy(&frames[out_at], &frames[s->first_frame], s->nr_frames * sizeof(*frames));
+		out_at += s->nr_frames;
+		frames[out_at++] = x->loc;
+		memcpy(&frames[out_at], &frames[x->first_frame], x->nr_frames * sizeof(*frames));
+		out_at += x->nr_frames;
+		s->first_frame = first;
+		s->nr_frames = (uint32_t)(out_at - first);
+	}
 	rc = 0;
 out:
 	free(order);
+	free(joined);
 	return rc;
 }

@@ -18,7 +18,9 @@ static int add_op(struct profile *p, const struct op *op)
 	if (grow_array(&ps->ops, &ps->ops_cap, ps->nr_ops + 1, sizeof(*ps->ops)))
 		return -ENOMEM;
 	ps->ops[ps->nr_ops] = *op;
-	ps->ops[ps->nr_ops++].seq = ps->seq;
+	ps->ops[ps->nr_ops].seq = ps->seq;
+	ps->ops[ps->nr_ops].samples_before = (uint32_t)p->nr_samples;
+	ps->ops[ps->nr_ops++].exits_before = (uint32_t)p->nr_exits;
 	return 0;
 }
 
@@ -54,7 +56,6 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t 
 	struct profile_sample *out;
 
 	if (grow_array(&p->samples, &ps->samples_cap, p->nr_samples + 1, sizeof(*p->samples)) ||
-	    grow_array(&ps->sample_seq, &ps->sample_seq_cap, p->nr_samples + 1, sizeof(uint64_t)) ||
 	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
 		return -ENOMEM;
 	out = &p->samples[p->nr_samples];
@@ -66,9 +67,10 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t 
 		.comm = PROFILE_NONE, .exit = PROFILE_NONE,
 	};
 	ps->raw[ps->nr_raw++] = s->ip;
-	memcpy(&ps->raw[ps->nr_raw], s->callchain, n * sizeof(uint64_t));
+	if (n)
+		memcpy(&ps->raw[ps->nr_raw], s->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
-	ps->sample_seq[p->nr_samples++] = ps->seq;
+	p->nr_samples++;
 	return 0;
 }
 

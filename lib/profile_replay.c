@@ -6,6 +6,7 @@
  * starts afresh.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,31 +151,148 @@ static int cmp_op(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int profile_replay(struct profile *p, const uint32_t *order, size_t n, uint32_t *sample_mm)
+/*
+ * What replay needs of item i, a sample or (past nr_samples) an exit: its
+ * time, its index among its kind (is_exit says which) and its process.
+ */
+struct item {
+	uint64_t time;
+	uint32_t index, pid;
+	uint8_t domain;
+	bool is_exit;
+};
+
+static inline struct item item_at(const struct profile *p, size_t i)
+{
+	if (i < p->nr_samples)
+		return (struct item){ p->samples[i].time, (uint32_t)i, p->samples[i].pid, p->samples[i].domain, false };
+	i -= p->nr_samples;
+	return (struct item){ p->exits[i].time, (uint32_t)i, p->exits[i].pid, KP_DOMAIN_GUEST, true };
+}
+
+/* Whether state record o comes before item it in (time, stream order). */
+static inline bool op_before(const struct op *o, const struct item *it)
+{
+	return o->time < it->time ||
+	       (o->time == it->time && (it->is_exit ? o->exits_before : o->samples_before) <= it->index);
+}
+
+/*
+ * A sample's epoch: how many of the sorted state records come before it.
+ * Samples mostly come in time order and state records are few, so the
+ * previous sample's epoch is tried first.
+ */
+static uint32_t epoch_of(const struct op *ops, uint32_t n, uint32_t last, const struct item *it)
+{
+	uint32_t lo = 0, hi = n;
+
+	if ((!last || op_before(&ops[last - 1], it)) && (last == n || !op_before(&ops[last], it)))
+		return last;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (op_before(&ops[mid], it))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The last lookup: a run of one process's items is looked up once. */
+struct lookup_memo {
+	bool valid;
+	uint8_t domain;
+	uint32_t pid;
+	int64_t mm;
+};
+
+/* The address space item k is in at this point of the replay (PROFILE_NONE: none); sets its command. */
+static uint32_t lookup(struct profile *p, size_t k, struct lookup_memo *m)
+{
+	struct item it = item_at(p, k);
+
+	if (!m->valid || it.pid != m->pid || it.domain != m->domain)
+		*m = (struct lookup_memo){ true, it.domain, it.pid, keymap_get(&p->state->mm_by_pid, it.pid, it.domain) };
+	if (m->mm < 0)
+		return PROFILE_NONE;
+	if (k < p->nr_samples)
+		p->samples[k].comm = p->state->mms[m->mm].comm;
+	else
+		p->exits[k - p->nr_samples].comm = p->state->mms[m->mm].comm;
+	return (uint32_t)m->mm;
+}
+
+int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 {
 	struct profile_state *ps = p->state;
-	size_t i, o = 0;
+	uint32_t *start = NULL, *minor = NULL, *minor_mm = NULL, nr_ops, e, last = 0, big = 0;
+	size_t i, o = 0, nr_minor;
+	int rc = -ENOMEM;
 
-	if (ps->nr_ops > 1)
-		qsort(ps->ops, ps->nr_ops, sizeof(*ps->ops), cmp_op);
-	/* Walk samples and state changes together in (time, stream order). */
+	if (ps->nr_ops > UINT32_MAX - 2)
+		return -EFBIG;
+	nr_ops = (uint32_t)ps->nr_ops;
+	if (nr_ops > 1)
+		qsort(ps->ops, nr_ops, sizeof(*ps->ops), cmp_op);
+	/*
+	 * The state is the same for every sample between two state records:
+	 * each sample's epoch (the records before it) is found, and the
+	 * samples of an epoch are looked up once its records are applied.
+	 * Almost all samples are in one epoch, often the last (the records
+	 * come first): those are walked in place; the few others are put in
+	 * buckets by epoch (a counting sort, stable). This replaces a sort of
+	 * all the samples by time.
+	 */
+	start = calloc((size_t)nr_ops + 2, sizeof(*start));
+	if (!start)
+		goto out;
 	for (i = 0; i < n; i++) {
-		struct profile_sample *s = &p->samples[order[i]];
-		uint64_t seq = ps->sample_seq[order[i]];
-		int64_t mm;
+		struct item it = item_at(p, first + i);
 
-		while (o < ps->nr_ops && (ps->ops[o].time < s->time ||
-					  (ps->ops[o].time == s->time && ps->ops[o].seq < seq))) {
-			if (apply_op(p, &ps->ops[o++]))
-				return -ENOMEM;
-		}
-		mm = keymap_get(&ps->mm_by_pid, s->pid, s->domain);
-		sample_mm[order[i]] = mm >= 0 ? (uint32_t)mm : PROFILE_NONE;
-		if (mm >= 0)
-			s->comm = ps->mms[mm].comm;
+		last = epoch_of(ps->ops, nr_ops, last, &it);
+		item_mm[first + i] = last; /* the epoch until the lookups below */
+		start[last + 1]++;
 	}
-	for (; o < ps->nr_ops; o++)
-		if (apply_op(p, &ps->ops[o]))
-			return -ENOMEM;
-	return 0;
+	for (e = 1; e <= nr_ops; e++)
+		if (start[e + 1] > start[big + 1])
+			big = e;
+	nr_minor = n - start[big + 1];
+	start[big + 1] = 0;
+	for (e = 0; e <= nr_ops; e++)
+		start[e + 1] += start[e];
+	minor = malloc((nr_minor ? nr_minor : 1) * sizeof(*minor));
+	minor_mm = malloc((nr_minor ? nr_minor : 1) * sizeof(*minor_mm));
+	if (!minor || !minor_mm)
+		goto out;
+	for (i = 0; nr_minor && i < n; i++)
+		if (item_mm[first + i] != big)
+			minor[start[item_mm[first + i]]++] = (uint32_t)(first + i);
+	/* start[e] is now the end of epoch e's minor items. */
+	for (e = 0, i = 0; e <= nr_ops; e++) {
+		struct lookup_memo memo = { 0 };
+
+		for (; o < e; o++)
+			if (apply_op(p, &ps->ops[o]))
+				goto out;
+		if (e == big) {
+			/* Item epochs stay in item_mm until every lookup is done; the minor ones' results wait aside. */
+			for (size_t k = first; k < first + n; k++)
+				if (item_mm[k] == big)
+					item_mm[k] = lookup(p, k, &memo);
+			continue;
+		}
+		for (; i < start[e]; i++)
+			minor_mm[i] = lookup(p, minor[i], &memo);
+	}
+	for (i = 0; i < nr_minor; i++)
+		item_mm[minor[i]] = minor_mm[i];
+	rc = 0;
+out:
+	/* What lookups found before may differ now. */
+	profile_resolve_cache_clear(p);
+	free(start);
+	free(minor);
+	free(minor_mm);
+	return rc;
 }

@@ -58,12 +58,32 @@ struct mm {
 
 enum op_kind { OP_COMM, OP_MMAP, OP_FORK, OP_EXIT };
 
-/* A process-state record, kept until profile_finish replays them in order. */
+/*
+ * A process-state record, kept until profile_finish replays them in order.
+ * seq: the record's place in the stream; samples_before and exits_before:
+ * how many samples and exits came before it in the stream, which orders it
+ * against a sample or exit of the same time without a number kept for each.
+ */
 struct op {
 	uint64_t time, seq;
+	uint32_t samples_before, exits_before;
 	uint32_t kind, pid, tid, ppid, flags, comm;
 	uint8_t domain;
 	struct map map;
+};
+
+/*
+ * What the last lookups of an address gave (profile_symbolize.c): a
+ * sample's frames repeat the same few hundred addresses, each lookup a
+ * binary search or two and a hash probe. Direct-mapped, emptied whenever
+ * replay changes the process state.
+ */
+#define RESOLVE_CACHE_SIZE 4096
+struct resolve_cache_entry {
+	uint64_t addr;
+	uint64_t ctx; /* the lookup's kind, domain and address space */
+	uint32_t pid;
+	uint32_t val; /* a location, PROFILE_NONE, or kernel_knows's 0/1 */
 };
 
 struct image_state {
@@ -97,11 +117,7 @@ struct profile_state {
 	uint64_t seq;
 	uint64_t *raw; /* callchains as recorded, indexed like frames */
 	size_t nr_raw, raw_cap;
-	uint64_t *sample_seq;
-	size_t sample_seq_cap;
 	size_t exits_cap;
-	uint64_t *exit_seq; /* as sample_seq, for exits */
-	size_t exit_seq_cap;
 	uint64_t lost_sum, end_lost;
 
 	struct ustack *ustacks;
@@ -110,6 +126,7 @@ struct profile_state {
 	size_t ustack_len, ustack_cap;
 	uint64_t ustacks_orphaned, ustacks_over_cap; /* not after their sample; past USTACK_DATA_MAX */
 	struct unwind_cache *unwind; /* profile_unwind.c's */
+	struct resolve_cache_entry *resolved; /* RESOLVE_CACHE_SIZE entries, allocated on first use */
 
 	struct domain_state dom[NR_DOMAINS];
 	bool has_guest; /* a guest record came: the guest's pseudo images are made */
@@ -153,12 +170,12 @@ int profile_join_exits(struct profile *p);
 
 /* profile_replay.c */
 /*
- * Replays every process-state record in (time, stream order) along the
- * n samples in `order` (by time; profile_finish's exits ride along as
- * samples past nr_samples): sample_mm[i] gets sample i's address space at
- * its time (PROFILE_NONE: none), and its command when it has one.
+ * Replays every process-state record in (time, stream order) along items
+ * first..first+n-1, samples and, past nr_samples, exits (profile_finish's):
+ * item_mm[i] gets item i's address space at its time (PROFILE_NONE: none),
+ * and its command when it has one. 0, -ENOMEM or -EFBIG.
  */
-int profile_replay(struct profile *p, const uint32_t *order, size_t n, uint32_t *sample_mm);
+int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm);
 /* Adds one mapping to its process's (or the kernel's) current address space. */
 int profile_replay_mmap(struct profile *p, const struct op *op);
 
@@ -175,8 +192,14 @@ int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
 int profile_add_guest_kernel_elf(struct profile *p);
 /* The location of a pseudo function `name` (interned) in pseudo image img; PROFILE_NONE when out of memory. */
 uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
-/* Turns a sample's recorded ip and callchain into locations (frames). 0 or -ENOMEM. */
-int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm);
+/* Forgets every cached lookup (the process state changed). */
+void profile_resolve_cache_clear(struct profile *p);
+/*
+ * Turns a sample's recorded ip and callchain into locations (frames);
+ * index: the sample's in samples, for its stack copy (PROFILE_NONE: an
+ * exit's, which has none). 0 or -ENOMEM.
+ */
+int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t index, uint32_t mm);
 /* An image's symbols (its ELF file opened once, with warnings), or NULL. */
 struct symtab *profile_image_symtab(struct profile *p, uint32_t img);
 /* A new descriptor of an image's ELF file, found as profile_image_symtab found it; -errno if none. */

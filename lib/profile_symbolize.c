@@ -200,8 +200,39 @@ static uint32_t resolve_unknown(struct profile *p, uint32_t img, uint64_t addr)
 	return add_loc(p, img, addr, addr, func_id(p, img, NULL, NULL, 0));
 }
 
+enum lookup_kind { LOOKUP_KERNEL = 1, LOOKUP_USER, LOOKUP_KERNEL_KNOWS };
+
+void profile_resolve_cache_clear(struct profile *p)
+{
+	if (p->state->resolved)
+		memset(p->state->resolved, 0, RESOLVE_CACHE_SIZE * sizeof(*p->state->resolved));
+}
+
+/*
+ * The cache entry for a lookup: *hit says whether it holds the answer;
+ * NULL when the cache could not be allocated (lookups then go uncached).
+ */
+static inline struct resolve_cache_entry *cache_slot(struct profile *p, enum lookup_kind kind, uint8_t domain, uint32_t mm,
+					      uint32_t pid, uint64_t addr, bool *hit)
+{
+	struct profile_state *ps = p->state;
+	uint64_t ctx = (uint64_t)kind << 40 | (uint64_t)domain << 32 | mm;
+	uint64_t h = (addr ^ ctx * 0x9e3779b97f4a7c15ull ^ pid) * 0xbf58476d1ce4e5b9ull;
+	struct resolve_cache_entry *e;
+
+	*hit = false;
+	if (!ps->resolved && !(ps->resolved = calloc(RESOLVE_CACHE_SIZE, sizeof(*ps->resolved))))
+		return NULL;
+	e = &ps->resolved[(h >> 40) & (RESOLVE_CACHE_SIZE - 1)];
+	/* ctx is never 0 (kind is not): an empty entry never matches. */
+	*hit = e->ctx == ctx && e->addr == addr && e->pid == pid;
+	if (!*hit)
+		*e = (struct resolve_cache_entry){ .addr = addr, .ctx = ctx, .pid = pid, .val = PROFILE_NONE };
+	return e;
+}
+
 /* A kernel address through kallsyms or the kernel's ELF; PROFILE_NONE if neither knows it. */
-static uint32_t resolve_kernel(struct profile *p, uint8_t domain, uint64_t addr)
+static uint32_t resolve_kernel_uncached(struct profile *p, uint8_t domain, uint64_t addr)
 {
 	struct domain_state *ps = &p->state->dom[domain];
 	const struct kallsyms_sym *ks;
@@ -232,8 +263,25 @@ static uint32_t resolve_kernel(struct profile *p, uint8_t domain, uint64_t addr)
 	return PROFILE_NONE;
 }
 
+static uint32_t resolve_kernel(struct profile *p, uint8_t domain, uint64_t addr)
+{
+	bool hit;
+	struct resolve_cache_entry *e = cache_slot(p, LOOKUP_KERNEL, domain, 0, 0, addr, &hit);
+
+	if (hit)
+		return e->val;
+	/* Only a found location is kept: PROFILE_NONE may mean out of memory too. */
+	uint32_t loc = resolve_kernel_uncached(p, domain, addr);
+
+	if (e && loc != PROFILE_NONE)
+		e->val = loc;
+	else if (e)
+		e->ctx = 0;
+	return loc;
+}
+
 /* A user address: the sample's address space, else a later one of the pid (maps recorded late). */
-static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint8_t domain, uint64_t addr)
+static uint32_t resolve_user_uncached(struct profile *p, uint32_t mm, uint32_t pid, uint8_t domain, uint64_t addr)
 {
 	struct profile_state *ps = p->state;
 	const struct map *m;
@@ -255,16 +303,40 @@ static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint8
 	return PROFILE_NONE;
 }
 
+static uint32_t resolve_user(struct profile *p, uint32_t mm, uint32_t pid, uint8_t domain, uint64_t addr)
+{
+	bool hit;
+	struct resolve_cache_entry *e = cache_slot(p, LOOKUP_USER, domain, mm, pid, addr, &hit);
+
+	if (hit)
+		return e->val;
+	uint32_t loc = resolve_user_uncached(p, mm, pid, domain, addr);
+
+	if (e && loc != PROFILE_NONE)
+		e->val = loc;
+	else if (e)
+		e->ctx = 0;
+	return loc;
+}
+
 static bool kernel_knows(struct profile *p, uint8_t domain, uint64_t addr)
 {
 	struct domain_state *ps = &p->state->dom[domain];
+	bool hit, known;
+	struct resolve_cache_entry *e = cache_slot(p, LOOKUP_KERNEL_KNOWS, domain, 0, 0, addr, &hit);
 
+	if (hit)
+		return e->val;
 	if (ps->ks)
-		return kallsyms_lookup(ps->ks, addr) != NULL;
-	return ps->kernel_mm != PROFILE_NONE && mm_find_map(&p->state->mms[ps->kernel_mm], addr);
+		known = kallsyms_lookup(ps->ks, addr) != NULL;
+	else
+		known = ps->kernel_mm != PROFILE_NONE && mm_find_map(&p->state->mms[ps->kernel_mm], addr);
+	if (e)
+		e->val = known;
+	return known;
 }
 
-int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t mm)
+int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t index, uint32_t mm)
 {
 	struct profile_state *ps = p->state;
 	struct domain_state *d = &ps->dom[s->domain];
@@ -276,8 +348,7 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 	int rc;
 
 	/* --call-graph dwarf: the user callers come from the stack copy, after the kernel's frames. */
-	rc = profile_unwind_sample(p, (uint32_t)(s - p->samples), mm);
-	if (rc)
+	if (ps->nr_ustacks && (rc = profile_unwind_sample(p, index, mm)))
 		return rc;
 	n = s->nr_frames;
 

@@ -41,18 +41,33 @@ static const char *domain_name(const struct report_table_options *o, uint32_t d)
 	return d ? "kernel" : "user";
 }
 
-/*
- * The row key of a sample's values (r) under keys k, for event ev: a holds
- * the command and pid, b the event (24 bits), domain (8) and the function
- * or, without sym, the image. Keys not in use are 0.
- */
-static void row_key(const struct report_keys *k, uint32_t ev, const struct report_row *r, uint64_t *a, uint64_t *b)
-{
-	bool by_proc = report_keys_has(k, REPORT_KEY_PID) || report_keys_has(k, REPORT_KEY_PROCESS);
-	bool by_comm = by_proc || report_keys_has(k, REPORT_KEY_COMM);
-	uint32_t place = report_keys_has(k, REPORT_KEY_SYM) ? r->func : report_keys_has(k, REPORT_KEY_DSO) ? r->image : 0;
+/* Which of a row's values its key holds, worked out once from the --sort keys. */
+struct key_parts {
+	bool by_proc, by_comm, by_sym, by_dso;
+};
 
-	*a = (uint64_t)(by_comm ? r->comm : 0) << 32 | (by_proc ? r->pid : 0);
+static struct key_parts key_parts(const struct report_keys *k)
+{
+	struct key_parts kp = {
+		.by_proc = report_keys_has(k, REPORT_KEY_PID) || report_keys_has(k, REPORT_KEY_PROCESS),
+		.by_sym = report_keys_has(k, REPORT_KEY_SYM),
+		.by_dso = report_keys_has(k, REPORT_KEY_DSO),
+	};
+
+	kp.by_comm = kp.by_proc || report_keys_has(k, REPORT_KEY_COMM);
+	return kp;
+}
+
+/*
+ * The row key of a sample's values (r) for event ev: a holds the command
+ * and pid, b the event (24 bits), domain (8) and the function or, without
+ * sym, the image. Keys not in use are 0.
+ */
+static void row_key(const struct key_parts *kp, uint32_t ev, const struct report_row *r, uint64_t *a, uint64_t *b)
+{
+	uint32_t place = kp->by_sym ? r->func : kp->by_dso ? r->image : 0;
+
+	*a = (uint64_t)(kp->by_comm ? r->comm : 0) << 32 | (kp->by_proc ? r->pid : 0);
 	*b = (uint64_t)ev << 40 | (uint64_t)(r->domain & 0xff) << 32 | place;
 }
 
@@ -167,8 +182,11 @@ out:
 int report_table_build(struct report_table *t, const struct profile *p, const struct report_table_options *o)
 {
 	size_t nev = o->per_event ? (p->nr_events ? p->nr_events : 1) : 1, cap = 0;
-	bool by_domain = report_keys_has(&o->keys, REPORT_KEY_DOMAIN);
+	bool by_domain = report_keys_has(&o->keys, REPORT_KEY_DOMAIN), filtered = report_filter_active(&o->filter);
+	struct key_parts kp = key_parts(&o->keys);
 	struct keymap index = { 0 };
+	uint64_t last_a = 0, last_b = 0;
+	int64_t last = -1; /* the row of the sample before, often this one's too */
 	int rc = -ENOMEM;
 
 	memset(t, 0, sizeof(*t));
@@ -190,14 +208,14 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 
 		t->sample_row[i] = PROFILE_NONE;
 		t->total[ev]++;
-		if (!report_filter_keeps(&o->filter, p, s))
+		if (filtered && !report_filter_keeps(&o->filter, p, s))
 			continue;
 		t->kept[ev]++;
 		/* Domains are small numbers (8 bits of the key): two layers or four. */
 		if (by_domain)
 			r.domain = domain_of(o, p, s) & 0xff;
-		row_key(&o->keys, ev, &r, &a, &b);
-		v = keymap_get(&index, a, b);
+		row_key(&kp, ev, &r, &a, &b);
+		v = last >= 0 && a == last_a && b == last_b ? last : keymap_get(&index, a, b);
 		if (v < 0) {
 			if (grow_array(&t->rows, &cap, t->nr + 1, sizeof(*t->rows)) ||
 			    keymap_put(&index, a, b, (uint32_t)t->nr))
@@ -207,6 +225,7 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 		}
 		t->rows[v].count++;
 		t->sample_row[i] = (uint32_t)v;
+		last = v, last_a = a, last_b = b;
 	}
 	keymap_free(&index);
 	rc = sort_rows(t, p, o);

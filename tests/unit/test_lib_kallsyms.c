@@ -104,6 +104,42 @@ static void test_top_of_address_space(void **state)
 }
 
 /*
+ * Addresses as strtoull reads them (an optional 0x, leading zeros, at
+ * most 64 bits), and aliases listed out of name order in an otherwise
+ * sorted file: the first by name is the one found, bounded by the next
+ * address.
+ */
+static void test_addresses_and_aliases(void **state)
+{
+	static const char syms[] =
+		"ffffffff81000000 T start\n"
+		"ffffffff81000100 t zeta\n"
+		"ffffffff81000100 T alpha\n"
+		"ffffffff81000100 t mid\n"
+		"0xffffffff81000200 T with_prefix\n"
+		"00000000ffffffff81000300 T zeros\n"
+		"1ffffffffffffffff T too_wide\n"
+		"0x T no_digits\n"
+		"ffffffff8100040g T bad_digit\n";
+	const struct kallsyms_sym *s;
+	struct kallsyms *ks;
+
+	(void)state;
+	assert_int_equal(kallsyms_parse(&ks, syms, strlen(syms)), 0);
+	assert_int_equal(kallsyms_count(ks), 6);
+	assert_int_equal(kallsyms_malformed(ks), 3);
+	s = kallsyms_lookup(ks, 0xffffffff81000180);
+	assert_string_equal(s->name, "alpha");
+	assert_int_equal(s->end, 0xffffffff81000200);
+	assert_int_equal(kallsyms_find(ks, "zeta", KALLSYMS_IMAGE)->end, 0xffffffff81000200);
+	assert_string_equal(kallsyms_lookup(ks, 0xffffffff81000200)->name, "with_prefix");
+	s = kallsyms_lookup(ks, 0xffffffff81000300);
+	assert_string_equal(s->name, "zeros");
+	assert_int_equal(s->end, 0xffffffff81000300 + 0x10000);
+	kallsyms_free(ks);
+}
+
+/*
  * One lookup by name for the agent (kernel-image symbols: the per-CPU
  * variables of the task layout) and the host profiler (the hypervisor's
  * guest-entry code, which may be a module's).
@@ -183,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_hidden_and_empty),
 		cmocka_unit_test(test_top_of_address_space),
 		cmocka_unit_test(test_find_by_name),
+		cmocka_unit_test(test_addresses_and_aliases),
 		cmocka_unit_test(test_load),
 	};
 

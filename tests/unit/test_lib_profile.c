@@ -377,6 +377,39 @@ static void test_end_record_kept(void **state)
 	profile_free(p);
 }
 
+/*
+ * Samples meet process records in (time, stream order), wherever they lie
+ * in the file: an exec at a sample's own time renamed it only if recorded
+ * before it; a sample out of time order sees the state of its time; one
+ * before any record is named by the pid's last process.
+ */
+static void test_replay_order(void **state)
+{
+	static const char *const want[] = { "one", "two", "one", "two", "two" };
+	struct kp_writer *w;
+	struct profile *p;
+	int fd;
+
+	(void)state;
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	assert_int_equal(fx_event(w, 1, "cycles", 1000, 0), 0);
+	assert_int_equal(fx_comm(w, 30, 30, 100, KP_COMM_EXEC, "one"), 0);
+	assert_int_equal(fx_sample(w, 1, 30, 200, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_comm(w, 30, 30, 200, KP_COMM_EXEC, "two"), 0);
+	assert_int_equal(fx_sample(w, 1, 30, 200, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 30, 150, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 30, 300, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 30, 50, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(kp_writer_close(w, 0, 1000), 0);
+	close(fd);
+	p = load(NULL);
+	assert_int_equal(p->nr_samples, 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(comm_of(p, i), want[i]);
+	profile_free(p);
+}
+
 static void test_reader_errors(void **state)
 {
 	struct profile_options opt = { 0 };
@@ -408,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_module_image_again),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_end_record_kept),
+		cmocka_unit_test(test_replay_order),
 		cmocka_unit_test(test_reader_errors),
 	};
 
