@@ -25,8 +25,9 @@
  *          KVM_RUN (KVM_SET_SIGNAL_MASK), consumed after the EINTR with
  *          sigtimedwait and a zero timeout: no handler, no frame;
  *   sigfd   the same, consumed by reading a non-blocking signalfd.
- * Every window checks its counts: kicks (timer expirations counting
- * overruns, clock periods, sends) against EINTR exits.
+ * Every window counts kicks (timer expirations counting overruns, clock
+ * periods, sends), the signals taken (a timer's coalesce into overruns
+ * while the thread is off its CPU) and EINTR exits.
  *
  *   kick-cost [--rounds N] [--window-ms MS] [--rates HZ,HZ]
  * Prints one line per round, contender and rate, then a table of medians.
@@ -81,7 +82,7 @@ static const struct contender contenders[] = {
 
 /* One window. Gaps: the guest's own log of the times it did not run, below GAP_LONG_S (above: preemption). */
 struct result {
-	double cpu_s, iters, kicks, exits;
+	double cpu_s, iters, kicks, exits, signals;
 	double gaps, gap_s, gap_median_s;
 };
 
@@ -99,6 +100,7 @@ static pthread_t vcpu_thread;
 /* Written by the handlers, read by the run loop of the same thread. */
 static volatile sig_atomic_t window_done;
 static volatile uint64_t handler_kicks;
+static volatile uint64_t signals_taken; /* kick signals taken during the window, by the handler or a drain */
 
 static int kick_signo(void)
 {
@@ -288,6 +290,7 @@ static void on_kick(int sig, siginfo_t *si, void *uc)
 	(void)sig, (void)uc;
 	/* A timer's signal stands for 1 + its overruns expirations; a perf signal's periods are read from the event. */
 	handler_kicks += 1 + (si->si_code == SI_TIMER ? (uint64_t)si->si_overrun : 0);
+	signals_taken++;
 	__atomic_store_n(&run->immediate_exit, 1, __ATOMIC_RELAXED);
 }
 
@@ -368,8 +371,10 @@ static uint64_t drain_sigwait(const sigset_t *kick)
 	siginfo_t si;
 	uint64_t n = 0;
 
-	while (sigtimedwait(kick, &si, &zero) > 0)
+	while (sigtimedwait(kick, &si, &zero) > 0) {
 		n += 1 + (si.si_code == SI_TIMER ? (uint64_t)si.si_overrun : 0);
+		signals_taken++;
+	}
 	return n;
 }
 
@@ -380,8 +385,10 @@ static uint64_t drain_sigfd(int sfd)
 	ssize_t got;
 
 	while ((got = read(sfd, si, sizeof(si))) > 0)
-		for (ssize_t i = 0; i < got / (ssize_t)sizeof(si[0]); i++)
+		for (ssize_t i = 0; i < got / (ssize_t)sizeof(si[0]); i++) {
 			n += 1 + (si[i].ssi_code == SI_TIMER ? si[i].ssi_overrun : 0);
+			signals_taken++;
+		}
 	return n;
 }
 
@@ -408,6 +415,7 @@ static struct result run_window(const struct contender *c, unsigned int rate, un
 		die("signalfd");
 	window_done = 0;
 	handler_kicks = 0;
+	signals_taken = 0;
 	__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_RELAXED);
 	it0 = guest_count();
 	log0 = guest_log_index();
@@ -436,6 +444,7 @@ static struct result run_window(const struct contender *c, unsigned int rate, un
 			taken += drain_sigfd(sfd);
 		__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_RELAXED);
 	}
+	r.signals = (double)signals_taken; /* before the drain below: those had no exit to end */
 	r.cpu_s = now_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	r.iters = (double)(guest_count() - it0);
 	gap_stats(log0, guest_log_index(), &r);
@@ -516,21 +525,22 @@ static void parse_rates(const char *s, unsigned int *rates, unsigned int *n)
  * lost per kick and per exit (its logged gaps beyond the unkicked
  * window's),
  * the vCPU thread's CPU time beyond the unkicked progress rate per kick,
- * the median gap, kicks per second and exits per kick. Ratios: to the same
+ * the median gap, kicks per second, exits per kick and per signal taken
+ * (1: every signal ended one run, none lost, no storm). Ratios: to the same
  * source taken by a handler (the thread source: to the timer's).
  */
 static void print_table(struct result (*res)[MAX_RATES][NCONT], unsigned int rounds, const unsigned int *rates,
 			unsigned int nrates, unsigned int window_ms)
 {
 	printf("\nmedians of %u rounds of %u ms windows\n", rounds, window_ms);
-	printf("%-20s %8s %12s %6s %12s %12s %12s %10s %10s\n", "mechanism", "rate", "lost/kick us", "ratio",
-	       "lost/exit us", "cpu/kick us", "median gap", "kicks/s", "exits/kick");
+	printf("%-20s %8s %12s %6s %12s %12s %12s %10s %10s %11s\n", "mechanism", "rate", "lost/kick us", "ratio",
+	       "lost/exit us", "cpu/kick us", "median gap", "kicks/s", "exits/kick", "exits/signal");
 	for (unsigned int ri = 0; ri < nrates; ri++) {
 		double handler_lost[SRC_THREAD + 1] = { 0 };
 
 		for (unsigned int c = 1; c < NCONT; c++) {
 			double lost[MAX_ROUNDS], lpe[MAX_ROUNDS], cpu[MAX_ROUNDS], gap[MAX_ROUNDS], kps[MAX_ROUNDS];
-			double epk[MAX_ROUNDS];
+			double epk[MAX_ROUNDS], eps[MAX_ROUNDS];
 			double ml, base;
 
 			for (unsigned int round = 0; round < rounds; round++) {
@@ -543,15 +553,16 @@ static void print_table(struct result (*res)[MAX_RATES][NCONT], unsigned int rou
 				gap[round] = r->gap_median_s * 1e6;
 				kps[round] = r->kicks * 1000.0 / window_ms;
 				epk[round] = r->kicks ? r->exits / r->kicks : 0;
+				eps[round] = r->signals ? r->exits / r->signals : 0;
 			}
 			ml = median(lost, rounds);
 			if (contenders[c].take == TAKE_HANDLER)
 				handler_lost[contenders[c].src] = ml;
 			base = handler_lost[contenders[c].src == SRC_THREAD ? SRC_TIMER : contenders[c].src];
-			printf("%-20s %5u Hz %12.1f %6.2f %12.1f %12.1f %9.1f us %10.0f %10.3f\n", contenders[c].name,
+			printf("%-20s %5u Hz %12.1f %6.2f %12.1f %12.1f %9.1f us %10.0f %10.3f %11.3f\n", contenders[c].name,
 			       rates[ri], ml, base > 0 ? ml / base : 0, median(lpe, rounds), median(cpu, rounds),
 			       median(gap, rounds),
-			       median(kps, rounds), median(epk, rounds));
+			       median(kps, rounds), median(epk, rounds), median(eps, rounds));
 		}
 	}
 }
