@@ -114,3 +114,15 @@ bench-rates: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof $(BUILD)/bench/matmul-host \
 		$(BUILD)/bench/split-host guest
 	@bash bench/rates.sh
+
+# What a forced VM exit costs (bench/kick.sh): bench/kick_cost.c's mechanisms side by side in a ring-3 guest
+# loop, and with OLD_VMM=path the guest's slowdown under kvmprof record --vm, an older VMM against this one.
+$(BUILD)/bench/kick-cost: bench/kick_cost.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -o $@ $< -lpthread
+
+bench: bench-kick
+.PHONY: bench-kick
+bench-kick: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench/kick-cost $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof guest
+	@bash bench/kick.sh

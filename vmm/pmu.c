@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend_kvm.h"
+#include "kick.h"
 #include "pmu.h"
 #include "trace.h"
 #include "vm.h"
@@ -182,8 +183,9 @@ int vcpu_pmu_init(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = &vcpu->pmu;
 
-	vpmu_perf_backend_init(&p->perf, SIGUSR1);
-	vpmu_exact_backend_init(&p->exact, SIGUSR1);
+	/* Counter overflows kick the vCPU thread out of KVM_RUN (kick.h). */
+	vpmu_perf_backend_init(&p->perf, KICK_SIGNO);
+	vpmu_exact_backend_init(&p->exact, KICK_SIGNO);
 	if (vcpu->vm->pmu.backend == VPMU_BACKEND_EXACT)
 		vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
 	else
@@ -270,7 +272,7 @@ static void pmu_arm_exit_timer(struct vcpu_pmu *p, uint64_t deadline_ns)
 	if (!deadline_ns && !p->timer_armed)
 		return;
 	if (!p->timer_created) {
-		struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1 };
+		struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = KICK_SIGNO };
 		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
 		/* The default 50 µs timer slack would be most of the PMI latency. */
 		prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);

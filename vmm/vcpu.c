@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kick.h"
 #include "vcpu_exit.h"
 #include "vm.h"
 
@@ -147,10 +148,14 @@ void vcpu_kick(struct vcpu *vcpu)
 {
 	if (!vcpu->run)
 		return;
-	/* immediate_exit closes the window between the stop check and KVM_RUN. */
+	/*
+	 * The signal ends a KVM_RUN in progress or, pending, makes the next one
+	 * return (kick.h); immediate_exit covers a thread that does not run
+	 * yet and stops the exact backend's emulator.
+	 */
 	__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELEASE);
 	if (vcpu->started)
-		pthread_kill(vcpu->thread, SIGUSR1);
+		pthread_kill(vcpu->thread, KICK_SIGNO);
 }
 
 static const char *exit_reason_name(uint32_t reason)
@@ -260,9 +265,10 @@ static void vcpu_sync_regs(struct vcpu *vcpu)
 }
 
 /*
- * After a run (err: its errno, or 0): immediate_exit asks for one return
- * (the guest sampler's clock signal sets it), so it is reset unless the VM
- * stops; then the events: vm_exit first, so that what the subscribers of
+ * After a run (err: its errno, or 0): the kicks that ended it are taken
+ * (kick.h; an emulator slice of the exact backend may have had some come
+ * in too); immediate_exit asks for one return, so it is reset unless the
+ * VM stops; then the events: vm_exit first, so that what the subscribers of
  * vm_run_end (the guest sampler, --vpmu-trace-pmi) and the vPMU make of
  * this exit follows it in a trace.
  */
@@ -270,6 +276,7 @@ static void vcpu_run_ended(struct vcpu *vcpu, bool kvm_ran, int err)
 {
 	struct kvm_run *run = vcpu->run;
 
+	vcpu->kicks = err == EINTR || !kvm_ran ? kick_drain() : 0;
 	if (__atomic_load_n(&run->immediate_exit, __ATOMIC_RELAXED) && !vm_stopping(vcpu->vm))
 		__atomic_store_n(&run->immediate_exit, 0, __ATOMIC_RELAXED);
 	if (kvm_ran)
@@ -303,6 +310,7 @@ void *vcpu_thread(void *arg)
 	char name[16];
 
 	long sipi_wait_ns = 50000;
+	int rc;
 
 	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
 	pthread_setname_np(pthread_self(), name);
@@ -311,9 +319,14 @@ void *vcpu_thread(void *arg)
 	/* TRACE_MAX_CTX leaves room for every vCPU: this cannot fail. */
 	trace_ctx_register(&vcpu->trace_ctx, (uint16_t)vcpu->id, vcpu->run, vcpu);
 	TRACE(vcpu_start);
+	rc = kick_vcpu_init(vcpu);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: vCPU %u: KVM_SET_SIGNAL_MASK: %s\n", vcpu->id, strerror(-rc));
+		vm_request_stop(vm, VMM_EXIT_SETUP);
+	}
 	while (!vm_stopping(vm)) {
 		bool kvm_ran = true;
-		int rc, err;
+		int err;
 
 		vcpu_pmu_before_run(vcpu);
 		vcpu_sync_regs(vcpu);

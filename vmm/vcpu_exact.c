@@ -383,7 +383,11 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 {
 	struct vcpu_exact *x = &vcpu->exact;
 	struct vpmu_exact_watch w[VPMU_MAX_COUNTERS];
-	/* immediate_exit: the guest sampler's signal and a stop request set it, as for KVM_RUN. */
+	/*
+	 * immediate_exit: a stop request sets it, as for KVM_RUN. The kicks of
+	 * the guest sampler and the vPMU stay pending (kick.h) until the slice
+	 * ends and the run loop takes them.
+	 */
 	struct emu_run_args a = { .max_insns = EXACT_SLICE_INSNS, .stop_flag = &vcpu->run->immediate_exit };
 	struct kvm_vcpu_events ev;
 	struct emu_result r;

@@ -15,6 +15,7 @@
 
 #include "control.h"
 #include "exit_port.h"
+#include "kick.h"
 #include "reset.h"
 #include "vm.h"
 
@@ -253,26 +254,33 @@ bool vm_stopping(struct vm *vm)
 	return __atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE);
 }
 
-static void vm_kick_handler(int sig)
+static void vm_wake_handler(int sig)
 {
-	(void)sig; /* only there to make KVM_RUN return EINTR */
+	(void)sig; /* SIGUSR2 is waited for with sigtimedwait; the handler only keeps it from being fatal */
 }
 
 int vm_run(struct vm *vm)
 {
-	struct sigaction sa = { .sa_handler = vm_kick_handler };
+	struct sigaction sa = { .sa_handler = vm_wake_handler };
 	sigset_t wait_set, old;
 	struct timespec deadline = { 0 }, now;
 	int rc;
 
-	/* SIGUSR1 kicks vCPU threads; the main thread takes SIGINT/SIGTERM/SIGUSR2 synchronously. */
-	sigaction(SIGUSR1, &sa, NULL);
+	/*
+	 * The kick signals (kick.h), blocked here for the vCPU threads to
+	 * inherit; the main thread takes SIGINT/SIGTERM/SIGUSR2 synchronously.
+	 */
+	rc = kick_setup(&old);
+	if (rc) {
+		fprintf(stderr, "kvmprof-vmm: the vCPU kick signals: %s\n", strerror(-rc));
+		return VMM_EXIT_SETUP;
+	}
 	sigaction(SIGUSR2, &sa, NULL);
 	sigemptyset(&wait_set);
 	sigaddset(&wait_set, SIGINT);
 	sigaddset(&wait_set, SIGTERM);
 	sigaddset(&wait_set, SIGUSR2);
-	pthread_sigmask(SIG_BLOCK, &wait_set, &old);
+	pthread_sigmask(SIG_BLOCK, &wait_set, NULL);
 	vm->main_thread = pthread_self();
 	vm->ran = true;
 

@@ -69,6 +69,7 @@ struct vcpu {
 	struct vcpu_exact exact;           /* the exact vPMU backend's engine and KVM steps */
 	struct trace_ctx trace_ctx;        /* what this vCPU's trace events carry (trace.h) */
 	uint32_t sync_regs;                /* atomic: KVM_SYNC_X86_* sets wanted in kvm_run at exits, set before each entry */
+	unsigned int kicks;                /* vCPU thread: the kicks (kick.h KICK_*) that ended the last run */
 };
 
 struct vm {

@@ -11,9 +11,10 @@
  * to what the VMM may send (guest domain, CPL 0 or 3, only SAMPLE, COMM and
  * MMAP); a record the ring reader refused or a bad one fails the run.
  *
- *   ring_client [-p NS] [-g] [-d SECONDS] [-o FILE] [-x] [-a] [-l JSON] SOCKET
+ *   ring_client [-p NS] [-g] [-e] [-d SECONDS] [-o FILE] [-x] [-a] [-l JSON] SOCKET
  *     -p NS   period in ns of vCPU thread time (default 1000000)
  *     -g      callgraph
+ *     -e      a VM_EXIT record per exit too (sample-start "exits")
  *     -d S    seconds to drain before sample-stop (default 2)
  *     -o FILE keep the sample file there (default: in memory only)
  *     -x      vanish after -d seconds without sample-stop (exit 0)
@@ -23,7 +24,8 @@
  * Prints the two replies, "read: samples=N records=N lost=N bad=N", "match"
  * or "MISMATCH" against sample-stop's counts, then "pid P COMM: N" per guest
  * process, "mmap pid P FILE 0xSTART+0xLEN" per mapping, "callchains: N
- * samples with frames, deepest D" and "rip 0xADDR pid P cpl C: N" for the
+ * samples with frames, deepest D", with -e "exits: records=N signal=N"
+ * (the VM_EXIT records read, and those of a signal: forced exits), and "rip 0xADDR pid P cpl C: N" for the
  * ten most frequent RIPs; with -g every "chain" of a user sample: "chain
  * pid P: IP CALLER..." for the first 200. Exit 0, or 1 on any bad record or
  * mismatch, 2 when the VMM cannot be talked to.
@@ -54,6 +56,8 @@ static unsigned int npids;
 static struct { uint64_t ip; uint32_t pid; uint8_t cpl; uint64_t n; } rips[MAX_RIPS];
 static unsigned int nrips;
 static uint64_t samples, records, bad, chained, deepest, chains_shown;
+static bool exits_asked;
+static uint64_t exit_records, signal_exits; /* with -e: VM_EXIT records read, and those of a signal */
 
 static void die(const char *what)
 {
@@ -178,6 +182,12 @@ static const char *take_vmm_record(const struct kp_record *rec)
 			return "COMM without the guest flag";
 		name_pid(rec->comm);
 		return NULL;
+	case KP_REC_VM_EXIT:
+		if (!exits_asked)
+			return "VM_EXIT without sample-start's \"exits\"";
+		exit_records++;
+		signal_exits += rec->vm_exit->kind == KP_EXIT_SIGNAL;
+		return NULL;
 	case KP_REC_MMAP:
 		if (rec->mmap->domain != KP_DOMAIN_GUEST)
 			return "MMAP of another domain";
@@ -243,10 +253,11 @@ int main(int argc, char **argv)
 	char req[1024], line[4096], err[512], memfd_path[64];
 	int opt, s, fd = -1, out;
 
-	while ((opt = getopt(argc, argv, "p:gd:o:xal:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:ged:o:xal:")) != -1) {
 		switch (opt) {
 		case 'p': period = strtoull(optarg, NULL, 10); break;
 		case 'g': callgraph = true; break;
+		case 'e': exits_asked = true; break;
 		case 'd': secs = atof(optarg); break;
 		case 'o': outpath = optarg; break;
 		case 'x': vanish = true; break;
@@ -261,8 +272,10 @@ int main(int argc, char **argv)
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof(addr)) < 0)
 		die("connect");
-	snprintf(req, sizeof(req), "{\"cmd\":\"sample-start\",\"event\":\"cpu-clock\",\"period\":%llu,\"callgraph\":%s%s%.700s}\n",
-		 (unsigned long long)period, callgraph ? "true" : "false", linux_layout ? ",\"linux\":" : "",
+	snprintf(req, sizeof(req),
+		 "{\"cmd\":\"sample-start\",\"event\":\"cpu-clock\",\"period\":%llu,\"callgraph\":%s,\"exits\":%s%s%.700s}\n",
+		 (unsigned long long)period, callgraph ? "true" : "false", exits_asked ? "true" : "false",
+		 linux_layout ? ",\"linux\":" : "",
 		 linux_layout ? linux_layout : "");
 	if (write(s, req, strlen(req)) != (ssize_t)strlen(req))
 		die("write");
@@ -316,6 +329,9 @@ int main(int argc, char **argv)
 		printf("pid %u %s: %llu\n", pids[i].pid, pids[i].comm, (unsigned long long)pids[i].n);
 	printf("callchains: %llu samples with frames, deepest %llu\n", (unsigned long long)chained,
 	       (unsigned long long)deepest);
+	if (exits_asked)
+		printf("exits: records=%llu signal=%llu\n", (unsigned long long)exit_records,
+		       (unsigned long long)signal_exits);
 	for (unsigned int k = 0; all || k < 10; k++) {
 		unsigned int best = nrips;
 		for (unsigned int i = 0; i < nrips; i++)

@@ -193,11 +193,11 @@ else
 fi
 
 # --- the bundled guest, the control socket, guest sampling ------------------
-# In this order (guest-sampler.sh, hostile-guest.sh, trace.sh, static-plugin.sh and
+# In this order (guest-sampler.sh, forced-exits.sh, hostile-guest.sh, trace.sh, static-plugin.sh and
 # plugin-host.sh use control.sh's client and functions, plugins.sh trace.sh's); a part
 # that is missing fails, it is not left out.
-for part in bundled-guest vpmu-guest guest-agent control guest-sampler hostile-guest trace plugins static-plugin exit-records cross-layer \
-	plugin-host; do
+for part in bundled-guest vpmu-guest guest-agent control guest-sampler forced-exits hostile-guest trace plugins \
+	static-plugin exit-records cross-layer plugin-host; do
 	if [ -f "tests/e2e/$part.sh" ]; then
 		# shellcheck source=/dev/null
 		. "tests/e2e/$part.sh"

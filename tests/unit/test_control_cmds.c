@@ -65,7 +65,7 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 	(void)vm;
 	if (!sampler_on)
 		return -ESRCH;
-	*t = (struct guest_sampler_totals){ .samples = 3, .records = 4 };
+	*t = (struct guest_sampler_totals){ .samples = 3, .records = 4, .kick_exits = 5, .kicks_no_period = 2 };
 	sampler_on = false;
 	return 0;
 }
@@ -206,8 +206,8 @@ static void test_sample_stop(void **state)
 	(void)state;
 	ask("{\"cmd\":\"sample-start\"}");
 	assert_string_equal(ask("{\"cmd\":\"sample-stop\"}"),
-			    "{\"ok\":true,\"samples\":3,\"lost\":0,\"records\":4,\"vm_exits\":0,\"vm_exits_dropped\":0,\"capture_mean_ns\":0,"
-			    "\"capture_max_ns\":0}");
+			    "{\"ok\":true,\"samples\":3,\"lost\":0,\"records\":4,\"vm_exits\":0,\"vm_exits_dropped\":0,"
+			    "\"kick_exits\":5,\"kicks_no_period\":2,\"capture_mean_ns\":0,\"capture_max_ns\":0}");
 	assert_false(ses.sampling);
 }
 

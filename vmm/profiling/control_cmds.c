@@ -340,6 +340,8 @@ static const char *control_sample_stop(struct control_session *ses, struct json_
 	control_put_u64(r, "records", t.records);
 	control_put_u64(r, "vm_exits", t.vm_exits);
 	control_put_u64(r, "vm_exits_dropped", t.vm_exits_dropped);
+	control_put_u64(r, "kick_exits", t.kick_exits);
+	control_put_u64(r, "kicks_no_period", t.kicks_no_period);
 	control_put_u64(r, "capture_mean_ns", t.capture_mean_ns);
 	control_put_u64(r, "capture_max_ns", t.capture_max_ns);
 	return NULL;

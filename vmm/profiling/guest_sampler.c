@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Guest sampling by the VMM. A host clock event (perf_event_open on the vCPU
- * thread) signals the thread every period; the signal handler sets
- * immediate_exit, so KVM_RUN returns at once, and the thread takes one
- * sample whose weight is the number of periods that passed since its last
- * one (signals coalesce; the count does not). Registers come from kvm_run's
+ * thread) signals the thread every period: a kick (kick.h), so KVM_RUN
+ * returns, and the thread takes one sample whose weight is the number of
+ * periods that passed since its last one (signals coalesce; the count
+ * does not). Registers come from kvm_run's
  * synced registers (KVM_CAP_SYNC_REGS) where KVM offers them; the current
  * guest process and its name through vmi's process attribution
  * (guest_attrib.h); the call stack through guest_stack. Nothing on the
@@ -27,32 +27,12 @@
 #include "guest_attrib.h"
 #include "guest_stack.h"
 #include "guest_walk.h"
+#include "kick.h"
 #include "perf_open.h"
 #include "task_layout.h"
 #include "vm.h"
 
 #define GS_DESC_REJECTS_SHOWN 4
-
-/* The sampling signal: real-time, so it queues rather than merges with the VMM's SIGUSR1 kicks. */
-static int gs_signo(void)
-{
-	return SIGRTMIN + 2;
-}
-
-static __thread volatile sig_atomic_t gs_fired; /* a clock signal arrived */
-
-static void gs_signal(int sig)
-{
-	/* The vCPU thread's trace context (it registers one before it runs the guest) names its vCPU. */
-	const struct trace_ctx *ctx = trace_self();
-	struct vcpu *vcpu = ctx ? ctx->owner : NULL;
-
-	(void)sig;
-	gs_fired = 1;
-	/* Ends the KVM_RUN in progress, or makes the next one return at once; the run loop resets it. */
-	if (vcpu)
-		__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELAXED);
-}
 
 static uint64_t gs_now(void)
 {
@@ -104,8 +84,6 @@ static struct vcpu_outcome gs_desc_port(void *opaque, uint16_t offset, uint8_t *
 int guest_sampler_init(struct vm *vm)
 {
 	struct guest_sampler *gs = &vm->sampler;
-	struct sigaction sa = { .sa_handler = gs_signal, .sa_flags = SA_RESTART };
-	struct sigaction ign = { .sa_handler = SIG_IGN };
 	int mask;
 
 	pthread_mutex_init(&gs->desc_lock, NULL);
@@ -113,16 +91,6 @@ int guest_sampler_init(struct vm *vm)
 		vm->vcpu[i].sampler.perf_fd = -1;
 	mask = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
 	gs->sync_mask = mask > 0 ? (uint32_t)mask & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS) : 0;
-	/* SA_RESTART: a clock signal must not fail the VMM's own reads and writes; KVM_RUN still returns. */
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(gs_signo(), &sa, NULL) < 0)
-		return -errno;
-	/*
-	 * When a thread's queue of real-time signals is full the kernel sends
-	 * SIGIO instead, which would kill the VMM: ignore it (nothing else here
-	 * uses it).
-	 */
-	sigaction(SIGIO, &ign, NULL);
 	return ioport_register(&vm->io, KVMPROF_GUEST_DESC_PORT, 4, gs_desc_port, vm);
 }
 
@@ -441,9 +409,10 @@ static void gs_exit_end(struct guest_sampler_vcpu *s)
 
 /*
  * vm_run_end, subscribed while sampling: takes a sample when the clock's
- * signal came during the run. Reads the clock's count, so one sample
- * stands for however many periods passed: never a loop of them. With
- * "exits", also vm_entry: each exit's record spans the exit to the entry.
+ * kick ended the run. Reads the clock's count, so one sample stands for
+ * however many periods passed: never a loop of them. With "exits", also
+ * vm_entry: each exit's record spans the exit to the entry. One reading of
+ * active decides both this exit's record and its sample.
  */
 static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int event, const uint64_t *args,
 		       unsigned int nargs)
@@ -451,30 +420,35 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 	struct vcpu *vcpu = ctx->owner;
 	struct guest_sampler_vcpu *s;
 	uint64_t count, periods;
+	bool active;
 
 	(void)opaque, (void)nargs;
 	if (!vcpu)
 		return;
 	s = &vcpu->sampler;
-	if (vcpu->vm->sampler.exits && __atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
-		if (event == KVMPROF_TRACE_vm_entry) {
-			gs_exit_end(s);
-			return;
-		}
-		gs_exit_begin(vcpu, s, args);
-	}
-	if (event != KVMPROF_TRACE_vm_run_end || !gs_fired)
+	if (event == KVMPROF_TRACE_vm_entry) {
+		gs_exit_end(s); /* the record begun at the exit, if any: sealed even if stop came in between */
 		return;
-	gs_fired = 0;
-	/* stop clears active before it unsubscribes: a run that ends in between takes no sample. */
-	if (!__atomic_load_n(&s->active, __ATOMIC_ACQUIRE) ||
-	    read(s->perf_fd, &count, sizeof(count)) != (ssize_t)sizeof(count))
+	}
+	/* stop clears active before it unsubscribes: a run that ends in between takes no record and no sample. */
+	active = __atomic_load_n(&s->active, __ATOMIC_ACQUIRE);
+	if (!active)
+		return;
+	if (vcpu->vm->sampler.exits)
+		gs_exit_begin(vcpu, s, args);
+	if (!(vcpu->kicks & KICK_SAMPLER))
+		return;
+	__atomic_store_n(&s->kick_exits, s->kick_exits + 1, __ATOMIC_RELAXED);
+	if (read(s->perf_fd, &count, sizeof(count)) != (ssize_t)sizeof(count))
 		return;
 	periods = count / vcpu->vm->sampler.period;
 	if (periods > s->periods_seen) {
 		gs_sample(vcpu, s, periods - s->periods_seen,
 			  s->exit_pending ? (const struct kp_rec_vm_exit *)(s->xrec + sizeof(struct kp_rec_header)) : NULL);
 		s->periods_seen = periods;
+	} else {
+		/* The clock's count ran ahead of its signals: an earlier sample already took this period. */
+		__atomic_store_n(&s->kicks_no_period, s->kicks_no_period + 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -502,7 +476,7 @@ static int gs_open_clock(pid_t tid, uint32_t type, uint64_t config, uint64_t per
 
 	if (fd < 0)
 		return fd;
-	rc = perf_open_signal_thread(fd, tid, gs_signo());
+	rc = perf_open_signal_thread(fd, tid, kick_sampler_signo());
 	if (rc) {
 		close(fd);
 		return rc;
@@ -637,6 +611,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		s->exit_pending = false;
 		s->exits = 0;
 		s->exits_dropped = 0;
+		s->kick_exits = s->kicks_no_period = 0;
 		if (guest_attrib_init(&s->attrib)) {
 			rc = gs_fail(err, -ENOMEM, "cannot allocate the sampler's pid tables%s", "");
 			break;
@@ -697,11 +672,15 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
 
+		/* The exit in progress at the stop: its record ends now (the vCPU no longer writes the ring). */
+		gs_exit_end(s);
 		t->samples += s->samples;
 		t->lost += s->lost;
 		t->records += s->written;
 		t->vm_exits += s->exits;
 		t->vm_exits_dropped += s->exits_dropped;
+		t->kick_exits += s->kick_exits;
+		t->kicks_no_period += s->kicks_no_period;
 		ns += s->capture_ns;
 		nsamples += s->captures;
 		if (s->capture_max > t->capture_max_ns)

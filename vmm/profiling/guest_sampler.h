@@ -6,7 +6,7 @@
  * Guest sampling by the VMM, for the host profiler (docs/guest-sampling.md,
  * docs/control-socket.md sample-start / sample-stop). The control thread
  * starts and stops it; each vCPU thread samples itself: a host clock event
- * on the vCPU thread signals it every period, KVM_RUN returns, and at the
+ * on the vCPU thread kicks it every period (kick.h), KVM_RUN returns, and at the
  * vm_run_end event (trace.h), to which the sampler subscribes while it
  * samples, the thread writes one SAMPLE record (RIP, CPL, guest pid, optionally the guest
  * call stack) into its own ring of the memfd ring set
@@ -66,6 +66,8 @@ struct guest_sampler_vcpu {
 	bool exit_pending;
 	uint64_t exits;                   /* VM_EXIT records written */
 	uint64_t exits_dropped;           /* VM_EXIT records left out: the ring was too full (samples first) */
+	uint64_t kick_exits;              /* runs the clock's kick ended while active: each a sample or ... */
+	uint64_t kicks_no_period;         /* ... one of these, which found no new period (the count ran ahead) */
 	uint8_t xrec[GUEST_SAMPLER_XREC_MAX] __attribute__((aligned(8)));
 };
 
@@ -117,6 +119,7 @@ struct guest_sampler_request {
 
 struct guest_sampler_totals {
 	uint64_t samples, lost, records, vm_exits, vm_exits_dropped;
+	uint64_t kick_exits, kicks_no_period; /* the forced exits: kick_exits = samples + kicks_no_period (+ lost) */
 	uint64_t capture_mean_ns, capture_max_ns;
 };
 
