@@ -377,8 +377,11 @@ rc=$?
 # The garbage left in a stack would be [unknown] user frames (the fake return
 # addresses lie in no mapping). A sample outside the loop's RBP window (in main,
 # in clock_gettime, or between the asm's push and mov) has its real callers
-# through libc: those are right and allowed.
-unknown=$(grep -c -E '(^|;)[^;`]*`\[unknown\]' "$T/bf.rep")
+# through libc: those are right and allowed. So is a sample in the vDSO's
+# clock_gettime: the recording keeps no copy of the vDSO, so its frames are
+# [vdso]`[unknown] (seen under ASan on a loaded host, about 1 run in 5).
+unknown=$(grep -E '(^|;)[^;`]*`\[unknown\]' "$T/bf.rep" | sed 's/\[vdso\]`\[unknown\]//g' |
+	grep -c -E '(^|;)[^;`]*`\[unknown\]')
 top=$(sort -k2 -n -r "$T/bf.rep" | head -n 1 | cut -d' ' -f1)
 # shellcheck disable=SC2016 # the backquote is a folded-stack separator
 if [ $rc -ne 0 ] || [ "$top" != 'badframes;badframes`spin_with_bad_rbp' ]; then
