@@ -212,6 +212,7 @@ void pmu_all_poll(struct cpu *c); /* applies a new configuration on this CPU (IP
 void sys_pmu_all_start(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_read(struct cpu *c, struct trapframe *tf);
+void sys_pmu_all_read_buf(struct cpu *c, struct trapframe *tf);
 
 /* pmu_test.c: test-only system calls for pmutest, enabled by the command line */
 extern int pmu_test_enabled;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [PROG[+ARG...]]...: the
+ * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [PROG[+ARG...]]...: the
  * bundled guest's profiling agent, like `kvmprof-agent record -a` on Linux.
  *
  * Samples EVENT (cycles by default; instructions, branches, branch-misses,
@@ -25,6 +25,11 @@
  *   agent: samples=N lost=N pmis=N late=N cpus=N processes=N bytes=N ms=N.NNN
  * (late: PMIs that never came, whose overflows the kernel took at a tick;
  * ms: the workload phase's guest time, from the first spawn to the last exit)
+ * Samples go through the VMM's sample buffer when the VMM offers one
+ * (include/kvmprof/vpmu_sbuf.h: the VMM writes each sample record, a PMI
+ * comes per watermark crossing; the records are copied into the stream as
+ * they are), else a PMI each; -I forces the PMI path, -g records call
+ * stacks (buffer only). The summary line ends in buffer=1 or buffer=0.
  * -n runs and times the programs the same way without sampling and writes
  * nothing to the channel (all counts 0): the baseline of the overhead
  * benchmark (bench/agent.sh).
@@ -39,12 +44,16 @@
 
 #define MAX_PROGS 8
 #define MAX_RECORDS 65536 /* samples kept; more are counted as lost */
+#define RAW_BYTES (16u << 20) /* the sample buffer's records kept, as they came; more are counted as lost */
+#define RAW_SPILL 4096        /* what a full store reads at a time, to count and drop */
 #define DRAIN_MS 50       /* rings hold PMU_ALL_RING per CPU: drain well before */
 #define OUT_CHUNK 16384   /* bytes per write() to the channel */
 #define EVENT_TYPE_GUEST 0xffffffffu
 
 static struct pmu_record recs[MAX_RECORDS];
 static long nrecs, overflowed;
+static unsigned char raw[RAW_BYTES] __attribute__((aligned(8)));
+static uint64_t raw_len, raw_samples;
 static struct proc_info procs[PROC_HISTORY + 1];
 
 /* ---- options --------------------------------------------------------------- */
@@ -63,6 +72,8 @@ static struct {
 	int nprogs;
 	char command[512];
 	bool no_sampling;
+	bool pmi_path;  /* -I: a PMI per sample even where the VMM offers its buffer */
+	bool callchain; /* -g */
 } opt;
 
 static int parse_event(const char *s, struct pmu_event *ev)
@@ -102,7 +113,7 @@ static int parse_event(const char *s, struct pmu_event *ev)
 
 static int usage(void)
 {
-	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [PROG[+ARG...]]...\n");
+	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [PROG[+ARG...]]...\n");
 	return 2;
 }
 
@@ -140,6 +151,10 @@ static int parse_args(int argc, char **argv)
 			opt.ev.flags = PMU_OS;
 		} else if (!strcmp(a, "-n")) {
 			opt.no_sampling = true;
+		} else if (!strcmp(a, "-I")) {
+			opt.pmi_path = true;
+		} else if (!strcmp(a, "-g")) {
+			opt.callchain = true;
 		} else if (a[0] == '/' && opt.nprogs < MAX_PROGS) {
 			struct prog *p = &opt.progs[opt.nprogs++];
 			char *plus = (char *)a;
@@ -158,6 +173,10 @@ static int parse_args(int argc, char **argv)
 			return -1;
 		}
 	}
+	if (opt.pmi_path && opt.callchain) {
+		printf("agent: -g needs the sample buffer: not with -I\n");
+		return -1;
+	}
 	if (!opt.nprogs) {
 		opt.progs[0].path = "/bin/matmul";
 		opt.progs[1].path = "/bin/hash";
@@ -168,8 +187,42 @@ static int parse_args(int argc, char **argv)
 
 /* ---- sampling -------------------------------------------------------------- */
 
+/* Records in n bytes of whole records. */
+static uint64_t count_records(const unsigned char *p, uint64_t n)
+{
+	uint64_t k = 0;
+	for (uint64_t off = 0; off + sizeof(struct kp_rec_header) <= n; k++) {
+		const struct kp_rec_header *h = (const struct kp_rec_header *)(p + off);
+		if (h->size < sizeof(*h))
+			break;
+		off += h->size;
+	}
+	return k;
+}
+
+/* The sample buffer's records: kept as they are, for the stream. */
+static void drain_buffer(void)
+{
+	static unsigned char spill[RAW_SPILL] __attribute__((aligned(8)));
+	for (;;) {
+		uint64_t room = RAW_BYTES - raw_len;
+		bool keep = room >= RAW_SPILL; /* a record is at most ~1 KiB */
+		long n = keep ? pmu_all_read_buf(raw + raw_len, (long)room) : pmu_all_read_buf(spill, RAW_SPILL);
+		if (n <= 0)
+			return;
+		uint64_t k = count_records(keep ? raw + raw_len : spill, (uint64_t)n);
+		if (keep) {
+			raw_len += (uint64_t)n;
+			raw_samples += k;
+		} else {
+			overflowed += (long)k;
+		}
+	}
+}
+
 static void drain(void)
 {
+	drain_buffer();
 	for (;;) {
 		long room = MAX_RECORDS - nrecs;
 		static struct pmu_record spill[256];
@@ -294,6 +347,9 @@ static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, u
 		emit(KP_REC_SAMPLE, &smp, sizeof(smp), NULL);
 		out_samples++;
 	}
+	put(raw, raw_len); /* the VMM wrote them as sample-file records, sealed */
+	out_records += raw_samples;
+	out_samples += raw_samples;
 	int me = getpid();
 	for (int i = 1; i < nprocs; i++) {
 		if (procs[i].state != PROC_EXITED)
@@ -329,7 +385,8 @@ int main(int argc, char **argv)
 		printf("agent: no PMU: nothing to sample with\n");
 		return 1;
 	}
-	long r = opt.no_sampling ? 0 : pmu_all_start(&opt.ev, opt.period, 0);
+	unsigned int flags = (opt.pmi_path ? 0 : PMU_ALL_BUFFER) | (opt.callchain ? PMU_ALL_CALLCHAIN : 0);
+	long r = opt.no_sampling ? 0 : pmu_all_start(&opt.ev, opt.period, flags);
 	if (r < 0) {
 		printf("agent: system-wide sampling refused: error %ld\n", r);
 		return 1;
@@ -375,9 +432,9 @@ int main(int argc, char **argv)
 		write_stream(&pi, (int)nprocs, lost, t0, t1);
 	}
 	printf("agent: samples=%lu lost=%lu pmis=%lu late=%lu cpus=%lu processes=%ld bytes=%lu "
-	       "ms=%lu.%03lu\n",
+	       "ms=%lu.%03lu buffer=%lu\n",
 	       (unsigned long)out_samples, (unsigned long)lost, st.pmis, st.late, st.cpus, nprocs - 1,
 	       (unsigned long)out_bytes, (unsigned long)((t1 - t0) / 1000000),
-	       (unsigned long)((t1 - t0) / 1000 % 1000));
+	       (unsigned long)((t1 - t0) / 1000 % 1000), st.buffered);
 	return failed;
 }
