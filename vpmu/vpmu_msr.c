@@ -136,7 +136,6 @@ static void counter_advance(struct vpmu_vcpu *v, unsigned int idx, uint64_t delt
 		return;
 	}
 	c->count = sum & VPMU_COUNTER_MASK;
-	v->global_status |= 1ULL << status_bit(idx);
 	v->stats.overflows++;
 	v->stats.events_past_sum += c->count;
 	if (c->count > v->stats.events_past_max)
@@ -146,8 +145,9 @@ static void counter_advance(struct vpmu_vcpu *v, unsigned int idx, uint64_t delt
 		c->count = VPMU_COUNTER_MASK + 1 - v->sbuf.reload;
 		v->sbuf.due++;
 		arm_counter(v, idx);
-		return;
+		return; /* no status bit: the guest learns of samples from the buffer, as with PEBS */
 	}
+	v->global_status |= 1ULL << status_bit(idx);
 	if (counter_wants_pmi(v, idx)) {
 		/* Where in [entry, now] the overflow fell, assuming a steady rate. */
 		uint64_t distance = VPMU_COUNTER_MASK + 1 - old;
