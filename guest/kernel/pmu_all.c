@@ -95,7 +95,7 @@ static int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned 
 	if (period < PMU_PERIOD_MIN || period > PMU_PERIOD_MAX ||
 	    (flags & ~(PMU_SAMPLE_KEEP_OVERSHOOT | PMU_ALL_BUFFER | PMU_ALL_CALLCHAIN)))
 		return -GUEST_EINVAL;
-	int buffered = (flags & PMU_ALL_BUFFER) && pmu_sbuf_offered();
+	int buffered = (flags & PMU_ALL_BUFFER) && pmu_sbuf_usable();
 	if ((flags & PMU_ALL_CALLCHAIN) && !buffered)
 		return -GUEST_EINVAL; /* the NMI path records no stacks */
 	int r = pmu_sampling_ctl(ev, &ctl);

@@ -38,6 +38,8 @@ void pmu_sbuf_write(uint32_t reg, uint64_t val);
 /* The PMI handler's work, for an overflow found without its PMI. */
 void pmu_handle_nmi(struct cpu *c, uint64_t rip, uint64_t cs);
 
+/* pmu_sbuf.c: whether system-wide sampling may use the buffer (offered, not pmubuf=off). */
+int pmu_sbuf_usable(void);
 /* pmu_sbuf.c: this CPU's sample buffer for system-wide sampling's counter hw (pmu_enter held). */
 void pmu_sbuf_arm(struct cpu *c, int hw, uint64_t period, int callchain);
 void pmu_sbuf_disarm(void);
