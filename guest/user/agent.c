@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [PROG[+ARG...]]...: the
+ * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [-D] [PROG[+ARG...]]...: the
  * bundled guest's profiling agent, like `kvmprof-agent record -a` on Linux.
  *
  * Samples EVENT (cycles by default; instructions, branches, branch-misses,
@@ -30,6 +30,7 @@
  * comes per watermark crossing; the records are copied into the stream as
  * they are), else a PMI each; -I forces the PMI path, -g records call
  * stacks (buffer only). The summary line ends in buffer=1 or buffer=0.
+ * -D drains only after the run (tests: a buffer that fills, exact losses).
  * -n runs and times the programs the same way without sampling and writes
  * nothing to the channel (all counts 0): the baseline of the overhead
  * benchmark (bench/agent.sh).
@@ -74,6 +75,7 @@ static struct {
 	bool no_sampling;
 	bool pmi_path;  /* -I: a PMI per sample even where the VMM offers its buffer */
 	bool callchain; /* -g */
+	bool drain_at_end; /* -D */
 } opt;
 
 static int parse_event(const char *s, struct pmu_event *ev)
@@ -113,7 +115,7 @@ static int parse_event(const char *s, struct pmu_event *ev)
 
 static int usage(void)
 {
-	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [PROG[+ARG...]]...\n");
+	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [-D] [PROG[+ARG...]]...\n");
 	return 2;
 }
 
@@ -155,6 +157,8 @@ static int parse_args(int argc, char **argv)
 			opt.pmi_path = true;
 		} else if (!strcmp(a, "-g")) {
 			opt.callchain = true;
+		} else if (!strcmp(a, "-D")) {
+			opt.drain_at_end = true;
 		} else if (a[0] == '/' && opt.nprogs < MAX_PROGS) {
 			struct prog *p = &opt.progs[opt.nprogs++];
 			char *plus = (char *)a;
@@ -200,11 +204,16 @@ static uint64_t count_records(const unsigned char *p, uint64_t n)
 	return k;
 }
 
-/* The sample buffer's records: kept as they are, for the stream. */
-static void drain_buffer(void)
+/*
+ * The sample buffer's records: kept as they are, for the stream. One read
+ * while sampling runs: the reading itself is sampled (emulated ring 0 is
+ * slow), so reading until the buffers are empty could go on for ever; after
+ * the stop, until they are.
+ */
+static void drain_buffer(bool until_empty)
 {
 	static unsigned char spill[RAW_SPILL] __attribute__((aligned(8)));
-	for (;;) {
+	for (bool again = true; again; again = until_empty) {
 		uint64_t room = RAW_BYTES - raw_len;
 		bool keep = room >= RAW_SPILL; /* a record is at most ~1 KiB */
 		long n = keep ? pmu_all_read_buf(raw + raw_len, (long)room) : pmu_all_read_buf(spill, RAW_SPILL);
@@ -220,9 +229,9 @@ static void drain_buffer(void)
 	}
 }
 
-static void drain(void)
+static void drain(bool until_empty)
 {
-	drain_buffer();
+	drain_buffer(until_empty);
 	for (;;) {
 		long room = MAX_RECORDS - nrecs;
 		static struct pmu_record spill[256];
@@ -405,7 +414,8 @@ int main(int argc, char **argv)
 		running++;
 	}
 	while (running) {
-		drain();
+		if (!opt.drain_at_end)
+			drain(false);
 		sleep_ms(DRAIN_MS);
 		for (int i = 0; i < opt.nprogs; i++) {
 			int status;
@@ -424,7 +434,7 @@ int main(int argc, char **argv)
 	uint64_t lost = 0;
 	if (!opt.no_sampling) {
 		pmu_all_stop(&st);
-		drain();
+		drain(true);
 		nprocs = proc_list(procs, PROC_HISTORY + 1);
 		if (nprocs < 1)
 			nprocs = 1; /* cannot happen: entry 0 is the kernel */

@@ -12,7 +12,7 @@
 #include "vpmu_fixture.h"
 
 #define RAM (64ULL << 20)
-#define REC 72 /* a SAMPLE record without call stack: header + struct kp_rec_sample */
+#define REC 72 /* a record size that does not divide the data area: the ring pads at the wrap */
 
 static void setup_sbuf(struct tvcpu *t)
 {
