@@ -160,8 +160,9 @@ struct vpmu_cpuid_leaf {
 
 /*
  * Adjusts the CPUID leaves the model advertises (0xA; 0x80000001 ECX bit 23;
- * 0x80000022; leaf 1 ECX PDCM): called per entry by the VMM. Clears them for
- * VPMU_MODEL_OFF.
+ * 0x80000022; leaf 1 ECX PDCM; kvmprof's leaves 0x40000100-1, which offer
+ * the sample buffer when cfg->sbuf): called per entry by the VMM. Clears
+ * them for VPMU_MODEL_OFF.
  */
 void vpmu_cpuid_adjust(const struct vpmu_config *cfg, struct vpmu_cpuid_leaf *leaf);
 
