@@ -6,18 +6,21 @@
 # (~10 kHz), with the buffer (the default) and with a PMI per sample (-I),
 # each against the same workload run unsampled (-n); the three alternate,
 # and each figure is the median of the agent's ms= (the workload phase's
-# guest time) over the runs. A run that has not finished after LIMIT
-# seconds is stopped and its mode not run again at that period: the PMI
+# guest time) over the runs. Each run ends by writing its sample file over
+# COM2, one VM exit per byte (~64 bytes a sample: about a minute for 10^5
+# samples), which the figures leave out but LIMIT must allow for. A run
+# that has not finished after LIMIT seconds is stopped and its mode not run
+# again at that period: the PMI
 # path at 10^5 on this host, where one PMI's handler (~240 emulated ring-0
 # instructions) takes longer than a period, so PMIs follow each other and
 # the workload hardly advances; the table says so, with the PMIs the VMM
 # injected before the stop.
-#   RUNS=N (default 5), LIMIT=S (default 120)
+#   RUNS=N (default 5), LIMIT=S (default 300)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
-LIMIT=${LIMIT:-120}
+LIMIT=${LIMIT:-300}
 VMM=$BUILD/kvmprof-vmm
 WORKLOAD=/bin/matmul+128+900 # ~1.1 s of guest ring 3 on this host, as bench/agent.sh
 tmp=$(mktemp -d)
