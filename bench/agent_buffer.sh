@@ -15,12 +15,13 @@
 # instructions) takes longer than a period, so PMIs follow each other and
 # the workload hardly advances; the table says so, with the PMIs the VMM
 # injected before the stop.
-#   RUNS=N (default 5), LIMIT=S (default 300)
+#   RUNS=N (default 5), LIMIT=S (default 300), PERIODS="1000000 100000" (the default)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 LIMIT=${LIMIT:-300}
+PERIODS=${PERIODS:-1000000 100000}
 VMM=$BUILD/kvmprof-vmm
 WORKLOAD=/bin/matmul+128+900 # ~1.1 s of guest ring 3 on this host, as bench/agent.sh
 tmp=$(mktemp -d)
@@ -31,7 +32,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
 
 echo "bench-agent-buffer: bundled guest, clock backend, 1 vCPU, $RUNS runs of each mode at each period..." >&2
-for period in 1000000 100000; do
+for period in $PERIODS; do
 	for _ in $(seq "$RUNS"); do
 		for mode in buffer pmi off; do
 			[ -e "$tmp/stuck.$period.$mode" ] && continue
@@ -56,7 +57,7 @@ done
 
 echo "| period (clock backend) | unsampled ms | buffer: ms, overhead | samples | PMIs | per sample | PMI path (-I): ms, overhead | samples | PMIs | per sample |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-for period in 1000000 100000; do
+for period in $PERIODS; do
 	off=$(median <"$tmp/ms.$period.off")
 	cells=""
 	for mode in buffer pmi; do
