@@ -18,6 +18,7 @@
 
 #include "backend_kvm.h"
 #include "kick.h"
+#include "kvmprof/vpmu_sbuf.h"
 #include "pmu.h"
 #include "trace.h"
 #include "vm.h"
@@ -122,6 +123,11 @@ int vmm_pmu_setup(struct vm *vm)
 					o->backend == VPMU_BACKEND_AUTO ? "auto (exact here)" : "exact");
 		pmu->cfg.exact = true;
 	}
+	if (pmu->backend != VPMU_BACKEND_KVM) {
+		/* The sample buffer is the VMM's own: offered wherever the VMM implements the PMU. */
+		pmu->cfg.sbuf = true;
+		pmu->cfg.ram_size = vm->cfg->mem_size;
+	}
 	if (pmu->backend == VPMU_BACKEND_KVM) {
 		if (vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, pmu->cfg.filter, err))
 			return pmu_fail("vPMU: %s", err);
@@ -183,6 +189,7 @@ int vcpu_pmu_init(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = &vcpu->pmu;
 
+	p->sbuf_desc_entry = -1;
 	/* Counter overflows kick the vCPU thread out of KVM_RUN (kick.h). */
 	vpmu_perf_backend_init(&p->perf, KICK_SIGNO);
 	vpmu_exact_backend_init(&p->exact, KICK_SIGNO);
@@ -228,12 +235,18 @@ static struct kvm_cpuid2 *cpuid_add(struct kvm_cpuid2 *c, uint32_t function)
 
 struct kvm_cpuid2 *vmm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid)
 {
-	static const uint32_t leaves[] = { 0x1, 0xa, 0x80000001, 0x80000022 };
+	static const uint32_t leaves[] = { 0x1, 0xa, 0x80000001, 0x80000022, KP_CPUID_LEAF, KP_CPUID_FEATURES };
 	const struct vpmu_config *cfg = &vm->pmu.cfg;
 
 	for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
 		struct kvm_cpuid_entry2 *e = cpuid_find(cpuid, leaves[i]);
 		struct vpmu_cpuid_leaf leaf;
+
+		if (!e && cfg->sbuf && (leaves[i] == KP_CPUID_LEAF || leaves[i] == KP_CPUID_FEATURES)) {
+			/* kvmprof's own hypervisor leaves: no maximum leaf of KVM's to raise. */
+			cpuid = cpuid_add(cpuid, leaves[i]);
+			e = cpuid_find(cpuid, leaves[i]);
+		}
 
 		if (!e && cfg->model != VPMU_MODEL_OFF && (leaves[i] == 0xa || leaves[i] == 0x80000022)) {
 			/* KVM lists no leaf it has nothing for: add it, and raise the maximum leaf. */
@@ -313,6 +326,7 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 
 	pmu_trace_overflows(p);
 	now = now_ns();
+	vcpu_pmu_sbuf_flush(vcpu, now); /* overflows found since the run's end: their watermark PMI goes in now */
 	vpmu_vcpu_prepare_entry(&p->v, now);
 	if (p->v.stats.reprograms != reprograms)
 		TRACE(pmu_counter_program, p->v.stats.reprograms - reprograms);
@@ -329,8 +343,11 @@ void vcpu_pmu_after_run(struct vcpu *vcpu)
 {
 	if (!vmm_pmu_emulating(&vcpu->vm->pmu))
 		return;
+	uint64_t now = now_ns();
+
 	vcpu->pmu.exits++;
-	vpmu_vcpu_after_run(&vcpu->pmu.v, now_ns());
+	vpmu_vcpu_after_run(&vcpu->pmu.v, now);
+	vcpu_pmu_sbuf_flush(vcpu, now);
 	pmu_trace_overflows(&vcpu->pmu);
 }
 
@@ -346,6 +363,9 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 		TRACE(msr_read, run->msr.index, val, rc != VPMU_MSR_OK);
 	} else {
 		rc = vpmu_msr_write(&vcpu->pmu.v, run->msr.index, run->msr.data);
+		/* The guest read its clock just before this exit: records' times run on from here. */
+		if (rc == VPMU_MSR_OK && run->msr.index == KP_MSR_SBUF_TIME)
+			vcpu->pmu.v.sbuf.guest_time_at = now_ns();
 		TRACE(msr_write, run->msr.index, run->msr.data, rc != VPMU_MSR_OK);
 	}
 	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
@@ -397,6 +417,11 @@ void vmm_pmu_print_stats(struct vm *vm)
 		}
 		fputc('\n', stderr);
 	}
+	if (s.sbuf_records || s.sbuf_lost || s.sbuf_refused)
+		fprintf(stderr, "  sample buffer: %llu records written, %llu lost (buffer full), %llu watermark PMIs, "
+			"%llu settings refused (#GP)\n",
+			(unsigned long long)s.sbuf_records, (unsigned long long)s.sbuf_lost,
+			(unsigned long long)s.sbuf_pmis, (unsigned long long)s.sbuf_refused);
 	vcpu_exact_print_stats(vm);
 	if (s.time_enabled_ns)
 		fprintf(stderr, "  host multiplexing: counters ran %.1f%% of the time they were enabled%s\n",

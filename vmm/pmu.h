@@ -39,6 +39,7 @@ struct vcpu_pmu {
 	bool timer_created, timer_armed;
 	uint64_t exits;
 	uint64_t overflows_traced; /* stats.overflows when the last pmu_overflow event went out */
+	int sbuf_desc_entry;       /* the guest descriptor's entry of this vCPU, for sample-buffer records (-1: unknown) */
 };
 
 /*
@@ -65,6 +66,8 @@ void vcpu_pmu_before_run(struct vcpu *vcpu);
 void vcpu_pmu_after_run(struct vcpu *vcpu);
 /* Makes KVM_RUN return within ns (a one-shot timer signal to the vCPU thread). */
 void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns);
+/* Writes the sample-buffer records of the overflows noticed at this exit (vmm/pmu_sbuf.c). */
+void vcpu_pmu_sbuf_flush(struct vcpu *vcpu, uint64_t now_ns);
 /* KVM_EXIT_X86_RDMSR / WRMSR. */
 void vcpu_pmu_handle_msr(struct vcpu *vcpu);
 

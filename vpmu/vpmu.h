@@ -136,6 +136,13 @@ struct vpmu_config {
 	 * the host, and the Intel model's CPUID marks the others unavailable.
 	 */
 	bool exact;
+	/*
+	 * The sample buffer (include/kvmprof/vpmu_sbuf.h, vpmu_sbuf.c) is
+	 * offered: CPUID says so and its MSRs exist. ram_size bounds where it
+	 * may lie.
+	 */
+	bool sbuf;
+	uint64_t ram_size;
 };
 
 /*
@@ -153,8 +160,9 @@ struct vpmu_cpuid_leaf {
 
 /*
  * Adjusts the CPUID leaves the model advertises (0xA; 0x80000001 ECX bit 23;
- * 0x80000022; leaf 1 ECX PDCM): called per entry by the VMM. Clears them for
- * VPMU_MODEL_OFF.
+ * 0x80000022; leaf 1 ECX PDCM; kvmprof's leaves 0x40000100-1, which offer
+ * the sample buffer when cfg->sbuf): called per entry by the VMM. Clears
+ * them for VPMU_MODEL_OFF.
  */
 void vpmu_cpuid_adjust(const struct vpmu_config *cfg, struct vpmu_cpuid_leaf *leaf);
 
@@ -207,6 +215,21 @@ struct vpmu_stats {
 	uint64_t latency_sum_ns, latency_max_ns;
 	uint64_t events_past_sum, events_past_max; /* guest events past the overflow at the last sync */
 	uint64_t time_enabled_ns, time_running_ns; /* host multiplexing, from the backend */
+	uint64_t sbuf_records, sbuf_lost, sbuf_pmis; /* sample buffer: written, not written (full), watermark PMIs */
+	uint64_t sbuf_refused; /* sample-buffer MSR writes refused with #GP */
+};
+
+/*
+ * The sample buffer of one vCPU (include/kvmprof/vpmu_sbuf.h): what the
+ * guest programmed, and the producer's own copy of the ring's head (the
+ * guest may write anything into the ring's control block).
+ */
+struct vpmu_sbuf {
+	uint64_t ctl, base, size, watermark, reload;
+	uint64_t guest_time; /* KP_MSR_SBUF_TIME as last written, and when (host ns) */
+	uint64_t guest_time_at;
+	uint64_t head, written, lost;
+	uint32_t due;         /* overflows whose records the VMM has still to write */
 };
 
 struct vpmu_vcpu {
@@ -220,6 +243,7 @@ struct vpmu_vcpu {
 	bool pmi_pending;
 	uint64_t entry_time;    /* ns, at the last before_run */
 	uint64_t pmi_overflow_time;
+	struct vpmu_sbuf sbuf;
 	const struct vpmu_backend_ops *ops;
 	void *backend;
 	/* Delivers a PMI to this vCPU through its LVTPC; returns false if LVTPC is masked. */
@@ -266,5 +290,28 @@ uint64_t vpmu_counter_pmi_distance(const struct vpmu_vcpu *v, unsigned int idx);
 bool vpmu_counter_enabled(const struct vpmu_vcpu *v, unsigned int idx);
 
 void vpmu_stats_add(struct vpmu_stats *sum, const struct vpmu_stats *s);
+
+/* --- the sample buffer (vpmu_sbuf.c) ------------------------------------- */
+
+/* Whether msr is a sample-buffer MSR this configuration offers. */
+bool vpmu_sbuf_msr(const struct vpmu_config *cfg, uint32_t msr);
+int vpmu_sbuf_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val);
+/* KP_MSR_SBUF_TIME's write keeps the value; the caller stamps sbuf.guest_time_at with the host time. */
+int vpmu_sbuf_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val);
+/* Whether an overflow of counter idx goes to the buffer (it is armed for that counter). */
+bool vpmu_sbuf_takes(const struct vpmu_vcpu *v, unsigned int idx);
+
+/*
+ * Appends one sealed record (a SAMPLE) to the guest's ring, whose control
+ * page is at ctl_page (this process's pointer to guest RAM at the buffer's
+ * base; the data area follows it): written, or counted as lost when it does
+ * not fit. Raises a PMI (pmi_pending) when the unread bytes were below the
+ * watermark before this record and are at or above it after (or the
+ * record did not fit): one PMI per watermark crossing.
+ */
+void vpmu_sbuf_put(struct vpmu_vcpu *v, uint8_t *ctl_page, const uint8_t *rec, uint32_t size, uint64_t now_ns);
+
+/* The guest's clock at host time now_ns, as the last KP_MSR_SBUF_TIME write says. */
+uint64_t vpmu_sbuf_guest_time(const struct vpmu_vcpu *v, uint64_t now_ns);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kvmprof/vpmu_sbuf.h"
 #include "vpmu.h"
 #include "vpmu_names.h"
 
@@ -98,6 +99,17 @@ void vpmu_cpuid_adjust(const struct vpmu_config *cfg, struct vpmu_cpuid_leaf *le
 			leaf->ebx = cfg->n_gp;  /* NumPerfCtrCore */
 		}
 		break;
+	case KP_CPUID_LEAF:
+		*leaf = (struct vpmu_cpuid_leaf){ .function = KP_CPUID_LEAF };
+		if (cfg->sbuf)
+			*leaf = (struct vpmu_cpuid_leaf){ KP_CPUID_LEAF, KP_CPUID_FEATURES, KP_CPUID_SIG_EBX,
+							  KP_CPUID_SIG_ECX, KP_CPUID_SIG_EDX };
+		break;
+	case KP_CPUID_FEATURES:
+		*leaf = (struct vpmu_cpuid_leaf){ .function = KP_CPUID_FEATURES };
+		if (cfg->sbuf)
+			*leaf = (struct vpmu_cpuid_leaf){ KP_CPUID_FEATURES, KP_CPUID_SBUF, KP_MSR_SBUF_CTL, 0, 0 };
+		break;
 	default:
 		break;
 	}
@@ -122,7 +134,7 @@ static const struct vpmu_msr_range pmu_msr_ranges[] = {
 	{ MSR_IA32_PMC0_FULL, VPMU_INTEL_MAX_GP },
 };
 #define PMU_MSR_RANGES (sizeof(pmu_msr_ranges) / sizeof(pmu_msr_ranges[0]))
-_Static_assert(PMU_MSR_RANGES <= VPMU_MAX_MSR_RANGES, "VPMU_MAX_MSR_RANGES too small");
+_Static_assert(PMU_MSR_RANGES + 1 <= VPMU_MAX_MSR_RANGES, "VPMU_MAX_MSR_RANGES too small (the sample buffer's range too)");
 
 unsigned int vpmu_msr_ranges(const struct vpmu_config *cfg, struct vpmu_msr_range *out)
 {
@@ -130,7 +142,10 @@ unsigned int vpmu_msr_ranges(const struct vpmu_config *cfg, struct vpmu_msr_rang
 		return 0;
 	for (unsigned int i = 0; i < PMU_MSR_RANGES; i++)
 		out[i] = pmu_msr_ranges[i];
-	return PMU_MSR_RANGES;
+	if (!cfg->sbuf)
+		return PMU_MSR_RANGES;
+	out[PMU_MSR_RANGES] = (struct vpmu_msr_range){ KP_MSR_SBUF_CTL, KP_SBUF_MSRS };
+	return PMU_MSR_RANGES + 1;
 }
 
 bool vpmu_msr_owned(const struct vpmu_config *cfg, uint32_t msr)
@@ -140,5 +155,5 @@ bool vpmu_msr_owned(const struct vpmu_config *cfg, uint32_t msr)
 	for (unsigned int i = 0; i < PMU_MSR_RANGES; i++)
 		if (msr >= pmu_msr_ranges[i].base && msr - pmu_msr_ranges[i].base < pmu_msr_ranges[i].count)
 			return true;
-	return false;
+	return vpmu_sbuf_msr(cfg, msr);
 }

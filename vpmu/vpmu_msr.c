@@ -12,7 +12,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "kvmprof/vpmu_sbuf.h"
 #include "vpmu.h"
+
+static void arm_counter(struct vpmu_vcpu *v, unsigned int idx);
 
 /*
  * AMD: writable event-select bits; the rest are ignored on write, as AMD
@@ -133,11 +136,18 @@ static void counter_advance(struct vpmu_vcpu *v, unsigned int idx, uint64_t delt
 		return;
 	}
 	c->count = sum & VPMU_COUNTER_MASK;
-	v->global_status |= 1ULL << status_bit(idx);
 	v->stats.overflows++;
 	v->stats.events_past_sum += c->count;
 	if (c->count > v->stats.events_past_max)
 		v->stats.events_past_max = c->count;
+	if (vpmu_sbuf_takes(v, idx)) {
+		/* The VMM writes the record (vpmu_sbuf.due) and re-arms the counter, as PEBS's reset value does. */
+		c->count = VPMU_COUNTER_MASK + 1 - v->sbuf.reload;
+		v->sbuf.due++;
+		arm_counter(v, idx);
+		return; /* no status bit: the guest learns of samples from the buffer, as with PEBS */
+	}
+	v->global_status |= 1ULL << status_bit(idx);
 	if (counter_wants_pmi(v, idx)) {
 		/* Where in [entry, now] the overflow fell, assuming a steady rate. */
 		uint64_t distance = VPMU_COUNTER_MASK + 1 - old;
@@ -507,7 +517,8 @@ int vpmu_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val)
 	if (!vpmu_msr_owned(v->cfg, msr))
 		return VPMU_MSR_NOT_PMU;
 	v->stats.msr_reads++;
-	rc = is_amd(v) ? amd_msr_read(v, msr, val) : intel_msr_read(v, msr, val);
+	rc = vpmu_sbuf_msr(v->cfg, msr) ? vpmu_sbuf_msr_read(v, msr, val) :
+	     is_amd(v) ? amd_msr_read(v, msr, val) : intel_msr_read(v, msr, val);
 	if (rc == VPMU_MSR_GP)
 		v->stats.msr_gp++;
 	return rc;
@@ -520,7 +531,8 @@ int vpmu_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val)
 	if (!vpmu_msr_owned(v->cfg, msr))
 		return VPMU_MSR_NOT_PMU;
 	v->stats.msr_writes++;
-	rc = is_amd(v) ? amd_msr_write(v, msr, val) : intel_msr_write(v, msr, val);
+	rc = vpmu_sbuf_msr(v->cfg, msr) ? vpmu_sbuf_msr_write(v, msr, val) :
+	     is_amd(v) ? amd_msr_write(v, msr, val) : intel_msr_write(v, msr, val);
 	if (rc == VPMU_MSR_GP)
 		v->stats.msr_gp++;
 	return rc;

@@ -212,6 +212,9 @@ void pmu_all_poll(struct cpu *c); /* applies a new configuration on this CPU (IP
 void sys_pmu_all_start(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_read(struct cpu *c, struct trapframe *tf);
+void sys_pmu_all_read_buf(struct cpu *c, struct trapframe *tf);
+/* pmu_sbuf.c: a pmubuf= command-line option (guest/README.md); -1 if tok is none or its value is bad. */
+int pmu_sbuf_option(const char *tok, size_t n);
 
 /* pmu_test.c: test-only system calls for pmutest, enabled by the command line */
 extern int pmu_test_enabled;

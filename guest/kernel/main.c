@@ -121,6 +121,8 @@ static void parse_cmdline(void)
 			start_opt = tok + 6;
 		else if (n > 8 && !strncmp(tok, "maxcpus=", 8) && !parse_uint(tok + 8, n - 8, &v))
 			maxcpus = v < 1 ? 1 : (int)v;
+		else if (n > 6 && !strncmp(tok, "pmubuf", 6) && pmu_sbuf_option(tok, n))
+			kprintf("kvmprof guest: bad pmubuf option ignored\n");
 	}
 }
 

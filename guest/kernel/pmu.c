@@ -30,6 +30,8 @@
  * emulated (~1.4 us): the paths here are kept short, and processes that do
  * not use the PMU pay one comparison per context switch.
  */
+#include <kvmprof/vpmu_sbuf.h>
+
 #include "kernel.h"
 #include "pmu_hw.h"
 
@@ -64,6 +66,7 @@ static struct {
 	uint32_t unavailable; /* Intel CPUID 0xA EBX: architectural events absent */
 	uint64_t mask, half;
 	uint64_t all_status; /* every status bit of the model */
+	uint32_t sbuf_msr;   /* kvmprof's sample buffer: its first MSR (KP_MSR_SBUF_CTL), 0 if not offered */
 } pmu;
 
 #define barrier() __asm__ volatile("" ::: "memory")
@@ -121,6 +124,13 @@ void pmu_init(void)
 		kinfo("kvmprof guest: no pmu\n");
 		return;
 	}
+	cpuid(KP_CPUID_LEAF, 0, r);
+	if (r[0] >= KP_CPUID_FEATURES && r[1] == KP_CPUID_SIG_EBX && r[2] == KP_CPUID_SIG_ECX &&
+	    r[3] == KP_CPUID_SIG_EDX) {
+		cpuid(KP_CPUID_FEATURES, 0, r);
+		if (r[0] & KP_CPUID_SBUF)
+			pmu.sbuf_msr = r[1];
+	}
 	if (pmu.width < 32 || pmu.width > 48)
 		pmu.width = 48;
 	pmu.mask = (1ULL << pmu.width) - 1;
@@ -134,6 +144,8 @@ void pmu_init(void)
 		kinfo("kvmprof guest: pmu amd %s, %d counters\n", pmu.has_global ? "perfmon-v2" : "core",
 		      pmu.gp);
 	}
+	if (pmu.sbuf_msr)
+		kinfo("kvmprof guest: pmu sample buffer at msr 0x%x\n", pmu.sbuf_msr);
 	pmu_cpu_init();
 }
 
@@ -724,6 +736,16 @@ int pmu_counter_wrapped(int hw, uint64_t *past)
 void pmu_counter_rearm(int hw, uint64_t left)
 {
 	write_period(hw, left);
+}
+
+int pmu_sbuf_offered(void)
+{
+	return pmu.sbuf_msr != 0;
+}
+
+void pmu_sbuf_write(uint32_t reg, uint64_t val)
+{
+	wrmsr(pmu.sbuf_msr + (reg - KP_MSR_SBUF_CTL), val);
 }
 
 void pmu_handle_nmi(struct cpu *c, uint64_t rip, uint64_t cs)

@@ -17,6 +17,11 @@
  * call pmu_all_poll) and wait, bounded, until each has applied it. Start,
  * stop and read take all_lock with a try: a second caller gets -EBUSY
  * instead of spinning with interrupts off against a CPU that waits for it.
+ *
+ * With PMU_ALL_BUFFER, and the VMM offering it, the samples go to the VMM's
+ * sample buffer instead (pmu_sbuf.c): the VMM writes each record and
+ * re-arms the counter, the rings here stay empty, the NMIs are the
+ * buffers' watermark PMIs, and pmu_all_read_buf drains.
  */
 #include "kernel.h"
 #include "pmu_hw.h"
@@ -43,7 +48,8 @@ static struct {
 	int hw;          /* general-purpose counter: pmu_all_counter() */
 	uint64_t ctl;    /* event select with INT, without EN */
 	uint64_t period;
-	unsigned int flags; /* PMU_SAMPLE_KEEP_OVERSHOOT */
+	unsigned int flags; /* PMU_SAMPLE_KEEP_OVERSHOOT, PMU_ALL_CALLCHAIN */
+	int buffered;       /* the VMM's sample buffer takes the samples */
 } all;
 
 #define RET(v)                                 \
@@ -86,8 +92,12 @@ static int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned 
 		return -GUEST_ENODEV;
 	if (pmu_all_counter() < 0)
 		return -GUEST_EBUSY;
-	if (period < PMU_PERIOD_MIN || period > PMU_PERIOD_MAX || (flags & ~PMU_SAMPLE_KEEP_OVERSHOOT))
+	if (period < PMU_PERIOD_MIN || period > PMU_PERIOD_MAX ||
+	    (flags & ~(PMU_SAMPLE_KEEP_OVERSHOOT | PMU_ALL_BUFFER | PMU_ALL_CALLCHAIN)))
 		return -GUEST_EINVAL;
+	int buffered = (flags & PMU_ALL_BUFFER) && pmu_sbuf_usable();
+	if ((flags & PMU_ALL_CALLCHAIN) && !buffered)
+		return -GUEST_EINVAL; /* the NMI path records no stacks */
 	int r = pmu_sampling_ctl(ev, &ctl);
 	if (r)
 		return r;
@@ -95,6 +105,7 @@ static int pmu_all_config(const struct pmu_event *ev, uint64_t period, unsigned 
 	all.ctl = ctl;
 	all.period = period;
 	all.flags = flags;
+	all.buffered = buffered;
 	return 0;
 }
 
@@ -111,7 +122,11 @@ static void pmu_all_cpu_set(struct cpu *c, int on)
 	pmu_enter(c);
 	struct proc *p = pmu_suspend(c);
 	pmu_counter_stop(all.hw);
+	if (all.buffered && !on)
+		pmu_sbuf_disarm();
 	c->pmu_all_on = (uint8_t)on;
+	if (all.buffered && on)
+		pmu_sbuf_arm(c, all.hw, all.period, (all.flags & PMU_ALL_CALLCHAIN) != 0);
 	if (on)
 		pmu_counter_start(all.hw, all.ctl, all.period);
 	pmu_resume(c, p);
@@ -121,6 +136,11 @@ static void pmu_all_cpu_set(struct cpu *c, int on)
 void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
 {
 	uint64_t v;
+	if (all.buffered) { /* the VMM recorded the samples: this is the watermark's PMI */
+		rings[c->id].pmis++;
+		pmu_sbuf_pmi();
+		return;
+	}
 	if (pmu_counter_wrapped(all.hw, &v)) {
 		pmu_all_record(c, rip, (unsigned)(cs & 3));
 		pmu_counter_rearm(all.hw, (all.flags & PMU_SAMPLE_KEEP_OVERSHOOT) && v < all.period ?
@@ -142,7 +162,8 @@ void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
 void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
 {
 	uint64_t v;
-	if (!c->pmu_all_on || c->pmu_busy)
+	/* The VMM re-arms a buffered counter itself: no PMI per overflow to lose. */
+	if (!c->pmu_all_on || c->pmu_busy || all.buffered)
 		return;
 	if (c->nmis != c->pmu_all_nmis_seen) {
 		c->pmu_all_nmis_seen = c->nmis;
@@ -234,6 +255,9 @@ void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf)
 		st.drops += rings[i].drops;
 		st.late += rings[i].late;
 	}
+	if (all.buffered)
+		pmu_sbuf_totals(ncpus_online(), &st.records, &st.drops);
+	st.buffered = (unsigned long)all.buffered;
 	st.cpus = (unsigned long)all_cpus;
 	spin_unlock(&all_lock);
 	if (tf->rdi)
@@ -266,6 +290,20 @@ void sys_pmu_all_read(struct cpu *c, struct trapframe *tf)
 		}
 		__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
 	}
+	spin_unlock(&all_lock);
+	RET((long)n);
+}
+
+void sys_pmu_all_read_buf(struct cpu *c, struct trapframe *tf)
+{
+	uint64_t room = tf->rsi;
+	if (room > (uint64_t)1 << 30)
+		room = (uint64_t)1 << 30;
+	if (!user_range_ok(c->cur, tf->rdi, room))
+		RET(-GUEST_EFAULT);
+	if (!spin_trylock_bounded(&all_lock, 1))
+		RET(-GUEST_EBUSY);
+	uint64_t n = all.buffered ? pmu_sbuf_drain(ncpus_online(), (uint8_t *)tf->rdi, room) : 0;
 	spin_unlock(&all_lock);
 	RET((long)n);
 }

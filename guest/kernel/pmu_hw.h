@@ -31,8 +31,23 @@ void pmu_counter_start(int hw, uint64_t ctl, uint64_t period);
 /* Whether counter hw wrapped (overflowed); *past: the events counted since. */
 int pmu_counter_wrapped(int hw, uint64_t *past);
 void pmu_counter_rearm(int hw, uint64_t left);
+/* Whether the VMM offers kvmprof's sample buffer (CPUID, include/kvmprof/vpmu_sbuf.h). */
+int pmu_sbuf_offered(void);
+/* Writes one of its MSRs, named by its KP_MSR_SBUF_* number. */
+void pmu_sbuf_write(uint32_t reg, uint64_t val);
 /* The PMI handler's work, for an overflow found without its PMI. */
 void pmu_handle_nmi(struct cpu *c, uint64_t rip, uint64_t cs);
+
+/* pmu_sbuf.c: whether system-wide sampling may use the buffer (offered, not pmubuf=off). */
+int pmu_sbuf_usable(void);
+/* pmu_sbuf.c: this CPU's sample buffer for system-wide sampling's counter hw (pmu_enter held). */
+void pmu_sbuf_arm(struct cpu *c, int hw, uint64_t period, int callchain);
+void pmu_sbuf_disarm(void);
+void pmu_sbuf_pmi(void); /* a watermark PMI on this CPU */
+/* Sums the records the VMM wrote and lost in the first ncpus CPUs' buffers. */
+void pmu_sbuf_totals(int ncpus, unsigned long *written, unsigned long *lost);
+/* Moves whole records from the first ncpus CPUs' buffers to out (room bytes); returns the bytes (under pmu_all.c's lock). */
+uint64_t pmu_sbuf_drain(int ncpus, uint8_t *out, uint64_t room);
 
 /* pmu_all.c: system-wide sampling's overflow check, from the PMI handler. */
 void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs);

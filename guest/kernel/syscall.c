@@ -89,6 +89,7 @@ static const syscall_fn syscalls[SYS_COUNT] = {
 	[SYS_pmu_all_start] = sys_pmu_all_start,
 	[SYS_pmu_all_stop] = sys_pmu_all_stop,
 	[SYS_pmu_all_read] = sys_pmu_all_read,
+	[SYS_pmu_all_read_buf] = sys_pmu_all_read_buf,
 };
 
 void syscall_dispatch(struct cpu *c, struct trapframe *tf)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [PROG[+ARG...]]...: the
+ * agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [-D] [PROG[+ARG...]]...: the
  * bundled guest's profiling agent, like `kvmprof-agent record -a` on Linux.
  *
  * Samples EVENT (cycles by default; instructions, branches, branch-misses,
@@ -27,6 +27,12 @@
  *   agent: samples=N lost=N pmis=N late=N cpus=N processes=N bytes=N ms=N.NNN
  * (late: PMIs that never came, whose overflows the kernel took at a tick;
  * ms: the workload phase's guest time, from the first spawn to the last exit)
+ * Samples go through the VMM's sample buffer when the VMM offers one
+ * (include/kvmprof/vpmu_sbuf.h: the VMM writes each sample record, a PMI
+ * comes per watermark crossing; the records are copied into the stream as
+ * they are), else a PMI each; -I forces the PMI path, -g records call
+ * stacks (buffer only). The summary line ends in buffer=1 or buffer=0.
+ * -D drains only after the run (tests: a buffer that fills, exact losses).
  * -n runs and times the programs the same way without sampling and writes
  * nothing to the channel (all counts 0): the baseline of the overhead
  * benchmark (bench/agent.sh).
@@ -42,12 +48,16 @@
 
 #define MAX_PROGS 8
 #define MAX_RECORDS 65536 /* samples kept; more are counted as lost */
+#define RAW_BYTES (16u << 20) /* the sample buffer's records kept, as they came; more are counted as lost */
+#define RAW_SPILL 4096        /* what a full store reads at a time, to count and drop */
 #define DRAIN_MS 50       /* rings hold PMU_ALL_RING per CPU: drain well before */
 #define OUT_CHUNK 16384   /* bytes per write() to the channel */
 #define EVENT_TYPE_GUEST 0xffffffffu
 
 static struct pmu_record recs[MAX_RECORDS];
 static long nrecs, overflowed;
+static unsigned char raw[RAW_BYTES] __attribute__((aligned(8)));
+static uint64_t raw_len, raw_samples;
 static struct proc_info procs[PROC_HISTORY + 1];
 
 /* ---- options --------------------------------------------------------------- */
@@ -66,6 +76,9 @@ static struct {
 	int nprogs;
 	char command[512];
 	bool no_sampling;
+	bool pmi_path;  /* -I: a PMI per sample even where the VMM offers its buffer */
+	bool callchain; /* -g */
+	bool drain_at_end; /* -D */
 } opt;
 
 static int parse_event(const char *s, struct pmu_event *ev)
@@ -105,7 +118,7 @@ static int parse_event(const char *s, struct pmu_event *ev)
 
 static int usage(void)
 {
-	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [PROG[+ARG...]]...\n");
+	printf("usage: agent [-e EVENT] [-c PERIOD] [-u | -k] [-n] [-I] [-g] [-D] [PROG[+ARG...]]...\n");
 	return 2;
 }
 
@@ -143,6 +156,12 @@ static int parse_args(int argc, char **argv)
 			opt.ev.flags = PMU_OS;
 		} else if (!strcmp(a, "-n")) {
 			opt.no_sampling = true;
+		} else if (!strcmp(a, "-I")) {
+			opt.pmi_path = true;
+		} else if (!strcmp(a, "-g")) {
+			opt.callchain = true;
+		} else if (!strcmp(a, "-D")) {
+			opt.drain_at_end = true;
 		} else if (a[0] == '/' && opt.nprogs < MAX_PROGS) {
 			struct prog *p = &opt.progs[opt.nprogs++];
 			char *plus = (char *)a;
@@ -161,6 +180,10 @@ static int parse_args(int argc, char **argv)
 			return -1;
 		}
 	}
+	if (opt.pmi_path && opt.callchain) {
+		printf("agent: -g needs the sample buffer: not with -I\n");
+		return -1;
+	}
 	if (!opt.nprogs) {
 		opt.progs[0].path = "/bin/matmul";
 		opt.progs[1].path = "/bin/hash";
@@ -171,8 +194,47 @@ static int parse_args(int argc, char **argv)
 
 /* ---- sampling -------------------------------------------------------------- */
 
-static void drain(void)
+/* Records in n bytes of whole records. */
+static uint64_t count_records(const unsigned char *p, uint64_t n)
 {
+	uint64_t k = 0;
+	for (uint64_t off = 0; off + sizeof(struct kp_rec_header) <= n; k++) {
+		const struct kp_rec_header *h = (const struct kp_rec_header *)(p + off);
+		if (h->size < sizeof(*h))
+			break;
+		off += h->size;
+	}
+	return k;
+}
+
+/*
+ * The sample buffer's records: kept as they are, for the stream. One read
+ * while sampling runs: the reading itself is sampled (emulated ring 0 is
+ * slow), so reading until the buffers are empty could go on for ever; after
+ * the stop, until they are.
+ */
+static void drain_buffer(bool until_empty)
+{
+	static unsigned char spill[RAW_SPILL] __attribute__((aligned(8)));
+	for (bool again = true; again; again = until_empty) {
+		uint64_t room = RAW_BYTES - raw_len;
+		bool keep = room >= RAW_SPILL; /* a record is at most ~1 KiB */
+		long n = keep ? pmu_all_read_buf(raw + raw_len, (long)room) : pmu_all_read_buf(spill, RAW_SPILL);
+		if (n <= 0)
+			return;
+		uint64_t k = count_records(keep ? raw + raw_len : spill, (uint64_t)n);
+		if (keep) {
+			raw_len += (uint64_t)n;
+			raw_samples += k;
+		} else {
+			overflowed += (long)k;
+		}
+	}
+}
+
+static void drain(bool until_empty)
+{
+	drain_buffer(until_empty);
 	for (;;) {
 		long room = MAX_RECORDS - nrecs;
 		static struct pmu_record spill[256];
@@ -313,7 +375,29 @@ static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, u
 			emit_block();
 		out_samples++;
 	}
+	/*
+	 * The VMM wrote the buffer's samples as sealed sample-file records: coded
+	 * into the same blocks (~6 bytes instead of 64 down a line that exits per
+	 * byte); a record the block coding cannot hold exactly goes as it is.
+	 */
+	for (uint64_t off = 0; off + sizeof(struct kp_rec_header) <= raw_len;) {
+		const struct kp_rec_header *h = (const struct kp_rec_header *)(raw + off);
+		if (h->size < sizeof(*h) || h->size > raw_len - off)
+			break;
+		const void *body = h + 1;
+		size_t len = h->size - sizeof(*h);
+		if (h->type == KP_REC_SAMPLE && kp_sample_encodable(body, len)) {
+			if (kp_sample_block_add(&block, body))
+				emit_block();
+		} else {
+			emit_block();
+			put(h, h->size);
+			out_records++;
+		}
+		off += h->size;
+	}
 	emit_block();
+	out_samples += raw_samples;
 	int me = getpid();
 	for (int i = 1; i < nprocs; i++) {
 		if (procs[i].state != PROC_EXITED)
@@ -349,7 +433,8 @@ int main(int argc, char **argv)
 		printf("agent: no PMU: nothing to sample with\n");
 		return 1;
 	}
-	long r = opt.no_sampling ? 0 : pmu_all_start(&opt.ev, opt.period, 0);
+	unsigned int flags = (opt.pmi_path ? 0 : PMU_ALL_BUFFER) | (opt.callchain ? PMU_ALL_CALLCHAIN : 0);
+	long r = opt.no_sampling ? 0 : pmu_all_start(&opt.ev, opt.period, flags);
 	if (r < 0) {
 		printf("agent: system-wide sampling refused: error %ld\n", r);
 		return 1;
@@ -368,7 +453,8 @@ int main(int argc, char **argv)
 		running++;
 	}
 	while (running) {
-		drain();
+		if (!opt.drain_at_end)
+			drain(false);
 		sleep_ms(DRAIN_MS);
 		for (int i = 0; i < opt.nprogs; i++) {
 			int status;
@@ -387,7 +473,7 @@ int main(int argc, char **argv)
 	uint64_t lost = 0;
 	if (!opt.no_sampling) {
 		pmu_all_stop(&st);
-		drain();
+		drain(true);
 		nprocs = proc_list(procs, PROC_HISTORY + 1);
 		if (nprocs < 1)
 			nprocs = 1; /* cannot happen: entry 0 is the kernel */
@@ -395,9 +481,9 @@ int main(int argc, char **argv)
 		write_stream(&pi, (int)nprocs, lost, t0, t1);
 	}
 	printf("agent: samples=%lu lost=%lu pmis=%lu late=%lu cpus=%lu processes=%ld bytes=%lu "
-	       "ms=%lu.%03lu\n",
+	       "ms=%lu.%03lu buffer=%lu\n",
 	       (unsigned long)out_samples, (unsigned long)lost, st.pmis, st.late, st.cpus, nprocs - 1,
 	       (unsigned long)out_bytes, (unsigned long)((t1 - t0) / 1000000),
-	       (unsigned long)((t1 - t0) / 1000 % 1000));
+	       (unsigned long)((t1 - t0) / 1000 % 1000), st.buffered);
 	return failed;
 }

@@ -23,12 +23,18 @@
  *   fuzz               garbage into every PMU MSR of both vendors, read back,
  *                      then a counted loop                    (needs pmutest)
  *   gp                 #GP where the model must raise it      (needs pmutest)
+ *   sbuf               hostile settings of the VMM's sample buffer: each bad
+ *                      base, size, watermark, reload or control value, and
+ *                      every placement change while armed, gets #GP
+ *                      (17 of them; run with 256 MiB of RAM) (needs pmutest)
  *   toggle N           counter 0 switched on and off N times, a few user
  *                      instructions apart; its user-mode count (needs pmutest)
  *   args               bad arguments get the documented errors (-ENODEV for
  *                      all without a PMU); the test calls -ENOSYS without
  *                      `pmutest`
  */
+#include <kvmprof/vpmu_sbuf.h>
+
 #include "libc.h"
 
 /* Counts the lines of the `gp` subcommand. */
@@ -361,6 +367,55 @@ static void check_value(const char *what, uint32_t msr, uint64_t expect)
 }
 
 /*
+ * sbuf: the sample buffer's MSRs (include/kvmprof/vpmu_sbuf.h) as a hostile
+ * guest would set them; the VMM counts the refusals in --vpmu-stats.
+ * Expects the default 256 MiB of RAM. Counter 0 is never enabled, so the
+ * buffer armed here receives nothing.
+ */
+static int cmd_sbuf(void)
+{
+	const uint64_t base = 64ULL << 20, top = 255ULL << 20, en = KP_SBUF_CTL_EN;
+	uint64_t v;
+	if (pmu_test_rdmsr(0xc1, &v) == -GUEST_ENOSYS) {
+		printf("pmutest sbuf: needs the pmutest kernel command-line flag\n");
+		return 2;
+	}
+	check("base misaligned", KP_MSR_SBUF_BASE, base + 8, 1, 1);
+	check("base outside RAM", KP_MSR_SBUF_BASE, 1ULL << 40, 1, 1);
+	check("size 0", KP_MSR_SBUF_SIZE, 0, 1, 1);
+	check("size not a power of two", KP_MSR_SBUF_SIZE, 3 * 4096, 1, 1);
+	check("size above 16 MiB", KP_MSR_SBUF_SIZE, 32ULL << 20, 1, 1);
+	check("watermark 0", KP_MSR_SBUF_WATERMARK, 0, 1, 1);
+	check("reload 0", KP_MSR_SBUF_RELOAD, 0, 1, 1);
+	check("reload above 2^47", KP_MSR_SBUF_RELOAD, (1ULL << 47) + 1, 1, 1);
+	check("control reserved bit", KP_MSR_SBUF_CTL, 1ULL << 2, 1, 1);
+	check("arm with nothing set", KP_MSR_SBUF_CTL, en, 1, 1);
+	check("base", KP_MSR_SBUF_BASE, base, 1, 0);
+	check("size", KP_MSR_SBUF_SIZE, 4096, 1, 0);
+	check("watermark above size (alone fine)", KP_MSR_SBUF_WATERMARK, 8192, 1, 0);
+	check("reload", KP_MSR_SBUF_RELOAD, 100000, 1, 0);
+	check("arm with the watermark above the size", KP_MSR_SBUF_CTL, en, 1, 1);
+	check("watermark", KP_MSR_SBUF_WATERMARK, 4096, 1, 0);
+	check("base near the top", KP_MSR_SBUF_BASE, top, 1, 0);
+	check("size 16 MiB", KP_MSR_SBUF_SIZE, 16ULL << 20, 1, 0);
+	check("arm past the end of RAM", KP_MSR_SBUF_CTL, en, 1, 1);
+	check("base back", KP_MSR_SBUF_BASE, base, 1, 0);
+	check("size back", KP_MSR_SBUF_SIZE, 4096, 1, 0);
+	check("arm for a counter that does not exist", KP_MSR_SBUF_CTL, en | 200ULL << KP_SBUF_CTL_COUNTER_SHIFT, 1, 1);
+	check("arm", KP_MSR_SBUF_CTL, en, 1, 0);
+	check("base while armed", KP_MSR_SBUF_BASE, base + 4096, 1, 1);
+	check("size while armed", KP_MSR_SBUF_SIZE, 8192, 1, 1);
+	check("watermark while armed", KP_MSR_SBUF_WATERMARK, 8, 1, 1);
+	check("reload while armed", KP_MSR_SBUF_RELOAD, 5, 1, 1);
+	check("time while armed", KP_MSR_SBUF_TIME, 1, 1, 0);
+	check_value("armed control", KP_MSR_SBUF_CTL, en);
+	check_value("armed base", KP_MSR_SBUF_BASE, base);
+	check("disarm", KP_MSR_SBUF_CTL, 0, 1, 0);
+	printf("pmutest sbuf: checks=%d failures=%d\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
+/*
  * toggle N: counter 0 counts user-mode instructions and is switched on and
  * off N times in a row through the raw MSR calls, a handful of user
  * instructions apart (a storm of reprogramming). Every on-off pair counts
@@ -581,6 +636,8 @@ int main(int argc, char **argv)
 		return cmd_fuzz();
 	if (!strcmp(cmd, "gp"))
 		return cmd_gp();
+	if (!strcmp(cmd, "sbuf"))
+		return cmd_sbuf();
 	if (!strcmp(cmd, "toggle"))
 		return cmd_toggle(atol_def(a2, 1000));
 	if (!strcmp(cmd, "args"))

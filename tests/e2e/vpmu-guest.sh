@@ -291,7 +291,7 @@ guest_symbol_at() {
 }
 for trace in pmi:isr2 tick:isr32; do
 	kind=${trace%%:*} stub=${trace#*:}
-	if [ "$kind" = tick ]; then flag=-n: what='timer tick'; else flag= what=PMI; fi
+	if [ "$kind" = tick ]; then flag=-n: what='timer tick'; else flag=-I: what=PMI; fi # -I: a PMI per sample
 	vmm "${PMU_BE[@]}" --cpus 1 --vpmu-trace-$kind 10 --agent-channel "$TMP/trace.chan" \
 		--cmdline "quiet start=/bin/agent:$flag/bin/matmul+64+20" --timeout 90
 	line=$(grep -m1 "^kvmprof-vmm: $what trace: " "$TMP/err")

@@ -21,7 +21,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "desc_reader.h"
 #include "guest_attrib.h"
@@ -29,6 +28,7 @@
 #include "guest_walk.h"
 #include "kick.h"
 #include "perf_open.h"
+#include "ring_append.h"
 #include "task_layout.h"
 #include "vm.h"
 
@@ -99,6 +99,19 @@ bool guest_sampler_has_desc(struct vm *vm)
 	return __atomic_load_n(&vm->sampler.desc_valid, __ATOMIC_ACQUIRE);
 }
 
+struct guest_os guest_sampler_os(struct vm *vm)
+{
+	struct guest_sampler *gs = &vm->sampler;
+	struct guest_os os = { 0 };
+
+	/* Linux: kernel addresses are mapped in every process's tables, so the sampled CR3 reaches them. */
+	if (gs->has_lx)
+		os.linux_layout = &gs->lx;
+	else if (guest_sampler_has_desc(vm))
+		os.desc = &gs->desc;
+	return os;
+}
+
 bool guest_sampler_running(const struct vm *vm)
 {
 	return vm->sampler.running;
@@ -113,51 +126,19 @@ static void gs_publish(struct guest_sampler_vcpu *s)
 	__atomic_store_n(&s->ctl->head, s->head, __ATOMIC_RELEASE);
 }
 
-/* Seals a record built at rec: size, CRC. */
-static void gs_seal(uint8_t *rec, uint32_t type, uint32_t size)
-{
-	struct kp_rec_header h = { .type = type, .size = size };
-
-	memcpy(rec, &h, sizeof(h));
-	h.crc = (uint32_t)crc32(crc32(0, rec, 8), rec + sizeof(h), size - (uint32_t)sizeof(h));
-	memcpy(rec, &h, sizeof(h));
-}
-
-/*
- * Copies a sealed record into the ring; false (and one more loss) if it
- * does not fit. The producer keeps head to itself: the consumer shares the
- * mapping and may write anything into it, so only its tail is read, and a
- * tail that makes no sense counts as a full ring.
- */
 /*
  * Appends a record; false (counted in lost) if it does not fit. `keep`:
  * bytes that must stay free after it, for records of a lower priority.
  */
 static bool gs_put_keep(struct guest_sampler_vcpu *s, const uint8_t *rec, uint32_t size, uint64_t keep)
 {
-	const uint64_t dsize = GUEST_SAMPLER_DATA_SIZE;
-	uint64_t tail = __atomic_load_n(&s->ctl->tail, __ATOMIC_ACQUIRE);
-	uint64_t pos = s->head & (dsize - 1), room = dsize - pos, need = size;
-
-	if (room < size)
-		need += room; /* a record never wraps: skip the end of the area */
-	if (tail > s->head || s->head - tail > dsize || dsize - (s->head - tail) < need + keep) {
+	if (!ring_append(s->ctl, s->data, GUEST_SAMPLER_DATA_SIZE, &s->head, rec, size, keep)) {
 		if (keep)
 			return false; /* the caller counts what it left out */
 		s->lost++;
 		gs_publish(s);
 		return false;
 	}
-	if (room < size) {
-		if (room >= sizeof(struct kp_rec_header))
-			gs_seal(s->data + pos, KP_RING_PAD, (uint32_t)room);
-		else
-			memset(s->data + pos, 0, room);
-		s->head += room;
-		pos = 0;
-	}
-	memcpy(s->data + pos, rec, size);
-	s->head += size;
 	s->written++;
 	gs_publish(s);
 	return true;
@@ -178,7 +159,7 @@ static bool gs_put_comm(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t tim
 	c->time = time;
 	c->flags = KP_COMM_GUEST;
 	snprintf(c->comm, sizeof(c->comm), "%.*s", KP_COMM_MAX - 1, comm);
-	gs_seal(s->rec, KP_REC_COMM, size);
+	ring_seal(s->rec, KP_REC_COMM, size);
 	return gs_put(s, s->rec, size);
 }
 
@@ -198,7 +179,7 @@ static bool gs_put_mmap(struct guest_sampler_vcpu *s, uint32_t pid, uint64_t tim
 		.domain = KP_DOMAIN_GUEST,
 	};
 	memcpy(m->filename, path, plen);
-	gs_seal(s->rec, KP_REC_MMAP, size);
+	ring_seal(s->rec, KP_REC_MMAP, size);
 	return gs_put(s, s->rec, size);
 }
 
@@ -235,17 +216,11 @@ static void gs_attribute(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const 
 			 struct guest_paging *pg, bool *pg_ok, uint64_t t0, uint32_t *pid, uint32_t *tid)
 {
 	struct vm *vm = vcpu->vm;
-	struct guest_sampler *gs = &vm->sampler;
 	const struct vmi_mem ram = guest_mem_vmi(&vm->mem);
 	const struct guest_attrib_sink sink = { .comm = gs_sink_comm, .mmap = gs_sink_mmap, .opaque = s };
-	struct guest_os os = { 0 };
+	struct guest_os os = guest_sampler_os(vm);
 
 	*pg_ok = guest_paging_init(pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
-	/* Linux: kernel addresses are mapped in every process's tables, so the sampled CR3 reaches them. */
-	if (gs->has_lx)
-		os.linux_layout = &gs->lx;
-	else if (guest_sampler_has_desc(vm))
-		os.desc = &gs->desc;
 	guest_attribute(&s->attrib, &os, &ram, *pg_ok ? pg : NULL, vcpu->id, t0, &sink, pid, tid);
 }
 
@@ -295,7 +270,7 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 								      KP_CALLCHAIN_MAX);
 	}
 	size = (uint32_t)(sizeof(struct kp_rec_header) + sizeof(*smp) + smp->nr_callchain * sizeof(uint64_t));
-	gs_seal(s->rec, KP_REC_SAMPLE, size);
+	ring_seal(s->rec, KP_REC_SAMPLE, size);
 	if (gs_put(s, s->rec, size))
 		__atomic_store_n(&s->samples, s->samples + 1, __ATOMIC_RELAXED);
 	TRACE(guest_sample, pid, tid, smp->ip, smp->cpl == KP_CPL_USER ? 3 : 0, smp->period, smp->nr_callchain);
@@ -393,7 +368,7 @@ static void gs_exit_end(struct guest_sampler_vcpu *s)
 		return;
 	s->exit_pending = false;
 	x->end = gs_now();
-	gs_seal(s->xrec, KP_REC_VM_EXIT, size);
+	ring_seal(s->xrec, KP_REC_VM_EXIT, size);
 	/*
 	 * Exits come far faster than samples: an exit record leaves a quarter
 	 * of the ring free, so that a flood of them (a guest writing to a

@@ -137,5 +137,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t);
 bool guest_sampler_running(const struct vm *vm);
 bool guest_sampler_has_desc(struct vm *vm);
+/* Where the guest keeps its processes, as far as the VMM knows (a Linux layout, the descriptor, or neither). */
+struct guest_os guest_sampler_os(struct vm *vm);
 
 #endif

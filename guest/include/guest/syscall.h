@@ -46,7 +46,8 @@
 #define SYS_pmu_all_start 22 /* pmu_all_start(const struct pmu_event *, period, flags) -> CPUs sampling */
 #define SYS_pmu_all_stop 23  /* pmu_all_stop(struct pmu_all_stats * or NULL) -> PMIs */
 #define SYS_pmu_all_read 24  /* pmu_all_read(struct pmu_record *, max) -> n: drains the records */
-#define SYS_COUNT 25 /* one more than the highest number */
+#define SYS_pmu_all_read_buf 25 /* pmu_all_read_buf(void *, bytes) -> bytes: drains the sample buffers' records */
+#define SYS_COUNT 26 /* one more than the highest number */
 
 /* write() file descriptors */
 #define GUEST_FD_AGENT 3 /* COM2, the agent channel (kvmprof-vmm --agent-channel) */
@@ -108,8 +109,16 @@ struct pmu_event {
 	unsigned char flags;
 };
 
-/* pmu_sample_start flags */
+/* pmu_sample_start flags (pmu_all_start: also PMU_ALL_*) */
 #define PMU_SAMPLE_KEEP_OVERSHOOT 0x01 /* re-arm with period - overshoot (as Linux does) */
+/*
+ * pmu_all_start: use the VMM's sample buffer when CPUID offers it
+ * (include/kvmprof/vpmu_sbuf.h): the VMM writes each sample, a PMI comes
+ * only per watermark crossing, and pmu_all_read_buf drains the records.
+ * Without the offer, the PMI path (pmu_all_read); pmu_all_stop says which.
+ */
+#define PMU_ALL_BUFFER 0x02
+#define PMU_ALL_CALLCHAIN 0x04 /* with the buffer: frame-pointer call stacks (-EINVAL without it) */
 
 struct pmu_sample_stats {
 	unsigned long pmis;           /* PMIs (overflows) taken */
@@ -150,6 +159,7 @@ struct pmu_all_stats {
 	unsigned long drops;   /* records lost to a full ring */
 	unsigned long cpus;    /* CPUs that sampled */
 	unsigned long late;    /* of the PMIs: overflows whose PMI never came, taken at a tick */
+	unsigned long buffered; /* 1: the VMM's sample buffer sampled (pmis: its watermark PMIs) */
 };
 
 /*

@@ -123,6 +123,11 @@ long pmu_all_read(struct pmu_record *rec, long max)
 	return syscall3(SYS_pmu_all_read, (long)rec, max, 0);
 }
 
+long pmu_all_read_buf(void *buf, long bytes)
+{
+	return syscall3(SYS_pmu_all_read_buf, (long)buf, bytes, 0);
+}
+
 long spawn(const char *path, const char *args)
 {
 	return syscall3(SYS_spawn, (long)path, (long)args, 0);

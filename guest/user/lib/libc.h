@@ -38,6 +38,7 @@ long pmu_test_portio(unsigned long n);
 long pmu_all_start(const struct pmu_event *ev, uint64_t period, unsigned flags);
 long pmu_all_stop(struct pmu_all_stats *st);
 long pmu_all_read(struct pmu_record *rec, long max);
+long pmu_all_read_buf(void *buf, long bytes);
 
 /* Processes: args are split at spaces (NULL: none). */
 long spawn(const char *path, const char *args);
