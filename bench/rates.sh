@@ -7,8 +7,11 @@
 #               cpu-clock -c 1000000` (1 kHz of its CPU time) and `-c 100000`;
 #   guest-wide  the bundled guest's /bin/agent sampling the clock backend's
 #               cycles (vCPU thread run time at 1 GHz) every 10^6 and 10^5
-#               cycles, against `agent -n` (same programs, unsampled); the
-#               agent's ms= is guest time of the workload phase;
+#               cycles, through the PMI path (agent -I: a PMI per sample) and
+#               through the vPMU's sample buffer (the default: the VMM writes
+#               the samples, a PMI per watermark crossing), against `agent -n`
+#               (same programs, unsampled); the agent's ms= is guest time of
+#               the workload phase;
 #   system-wide /bin/split on 1 vCPU under `kvmprof record --vm SOCK -F 1000`
 #               and `-F 10000`, against the same VMM with nobody attached;
 #               split's ms= is guest time of its loop (bench/host.sh's method).
@@ -82,6 +85,11 @@ guest_wide() {
 	[ $rc = 0 ] || fail "$1: the VMM failed: $(tail -n 3 "$tmp/gerr")"
 	ms=$(field ms "$tmp/gout")
 	[ -n "$ms" ] || fail "$1: no agent summary line: $(tail -n 3 "$tmp/gout")"
+	# b*: the sample buffer must have been used, g1 and g10: the PMI path.
+	case $1 in
+	b*) [ "$(field buffer "$tmp/gout")" = 1 ] || fail "$1: the agent did not use the sample buffer: $(tail -n 1 "$tmp/gout")" ;;
+	g[1-9]*) [ "$(field buffer "$tmp/gout")" = 0 ] || fail "$1: the agent did not take the PMI path: $(tail -n 1 "$tmp/gout")" ;;
+	esac
 	echo "$ms" >>"$tmp/ms.$1"
 	echo "$(field samples "$tmp/gout") $(reason 'signal (EINTR)' "$tmp/gerr")" >>"$tmp/ex.$1"
 }
@@ -118,7 +126,7 @@ system_wide() {
 command -v perf >/dev/null || fail "perf is not installed (apt-get install linux-perf)"
 perf record -q -e cpu-clock -c 1000000 -o "$tmp/probe.data" -- true 2>"$tmp/probe.err" ||
 	fail "perf record cannot sample cpu-clock here: $(tail -n 1 "$tmp/probe.err")"
-echo "bench-rates: native, guest-wide and system-wide at 0, 1 and 10 kHz, $RUNS rounds..." >&2
+echo "bench-rates: native, guest-wide (PMI path, sample buffer) and system-wide at 0, 1 and 10 kHz, $RUNS rounds..." >&2
 for run in $(seq "$RUNS"); do
 	echo "bench-rates: round $run of $RUNS" >&2
 	native nm0 0 "$MATMUL" 128 900
@@ -128,9 +136,11 @@ for run in $(seq "$RUNS"); do
 	native ns1 1000000 "$SPLIT" "$ROUNDS"
 	native ns10 100000 "$SPLIT" "$ROUNDS"
 	guest_wide g0 "-n:"
-	guest_wide g1 "-c:1000000:"
-	# The PMI path at 10 kHz: once, bounded (see the table's note).
-	[ "$run" = 1 ] && guest_wide g10 "-c:100000:" "$G10_TIMEOUT"
+	guest_wide g1 "-I:-c:1000000:"
+	# The PMI path at 10 kHz: once, bounded (its handler outlasts the period here).
+	[ "$run" = 1 ] && guest_wide g10 "-I:-c:100000:" "$G10_TIMEOUT"
+	guest_wide b1 "-c:1000000:"
+	guest_wide b10 "-c:100000:"
 	system_wide s0 0
 	system_wide s1 1000
 	system_wide s10 10000
@@ -181,14 +191,17 @@ guest time in the guest, CLOCK_MONOTONIC natively):
 | contender | unrecorded | at 1 kHz | at 10 kHz |
 |---|---|---|---|
 | native matmul 128 900, perf record -e cpu-clock -c 10^6 / 10^5 | $(med nm0) ms | $(cell nm0 nm1) | $(cell nm0 nm10) |
-| guest-wide: /bin/agent, clock cycles every 10^6 / 10^5 (agent -n unrecorded) | $(med g0) ms | $(cell g0 g1) | $(cell g0 g10) |
+| guest-wide, PMI path: /bin/agent -I, clock cycles every 10^6 / 10^5 (agent -n unrecorded) | $(med g0) ms | $(cell g0 g1) | $(cell g0 g10) |
+| guest-wide, sample buffer: /bin/agent, the same periods | $(med g0) ms | $(cell g0 b1) | $(cell g0 b10) |
 | native split $ROUNDS, perf record -e cpu-clock -c 10^6 / 10^5 | $(med ns0) ms | $(cell ns0 ns1) | $(cell ns0 ns10) |
 | system-wide: /bin/split under kvmprof record --vm -F 1000 / 10000 | $(med s0) ms | $(cell s0 s1) | $(cell s0 s10) |
 
 | contender | samples per run | forced exits per sample | µs of guest time per sample | overhead / native perf's |
 |---|---|---|---|---|
-| guest-wide, 1 kHz | $(per_sample g0 g1) | $(ratio nm0 nm1 g0 g1) |
-| guest-wide, 10 kHz | $(per_sample g0 g10) | $(ratio nm0 nm10 g0 g10) |
+| guest-wide, PMI path, 1 kHz | $(per_sample g0 g1) | $(ratio nm0 nm1 g0 g1) |
+| guest-wide, PMI path, 10 kHz | $(per_sample g0 g10) | $(ratio nm0 nm10 g0 g10) |
+| guest-wide, sample buffer, 1 kHz | $(per_sample g0 b1) | $(ratio nm0 nm1 g0 b1) |
+| guest-wide, sample buffer, 10 kHz | $(per_sample g0 b10) | $(ratio nm0 nm10 g0 b10) |
 | system-wide, 1 kHz | $(per_sample s0 s1) | $(ratio ns0 ns1 s0 s1) |
 | system-wide, 10 kHz | $(per_sample s0 s10) | $(ratio ns0 ns10 s0 s10) |
 TABLE
