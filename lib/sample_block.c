@@ -30,6 +30,23 @@ static const unsigned char *get_long_varint(const unsigned char *p, const unsign
 {
 	uint64_t x = 0;
 
+	/*
+	 * Two- and three-byte varints (an exit's time, length and ip deltas)
+	 * without the general loop's checks: at least two bytes, the last
+	 * non-zero, so never overlong nor past 64 bits.
+	 */
+	if (end - p >= 2 && p[0] & 0x80 && !(p[1] & 0x80)) {
+		if (!p[1])
+			return NULL;
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		return p + 2;
+	}
+	if (end - p >= 3 && p[0] & p[1] & 0x80 && !(p[2] & 0x80)) {
+		if (!p[2])
+			return NULL;
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+		return p + 3;
+	}
 	for (unsigned shift = 0; shift < 64 && p < end; shift += 7) {
 		unsigned char b = *p++;
 
