@@ -2,8 +2,9 @@
 /*
  * read-samples FILE [COPY]: reads a sample file through kp_reader_next, as
  * the reports do, and prints its records and samples; with COPY, writes
- * every record again through kp_writer_add (so samples into today's
- * SAMPLES blocks). For the sample-format figures of docs/benchmarks.md:
+ * every record again through kp_writer_add (so samples and VM exits into
+ * today's SAMPLES blocks; kallsyms through kp_writer_ksyms, compressed as
+ * the recorders write it). For the sample-format figures of docs/benchmarks.md:
  * the reading alone, under callgrind or timed, of one recording in the
  * format before and after. Only the public reader and writer API, so it
  * also builds against an older tree's lib/sample_file.c.
@@ -44,7 +45,9 @@ int main(int argc, char **argv)
 			samples++;
 			frames += rec.sample->nr_callchain;
 		}
-		if (w && kp_writer_add(w, rec.type, rec.payload, rec.payload_len)) {
+		/* kallsyms compressed again, as the recorders write it (the reader hands it out inflated). */
+		if (w && (rec.type == KP_REC_KSYMS ? kp_writer_ksyms(w, rec.ksyms->text, rec.ksyms->len)
+						   : kp_writer_add(w, rec.type, rec.payload, rec.payload_len))) {
 			fprintf(stderr, "read-samples: %s: write error\n", argv[2]);
 			return 1;
 		}

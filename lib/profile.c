@@ -335,7 +335,7 @@ int profile_finish(struct profile *p)
 	rc = -ENOMEM;
 
 	for (i = 0; i < nr; i++) {
-		struct profile_sample xs, *s = &p->samples[i];
+		struct profile_sample xs, *s = i < p->nr_samples ? &p->samples[i] : NULL; /* no array with no samples */
 		int64_t mm = sample_mm[i];
 
 		if (i >= p->nr_samples) {

@@ -171,6 +171,9 @@ int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_
 		w->samples++;
 		return kp_sample_block_add(&w->block, payload) ? close_block(w) : 0;
 	}
+	/* A VM exit comes with every guest sample of a recording of a VM: one record each was a third of a report's reading. */
+	if (type == KP_REC_VM_EXIT && kp_exit_encodable(payload, len))
+		return kp_sample_block_add_exit(&w->block, payload) ? close_block(w) : 0;
 	ret = close_block(w);
 	if (!ret)
 		ret = write_record(w, type, payload, len);
@@ -187,8 +190,8 @@ int kp_writer_add_raw(struct kp_writer *w, const void *rec)
 	memcpy(&h, rec, sizeof(h));
 	if (h.size < sizeof(h) || h.size > KP_REC_MAX_SIZE || h.size % 8)
 		return -EINVAL;
-	/* The VMM's guest samples: compacted as any other (their CRC was checked by kp_record_check). */
-	if (h.type == KP_REC_SAMPLE)
+	/* The VMM's guest samples and exits: compacted as any other (their CRC was checked by kp_record_check). */
+	if (h.type == KP_REC_SAMPLE || h.type == KP_REC_VM_EXIT)
 		return kp_writer_add(w, h.type, (const unsigned char *)rec + sizeof(h), h.size - sizeof(h));
 	ret = close_block(w);
 	if (ret)
@@ -314,15 +317,23 @@ struct kp_reader {
 	unsigned char *inflated; /* a KSYMS_Z chunk, handed out as KSYMS */
 	struct libdeflate_decompressor *inflater;
 	/* A SAMPLES block, decoded whole (so that damage anywhere in it stops the stream before it), handed out one by one. */
-	unsigned char *expanded; /* its SAMPLE payloads back to back */
+	unsigned char *expanded; /* its SAMPLE and VM_EXIT payloads back to back, each after a struct expanded_entry */
 	size_t expanded_at;      /* the next one */
-	uint32_t expanded_left;  /* samples not handed out yet */
+	uint32_t expanded_left;  /* entries not handed out yet */
 	uint64_t block_end;      /* the stream offset after the block: r->offset once all are out */
 	struct kp_sample_coder *coder; /* the last coded sample of the blocks read so far */
 };
 
-/* Room for a whole block: KP_SAMPLES_MAX samples with the longest chains. */
-#define EXPANDED_MAX (KP_SAMPLES_MAX * (sizeof(struct kp_rec_sample) + KP_CALLCHAIN_MAX * sizeof(uint64_t)))
+/* What an entry of r->expanded is; its payload follows (8-byte aligned). */
+struct expanded_entry {
+	uint32_t type; /* KP_REC_SAMPLE or KP_REC_VM_EXIT */
+	uint32_t len;
+};
+
+/* Room for a whole block: KP_SAMPLES_MAX exits (the larger) with the longest chains. */
+#define EXPANDED_MAX                                                                                       \
+	(KP_SAMPLES_MAX * (sizeof(struct expanded_entry) + sizeof(struct kp_rec_vm_exit) +                 \
+			   KP_CALLCHAIN_MAX * sizeof(uint64_t)))
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -530,12 +541,13 @@ static const char *check_payload(uint32_t type, const unsigned char *p, uint32_t
 	return NULL;
 }
 
-/* Decodes a SAMPLES block into r->expanded, checking every sample as a SAMPLE record is checked. */
+/* Decodes a SAMPLES block into r->expanded, checking every sample and exit as its own record is checked. */
 static const char *expand_block(struct kp_reader *r, const unsigned char *p, uint32_t len)
 {
 	const struct kp_rec_samples *b = (const void *)p;
 	const unsigned char *data = b->data;
 	size_t at = 0, out = 0;
+	uint32_t samples = 0;
 
 	if (len < sizeof(*b) || b->len > len - sizeof(*b))
 		return "SAMPLES block runs past its record";
@@ -554,19 +566,33 @@ static const char *expand_block(struct kp_reader *r, const unsigned char *p, uin
 		kp_sample_coder_reset(r->coder); /* the stream's first block: blocks go on from each other */
 	}
 	for (uint32_t i = 0; i < b->count; i++) {
-		struct kp_rec_sample *s = (void *)(r->expanded + out);
-		size_t n = kp_sample_decode(r->coder, data + at, b->len - at, s);
+		struct expanded_entry *e = (void *)(r->expanded + out);
+		size_t n;
 
-		if (!n)
-			return "SAMPLES block holds a sample that does not decode";
+		if (at < b->len && data[at] & KP_XC_EXIT) {
+			struct kp_rec_vm_exit *x = (void *)(e + 1);
+
+			if (r->header.version_minor < 7)
+				return "SAMPLES block holds a VM exit, which a version 1.6 file cannot";
+			if (!(n = kp_exit_decode(r->coder, data + at, b->len - at, x)))
+				return "SAMPLES block holds a VM exit that does not decode";
+			*e = (struct expanded_entry){ KP_REC_VM_EXIT, (uint32_t)(sizeof(*x) + x->nr_callchain * sizeof(uint64_t)) };
+		} else {
+			struct kp_rec_sample *s = (void *)(e + 1);
+
+			if (!(n = kp_sample_decode(r->coder, data + at, b->len - at, s)))
+				return "SAMPLES block holds a sample that does not decode";
+			*e = (struct expanded_entry){ KP_REC_SAMPLE, (uint32_t)(sizeof(*s) + s->nr_callchain * sizeof(uint64_t)) };
+			samples++;
+		}
 		at += n;
-		out += sizeof(*s) + s->nr_callchain * sizeof(uint64_t);
+		out += sizeof(*e) + e->len;
 	}
 	if (at != b->len)
-		return "SAMPLES block has bytes after its last sample";
+		return "SAMPLES block has bytes after its last entry";
 	r->expanded_at = 0;
 	r->expanded_left = b->count;
-	r->samples += b->count;
+	r->samples += samples;
 	return NULL;
 }
 
@@ -725,17 +751,16 @@ void kp_reader_damage_describe(const struct kp_reader_damage *d, const char *pat
 		 d->end_missing ? "; no valid END record, so the recording's lost count and duration are unknown" : "");
 }
 
-/* The next sample of the block being handed out. */
+/* The next sample or exit of the block being handed out. */
 static int next_expanded(struct kp_reader *r, struct kp_record *rec)
 {
-	const struct kp_rec_sample *s = (const void *)(r->expanded + r->expanded_at);
-	uint32_t len = (uint32_t)(sizeof(*s) + s->nr_callchain * sizeof(uint64_t));
+	const struct expanded_entry *e = (const void *)(r->expanded + r->expanded_at);
 
-	rec->type = KP_REC_SAMPLE;
-	rec->payload_len = len;
+	rec->type = e->type;
+	rec->payload_len = e->len;
 	rec->offset = r->offset;
-	rec->sample = s;
-	r->expanded_at += len;
+	rec->payload = (const void *)(e + 1);
+	r->expanded_at += sizeof(*e) + e->len;
 	if (--r->expanded_left == 0)
 		r->offset = r->block_end;
 	return 1;

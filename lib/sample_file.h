@@ -24,10 +24,10 @@ struct kp_writer;
 int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source);
 /*
  * Appends one record: payload of `len` bytes (padded to 8 here). SAMPLE
- * records go into the open SAMPLES block (sample file 1.6), which is
- * written before the next record of any other type, at kp_writer_flush,
- * and when it is full; readers hand its samples out as the SAMPLE records
- * given here, byte for byte.
+ * records (sample file 1.6) and VM_EXIT records (1.7) go into the open
+ * SAMPLES block, which is written before the next record of any other
+ * type, at kp_writer_flush, and when it is full; readers hand its entries
+ * out as the SAMPLE and VM_EXIT records given here, byte for byte.
  */
 int kp_writer_add(struct kp_writer *w, uint32_t type, const void *payload, size_t len);
 /* Conveniences over kp_writer_add. */
@@ -38,8 +38,8 @@ int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len);
 /*
  * Appends a whole record (header and payload, CRC set) unchanged: records
  * that arrive already encoded (the VMM's guest-sample rings). Check it
- * first with kp_record_check; here only its size is checked. A SAMPLE
- * record goes into the open block as with kp_writer_add. 0 or -errno.
+ * first with kp_record_check; here only its size is checked. A SAMPLE or
+ * VM_EXIT record goes into the open block as with kp_writer_add. 0 or -errno.
  */
 int kp_writer_add_raw(struct kp_writer *w, const void *rec);
 int kp_writer_flush(struct kp_writer *w);
@@ -87,10 +87,10 @@ int kp_reader_open(struct kp_reader **out, const char *path, char *err, size_t e
  * a one-line message in err ("PATH: offset N: ..."): -EBADMSG for a stream
  * that is cut short or damaged, or has bytes after END. Unknown record types
  * of the same major version are skipped; KSYMS_Z chunks come out inflated,
- * as KSYMS records, and SAMPLES blocks as one SAMPLE record per sample (each
- * with the block's offset; kp_reader_offset stays at the block until its
- * last sample is out). A block is decoded and checked whole before its
- * first sample comes out.
+ * as KSYMS records, and SAMPLES blocks as one SAMPLE or VM_EXIT record per
+ * entry (each with the block's offset; kp_reader_offset stays at the block
+ * until its last entry is out). A block is decoded and checked whole
+ * before its first entry comes out.
  */
 int kp_reader_next(struct kp_reader *r, struct kp_record *rec, char *err, size_t errlen);
 const struct kp_file_header *kp_reader_header(const struct kp_reader *r);

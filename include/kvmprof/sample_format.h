@@ -30,7 +30,7 @@
 
 #define KP_FILE_MAGIC "KVMPROF\0" /* 8 bytes */
 #define KP_FILE_VERSION_MAJOR 1  /* readers refuse other majors */
-#define KP_FILE_VERSION_MINOR 6  /* new record types bump this; readers skip unknown types */
+#define KP_FILE_VERSION_MINOR 7  /* new record types bump this; readers skip unknown types */
 
 struct kp_file_header {
 	char magic[8];
@@ -167,8 +167,9 @@ struct kp_rec_sample {
  * Consecutive samples in one record (since 1.6), each as the SAMPLE record
  * it stands for: readers hand them out one by one as SAMPLE records, in
  * order, where the block stood in the stream. A writer closes a block when
- * any other record comes (so the order against COMM, MMAP, USER_STACK,
- * VM_EXIT... is the order written), at a flush, and at its size bounds.
+ * any other record comes (so the order against COMM, MMAP, USER_STACK...
+ * is the order written; VM exits go into the block since 1.7, below), at a
+ * flush, and at its size bounds.
  * A 1.6 stream may still hold plain SAMPLE records (ones the encoding does
  * not cover: reserved set, a CPL or domain out of range).
  *
@@ -204,10 +205,35 @@ struct kp_rec_sample {
 #define KP_SC_PERIOD 0x08u
 #define KP_SC_USER 0x10u
 #define KP_SC_GUEST 0x20u
-#define KP_SC_CHAIN 0x40u /* 0x80 is reserved: readers refuse it */
+#define KP_SC_CHAIN 0x40u /* 0x80: a VM exit (since 1.7; readers of 1.6 files refuse it) */
+/*
+ * Since 1.7 a block holds VM exits too, each as the VM_EXIT record it
+ * stands for, where it stood among the samples (a writer no longer closes
+ * the block at an exit). An exit is coded against the coded exit before it
+ * in the stream (the first against an all-zero exit), apart from samples:
+ *
+ *   flags: 1 byte, KP_XC_EXIT and the other KP_XC_* below
+ *   [TASK]   varint pid, varint zz32(tid - pid)
+ *   [CPU]    varint cpu, varint host_tid
+ *   [KIND]   1 byte kind (<= KP_EXIT_KIND_MAX), 1 byte size
+ *   [DETAIL] varint zz(detail - previous detail)
+ *   varint zz(time - previous time), varint (end - time), varint zz(ip - previous ip)
+ *   [CHAIN]  as a sample's, against the previous exit's chain
+ *
+ * cpl is KP_CPL_USER with KP_XC_USER; reserved fields are 0. `count` counts
+ * samples and exits.
+ */
+#define KP_XC_TASK 0x01u
+#define KP_XC_CPU 0x02u
+#define KP_XC_KIND 0x04u
+#define KP_XC_DETAIL 0x08u
+#define KP_XC_USER 0x10u
+#define KP_XC_CHAIN 0x20u
+#define KP_XC_RESERVED 0x40u /* readers refuse it */
+#define KP_XC_EXIT 0x80u
 #define KP_SAMPLES_MAX 1024u /* samples in one block at most */
 struct kp_rec_samples {
-	uint32_t count; /* 1..KP_SAMPLES_MAX */
+	uint32_t count; /* 1..KP_SAMPLES_MAX: samples, and since 1.7 exits */
 	uint32_t len;   /* bytes of data, <= record payload */
 	unsigned char data[];
 };

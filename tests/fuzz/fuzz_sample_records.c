@@ -45,9 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	while (at + 3 <= size) {
 		/*
-		 * Types 1-15: every known record, END (10) included. SAMPLE payloads
-		 * the compact form holds go into the writer's SAMPLES blocks; type 15
-		 * writes a block payload as it is, for the reader's block decoder.
+		 * Types 1-15: every known record, END (10) included. SAMPLE and
+		 * VM_EXIT payloads the compact form holds go into the writer's
+		 * SAMPLES blocks; type 15 writes a block payload as it is, for the
+		 * reader's block decoder (samples, and exits: first byte 0x80).
 		 */
 		uint32_t type = 1 + data[at] % 15;
 		size_t len = (size_t)data[at + 1] | (size_t)data[at + 2] << 8;

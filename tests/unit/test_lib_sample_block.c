@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Compact sample blocks (KP_REC_SAMPLES, sample file 1.6): the coder, the
- * writer's blocks and the reader's checks. Every sample must come back
+ * Compact sample blocks (KP_REC_SAMPLES, sample file 1.6; VM exits in them
+ * since 1.7): the coder, the writer's blocks and the reader's checks. Every sample must come back
  * byte for byte where it was written among the other records, and a block
  * that is damaged, cut or lying must stop the stream before any of it is
  * handed out.
@@ -90,6 +90,18 @@ static void log_free(struct log *l)
 static void add(struct kp_writer *w, struct log *l, uint32_t type, const void *p, size_t len)
 {
 	assert_int_equal(kp_writer_add(w, type, p, len), 0);
+	log_add(l, type, p, len);
+}
+
+/* As the VMM's rings give records: whole, sealed with their CRC, in raw (room for the header and payload). */
+static void add_raw(struct kp_writer *w, struct log *l, uint32_t type, const void *p, size_t len, unsigned char *raw)
+{
+	struct kp_rec_header h = { .type = type, .size = (uint32_t)(sizeof(h) + len) };
+
+	h.crc = kp_crc32(kp_crc32(0, &h, 8), p, len);
+	memcpy(raw, &h, sizeof(h));
+	memcpy(raw + sizeof(h), p, len);
+	assert_int_equal(kp_writer_add_raw(w, raw), 0);
 	log_add(l, type, p, len);
 }
 
@@ -207,6 +219,112 @@ static void test_encodable(void **state)
 	assert_false(kp_sample_encodable(&u, sizeof(u.s)));
 }
 
+union fixture_exit {
+	struct kp_rec_vm_exit x;
+	unsigned char bytes[sizeof(struct kp_rec_vm_exit) + KP_CALLCHAIN_MAX * sizeof(uint64_t)];
+};
+
+/* The next VM exit after `x` (the previous one, or zeros), as the VMM gives them; its length in bytes. */
+static size_t exit_next(uint64_t *seed, union fixture_exit *u, uint64_t time)
+{
+	struct kp_rec_vm_exit *x = &u->x;
+	uint64_t r = fixture_rand(seed), r2 = fixture_rand(seed), *chain = (uint64_t *)(u->bytes + sizeof(*x)), d;
+	bool wild = r % 89 == 0;
+
+	if (r % 3 == 0) {
+		x->pid = wild ? (uint32_t)r2 : 1 + (uint32_t)(r2 % 5);
+		x->tid = r2 % 4 ? x->pid : x->pid + (uint32_t)(r2 >> 8) % 3;
+	}
+	if (r % 4 == 0) {
+		x->cpu = (uint32_t)(r2 >> 12) % 2;
+		x->host_tid = wild ? 0xffffffffu : 2000 + x->cpu;
+	}
+	if (r % 5 == 0) {
+		x->kind = (uint8_t)((r2 >> 16) % (KP_EXIT_KIND_MAX + 1));
+		x->size = (uint8_t)(1u << (r2 >> 20) % 4);
+		x->detail = wild ? r2 : 0x3f8 + (r2 >> 24) % 8;
+	}
+	x->time = wild && r2 % 2 ? UINT64_MAX - 3 : time;
+	/* Up to the end of time, never past it. */
+	d = wild && !(r2 % 2) ? UINT64_MAX : (r2 >> 30) % 20000;
+	x->end = x->time + (d < UINT64_MAX - x->time ? d : UINT64_MAX - x->time);
+	x->cpl = (r >> 8) % 3 ? KP_CPL_KERNEL : KP_CPL_USER;
+	x->ip = wild ? r2 : 0xffffffff81000000ull + (r2 >> 36) % 0x10000;
+	x->nr_callchain = (r >> 12) % 4 ? 0 : (uint16_t)(wild ? KP_CALLCHAIN_MAX : 1 + (r2 >> 40) % 6);
+	for (unsigned i = 0; i < x->nr_callchain; i++)
+		chain[i] = (r >> 14) % 2 && i ? chain[i] : 0xffffffff81100000ull + (fixture_rand(seed) >> 40);
+	return sizeof(*x) + x->nr_callchain * sizeof(uint64_t);
+}
+
+/* Exits and samples coded alternately through one coder: each comes back, and every cut of an exit is refused. */
+static void test_exit_coder_round_trip_and_cuts(void **state)
+{
+	struct kp_sample_coder enc, dec, tmp;
+	union fixture_exit e = { .x = { 0 } }, out;
+	union fixture_sample u = { .s = { 0 } }, outs;
+	unsigned char code[KP_SAMPLE_CODE_MAX];
+	uint64_t x = 4711;
+
+	(void)state;
+	kp_sample_coder_reset(&enc);
+	kp_sample_coder_reset(&dec);
+	for (int i = 0; i < 20000; i++) {
+		size_t slen = fixture_sample_next(&x, &u, i % 2, true), len = exit_next(&x, &e, u.s.time + 100), n;
+
+		assert_true(kp_exit_encodable(&e, len));
+		n = kp_exit_encode(&enc, &e, code);
+		assert_true(n >= 4 && n <= KP_SAMPLE_CODE_MAX);
+		assert_true(code[0] & KP_XC_EXIT);
+		if (i % 50 == 0) {
+			for (size_t cut = 0; cut < n; cut++) {
+				tmp = dec;
+				assert_int_equal(kp_exit_decode(&tmp, code, cut, &out.x), 0);
+			}
+			/* A coded exit is not a sample, nor a coded sample an exit. */
+			tmp = dec;
+			assert_int_equal(kp_sample_decode(&tmp, code, n, &outs.s), 0);
+		}
+		assert_int_equal(kp_exit_decode(&dec, code, n, &out.x), n);
+		assert_memory_equal(&out, &e, len);
+		n = kp_sample_encode(&enc, &u, code);
+		assert_false(code[0] & KP_XC_EXIT);
+		tmp = dec;
+		assert_int_equal(kp_exit_decode(&tmp, code, n, &out.x), 0);
+		assert_int_equal(kp_sample_decode(&dec, code, n, &outs.s), n);
+		assert_memory_equal(&outs, &u, slen);
+	}
+}
+
+/* Exits the compact form cannot hold exactly stay VM_EXIT records. */
+static void test_exit_encodable(void **state)
+{
+	union fixture_exit e = { .x = { .time = 10, .end = 20, .kind = KP_EXIT_KIND_MAX, .cpl = KP_CPL_USER,
+					.nr_callchain = 2 } };
+
+	(void)state;
+	assert_true(kp_exit_encodable(&e, sizeof(e.x) + 16));
+	assert_false(kp_exit_encodable(&e, sizeof(e.x) + 8));  /* chain cut */
+	assert_false(kp_exit_encodable(&e, sizeof(e.x) + 24)); /* bytes after the chain */
+	assert_false(kp_exit_encodable(&e, 40));
+	e.x.nr_callchain = 0;
+	e.x.reserved = 1;
+	assert_false(kp_exit_encodable(&e, sizeof(e.x)));
+	e.x.reserved = 0;
+	e.x.reserved2 = 1;
+	assert_false(kp_exit_encodable(&e, sizeof(e.x)));
+	e.x.reserved2 = 0;
+	e.x.cpl = 1;
+	assert_false(kp_exit_encodable(&e, sizeof(e.x)));
+	e.x.cpl = KP_CPL_KERNEL;
+	e.x.kind = KP_EXIT_KIND_MAX + 1;
+	assert_false(kp_exit_encodable(&e, sizeof(e.x)));
+	e.x.kind = 0;
+	e.x.end = 9;
+	assert_false(kp_exit_encodable(&e, sizeof(e.x)));
+	e.x.end = 10;
+	assert_true(kp_exit_encodable(&e, sizeof(e.x)));
+}
+
 /*
  * Randomized samples of every shape, flat, with call chains and from
  * guests, between every other kind of record and through both add and
@@ -222,7 +340,9 @@ static void test_random_stream_round_trip(void **state)
 		struct kp_rec_user_stack u;
 		uint64_t copy[1];
 	} st = { .u = { .pid = 100, .tid = 100, .size = 8 }, .copy = { 0x401000 } };
-	unsigned char raw[sizeof(struct kp_rec_header) + sizeof(u)];
+	union fixture_exit ex = { .x = { 0 } };
+	unsigned char raw[sizeof(struct kp_rec_header) + sizeof(ex)]; /* an exit is the larger */
+	size_t exits = 0;
 	unsigned types[16];
 	uint32_t max_len;
 	uint64_t x = 777;
@@ -237,24 +357,27 @@ static void test_random_stream_round_trip(void **state)
 		uint64_t r = fixture_rand(&x);
 		size_t len = fixture_sample_next(&x, &u, (i / 5000) % 2, (i / 10000) % 2);
 
-		if (r % 5 == 0) {
-			/* As the VMM's rings give them: whole records, sealed with their CRC. */
-			struct kp_rec_header h = { .type = KP_REC_SAMPLE, .size = (uint32_t)(sizeof(h) + len) };
-
-			h.crc = kp_crc32(kp_crc32(0, &h, 8), &u, len);
-			memcpy(raw, &h, sizeof(h));
-			memcpy(raw + sizeof(h), &u, len);
-			assert_int_equal(kp_writer_add_raw(w, raw), 0);
-			log_add(&l, KP_REC_SAMPLE, &u, len);
-		} else {
+		if (r % 5 == 0)
+			add_raw(w, &l, KP_REC_SAMPLE, &u, len, raw);
+		else
 			add(w, &l, KP_REC_SAMPLE, &u, len);
-		}
 		samples++;
 		switch (r >> 8 & 511) {
 		case 0: comm.time = u.s.time; add(w, &l, KP_REC_COMM, &comm, sizeof(comm)); break;
 		case 1: task.time = u.s.time; add(w, &l, KP_REC_FORK, &task, sizeof(task)); break;
 		case 2: st.u.time = u.s.time; add(w, &l, KP_REC_USER_STACK, &st, sizeof(st)); break;
 		case 3: assert_int_equal(kp_writer_flush(w), 0); break;
+		case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: {
+			/* VM exits, as the VMM's rings give them or added, into the blocks among the samples. */
+			size_t xlen = exit_next(&x, &ex, u.s.time + 50);
+
+			if (r % 2)
+				add_raw(w, &l, KP_REC_VM_EXIT, &ex, xlen, raw);
+			else
+				add(w, &l, KP_REC_VM_EXIT, &ex, xlen);
+			exits++;
+			break;
+		}
 		case 4: {
 			/* A sample the compact form cannot hold: a plain SAMPLE record, in its place. */
 			struct kp_rec_sample odd = u.s;
@@ -275,6 +398,9 @@ static void test_random_stream_round_trip(void **state)
 	wire_types(path, types, 16, &max_len);
 	assert_true(types[KP_REC_SAMPLES] > 60000 / KP_SAMPLES_MAX);
 	assert_true(types[KP_REC_SAMPLE] > 0 && types[KP_REC_SAMPLE] < 300);
+	/* Every exit went into a block. */
+	assert_true(exits > 500);
+	assert_int_equal(types[KP_REC_VM_EXIT], 0);
 	assert_true(max_len <= KP_SAMPLES_BLOCK_BYTES + KP_SAMPLE_CODE_MAX);
 	log_free(&l);
 }
@@ -353,7 +479,7 @@ static void check_old_file(const char *name, int minor)
 	assert_int_equal(kp_reader_open(&a, old, err, sizeof(err)), 0);
 	assert_int_equal(kp_reader_header(a)->version_minor, minor);
 	assert_int_equal(kp_reader_open(&b, path, err, sizeof(err)), 0);
-	assert_int_equal(kp_reader_header(b)->version_minor, 6);
+	assert_int_equal(kp_reader_header(b)->version_minor, KP_FILE_VERSION_MINOR);
 	do {
 		rca = kp_reader_next(a, &ra, err, sizeof(err));
 		if (rca < 0)
@@ -476,6 +602,30 @@ static void expect_bad_block(const void *payload, size_t len, const char *want)
 		fail_msg("wanted \"%s\", got \"%s\"", want, err);
 }
 
+/* A block with an exit in a file that says 1.6 (before exits went into blocks) is refused. */
+static void test_exits_not_in_16_files(void **state)
+{
+	struct kp_rec_vm_exit x = { .pid = 1, .tid = 1, .time = 5, .end = 9, .kind = KP_EXIT_HLT };
+	uint16_t minor = 6;
+	struct kp_writer *w;
+	uint64_t n;
+	char err[256] = "";
+	int fd = open(path, O_RDWR | O_TRUNC);
+
+	(void)state;
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_VMM), 0);
+	assert_int_equal(kp_writer_add(w, KP_REC_VM_EXIT, &x, sizeof(x)), 0);
+	assert_int_equal(kp_writer_close(w, 0, 0), 0);
+	assert_int_equal(read_count(path, false, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(pwrite(fd, &minor, sizeof(minor), offsetof(struct kp_file_header, version_minor)),
+			 sizeof(minor));
+	close(fd);
+	assert_int_equal(read_count(path, false, &n, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(n, 0);
+	assert_non_null(strstr(err, "a version 1.6 file cannot"));
+}
+
 static void test_lying_blocks_are_refused(void **state)
 {
 	struct {
@@ -525,11 +675,20 @@ static void test_lying_blocks_are_refused(void **state)
 	expect_bad_block(&b, sizeof(b.h) + 3 + 8, "beyond the padding");
 	/* More samples than stated: bytes left over. Fewer: cut short. */
 	BLOCK(1, 0, 0, 0, 0, 0, 0);
-	expect_bad_block(&b, sizeof(b.h) + 6, "bytes after its last sample");
+	expect_bad_block(&b, sizeof(b.h) + 6, "bytes after its last entry");
 	BLOCK(3, 0, 0, 0, 0, 0, 0);
 	expect_bad_block(&b, sizeof(b.h) + 6, "does not decode");
-	BLOCK(1, 0x80, 0, 0);
-	expect_bad_block(&b, sizeof(b.h) + 3, "does not decode"); /* reserved flag */
+	/* Exits: a reserved flag; cut short; a kind out of range; an end past 2^64. */
+	BLOCK(1, KP_XC_EXIT | KP_XC_RESERVED, 0, 0, 0, 0, 0, 0, 0);
+	expect_bad_block(&b, sizeof(b.h) + 8, "VM exit that does not decode");
+	BLOCK(1, KP_XC_EXIT, 0, 0, 0, 0, 0, 0, 0);
+	b.h.len = 3;
+	expect_bad_block(&b, sizeof(b.h) + 8, "VM exit that does not decode");
+	BLOCK(1, KP_XC_EXIT | KP_XC_KIND, KP_EXIT_KIND_MAX + 1, 0, 0, 0, 0, 0);
+	expect_bad_block(&b, sizeof(b.h) + 8, "VM exit that does not decode");
+	BLOCK(1, KP_XC_EXIT, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0);
+	b.h.len = 13;
+	expect_bad_block(&b, sizeof(b.h) + 16, "VM exit that does not decode");
 	/* An 11-byte varint; a 10th byte above 1; an overlong zero. */
 	BLOCK(1, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0);
 	expect_bad_block(&b, sizeof(b.h) + 13, "does not decode");
@@ -592,6 +751,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_coder_round_trip_and_cuts),
 		cmocka_unit_test(test_encodable),
+		cmocka_unit_test(test_exit_coder_round_trip_and_cuts),
+		cmocka_unit_test(test_exit_encodable),
+		cmocka_unit_test_setup_teardown(test_exits_not_in_16_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_stream_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_blocks_without_flush, setup, teardown),
