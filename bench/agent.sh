@@ -20,6 +20,8 @@
 #   RUNS=N (default 5), SAMPLES=N (default 1000000)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 SAMPLES=${SAMPLES:-1000000}
@@ -31,11 +33,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fail() { echo "bench-agent: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
-reason() { sed -n "s|.*VM exits by reason:.*[ ,]$1 \\([0-9]*\\).*|\\1|p" "$2" | head -n 1; }
 spread() { sed -n "s/.*$1 *min \\([0-9]*\\), median \\([0-9]*\\), max \\([0-9]*\\).*/\\1 \\2 \\3/p" "$2" | head -n 1; }
-now_ns() { date +%s%N; }
 
 command -v perf >/dev/null || fail "perf is not installed (apt-get install linux-perf)"
 echo "bench-agent: 1-3 bundled guest, clock backend, 1 vCPU, $RUNS runs each way..." >&2

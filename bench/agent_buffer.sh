@@ -18,6 +18,8 @@
 #   RUNS=N (default 5), LIMIT=S (default 300), PERIODS="1000000 100000" (the default)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 LIMIT=${LIMIT:-300}
@@ -28,8 +30,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fail() { echo "bench-agent-buffer: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
 
 echo "bench-agent-buffer: bundled guest, clock backend, 1 vCPU, $RUNS runs of each mode at each period..." >&2
 for period in $PERIODS; do

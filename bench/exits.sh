@@ -16,6 +16,8 @@
 #   RUNS=N (default 5: this host is noisy)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 VMM=$BUILD/kvmprof-vmm
@@ -31,7 +33,6 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "bench-exits: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # run WORKLOAD CMDLINE CONTENDER: one boot; prints the loop's guest ms and the exits recorded.
 run() {

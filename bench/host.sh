@@ -26,6 +26,8 @@
 #   RUNS=N (default 7: this host is noisy), SAMPLES=N (default 1000000)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-7}
 SAMPLES=${SAMPLES:-1000000}
@@ -49,20 +51,6 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "bench-host: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
-reason() { sed -n "s|.*VM exits by reason:.*[ ,]$1 \\([0-9]*\\).*|\\1|p" "$2" | head -n 1; }
-now_ns() { date +%s%N; }
-# wait_for FILE: until the VMM has made its control socket (it does so before loading the guest).
-wait_sock() {
-	local i
-	for i in $(seq 500); do
-		[ -S "$1" ] && return 0
-		kill -0 "$vmm_pid" 2>/dev/null || return 1
-		sleep 0.01
-	done
-	return 1
-}
 # report_count FILE SYMBOL: samples of SYMBOL in a kvmprof report.
 report_count() { awk -v s="$2" '$NF == s { n += $1 } END { print n + 0 }' "$1"; }
 

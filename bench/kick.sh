@@ -15,6 +15,8 @@
 #   ROUNDS=N (default 7), RUNS=N (default 7), OLD_VMM=path (default: part 2 not run)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-7}
 RUNS=${RUNS:-7}
@@ -36,17 +38,6 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "bench-kick: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
-reason() { sed -n "s|.*VM exits by reason:.*[ ,]$1 \\([0-9]*\\).*|\\1|p" "$2" | head -n 1; }
-wait_sock() {
-	for _ in $(seq 500); do
-		[ -S "$1" ] && return 0
-		kill -0 "$vmm_pid" 2>/dev/null || return 1
-		sleep 0.01
-	done
-	return 1
-}
 
 echo "## 1. $BUILD/bench/kick-cost --rounds $ROUNDS"
 "$BUILD/bench/kick-cost" --rounds "$ROUNDS" >"$tmp/kick" || fail "kick-cost failed"

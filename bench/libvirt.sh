@@ -20,6 +20,8 @@
 #   RUNS=N (default 5), ROUNDS=N (the loop, default 400000: ~3 s here)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-400000}
@@ -43,8 +45,6 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "bench-libvirt: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
 # ticks PID: user + system clock ticks of a process (0 when it is gone).
 ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)

@@ -22,6 +22,8 @@
 #   RUNS=N (default 5)
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 VMM=$BUILD/kvmprof-vmm
@@ -43,18 +45,6 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "bench-rates: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
-reason() { sed -n "s|.*VM exits by reason:.*[ ,]$1 \\([0-9]*\\).*|\\1|p" "$2" | head -n 1; }
-wait_sock() {
-	local i
-	for i in $(seq 500); do
-		[ -S "$1" ] && return 0
-		kill -0 "$vmm_pid" 2>/dev/null || return 1
-		sleep 0.01
-	done
-	return 1
-}
 
 # native NAME PERIOD PROGRAM ARGS...: the program's ms= under perf record -c PERIOD (0: unrecorded).
 native() {

@@ -21,6 +21,8 @@
 #   PLUGINS="A.so B.so" the plugins to measure (default build/plugins/*.so)
 set -u
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 VMM=$BUILD/kvmprof-vmm
@@ -31,7 +33,6 @@ WORK="quiet pmutest start=/bin/pmutest:portio:50000,/bin/pmutest:toggle:2000,/bi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # run_ms BINARY ARGS...: the workload's cost in ms: the VMM's CPU time, user
 # (guest time included) and system, which other load on a shared host
 # disturbs far less than the wall time.

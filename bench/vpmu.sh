@@ -14,6 +14,8 @@
 #   RUNS=N (default 5)
 set -u
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 VMM=$BUILD/kvmprof-vmm
@@ -26,7 +28,6 @@ if "$VMM" --vpmu-backend=emulated --cmdline "quiet start=/bin/exit" >/dev/null 2
 else
 	BACKEND=clock
 fi
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 hexfield() { printf '%d\n' "0x$(sed -n "s/^$1 \([0-9a-f]*\)$/\1/p" "$2")"; }
 stat_field() { sed -n "s/.*$1 *\([0-9.]*\).*/\1/p" "$2" | head -n 1; }
 

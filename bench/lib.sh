@@ -1,0 +1,19 @@
+# shellcheck shell=bash
+# What the benchmark scripts share; sourced after they cd to the tree's top.
+# median: of the numbers on standard input, one per line.
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# field KEY FILE: the first number after "KEY=" in FILE (the agent's and the guest programs' summary words).
+field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" "$2" | head -n 1; }
+# reason NAME FILE: exits of one reason in the VMM's "VM exits by reason:" line.
+reason() { sed -n "s|.*VM exits by reason:.*[ ,]$1 \\([0-9]*\\).*|\\1|p" "$2" | head -n 1; }
+now_ns() { date +%s%N; }
+# wait_sock PATH: until the VMM ($vmm_pid) has made its control socket; 1 if it died or took 5 s.
+wait_sock() {
+	local i
+	for i in $(seq 500); do
+		[ -S "$1" ] && return 0
+		kill -0 "$vmm_pid" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
