@@ -23,14 +23,7 @@ RUNS=${RUNS:-5}
 VMM=$BUILD/kvmprof-vmm
 KVMPROF=$BUILD/kvmprof
 PAUSE=1000 # ms exitloop sleeps first: kvmprof record attaches in ~0.2 s
-tmp=$(mktemp -d)
-vmm_pid=
-cleanup() {
-	[ -n "$vmm_pid" ] && kill "$vmm_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_start
 
 fail() { echo "bench-exits: $*" >&2; exit 1; }
 

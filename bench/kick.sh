@@ -25,17 +25,7 @@ NEW_VMM=$BUILD/kvmprof-vmm
 KVMPROF=$BUILD/kvmprof
 ROUNDS_SPLIT=150000 # /bin/split's loop: ~1.1 s of guest ring 3 on this host
 PAUSE=1000          # ms /bin/split sleeps before and after it: kvmprof record attaches in ~0.2 s
-tmp=$(mktemp -d)
-vmm_pid=
-rec_pid=
-cleanup() {
-	# Only the processes this script started, by pid.
-	[ -n "$rec_pid" ] && kill "$rec_pid" 2>/dev/null
-	[ -n "$vmm_pid" ] && kill "$vmm_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_start
 
 fail() { echo "bench-kick: $*" >&2; exit 1; }
 

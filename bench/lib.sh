@@ -17,3 +17,18 @@ wait_sock() {
 	done
 	return 1
 }
+
+# bench_start: a temporary directory ($tmp), removed on exit with the VMM
+# ($vmm_pid) and the recorder ($rec_pid) the script started, by pid only.
+bench_cleanup() {
+	[ -n "${rec_pid:-}" ] && kill "$rec_pid" 2>/dev/null
+	[ -n "${vmm_pid:-}" ] && kill "$vmm_pid" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+bench_start() {
+	tmp=$(mktemp -d)
+	vmm_pid=
+	rec_pid=
+	trap bench_cleanup EXIT
+}

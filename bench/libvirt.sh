@@ -37,10 +37,7 @@ vmm_pid=
 rec_pid=
 cleanup() {
 	$VIRSH destroy "$dom" >/dev/null 2>&1
-	[ -n "$rec_pid" ] && kill "$rec_pid" 2>/dev/null
-	[ -n "$vmm_pid" ] && kill "$vmm_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
+	bench_cleanup
 }
 trap cleanup EXIT
 

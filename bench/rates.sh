@@ -33,16 +33,7 @@ SPLIT=$BUILD/bench/split-host
 ROUNDS=150000
 G10_TIMEOUT=${G10_TIMEOUT:-60} # s: the guest's PMI handler takes longer than a 10 kHz period here
 PAUSE=1000 # ms split sleeps before and after its loop: kvmprof record attaches in ~0.2 s
-tmp=$(mktemp -d)
-vmm_pid=
-rec_pid=
-cleanup() {
-	[ -n "$rec_pid" ] && kill "$rec_pid" 2>/dev/null
-	[ -n "$vmm_pid" ] && kill "$vmm_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_start
 
 fail() { echo "bench-rates: $*" >&2; exit 1; }
 

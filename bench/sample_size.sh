@@ -12,18 +12,13 @@
 #   SECS=N (default 3): each recording's length
 set -u
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 SECS=${SECS:-3}
 OLD=${OLD:-}
 WORK=$BUILD/bench/agent-work
-tmp=$(mktemp -d)
-vmm_pid=
-cleanup() {
-	[ -n "$vmm_pid" ] && kill "$vmm_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_start
 fail() { echo "bench-sample-size: $*" >&2; exit 1; }
 command -v perf >/dev/null || fail "perf is not installed (apt-get install linux-perf)"
 
