@@ -169,6 +169,7 @@ void host_report_profile_options(const struct report_cli_args *a, struct profile
 	popt->guest_kallsyms_path = own->guest_kallsyms;
 	popt->guest_export_path = own->guest_export;
 	popt->cross_layer = !own->no_cross_layer;
+	popt->all_exit_frames = own->exits; /* by guest function: every exit's stack */
 }
 
 const char *host_report_meta(const struct profile *p, const char *key)

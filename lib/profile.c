@@ -333,22 +333,28 @@ int profile_finish(struct profile *p)
 	if (rc)
 		goto out;
 	rc = -ENOMEM;
+	if (profile_match_exits(p))
+		goto out;
 
 	for (i = 0; i < nr; i++) {
 		struct profile_sample xs, *s = i < p->nr_samples ? &p->samples[i] : NULL; /* no array with no samples */
 		int64_t mm = sample_mm[i];
+		bool resolve = true;
 
 		if (i >= p->nr_samples) {
 			const struct profile_exit *x = &p->exits[i - p->nr_samples];
 
+			/* An exit whose stack no report shows: only its command (the header names COM2's writers). */
+			resolve = x->joined || ps->opt.all_exit_frames;
+
 			xs = (struct profile_sample){
 				.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
-				.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
+				.time = x->time, .nr_frames = resolve ? x->nr_frames : 0, .first_frame = x->first_frame,
 				.comm = x->comm, .exit = PROFILE_NONE,
 			};
 			s = &xs;
 		}
-		if (profile_resolve_sample(p, s, i < p->nr_samples ? (uint32_t)i : PROFILE_NONE, (uint32_t)mm))
+		if (resolve && profile_resolve_sample(p, s, i < p->nr_samples ? (uint32_t)i : PROFILE_NONE, (uint32_t)mm))
 			goto out;
 		/* Names recorded after the samples (a process table at the end) still count. */
 		if (s->comm == PROFILE_NONE && mm != PROFILE_NONE)
@@ -408,6 +414,9 @@ out:
 	ps->ustack_data = NULL;
 	free(ps->raw);
 	ps->raw = NULL;
+	free(ps->joined);
+	ps->joined = NULL;
+	profile_exit_index_free(p);
 	return rc;
 }
 
@@ -434,6 +443,7 @@ int profile_update(struct profile *p)
 	if (rc)
 		return rc;
 	p->nr_exits = 0;
+	profile_exit_index_drop_exits(p);
 	for (i = first; i < p->nr_samples; i++) {
 		p->samples[i].event = event_of(p, p->samples[i].event, &last_id, &last_ev);
 		if (p->samples[i].event == PROFILE_NONE)
@@ -487,6 +497,7 @@ void profile_drop_samples(struct profile *p)
 
 	p->nr_samples = 0;
 	p->nr_exits = 0;
+	profile_exit_index_free(p);
 	/* State records not replayed yet came before every sample and exit still to come. */
 	for (size_t i = 0; i < ps->nr_ops; i++)
 		ps->ops[i].samples_before = ps->ops[i].exits_before = 0;
@@ -526,6 +537,8 @@ void profile_free(struct profile *p)
 		free(ps->ustacks);
 		free(ps->ustack_data);
 		free(ps->raw);
+		free(ps->joined);
+		profile_exit_index_free(p);
 		for (int d = 0; d < NR_DOMAINS; d++) {
 			if (ps->root_fd[d] >= 0)
 				close(ps->root_fd[d]);

@@ -62,6 +62,14 @@ struct profile_options {
 	 */
 	bool cross_layer;
 	/*
+	 * Every VM exit's guest stack symbolized (kvmprof report --exits, which
+	 * groups exits by guest function). Off: only the exits a host sample
+	 * was joined to (profile_exit.joined); the others keep nr_frames 0, as
+	 * a system-wide recording has about one exit per guest sample and
+	 * most reports look at no exit's stack.
+	 */
+	bool all_exit_frames;
+	/*
 	 * Function names as the files have them (_ZN2ns3fooEv): perf report's
 	 * --no-demangle. Off: C++ and Rust names are demangled (symtab_demangle).
 	 */
@@ -137,10 +145,12 @@ struct profile_exit {
 	uint32_t host_tid;  /* the vCPU thread */
 	uint32_t comm;      /* the guest process's command */
 	uint8_t kind, cpl, size; /* enum kp_exit_kind, KP_CPL_*, access size */
+	bool joined;        /* a host sample fell in its handling (cross_layer) */
 	uint64_t detail;    /* port, guest-physical address, MSR index, KVM's reason */
 	uint64_t time, end; /* CLOCK_MONOTONIC ns */
-	uint32_t loc;       /* the exit's own frame, "[exit: io out 0x3f8]" */
-	uint32_t nr_frames; /* the guest's stack: frames[first_frame ...], the guest RIP first */
+	uint32_t loc;       /* the exit's own frame, "[exit: io out 0x3f8]"; joined or all_exit_frames only */
+	/* The guest's stack: frames[first_frame ...], the guest RIP first; 0 frames unless joined or all_exit_frames */
+	uint32_t nr_frames;
 	size_t first_frame;
 };
 

@@ -25,6 +25,69 @@
 #include "keymap.h"
 #include "profile_state.h"
 
+/* Exit i in its thread's list. */
+static int index_exit(struct profile *p, uint32_t i)
+{
+	struct exit_index *xi = &p->state->xi;
+	const struct profile_exit *x = &p->exits[i];
+	struct exit_thread *t;
+
+	if (!xi->memo_valid || xi->memo_tid != x->host_tid) {
+		int64_t v = keymap_get(&xi->by_tid, x->host_tid, 0);
+
+		if (v < 0) {
+			if (grow_array(&xi->threads, &xi->cap, xi->nr + 1, sizeof(*xi->threads)) ||
+			    keymap_put(&xi->by_tid, x->host_tid, 0, (uint32_t)xi->nr))
+				return -ENOMEM;
+			xi->threads[xi->nr] = (struct exit_thread){ .tid = x->host_tid };
+			v = (int64_t)xi->nr++;
+		}
+		xi->memo = (size_t)v;
+		xi->memo_tid = x->host_tid;
+		xi->memo_valid = true;
+	}
+	t = &xi->threads[xi->memo];
+	if (grow_array(&t->idx, &t->cap, t->n + 1, sizeof(*t->idx)))
+		return -ENOMEM;
+	t->unsorted |= t->n && x->time < t->last_time;
+	t->last_time = x->time;
+	t->idx[t->n++] = i;
+	return 0;
+}
+
+int profile_exit_index_sample(struct profile *p, uint32_t sample)
+{
+	struct exit_index *xi = &p->state->xi;
+
+	if (grow_array(&xi->native, &xi->native_cap, xi->nr_native + 1, sizeof(*xi->native)))
+		return -ENOMEM;
+	xi->native[xi->nr_native++] = sample;
+	return 0;
+}
+
+void profile_exit_index_drop_exits(struct profile *p)
+{
+	struct exit_index *xi = &p->state->xi;
+
+	for (size_t i = 0; i < xi->nr; i++)
+		free(xi->threads[i].idx);
+	free(xi->threads);
+	keymap_free(&xi->by_tid);
+	xi->threads = NULL;
+	xi->nr = xi->cap = 0;
+	xi->memo_valid = false;
+}
+
+void profile_exit_index_free(struct profile *p)
+{
+	struct exit_index *xi = &p->state->xi;
+
+	profile_exit_index_drop_exits(p);
+	free(xi->native);
+	xi->native = NULL;
+	xi->nr_native = xi->native_cap = 0;
+}
+
 int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 {
 	struct profile_state *ps = p->state;
@@ -44,6 +107,8 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	if (n)
 		memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
+	if (index_exit(p, (uint32_t)p->nr_exits))
+		return -ENOMEM;
 	p->nr_exits++;
 	return 0;
 }
@@ -85,8 +150,10 @@ static int exit_frames(struct profile *p)
 		int64_t v;
 		const char *s;
 
+		if (!x->joined && !p->state->opt.all_exit_frames)
+			continue;
 		/* Exits come in runs of one reason (a guest's console writes): the last one's frame first. */
-		if (i && x->kind == x[-1].kind && x->detail == x[-1].detail) {
+		if (i && x->kind == x[-1].kind && x->detail == x[-1].detail && x[-1].loc != PROFILE_NONE) {
 			x->loc = x[-1].loc;
 			continue;
 		}
@@ -128,94 +195,43 @@ static int cmp_exit_order(const void *a, const void *b, void *arg)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-/* A vCPU thread's exits, as exit_order collects them. */
-struct thread_run {
-	uint32_t tid;
-	uint32_t count;
-	uint64_t last_time;
-	bool unsorted; /* an exit earlier in time than the one before it */
-	uint32_t bucket;
-};
-
-static int cmp_run_tid(const void *a, const void *b)
+static int cmp_thread_tid(const void *a, const void *b)
 {
-	uint32_t x = (*(const struct thread_run *const *)a)->tid, y = (*(const struct thread_run *const *)b)->tid;
+	uint32_t x = (*(const struct exit_thread *const *)a)->tid, y = (*(const struct exit_thread *const *)b)->tid;
 
 	return x < y ? -1 : x > y;
 }
 
-/* The run of an exit's thread (index into runs); a run of one thread's exits is looked up once. */
-static int64_t run_of(const struct keymap *run_by_tid, uint32_t tid, uint32_t *memo_tid, int64_t *memo)
-{
-	if (*memo < 0 || *memo_tid != tid) {
-		*memo = keymap_get(run_by_tid, tid, 0);
-		*memo_tid = tid;
-	}
-	return *memo;
-}
-
 /*
- * The exits by (vCPU thread, time). Each vCPU's ring is written in time
- * order, so the exits of one thread mostly come in order already: one pass
- * counts each thread's exits and checks their order, a second puts them
- * in buckets by thread (a stable counting sort: there are few threads);
- * only a thread whose run is out of order (a crafted file) is sorted.
+ * The exits by (vCPU thread, time): the threads' lists (in recorded order,
+ * which each vCPU's ring keeps in time order) one after the other, by
+ * thread; only a thread whose list is out of order (a crafted file) is sorted.
  */
-static uint32_t *exit_order(const struct profile *p)
+static uint32_t *exit_order(const struct profile *p, size_t *nr)
 {
-	struct keymap run_by_tid = KEYMAP_INIT;
-	struct thread_run *runs = NULL, **by_tid = NULL;
-	uint32_t *order = malloc((p->nr_exits ? p->nr_exits : 1) * sizeof(*order)), *start = NULL, memo_tid = 0;
-	size_t nr_runs = 0, cap = 0, i;
-	int64_t memo = -1, r;
-	bool ok = false;
+	const struct exit_index *xi = &p->state->xi;
+	const struct exit_thread **by_tid = malloc((xi->nr ? xi->nr : 1) * sizeof(*by_tid));
+	uint32_t *order = malloc((p->nr_exits ? p->nr_exits : 1) * sizeof(*order));
+	size_t i, at = 0;
 
-	if (!order)
-		return NULL;
-	for (i = 0; i < p->nr_exits; i++) {
-		const struct profile_exit *x = &p->exits[i];
-
-		r = run_of(&run_by_tid, x->host_tid, &memo_tid, &memo);
-		if (r < 0) {
-			if (grow_array(&runs, &cap, nr_runs + 1, sizeof(*runs)) ||
-			    keymap_put(&run_by_tid, x->host_tid, 0, (uint32_t)nr_runs))
-				goto out;
-			runs[nr_runs] = (struct thread_run){ .tid = x->host_tid };
-			r = memo = (int64_t)nr_runs++;
-		}
-		runs[r].unsorted |= runs[r].count && x->time < runs[r].last_time;
-		runs[r].last_time = x->time;
-		runs[r].count++;
-	}
-	/* Buckets in thread order. */
-	by_tid = malloc((nr_runs ? nr_runs : 1) * sizeof(*by_tid));
-	start = calloc(nr_runs + 1, sizeof(*start));
-	if (!by_tid || !start)
-		goto out;
-	for (i = 0; i < nr_runs; i++)
-		by_tid[i] = &runs[i];
-	qsort(by_tid, nr_runs, sizeof(*by_tid), cmp_run_tid);
-	for (i = 0; i < nr_runs; i++) {
-		by_tid[i]->bucket = (uint32_t)i;
-		start[i + 1] = start[i] + by_tid[i]->count;
-	}
-	memo = -1;
-	for (i = 0; i < p->nr_exits; i++)
-		order[start[runs[run_of(&run_by_tid, p->exits[i].host_tid, &memo_tid, &memo)].bucket]++] = (uint32_t)i;
-	/* start[b] is now bucket b's end. */
-	for (size_t b = 0, from = 0; b < nr_runs; from = start[b++])
-		if (by_tid[b]->unsorted)
-			qsort_r(order + from, start[b] - from, sizeof(*order), cmp_exit_order, (void *)p);
-	ok = true;
-out:
-	keymap_free(&run_by_tid);
-	free(runs);
-	free(by_tid);
-	free(start);
-	if (!ok) {
+	if (!by_tid || !order) {
+		free(by_tid);
 		free(order);
 		return NULL;
 	}
+	for (i = 0; i < xi->nr; i++)
+		by_tid[i] = &xi->threads[i];
+	qsort(by_tid, xi->nr, sizeof(*by_tid), cmp_thread_tid);
+	for (i = 0; i < xi->nr; i++) {
+		const struct exit_thread *t = by_tid[i];
+
+		memcpy(order + at, t->idx, t->n * sizeof(*order));
+		if (t->unsorted)
+			qsort_r(order + at, t->n, sizeof(*order), cmp_exit_order, (void *)p);
+		at += t->n;
+	}
+	free(by_tid);
+	*nr = at; /* every exit, as each is indexed as it comes in */
 	return order;
 }
 
@@ -277,51 +293,61 @@ static bool add_overflows(size_t *sum, size_t n)
 /* Where each thread's last search ended, by thread id modulo this (a clash costs time, never a wrong answer). */
 #define NR_HINTS 64
 
+int profile_match_exits(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	uint32_t *order;
+	size_t hints[NR_HINTS] = { 0 }, cap = 0, nr_order;
+
+	if (!ps->opt.cross_layer || !p->nr_exits)
+		return 0;
+	order = exit_order(p, &nr_order);
+	if (!order)
+		return -ENOMEM;
+	for (size_t k = 0; k < ps->xi.nr_native; k++) {
+		uint32_t i = ps->xi.native[k];
+		struct profile_sample *s = &p->samples[i];
+
+		s->exit = exit_at(p, order, nr_order, s->tid, s->time, &hints[s->tid % NR_HINTS]);
+		if (s->exit == PROFILE_NONE)
+			continue;
+		if (grow_array(&ps->joined, &cap, p->exit_samples + 1, sizeof(*ps->joined))) {
+			free(order);
+			return -ENOMEM;
+		}
+		ps->joined[p->exit_samples++] = i;
+		p->exits[s->exit].joined = true;
+	}
+	free(order);
+	return 0;
+}
+
 int profile_join_exits(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *order = NULL, *frames, *joined = NULL;
-	size_t total = 0, extra = 0, out_at, i, hints[NR_HINTS] = { 0 }, joined_cap = 0;
-	int rc = -ENOMEM;
+	uint32_t *frames;
+	size_t total = 0, extra = 0, out_at, i;
 
 	if (exit_frames(p))
 		return -ENOMEM;
-	if (!ps->opt.cross_layer || !p->nr_exits)
+	/* A joined sample's frames are copied past the others: its own, then the exit's frame and guest stack. */
+	for (i = 0; i < p->exit_samples; i++) {
+		const struct profile_sample *s = &p->samples[ps->joined[i]];
+
+		if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames))
+			return -ENOMEM;
+	}
+	if (!extra)
 		return 0;
-	order = exit_order(p);
-	if (!order)
-		return -ENOMEM;
-
-	/*
-	 * A joined sample's frames are copied past the others: its own, then
-	 * the exit's frame and guest stack. The rest stay where they are.
-	 */
-	for (i = 0; i < p->nr_samples; i++) {
-		struct profile_sample *s = &p->samples[i];
-
-		if (s->domain != KP_DOMAIN_NATIVE)
-			continue;
-		s->exit = exit_at(p, order, p->nr_exits, s->tid, s->time, &hints[s->tid % NR_HINTS]);
-		if (s->exit != PROFILE_NONE) {
-			if (add_overflows(&extra, (size_t)s->nr_frames + 1 + p->exits[s->exit].nr_frames) ||
-			    grow_array(&joined, &joined_cap, p->exit_samples + 1, sizeof(*joined)))
-				goto out;
-			joined[p->exit_samples++] = (uint32_t)i;
-		}
-	}
-	if (!extra) {
-		rc = 0;
-		goto out;
-	}
 	if (add_overflows(&total, ps->nr_raw) || add_overflows(&total, extra) || total > SIZE_MAX / sizeof(*frames))
-		goto out;
+		return -ENOMEM;
 	frames = realloc(p->frames, total * sizeof(*frames));
 	if (!frames)
-		goto out;
+		return -ENOMEM;
 	p->frames = frames;
 	out_at = ps->nr_raw;
 	for (i = 0; i < p->exit_samples; i++) {
-		struct profile_sample *s = &p->samples[joined[i]];
+		struct profile_sample *s = &p->samples[ps->joined[i]];
 		const struct profile_exit *x = &p->exits[s->exit];
 		size_t first = out_at;
 
@@ -333,9 +359,5 @@ int profile_join_exits(struct profile *p)
 		s->first_frame = first;
 		s->nr_frames = (uint32_t)(out_at - first);
 	}
-	rc = 0;
-out:
-	free(order);
-	free(joined);
-	return rc;
+	return 0;
 }

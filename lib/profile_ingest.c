@@ -70,6 +70,8 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t 
 	if (n)
 		memcpy(&ps->raw[ps->nr_raw], s->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
+	if (domain == KP_DOMAIN_NATIVE && ps->opt.cross_layer && profile_exit_index_sample(p, (uint32_t)p->nr_samples))
+		return -ENOMEM;
 	p->nr_samples++;
 	return 0;
 }

@@ -103,6 +103,31 @@ struct domain_state {
 
 #define NR_DOMAINS 2
 
+/*
+ * What profile_match_exits needs, kept as the records come in, while each
+ * is still in the cache: each vCPU thread's exits in recorded order, and
+ * (cross_layer) the host samples. Built afterwards, it cost two walks
+ * through the 10^6 exits and one through the samples, a cache miss each.
+ */
+struct exit_thread {
+	uint32_t tid;
+	bool unsorted;      /* an exit earlier in time than the one before it */
+	uint64_t last_time;
+	uint32_t *idx;      /* into exits, in recorded order */
+	size_t n, cap;
+};
+
+struct exit_index {
+	struct exit_thread *threads;
+	size_t nr, cap;
+	struct keymap by_tid;
+	bool memo_valid; /* threads[memo] is memo_tid's: exits come in runs of one thread */
+	uint32_t memo_tid;
+	size_t memo;
+	uint32_t *native; /* the host (native) samples, with cross_layer */
+	size_t nr_native, native_cap;
+};
+
 struct profile_state {
 	struct profile_options opt;
 	size_t events_cap, images_cap, funcs_cap, locs_cap, samples_cap, comms_cap, meta_cap;
@@ -118,6 +143,8 @@ struct profile_state {
 	uint64_t *raw; /* callchains as recorded, indexed like frames */
 	size_t nr_raw, raw_cap;
 	size_t exits_cap;
+	uint32_t *joined; /* the samples profile_match_exits joined to an exit: p->exit_samples of them */
+	struct exit_index xi;
 	uint64_t lost_sum, end_lost;
 
 	struct ustack *ustacks;
@@ -162,9 +189,19 @@ uint32_t profile_event_index(struct profile *p, uint32_t id);
 /* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */
 int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x);
 /*
- * After symbolization: each exit's own frame, and with cross_layer each
- * host sample in an exit's interval joined to it, its frames extended by
- * the exit's frame and guest stack. 0 or -ENOMEM.
+ * Before symbolization, with cross_layer: each host sample in an exit's
+ * interval joined to it (sample.exit, exit.joined, ps->joined), so that
+ * only the exits a report shows get their guest stacks resolved. 0 or -ENOMEM.
+ */
+int profile_match_exits(struct profile *p);
+/* A host sample in, for profile_match_exits (cross_layer). 0 or -ENOMEM. */
+int profile_exit_index_sample(struct profile *p, uint32_t sample);
+/* The index emptied of the exits (they were dropped), or of everything. */
+void profile_exit_index_drop_exits(struct profile *p);
+void profile_exit_index_free(struct profile *p);
+/*
+ * After symbolization: the resolved exits' own frames, and each joined
+ * sample's frames extended by its exit's frame and guest stack. 0 or -ENOMEM.
  */
 int profile_join_exits(struct profile *p);
 

@@ -17,14 +17,20 @@
 
 #include "profile_exit_fixture.h"
 
-static struct profile *new_profile(bool cross_layer)
+static struct profile *new_profile_all(bool cross_layer, bool all_exit_frames)
 {
-	struct profile_options opt = { .guest_root = pf_dir, .cross_layer = cross_layer };
+	struct profile_options opt = { .guest_root = pf_dir, .cross_layer = cross_layer,
+				       .all_exit_frames = all_exit_frames };
 	struct profile *p;
 
 	assert_int_equal(profile_new(&p, &opt), 0);
 	pf_world(p, pf_native_elf);
 	return p;
+}
+
+static struct profile *new_profile(bool cross_layer)
+{
+	return new_profile_all(cross_layer, false);
 }
 
 /* Exits of the scenario below, in recorded order (B first: out of time order). */
@@ -64,15 +70,20 @@ static void add_scenario(struct profile *p)
 	pf_host_sample(p, 101, 999, FX_ALPHA + 1, KP_CPL_USER, vmm_chain, 1);
 }
 
-static struct profile *scenario(bool cross_layer)
+static struct profile *scenario_all(bool cross_layer, bool all_exit_frames)
 {
-	struct profile *p = new_profile(cross_layer);
+	struct profile *p = new_profile_all(cross_layer, all_exit_frames);
 
 	add_scenario(p);
 	assert_int_equal(profile_finish(p), 0);
 	assert_int_equal(p->nr_samples, 8);
 	assert_int_equal(p->nr_exits, 3);
 	return p;
+}
+
+static struct profile *scenario(bool cross_layer)
+{
+	return scenario_all(cross_layer, false);
 }
 
 static void sample_frames(char *buf, size_t len, const struct profile *p, size_t i)
@@ -238,13 +249,57 @@ static void test_cross_layer_off(void **state)
 	assert_int_equal(p->exit_samples, 0);
 	sample_frames(buf, sizeof(buf), p, 0);
 	assert_string_equal(buf, "fx`alpha;fx`beta");
-	/* The exits are still there, resolved, each with its frame. */
-	for (size_t i = 0; i < p->nr_exits; i++)
+	/* No exit joined, none asked for: their stacks are not resolved, their commands are. */
+	for (size_t i = 0; i < p->nr_exits; i++) {
+		assert_false(p->exits[i].joined);
+		assert_int_equal(p->exits[i].loc, PROFILE_NONE);
+		assert_int_equal(p->exits[i].nr_frames, 0);
+	}
+	assert_string_equal(p->comms[p->exits[EXIT_A].comm], "spam");
+	profile_free(p);
+}
+
+static void test_all_exit_frames(void **state)
+{
+	struct profile *p = scenario_all(false, true);
+	char buf[1024];
+
+	(void)state;
+	assert_int_equal(p->exit_samples, 0);
+	/* Asked for (--exits): every exit resolved, each with its frame, though none is joined. */
+	for (size_t i = 0; i < p->nr_exits; i++) {
+		assert_false(p->exits[i].joined);
 		assert_int_not_equal(p->exits[i].loc, PROFILE_NONE);
+	}
 	assert_string_equal(p->funcs[p->locs[p->exits[EXIT_A].loc].func].name, "[exit: io out 0x3f8]");
 	exit_frames(buf, sizeof(buf), p, EXIT_A);
 	assert_string_equal(buf, "[guest.kernel]`console_write;[guest.kernel]`guest_syscall;fx`beta");
 	assert_string_equal(p->comms[p->exits[EXIT_A].comm], "spam");
+	profile_free(p);
+}
+
+static void test_only_joined_exits_resolved(void **state)
+{
+	struct profile *p = new_profile(true);
+	char buf[1024];
+
+	(void)state;
+	add_scenario(p);
+	/* A fourth exit on thread 101 that no host sample falls in, same reason as A. */
+	pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = PF_SPAM_PID, .time = 5000, .end = 6000,
+					 .ip = PF_CONSOLE_WRITE + 0x10, .kind = KP_EXIT_IO_OUT, .detail = 0x3f8,
+					 .cpl = KP_CPL_KERNEL, .chain = chain_a, .chain_len = 2 });
+	assert_int_equal(profile_finish(p), 0);
+	assert_int_equal(p->nr_exits, 4);
+	assert_int_equal(p->exit_samples, 4);
+	for (size_t i = 0; i < 3; i++)
+		assert_true(p->exits[i].joined);
+	assert_false(p->exits[3].joined);
+	assert_int_equal(p->exits[3].loc, PROFILE_NONE);
+	assert_int_equal(p->exits[3].nr_frames, 0);
+	assert_string_equal(p->comms[p->exits[3].comm], "spam");
+	exit_frames(buf, sizeof(buf), p, EXIT_A);
+	assert_string_equal(buf, "[guest.kernel]`console_write;[guest.kernel]`guest_syscall;fx`beta");
 	profile_free(p);
 }
 
@@ -413,6 +468,8 @@ int main(void)
 		cmocka_unit_test(test_exit_comm),
 		cmocka_unit_test(test_exit_comm_at_exec),
 		cmocka_unit_test(test_cross_layer_off),
+		cmocka_unit_test(test_all_exit_frames),
+		cmocka_unit_test(test_only_joined_exits_resolved),
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_hostile_callchain_clamped),
 		cmocka_unit_test(test_hostile_end_before_time),
