@@ -169,8 +169,7 @@ void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
 /* A new tick: a new PMI budget, and a counter throttled in the last one runs again. */
 static void pmu_all_unthrottle(struct cpu *c)
 {
-	pmu_throttle_tick(c);
-	if (!c->pmu_all_throttled)
+	if (!pmu_throttle_tick(c) || !c->pmu_all_throttled)
 		return;
 	pmu_enter(c);
 	c->pmu_all_throttled = 0;

@@ -37,7 +37,8 @@
  * come; counting PMIs between taken ticks throttled a 1 kHz run now and
  * then. So a PMI also starts a new budget when the timer's count has gone
  * up since the last one (it reloaded: the timer expired in between), and
- * the tick then does not start another.
+ * the tick then does not start another. Every throttle thus took a whole
+ * budget of PMIs, which the e2e test checks (pmis >= budget x throttled).
  */
 #include "kernel.h"
 #include "pmu_hw.h"
@@ -69,14 +70,17 @@ int pmu_throttle_pmi(struct cpu *c, uint32_t timer)
 	return ++c->pmu_tick_pmis >= budget;
 }
 
-void pmu_throttle_tick(struct cpu *c)
+int pmu_throttle_tick(struct cpu *c)
 {
 	/*
 	 * A PMI that saw this expiry already started its budget: starting it
 	 * again would give PMIs between the expiry and the tick a budget of
-	 * their own (measured: 23 times the unsampled run at period 10^5).
+	 * their own (measured: 23 times the unsampled run at period 10^5), and
+	 * if they used it up, the counter stays stopped until the next tick.
 	 */
-	if (!c->pmu_tick_early)
+	int early = c->pmu_tick_early, spent = early && c->pmu_tick_pmis >= budget;
+	if (!early)
 		c->pmu_tick_pmis = 0;
 	c->pmu_tick_early = 0;
+	return !spent;
 }
