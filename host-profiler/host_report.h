@@ -33,9 +33,6 @@ enum host_layer host_layer_of(const struct profile_sample *s);
  */
 void host_report_table_defaults(struct report_table_options *o);
 
-/* The recording's META value for key (the last one wins), or NULL. */
-const char *host_report_meta(const struct profile *p, const char *key);
-
 /* What a frame's function is, by its image: "guest user", "guest kernel", "VM exit", "VMM user", "host kernel". */
 const char *host_frame_layer(const struct profile *p, uint32_t func);
 

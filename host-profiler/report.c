@@ -172,16 +172,6 @@ void host_report_profile_options(const struct report_cli_args *a, struct profile
 	popt->all_exit_frames = own->exits; /* by guest function: every exit's stack */
 }
 
-const char *host_report_meta(const struct profile *p, const char *key)
-{
-	const char *v = NULL;
-
-	for (size_t i = 0; i < p->nr_meta; i++)
-		if (!strcmp(p->meta[i].key, key))
-			v = p->meta[i].value; /* the last one wins */
-	return v;
-}
-
 /*
  * QEMU's threads by role ("vCPU 0", "main loop", "I/O"), from META
  * vmm_threads ("tid:role;..."): the role of thread tid, or "other thread"
@@ -190,8 +180,8 @@ const char *host_report_meta(const struct profile *p, const char *key)
  */
 static const char *thread_role(const struct profile *p, uint32_t pid, uint32_t tid, char *buf, size_t len)
 {
-	const char *vmm = host_report_meta(p, "vmm"), *threads = host_report_meta(p, "vmm_threads");
-	const char *vmm_pid = host_report_meta(p, "vmm_pid");
+	const char *vmm = profile_meta(p, "vmm"), *threads = profile_meta(p, "vmm_threads");
+	const char *vmm_pid = profile_meta(p, "vmm_pid");
 
 	if (!vmm || strcmp(vmm, "qemu") || !threads || !vmm_pid || strtoul(vmm_pid, NULL, 10) != pid)
 		return NULL;
@@ -428,7 +418,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 		ev = merge_events(p);
 		return report_svg(out, p, ev, &svg);
 	case REPORT_FORMAT_PPROF: {
-		const struct report_pprof_options po = { .domain = host_report_meta(p, "domain"), .labels = pprof_labels };
+		const struct report_pprof_options po = { .domain = profile_meta(p, "domain"), .labels = pprof_labels };
 
 		return report_pprof(out, p, &po);
 	}

@@ -65,7 +65,7 @@ static int list_files(const char *dir, struct domain_file **files, size_t *n)
 
 static void summarize(struct domain_file *f)
 {
-	const char *v = host_report_meta(f->p, "domain"), *cpu = host_report_meta(f->p, "vmm_cpu_ms");
+	const char *v = profile_meta(f->p, "domain"), *cpu = profile_meta(f->p, "vmm_cpu_ms");
 
 	if (v)
 		snprintf(f->name, sizeof(f->name), "%s", v);

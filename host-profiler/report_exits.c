@@ -173,7 +173,7 @@ int host_report_exits(FILE *out, const struct profile *p)
 {
 	static const char *const titles[] = { "by reason", "by guest function (at the exit's RIP) and reason",
 					      "by guest process" };
-	const char *dropped = host_report_meta(p, "vm_exits_dropped");
+	const char *dropped = profile_meta(p, "vm_exits_dropped");
 	uint64_t host_ns = 0;
 	int rc = 0;
 
@@ -183,7 +183,7 @@ int host_report_exits(FILE *out, const struct profile *p)
 		     " host samples in those intervals\n",
 		p->nr_exits, (double)host_ns / 1e6, p->exit_samples);
 	if (!p->nr_exits) {
-		const char *vmm = host_report_meta(p, "vmm");
+		const char *vmm = profile_meta(p, "vmm");
 
 		if (vmm && !strcmp(vmm, "qemu"))
 			fprintf(out, "(a libvirt domain's recording has no VM exit records: they come from kvmprof-vmm's "

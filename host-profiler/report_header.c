@@ -122,7 +122,7 @@ out:
 /* What each domain is, for a reader who meets the word here first. */
 static void print_domain_legend(FILE *out, const struct profile *p)
 {
-	const char *vmm = host_report_meta(p, "vmm");
+	const char *vmm = profile_meta(p, "vmm");
 	const char *vmm_name = vmm && !strcmp(vmm, "qemu") ? "QEMU" : "kvmprof-vmm";
 
 	fprintf(out, "(guest user: the guest's programs; guest kernel: the guest's kernel; VMM user: %s's own code "
@@ -133,24 +133,24 @@ static void print_domain_legend(FILE *out, const struct profile *p)
 void host_report_header(FILE *out, const struct profile *p, const char *input)
 {
 	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples;
-	const char *v, *in_guest = host_report_meta(p, "host_samples_in_guest");
+	const char *v, *in_guest = profile_meta(p, "host_samples_in_guest");
 
 	/* One pass over the samples (10^6 of them are ~60 MB) for every count below. */
 	for (size_t i = 0; i < p->nr_samples; i++)
 		by_layer[host_layer_of(&p->samples[i])]++;
 
 	fprintf(out, "kvmprof system-wide profile: %s\n", input);
-	if ((v = host_report_meta(p, "domain")))
+	if ((v = profile_meta(p, "domain")))
 		fprintf(out, "domain: %s\n", v);
-	if ((v = host_report_meta(p, "command")))
+	if ((v = profile_meta(p, "command")))
 		fprintf(out, "recorded: %s, %.1f s\n", v, (double)p->duration_ns / 1e9);
 	print_events(out, p);
-	host_report_guest_sampling(out, host_report_meta(p, "guest_sampling"));
+	host_report_guest_sampling(out, profile_meta(p, "guest_sampling"));
 	if (in_guest)
 		fprintf(out, "host samples taken while guest code ran: %s (left out at record time: the guest's own "
 			     "samples stand for that time; told apart by %s)\n",
-			in_guest, (v = host_report_meta(p, "host_guest_rule")) ? v : "?");
-	if ((v = host_report_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
+			in_guest, (v = profile_meta(p, "host_guest_rule")) ? v : "?");
+	if ((v = profile_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
 		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
 			     "failed; not in the table)\n", v);
 	if (p->nr_exits) {

@@ -83,6 +83,16 @@ uint32_t profile_comm(struct profile *p, const char *name)
 	return (uint32_t)p->nr_comms++;
 }
 
+const char *profile_meta(const struct profile *p, const char *key)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; i < p->nr_meta; i++)
+		if (!strcmp(p->meta[i].key, key))
+			v = p->meta[i].value; /* the last one wins */
+	return v;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');

@@ -236,6 +236,9 @@ int profile_time_order(const struct profile *p, uint32_t **out);
  */
 uint32_t profile_comm(struct profile *p, const char *name);
 
+/* The recording's META value for key (the last one wins), or NULL. */
+const char *profile_meta(const struct profile *p, const char *key);
+
 /*
  * An exit as its frame names it: "io out 0x3f8", "mmio write 0xfee000b0",
  * "msr read 0xc1", "hlt", "signal", "kvm debug" (KVM's reason by name where

@@ -35,6 +35,24 @@ static void print_header(FILE *out, const struct profile_event *e)
 	fprintf(out, ": %" PRIu64 " samples, %" PRIu64 " lost\n", e->samples, e->lost);
 }
 
+/*
+ * How often sampling was throttled, from META throttled (the bundled
+ * guest's agent: a CPU's PMI budget for a tick ran out), as perf report
+ * counts THROTTLE records; 0 without it or with a value that is no count.
+ */
+static uint64_t throttled(const struct profile *p)
+{
+	const char *v = profile_meta(p, "throttled");
+	char *end;
+	unsigned long long n;
+
+	if (!v || *v < '0' || *v > '9')
+		return 0;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	return *end || errno ? 0 : n;
+}
+
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
@@ -204,6 +222,9 @@ int report_text(FILE *out, const struct profile *p, const struct report_options 
 	}
 	if (!rc && p->lost)
 		fprintf(out, "\n# %" PRIu64 " samples lost in all\n", p->lost);
+	if (!rc && throttled(p))
+		fprintf(out, "\n# sampling throttled %" PRIu64 " times (a CPU's PMI budget for a tick ran out)\n",
+			throttled(p));
 	report_table_free(&t);
 	if (!rc && (fflush(out) || ferror(out)))
 		rc = -EIO;

@@ -54,6 +54,10 @@ struct cpu {
 	volatile int pmu_deferred; /* an NMI arrived while busy */
 	uint64_t pmu_deferred_rip, pmu_deferred_cs; /* what it interrupted */
 	uint8_t pmu_all_on;        /* system-wide sampling's counter is armed here */
+	uint8_t pmu_all_throttled; /* ... and stopped until the next tick (pmu_throttle.c) */
+	uint32_t pmu_tick_pmis;    /* sampling PMIs since the last tick (pmu_throttle.c) */
+	uint32_t pmu_tick_timer;   /* the timer's count at the last of them */
+	uint8_t pmu_tick_early;    /* one of them saw the timer expire before its tick was taken */
 	volatile unsigned int pmu_all_gen; /* pmu_all.c: the configuration this CPU applied */
 	uint64_t nmis;
 	uint64_t pmu_all_nmis_seen; /* nmis at the last sampling watchdog tick */
@@ -160,7 +164,13 @@ void smp_boot(int maxcpus);
 void lapic_eoi(void);
 void boot_timer_start(void);
 void timers_start(void);
-uint64_t clock_ns(void);
+uint64_t clock_ns(void); /* nanoseconds since the timers started, monotonic across CPUs */
+/*
+ * The same, and the timer's current count (counting down from a tick's
+ * length to 0): the count goes up when the timer expired, whether or not
+ * its tick could be taken yet.
+ */
+uint64_t clock_ns_timer(uint32_t *timer);
 uint32_t lapic_id(void);
 void smp_kick_others(void);
 
@@ -207,7 +217,7 @@ void sys_pmu_sample_stop(struct cpu *c, struct trapframe *tf);
 void sys_pmu_samples(struct cpu *c, struct trapframe *tf);
 
 /* pmu_all.c: system-wide sampling */
-void pmu_all_watchdog(struct cpu *c, struct trapframe *tf); /* timer tick: takes a lost PMI's overflow */
+void pmu_all_tick(struct cpu *c, struct trapframe *tf); /* timer tick: unthrottles, takes a lost PMI's overflow */
 void pmu_all_poll(struct cpu *c); /* applies a new configuration on this CPU (IPI, tick) */
 void sys_pmu_all_start(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf);
@@ -215,6 +225,8 @@ void sys_pmu_all_read(struct cpu *c, struct trapframe *tf);
 void sys_pmu_all_read_buf(struct cpu *c, struct trapframe *tf);
 /* pmu_sbuf.c: a pmubuf= command-line option (guest/README.md); -1 if tok is none or its value is bad. */
 int pmu_sbuf_option(const char *tok, size_t n);
+/* pmu_throttle.c: the pmu_max_rate= option (guest/README.md); -1 if its value is bad. */
+int pmu_throttle_option(const char *tok, size_t n);
 
 /* pmu_test.c: test-only system calls for pmutest, enabled by the command line */
 extern int pmu_test_enabled;

@@ -123,6 +123,8 @@ static void parse_cmdline(void)
 			maxcpus = v < 1 ? 1 : (int)v;
 		else if (n > 6 && !strncmp(tok, "pmubuf", 6) && pmu_sbuf_option(tok, n))
 			kprintf("kvmprof guest: bad pmubuf option ignored\n");
+		else if (n > 12 && !strncmp(tok, "pmu_max_rate", 12) && pmu_throttle_option(tok, n))
+			kprintf("kvmprof guest: bad pmu_max_rate option ignored\n");
 	}
 }
 

@@ -24,7 +24,11 @@
  * get that counter (on PMUs with PMU_SLOTS_ALL_MIN counters or more, so
  * they keep PMU_SLOTS), and every write of the global enable register here
  * keeps its bit (c->pmu_all_on). The NMI handler checks both sampling
- * counters; pmu_hw.h is what pmu_all.c uses of this file.
+ * counters; pmu_hw.h is what pmu_all.c uses of this file. Only system-wide
+ * sampling's PMI path is throttled (pmu_throttle.c): a process's sampling
+ * counter is pmutest's, whose cases count every overflow exactly (pmis =
+ * events / period), it runs only while its process does, and a throttled
+ * state would have to follow the process through its context switches.
  *
  * Every MSR access exits to the VMM and every ring-0 instruction is
  * emulated (~1.4 us): the paths here are kept short, and processes that do

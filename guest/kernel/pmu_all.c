@@ -22,6 +22,16 @@
  * sample buffer instead (pmu_sbuf.c): the VMM writes each record and
  * re-arms the counter, the rings here stay empty, the NMIs are the
  * buffers' watermark PMIs, and pmu_all_read_buf drains.
+ *
+ * On the PMI path a CPU takes at most a budget of PMIs per timer tick
+ * (pmu_throttle.c): the PMI that reaches it stops the counter, and the
+ * next tick starts it again, as Linux's perf throttles an event past
+ * max_samples_per_tick. The buffered path is not throttled by sample
+ * count: the VMM writes each record and re-arms the counter without
+ * entering the guest, whose only cost per sample is the exit at the
+ * overflow; its PMIs come per watermark crossing (half a buffer), so a
+ * short period does not multiply guest handlers, and stopping the counter
+ * there would only lose samples the VMM records cheaply.
  */
 #include "kernel.h"
 #include "pmu_hw.h"
@@ -34,6 +44,7 @@ struct all_ring {
 	volatile uint32_t tail; /* records drained: readers only, under all_lock */
 	uint64_t pmis, drops;   /* this CPU's NMIs only */
 	uint64_t late;          /* overflows the tick took for a lost PMI */
+	uint64_t throttled;     /* PMI budgets used up: the counter stopped until the next tick */
 	struct pmu_record rec[PMU_ALL_RING];
 } __attribute__((aligned(64)));
 
@@ -58,7 +69,7 @@ static struct {
 		return;                        \
 	} while (0)
 
-static void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
+static void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl, uint64_t time)
 {
 	struct all_ring *r = &rings[c->id];
 	uint32_t h = r->head;
@@ -69,7 +80,7 @@ static void pmu_all_record(struct cpu *c, uint64_t rip, unsigned int cpl)
 	}
 	struct pmu_record *e = &r->rec[h % PMU_ALL_RING];
 	e->rip = rip;
-	e->time = clock_ns();
+	e->time = time;
 	e->pid = c->cur ? (unsigned int)c->cur->pid : 0;
 	e->cpu = (unsigned short)c->id;
 	e->cpl = (unsigned char)cpl;
@@ -122,6 +133,7 @@ static void pmu_all_cpu_set(struct cpu *c, int on)
 	pmu_enter(c);
 	struct proc *p = pmu_suspend(c);
 	pmu_counter_stop(all.hw);
+	c->pmu_all_throttled = 0;
 	if (all.buffered && !on)
 		pmu_sbuf_disarm();
 	c->pmu_all_on = (uint8_t)on;
@@ -142,10 +154,27 @@ void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
 		return;
 	}
 	if (pmu_counter_wrapped(all.hw, &v)) {
-		pmu_all_record(c, rip, (unsigned)(cs & 3));
+		uint32_t timer;
+		pmu_all_record(c, rip, (unsigned)(cs & 3), clock_ns_timer(&timer));
 		pmu_counter_rearm(all.hw, (all.flags & PMU_SAMPLE_KEEP_OVERSHOOT) && v < all.period ?
 						  all.period - v : all.period);
+		if (pmu_throttle_pmi(c, timer)) { /* re-armed first: a stopped counter never looks wrapped */
+			pmu_counter_stop(all.hw);
+			c->pmu_all_throttled = 1;
+			rings[c->id].throttled++;
+		}
 	}
+}
+
+/* A new tick: a new PMI budget, and a counter throttled in the last one runs again. */
+static void pmu_all_unthrottle(struct cpu *c)
+{
+	if (!pmu_throttle_tick(c) || !c->pmu_all_throttled)
+		return;
+	pmu_enter(c);
+	c->pmu_all_throttled = 0;
+	pmu_counter_start(all.hw, all.ctl, all.period);
+	pmu_leave(c);
 }
 
 /*
@@ -159,11 +188,11 @@ void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
  * that skips nearly every check; a lost PMI is still caught within two
  * ticks.
  */
-void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
+static void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
 {
 	uint64_t v;
 	/* The VMM re-arms a buffered counter itself: no PMI per overflow to lose. */
-	if (!c->pmu_all_on || c->pmu_busy || all.buffered)
+	if (all.buffered)
 		return;
 	if (c->nmis != c->pmu_all_nmis_seen) {
 		c->pmu_all_nmis_seen = c->nmis;
@@ -181,6 +210,15 @@ void pmu_all_watchdog(struct cpu *c, struct trapframe *tf)
 		pmu_handle_nmi(c, tf->rip, tf->cs); /* records, re-arms, clears status, unmasks */
 	}
 	pmu_leave(c);
+}
+
+void pmu_all_tick(struct cpu *c, struct trapframe *tf)
+{
+	/* Busy: the tick interrupted pmu.c's own counter work; the next tick does this. */
+	if (!c->pmu_all_on || c->pmu_busy)
+		return;
+	pmu_all_unthrottle(c);
+	pmu_all_watchdog(c, tf);
 }
 
 /* ---- applying the configuration on every CPU, the system calls ------- */
@@ -227,7 +265,7 @@ void sys_pmu_all_start(struct cpu *c, struct trapframe *tf)
 		/* Every CPU has stopped (the last stop waited for them): no producer runs. */
 		for (int i = 0; i < ncpus_online(); i++) {
 			rings[i].head = rings[i].tail = 0;
-			rings[i].pmis = rings[i].drops = rings[i].late = 0;
+			rings[i].pmis = rings[i].drops = rings[i].late = rings[i].throttled = 0;
 		}
 		all_want = 1;
 		r = all_cpus = sync_cpus(c);
@@ -254,6 +292,7 @@ void sys_pmu_all_stop(struct cpu *c, struct trapframe *tf)
 		st.records += rings[i].head;
 		st.drops += rings[i].drops;
 		st.late += rings[i].late;
+		st.throttled += rings[i].throttled;
 	}
 	if (all.buffered)
 		pmu_sbuf_totals(ncpus_online(), &st.records, &st.drops);

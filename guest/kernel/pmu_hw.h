@@ -49,6 +49,15 @@ void pmu_sbuf_totals(int ncpus, unsigned long *written, unsigned long *lost);
 /* Moves whole records from the first ncpus CPUs' buffers to out (room bytes); returns the bytes (under pmu_all.c's lock). */
 uint64_t pmu_sbuf_drain(int ncpus, uint8_t *out, uint64_t room);
 
+/*
+ * pmu_throttle.c: a sampling PMI on this CPU, the timer's count then
+ * (clock_ns_timer); 1 when it used up the tick's budget: stop the counter
+ * until the next tick. pmu_throttle_tick: a tick was taken; 1 if a stopped
+ * counter may run again (0: this tick's budget is used up already).
+ */
+int pmu_throttle_pmi(struct cpu *c, uint32_t timer);
+int pmu_throttle_tick(struct cpu *c);
+
 /* pmu_all.c: system-wide sampling's overflow check, from the PMI handler. */
 void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs);
 

@@ -111,11 +111,16 @@ void smp_kick_others(void)
 	icr_send(0, 0xc4000 | WAKEUP_VECTOR);
 }
 
-/* Nanoseconds since the timers started, monotonic across CPUs. */
 uint64_t clock_ns(void)
 {
+	uint32_t timer;
+	return clock_ns_timer(&timer);
+}
+
+uint64_t clock_ns_timer(uint32_t *timer)
+{
 	struct cpu *c = this_cpu();
-	uint64_t t, cur = lapic_read(LAPIC_TIMER_CUR);
+	uint64_t t, cur = *timer = lapic_read(LAPIC_TIMER_CUR);
 	t = c->ticks * TICK_NS + (TICK_COUNT - (cur > TICK_COUNT ? TICK_COUNT : cur));
 	/* Counter wrapped but its interrupt is not yet taken (IF=0). */
 	if (cur > TICK_COUNT / 2 && (lapic_read(0x200 + 0x10 * (TIMER_VECTOR / 32)) &

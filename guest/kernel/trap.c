@@ -74,7 +74,7 @@ void trap(struct trapframe *tf)
 		c->ticks++;
 		lapic_eoi();
 		pmu_all_poll(c); /* in case the wake-up IPI was missed */
-		pmu_all_watchdog(c, tf);
+		pmu_all_tick(c, tf);
 		if (user) {
 			c->user_ticks++;
 			sched_tick(c, tf);

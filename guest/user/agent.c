@@ -12,8 +12,9 @@
  * spaces and start= at `:`), waits for them, stops, and writes a kvmprof
  * sample file (include/kvmprof/sample_format.h) to the agent channel:
  *
- *   header, META pmu/command/release, EVENT, COMM + MMAP per process (and
- *   for the kernel: MMAP of pid KP_PID_KERNEL, "/kernel.elf"), the samples
+ *   header, META pmu/command/release (and throttled, if it was), EVENT,
+ *   COMM + MMAP per process (and for the kernel: MMAP of pid
+ *   KP_PID_KERNEL, "/kernel.elf"), the samples
  *   in compact SAMPLES blocks (lib/sample_block.c, the host's own coder:
  *   about 8 bytes a sample instead of 64, each byte a VM exit),
  *   EXIT per exited process, LOST if records were dropped, END.
@@ -24,9 +25,12 @@
  * Samples are kept in memory until the end and the stream written after
  * the workloads, so that writing (a VM exit per port access) does not
  * disturb what is measured. Prints one summary line on the console:
- *   agent: samples=N lost=N pmis=N late=N cpus=N processes=N bytes=N ms=N.NNN
+ *   agent: samples=N lost=N pmis=N late=N cpus=N processes=N bytes=N ms=N.NNN throttled=N
  * (late: PMIs that never came, whose overflows the kernel took at a tick;
- * ms: the workload phase's guest time, from the first spawn to the last exit)
+ * ms: the workload phase's guest time, from the first spawn to the last exit;
+ * throttled: times a CPU used up its PMI budget for a tick and the kernel
+ * stopped its counter until the next, guest/kernel/pmu_throttle.c: PMI path
+ * only, and then also the file's META throttled)
  * Samples go through the VMM's sample buffer when the VMM offers one
  * (include/kvmprof/vpmu_sbuf.h: the VMM writes each sample record, a PMI
  * comes per watermark crossing; the records are copied into the stream as
@@ -336,8 +340,8 @@ static const char *model_name(const struct pmu_info *pi)
 	return pi->model == PMU_MODEL_INTEL ? "intel" : pi->model == PMU_MODEL_AMD ? "amd" : "none";
 }
 
-static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, uint64_t t0,
-			 uint64_t t1)
+static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, uint64_t throttled,
+			 uint64_t t0, uint64_t t1)
 {
 	struct kp_file_header fh = {
 		.magic = KP_FILE_MAGIC,
@@ -352,6 +356,10 @@ static void write_stream(const struct pmu_info *pi, int nprocs, uint64_t lost, u
 	emit_meta("pmu", s);
 	emit_meta("command", opt.command);
 	emit_meta("release", "kvmprof bundled guest");
+	if (throttled) { /* the report says how often the samples stopped for the rest of a tick */
+		snprintf(s, sizeof(s), "%lu", (unsigned long)throttled);
+		emit_meta("throttled", s);
+	}
 
 	struct kp_rec_event ev = { .id = 0, .type = EVENT_TYPE_GUEST, .period = opt.period };
 	memcpy(&ev.config, &opt.ev, sizeof(opt.ev)); /* struct pmu_event, little-endian */
@@ -478,12 +486,12 @@ int main(int argc, char **argv)
 		if (nprocs < 1)
 			nprocs = 1; /* cannot happen: entry 0 is the kernel */
 		lost = st.drops + (uint64_t)overflowed;
-		write_stream(&pi, (int)nprocs, lost, t0, t1);
+		write_stream(&pi, (int)nprocs, lost, st.throttled, t0, t1);
 	}
 	printf("agent: samples=%lu lost=%lu pmis=%lu late=%lu cpus=%lu processes=%ld bytes=%lu "
-	       "ms=%lu.%03lu buffer=%lu\n",
+	       "ms=%lu.%03lu throttled=%lu buffer=%lu\n",
 	       (unsigned long)out_samples, (unsigned long)lost, st.pmis, st.late, st.cpus, nprocs - 1,
 	       (unsigned long)out_bytes, (unsigned long)((t1 - t0) / 1000000),
-	       (unsigned long)((t1 - t0) / 1000 % 1000), st.buffered);
+	       (unsigned long)((t1 - t0) / 1000 % 1000), st.throttled, st.buffered);
 	return failed;
 }

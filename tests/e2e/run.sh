@@ -196,7 +196,7 @@ fi
 # In this order (guest-sampler.sh, forced-exits.sh, hostile-guest.sh, trace.sh, static-plugin.sh and
 # plugin-host.sh use control.sh's client and functions, plugins.sh trace.sh's); a part
 # that is missing fails, it is not left out.
-for part in bundled-guest vpmu-guest guest-agent vpmu-sbuf control guest-sampler forced-exits hostile-guest trace \
+for part in bundled-guest vpmu-guest guest-agent vpmu-sbuf agent-throttle control guest-sampler forced-exits hostile-guest trace \
 	plugins static-plugin exit-records cross-layer plugin-host; do
 	if [ -f "tests/e2e/$part.sh" ]; then
 		# shellcheck source=/dev/null

@@ -194,6 +194,53 @@ static void test_c1_controls(void **state)
 	profile_free(p);
 }
 
+/*
+ * META throttled (the bundled guest's agent) becomes one line after the
+ * table, as perf report counts THROTTLE records; a value that is no count
+ * (the file is input) gives none, and neither does 0.
+ */
+static void test_throttled(void **state)
+{
+	static const struct {
+		const char *value, *line; /* line: NULL for none */
+	} cases[] = {
+		{ "17", "\n# sampling throttled 17 times (a CPU's PMI budget for a tick ran out)\n" },
+		{ "0", NULL },
+		{ "17x", NULL },
+		{ "-1", NULL },
+		{ "99999999999999999999999", NULL },
+		{ "", NULL },
+	};
+	struct report_options ropt = { .table.keys = { { REPORT_KEY_SYM }, 1 } };
+	struct profile_options opt = { 0 };
+	struct profile *saved = prof, *p;
+	char path[600], err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kp_writer *w;
+		char *out;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/throttled%zu.data", dir, i);
+		w = fx_writer(path, &fd);
+		assert_non_null(w);
+		assert_int_equal(kp_writer_meta(w, "throttled", cases[i].value), 0);
+		assert_int_equal(fx_sample(w, 1, 12, 2, 0x1234, KP_CPL_USER, NULL, 0), 0);
+		assert_int_equal(fx_close(w, fd), 0);
+		assert_int_equal(profile_load(&p, path, &opt, err, sizeof(err)), 0);
+		prof = p;
+		out = render(text, &ropt);
+		if (cases[i].line)
+			assert_non_null(strstr(out, cases[i].line));
+		else
+			assert_null(strstr(out, "throttled"));
+		free(out);
+		prof = saved;
+		profile_free(p);
+	}
+}
+
 static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
 {
 	size_t cap = 1 << 20;
@@ -301,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_c1_controls),
+		cmocka_unit_test(test_throttled),
 		cmocka_unit_test(test_pprof_round_trip),
 	};
 

@@ -160,6 +160,7 @@ struct pmu_all_stats {
 	unsigned long cpus;    /* CPUs that sampled */
 	unsigned long late;    /* of the PMIs: overflows whose PMI never came, taken at a tick */
 	unsigned long buffered; /* 1: the VMM's sample buffer sampled (pmis: its watermark PMIs) */
+	unsigned long throttled; /* times a CPU's PMI budget ran out: its counter stopped until the next tick */
 };
 
 /*
