@@ -352,14 +352,19 @@ int profile_finish(struct profile *p)
 		bool resolve = true;
 
 		if (i >= p->nr_samples) {
-			const struct profile_exit *x = &p->exits[i - p->nr_samples];
+			struct profile_exit *x = &p->exits[i - p->nr_samples];
 
 			/* An exit whose stack no report shows: only its command (the header names COM2's writers). */
 			resolve = x->joined || ps->opt.all_exit_frames;
+			if (!resolve) {
+				x->nr_frames = 0;
+				if (x->comm != PROFILE_NONE)
+					continue; /* replay found it: most exits, skipped at the cost of one cache line */
+			}
 
 			xs = (struct profile_sample){
 				.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
-				.time = x->time, .nr_frames = resolve ? x->nr_frames : 0, .first_frame = x->first_frame,
+				.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
 				.comm = x->comm, .exit = PROFILE_NONE,
 			};
 			s = &xs;

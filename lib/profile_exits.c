@@ -137,49 +137,62 @@ void profile_exit_describe(char *buf, size_t len, uint8_t kind, uint64_t detail)
 		snprintf(buf, len, "%s %#llx", names[kind], (unsigned long long)detail);
 }
 
-/* Each exit's own frame: one pseudo function per distinct (kind, detail), named once. */
+/* The pseudo functions of exit frames, one per distinct (kind, detail), named once. */
+struct exit_frame_names {
+	struct keymap by_reason;
+	uint32_t img;
+	const struct profile_exit *last; /* exits come in runs of one reason (a guest's console writes) */
+};
+
+static int exit_frame(struct profile *p, struct exit_frame_names *f, struct profile_exit *x)
+{
+	char name[64], desc[48];
+	const char *s;
+	int64_t v;
+
+	if (x->loc != PROFILE_NONE)
+		return 0; /* an exit more than one sample joined */
+	if (f->last && x->kind == f->last->kind && x->detail == f->last->detail) {
+		x->loc = f->last->loc;
+		return 0;
+	}
+	f->last = x;
+	v = keymap_get(&f->by_reason, x->kind, x->detail);
+	if (v >= 0) {
+		x->loc = (uint32_t)v;
+		return 0;
+	}
+	if (f->img == PROFILE_NONE) {
+		f->img = profile_image_id(p, NULL, "[vm exit]", NULL, 0, false, KP_DOMAIN_NATIVE);
+		if (f->img == PROFILE_NONE)
+			return -ENOMEM;
+		p->images[f->img].vm_exit = true;
+	}
+	profile_exit_describe(desc, sizeof(desc), x->kind, x->detail);
+	snprintf(name, sizeof(name), "[exit: %s]", desc);
+	s = profile_intern(p, name);
+	if (!s)
+		return -ENOMEM;
+	x->loc = profile_pseudo_loc(p, f->img, s, x->detail);
+	if (x->loc == PROFILE_NONE || keymap_put(&f->by_reason, x->kind, x->detail, x->loc))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Each resolved exit's own frame: every exit's with all_exit_frames, else the joined ones' only. */
 static int exit_frames(struct profile *p)
 {
-	struct keymap by_reason = KEYMAP_INIT;
-	uint32_t img = PROFILE_NONE;
-	char name[64], desc[48];
-	int rc = -ENOMEM;
+	struct exit_frame_names f = { .by_reason = KEYMAP_INIT, .img = PROFILE_NONE };
+	const struct profile_state *ps = p->state;
+	int rc = 0;
 
-	for (size_t i = 0; i < p->nr_exits; i++) {
-		struct profile_exit *x = &p->exits[i];
-		int64_t v;
-		const char *s;
-
-		if (!x->joined && !p->state->opt.all_exit_frames)
-			continue;
-		/* Exits come in runs of one reason (a guest's console writes): the last one's frame first. */
-		if (i && x->kind == x[-1].kind && x->detail == x[-1].detail && x[-1].loc != PROFILE_NONE) {
-			x->loc = x[-1].loc;
-			continue;
-		}
-		v = keymap_get(&by_reason, x->kind, x->detail);
-		if (v >= 0) {
-			x->loc = (uint32_t)v;
-			continue;
-		}
-		if (img == PROFILE_NONE) {
-			img = profile_image_id(p, NULL, "[vm exit]", NULL, 0, false, KP_DOMAIN_NATIVE);
-			if (img == PROFILE_NONE)
-				goto out;
-			p->images[img].vm_exit = true;
-		}
-		profile_exit_describe(desc, sizeof(desc), x->kind, x->detail);
-		snprintf(name, sizeof(name), "[exit: %s]", desc);
-		s = profile_intern(p, name);
-		if (!s)
-			goto out;
-		x->loc = profile_pseudo_loc(p, img, s, x->detail);
-		if (x->loc == PROFILE_NONE || keymap_put(&by_reason, x->kind, x->detail, x->loc))
-			goto out;
-	}
-	rc = 0;
-out:
-	keymap_free(&by_reason);
+	if (ps->opt.all_exit_frames)
+		for (size_t i = 0; !rc && i < p->nr_exits; i++)
+			rc = exit_frame(p, &f, &p->exits[i]);
+	else
+		for (size_t i = 0; !rc && i < p->exit_samples; i++)
+			rc = exit_frame(p, &f, &p->exits[p->samples[ps->joined[i]].exit]);
+	keymap_free(&f.by_reason);
 	return rc;
 }
 
