@@ -136,8 +136,12 @@ cell() {
 		echo "$(med "$2") ms ($(over "$1" "$2"))"
 	fi
 }
+# paired BASE NAME: NAME's slowdown over BASE as a fraction, the median of each round's ratio
+# (this host's fast and slow phases last minutes: a round's two runs are minutes closer than
+# two medians). NAME may have fewer rounds (g10): those pair with BASE's first.
+paired() { paste -d ' ' "$tmp/ms.$1" "$tmp/ms.$2" | awk 'NF == 2 { print $2 / $1 - 1 }' | median; }
 # over BASE NAME: NAME's slowdown over BASE, in percent.
-over() { awk -v a="$(med "$2")" -v b="$(med "$1")" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }'; }
+over() { awk -v f="$(paired "$1" "$2")" 'BEGIN { printf "%+.1f%%", f * 100 }'; }
 # per_sample BASE NAME: samples per run (median), forced exits per sample (sums), µs lost per sample.
 per_sample() {
 	if [ -s "$tmp/dnf.$2" ]; then
@@ -148,9 +152,9 @@ per_sample() {
 	n=$(awk '{ print $1 }' "$tmp/ex.$2" | median)
 	read -r ssum e < <(awk '{ s += $1; e += $2 } END { print s, e }' "$tmp/ex.$2")
 	e0=$(awk '{ e += $2 } END { print e }' "$tmp/ex.$1")
-	awk -v n="$n" -v s="$ssum" -v e="$e" -v e0="$e0" -v a="$(med "$2")" -v b="$(med "$1")" 'BEGIN {
+	awk -v n="$n" -v s="$ssum" -v e="$e" -v e0="$e0" -v f="$(paired "$1" "$2")" -v b="$(med "$1")" 'BEGIN {
 		if (n < 1 || s < 1) { print "no samples | | "; exit }
-		printf "%d | %.2f | %.1f", n, (e - e0) / s, (a - b) * 1000 / n }'
+		printf "%d | %.2f | %.1f", n, (e - e0) / s, f * b * 1000 / n }'
 }
 # ratio BASE_N N_N BASE_G N_G: the guest's overhead over native perf's at the same rate.
 ratio() {
@@ -158,15 +162,14 @@ ratio() {
 		echo "-"
 		return
 	fi
-	awk -v n="$(med "$2")" -v n0="$(med "$1")" -v g="$(med "$4")" -v g0="$(med "$3")" 'BEGIN {
-		no = n / n0 - 1; go = g / g0 - 1
+	awk -v no="$(paired "$1" "$2")" -v go="$(paired "$3" "$4")" 'BEGIN {
 		if (no <= 0.0005) { printf "native ≤ 0.05%%"; exit }
 		printf "%.1fx", go / no }'
 }
 
 cat <<TABLE
 
-Sampling overhead next to native perf, host $(uname -r), $RUNS rounds (medians of the measured phase;
+Sampling overhead next to native perf, host $(uname -r), $RUNS rounds (medians of the measured phase, slowdowns the median of each round's ratio;
 guest time in the guest, CLOCK_MONOTONIC natively):
 
 | contender | unrecorded | at 1 kHz | at 10 kHz |
