@@ -111,6 +111,10 @@ done
 ms_on=$(median <"$tmp/ms.on")
 ms_off=$(median <"$tmp/ms.off")
 ms_guest=$(median <"$tmp/ms.guest")
+slow_on=$(ratio_per_run "$tmp/ms.on" "$tmp/ms.off")
+slow_guest=$(ratio_per_run "$tmp/ms.guest" "$tmp/ms.off")
+cpu_slow_on=$(ratio_per_run "$tmp/cpu.on" "$tmp/cpu.off")
+cpu_slow_guest=$(ratio_per_run "$tmp/cpu.guest" "$tmp/cpu.off")
 cpu_on=$(median <"$tmp/cpu.on")
 cpu_off=$(median <"$tmp/cpu.off")
 cpu_guest=$(median <"$tmp/cpu.guest")
@@ -122,7 +126,7 @@ hg_run=$(awk '{ print $4 }' "$tmp/cap" | median)
 read -r eintr_on gs_sum < <(paste "$tmp/eintr.on" "$tmp/cap" | awk '{ e += $1; g += $4 } END { print e, g }')
 eintr_off=$(awk '{ e += $1 } END { print e }' "$tmp/eintr.off")
 exits_ps=$(awk -v a="$eintr_on" -v b="$eintr_off" -v n="$gs_sum" 'BEGIN { printf "%.2f", (a - b) / n }')
-us_ps=$(awk -v a="$ms_on" -v b="$ms_off" -v n="$gs_run" 'BEGIN { printf "%.1f", (a - b) * 1000 / n }')
+us_ps=$(awk -v r="$slow_on" -v b="$ms_off" -v n="$gs_run" 'BEGIN { printf "%.1f", (r - 1) * b * 1000 / n }')
 rate=$(awk -v n="$gs_run" -v ms="$ms_on" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
 read -r s3 s1 < <(awk '{ a += $1; b += $2 } END { print a, b }' "$tmp/split")
 [ "$((s3 + s1))" -gt 0 ] || fail "no samples in split_three_quarters or split_one_quarter: $(head -n 30 "$tmp/rep.1")"
@@ -207,19 +211,20 @@ row() { # g label
 		"$(awk -v r="${rss[k.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
 		"${n[p.$1]}" "${wms[$1]}" "$(mb "$tmp/p.$1")" "$p" "$(awk -v n="${n[p.$1]}" -v ms="$p" 'BEGIN { printf "%.0f", n / ms }')" \
 		"$(awk -v r="${rss[p.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
-		"$(awk -v a="$p" -v b="$k" -v nk="${n[k.$1]}" -v np="${n[p.$1]}" 'BEGIN { printf "%.2f", (nk / b) / (np / a) }')"
+		"$(awk -v r="$(ratio_per_run "$tmp/rp.$1" "$tmp/rk.$1")" -v nk="${n[k.$1]}" -v np="${n[p.$1]}" \
+			'BEGIN { printf "%.2f", r * nk / np }')"
 }
 
 cat <<TABLE
 
 System-wide profiling, bundled guest on 1 vCPU (--vpmu=off), kvmprof record -F 1000 (cpu-clock: no
-hardware PMU here), host $(uname -r), $RUNS runs each way (medians):
+hardware PMU here), host $(uname -r), $RUNS runs each way (medians; ratios: the median of each run's own):
 
 | measure | value |
 |---|---|
-| /bin/split loop ($ROUNDS rounds), recorded / not recorded (VMM with --control both ways), guest time | $ms_on ms / $ms_off ms = $(awk -v a="$ms_on" -v b="$ms_off" 'BEGIN { printf "%.3f (%+.1f%%)", a / b, (a / b - 1) * 100 }') |
-| the same, the VMM's guest sampler alone (1 ms, no host perf events) / not recorded | $ms_guest ms / $ms_off ms = $(awk -v a="$ms_guest" -v b="$ms_off" 'BEGIN { printf "%.3f (%+.1f%%)", a / b, (a / b - 1) * 100 }') |
-| the VMM's CPU time (user + system, whole run): recorded, sampler alone, not recorded | $cpu_on ms, $cpu_guest ms, $cpu_off ms: $(awk -v a="$cpu_on" -v g="$cpu_guest" -v b="$cpu_off" 'BEGIN { printf "%+.1f%%, %+.1f%%", (a / b - 1) * 100, (g / b - 1) * 100 }') |
+| /bin/split loop ($ROUNDS rounds), recorded / not recorded (VMM with --control both ways), guest time | $ms_on ms / $ms_off ms; per run $(awk -v r="$slow_on" 'BEGIN { printf "%.3f (%+.1f%%)", r, (r - 1) * 100 }') |
+| the same, the VMM's guest sampler alone (1 ms, no host perf events) / not recorded | $ms_guest ms / $ms_off ms; per run $(awk -v r="$slow_guest" 'BEGIN { printf "%.3f (%+.1f%%)", r, (r - 1) * 100 }') |
+| the VMM's CPU time (user + system, whole run): recorded, sampler alone, not recorded | $cpu_on ms, $cpu_guest ms, $cpu_off ms; per run $(awk -v a="$cpu_slow_on" -v g="$cpu_slow_guest" 'BEGIN { printf "%+.1f%%, %+.1f%%", (a - 1) * 100, (g - 1) * 100 }') |
 | guest samples per run; per second of the loop | $gs_run; $rate |
 | host samples per run that struck guest code (dropped: guest time) | $hg_run |
 | the VMM's time per guest sample (sample-stop's capture_mean_ns / capture_max_ns) | mean $cap_mean µs (max $cap_max µs) |
@@ -232,7 +237,7 @@ Attribution of the same recordings' samples (kvmprof report --guest-root $BUILD/
 |---|---|---|---|
 | split_three_quarters / split_one_quarter | 75% / 25% | $s3 / $s1 | $share (± $sigma, one standard error) |
 
-Time to report ~$SAMPLES samples on this host, $RUNS runs each (medians), peak RSS from one run:
+Time to report ~$SAMPLES samples on this host, $RUNS runs each (medians; the last column the median of each run's own ratio), peak RSS from one run:
 
 | report | kvmprof report --guest-root (2 vCPUs, matmul and hash, -F $RATE, $secs s) | perf report --stdio --sort dso,sym (cpu-clock every 10 µs of $WORK) | kvmprof's samples/s / perf's |
 |---|---|---|---|

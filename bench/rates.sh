@@ -137,9 +137,8 @@ cell() {
 	fi
 }
 # paired BASE NAME: NAME's slowdown over BASE as a fraction, the median of each round's ratio
-# (this host's fast and slow phases last minutes: a round's two runs are minutes closer than
-# two medians). NAME may have fewer rounds (g10): those pair with BASE's first.
-paired() { paste -d ' ' "$tmp/ms.$1" "$tmp/ms.$2" | awk 'NF == 2 { print $2 / $1 - 1 }' | median; }
+# (bench/lib.sh). NAME may have fewer rounds (g10): those pair with BASE's first.
+paired() { awk -v r="$(ratio_per_run "$tmp/ms.$2" "$tmp/ms.$1")" 'BEGIN { print r - 1 }'; }
 # over BASE NAME: NAME's slowdown over BASE, in percent.
 over() { awk -v f="$(paired "$1" "$2")" 'BEGIN { printf "%+.1f%%", f * 100 }'; }
 # per_sample BASE NAME: samples per run (median), forced exits per sample (sums), µs lost per sample.
