@@ -16,12 +16,7 @@ gs_boot() {
 	# shellcheck disable=SC2086 # VMM may carry a prefix
 	$VMM "${GS_GUEST[@]}" --cmdline "$1" --timeout 60 >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
 	gs_pid=$!
-	for _ in $(seq 100); do
-		[ -S "$GS_SOCK" ] && return 0
-		kill -0 "$gs_pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+	ctl_wait_socket "$GS_SOCK" "$gs_pid"
 }
 
 # gs_end: waits up to 30 s for the VMM (killing it then); its status in rc.
