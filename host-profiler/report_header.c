@@ -153,13 +153,13 @@ void host_report_header(FILE *out, const struct profile *p, const char *input)
 	if ((v = profile_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
 		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
 			     "failed; not in the table)\n", v);
-	if (p->nr_exits) {
+	if (p->exits_recorded) {
 		/* The host's samples: its two layers. */
 		uint64_t host = by_layer[HOST_LAYER_VMM_USER] + by_layer[HOST_LAYER_HOST_KERNEL];
 
 		fprintf(out, "VM exits: %zu recorded; %" PRIu64 " of %" PRIu64 " host samples fell in their handling "
 			     "(their stacks go on into the guest: --format svg|folded, --drill, --exits)\n",
-			p->nr_exits, p->exit_samples, host);
+			p->exits_recorded, p->exit_samples, host);
 	}
 	print_guest_profiler_cost(out, p, total);
 

@@ -327,9 +327,11 @@ int profile_finish(struct profile *p)
 	rc = setup_domains(p);
 	if (rc)
 		return rc;
+	/* First: with exits_joined_only, the join decides which exits are kept. */
+	rc = profile_match_exits(p);
+	if (rc)
+		goto out;
 	rc = -ENOMEM;
-
-
 	/*
 	 * Exits resolve like guest samples: replay sees them past the samples
 	 * (items nr_samples...), symbolization as a sample made of each.
@@ -343,8 +345,6 @@ int profile_finish(struct profile *p)
 	if (rc)
 		goto out;
 	rc = -ENOMEM;
-	if (profile_match_exits(p))
-		goto out;
 
 	for (i = 0; i < nr; i++) {
 		struct profile_sample xs, *s = i < p->nr_samples ? &p->samples[i] : NULL; /* no array with no samples */
@@ -457,7 +457,7 @@ int profile_update(struct profile *p)
 	rc = setup_domains(p);
 	if (rc)
 		return rc;
-	p->nr_exits = 0;
+	p->nr_exits = p->exits_recorded = 0;
 	profile_exit_index_drop_exits(p);
 	for (i = first; i < p->nr_samples; i++) {
 		p->samples[i].event = event_of(p, p->samples[i].event, &last_id, &last_ev);
@@ -511,7 +511,7 @@ void profile_drop_samples(struct profile *p)
 	struct profile_state *ps = p->state;
 
 	p->nr_samples = 0;
-	p->nr_exits = 0;
+	p->nr_exits = p->exits_recorded = 0;
 	profile_exit_index_free(p);
 	/* State records not replayed yet came before every sample and exit still to come. */
 	for (size_t i = 0; i < ps->nr_ops; i++)

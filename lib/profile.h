@@ -70,6 +70,17 @@ struct profile_options {
 	 */
 	bool all_exit_frames;
 	/*
+	 * exits holds only the VM exits a host sample was joined to and those
+	 * of the kinds in exit_kinds_kept (a bit per enum kp_exit_kind, as
+	 * 1u << KP_EXIT_IO_OUT), in recorded order; exits_recorded counts them
+	 * all. The others are held coded (~10 bytes, not 76) until the join
+	 * has used their intervals. A system-wide recording has about one exit
+	 * per guest sample, and a table shows none of them. Off, or with
+	 * all_exit_frames: every exit, as recorded.
+	 */
+	bool exits_joined_only;
+	uint32_t exit_kinds_kept;
+	/*
 	 * Function names as the files have them (_ZN2ns3fooEv): perf report's
 	 * --no-demangle. Off: C++ and Rust names are demangled (symtab_demangle).
 	 */
@@ -169,8 +180,9 @@ struct profile {
 	size_t nr_locs;
 	struct profile_sample *samples;
 	size_t nr_samples;
-	struct profile_exit *exits; /* in recorded order */
+	struct profile_exit *exits; /* in recorded order; with exits_joined_only, those kept */
 	size_t nr_exits;
+	size_t exits_recorded;      /* every VM exit record (nr_exits unless exits_joined_only) */
 	uint64_t exit_samples;      /* host samples joined to an exit (cross_layer) */
 	uint32_t *frames;
 	const char **comms;

@@ -25,33 +25,38 @@
 #include "keymap.h"
 #include "profile_state.h"
 
-/* Exit i in its thread's list. */
-static int index_exit(struct profile *p, uint32_t i)
+/* Exits are held coded until the join (exits_joined_only, unless every exit's frames are asked for). */
+static bool exits_coded(const struct profile_state *ps)
+{
+	return ps->opt.exits_joined_only && !ps->opt.all_exit_frames;
+}
+
+/* Exit ord's interval in its thread's list. */
+static int index_exit(struct profile *p, uint32_t host_tid, uint64_t time, uint64_t end, uint32_t ord)
 {
 	struct exit_index *xi = &p->state->xi;
-	const struct profile_exit *x = &p->exits[i];
 	struct exit_thread *t;
 
-	if (!xi->memo_valid || xi->memo_tid != x->host_tid) {
-		int64_t v = keymap_get(&xi->by_tid, x->host_tid, 0);
+	if (!xi->memo_valid || xi->memo_tid != host_tid) {
+		int64_t v = keymap_get(&xi->by_tid, host_tid, 0);
 
 		if (v < 0) {
 			if (grow_array(&xi->threads, &xi->cap, xi->nr + 1, sizeof(*xi->threads)) ||
-			    keymap_put(&xi->by_tid, x->host_tid, 0, (uint32_t)xi->nr))
+			    keymap_put(&xi->by_tid, host_tid, 0, (uint32_t)xi->nr))
 				return -ENOMEM;
-			xi->threads[xi->nr] = (struct exit_thread){ .tid = x->host_tid };
+			xi->threads[xi->nr] = (struct exit_thread){ .tid = host_tid };
 			v = (int64_t)xi->nr++;
 		}
 		xi->memo = (size_t)v;
-		xi->memo_tid = x->host_tid;
+		xi->memo_tid = host_tid;
 		xi->memo_valid = true;
 	}
 	t = &xi->threads[xi->memo];
-	if (grow_array(&t->idx, &t->cap, t->n + 1, sizeof(*t->idx)))
+	if (grow_array(&t->iv, &t->cap, t->n + 1, sizeof(*t->iv)))
 		return -ENOMEM;
-	t->unsorted |= t->n && x->time < t->last_time;
-	t->last_time = x->time;
-	t->idx[t->n++] = i;
+	t->unsorted |= t->n && time < t->last_time;
+	t->last_time = time;
+	t->iv[t->n++] = (struct exit_interval){ .time = time, .end = end, .ord = ord };
 	return 0;
 }
 
@@ -67,15 +72,25 @@ int profile_exit_index_sample(struct profile *p, uint32_t sample)
 
 void profile_exit_index_drop_exits(struct profile *p)
 {
-	struct exit_index *xi = &p->state->xi;
+	struct profile_state *ps = p->state;
+	struct exit_index *xi = &ps->xi;
+	struct exit_store *xs = &ps->xs;
 
 	for (size_t i = 0; i < xi->nr; i++)
-		free(xi->threads[i].idx);
+		free(xi->threads[i].iv);
 	free(xi->threads);
 	keymap_free(&xi->by_tid);
 	xi->threads = NULL;
 	xi->nr = xi->cap = 0;
 	xi->memo_valid = false;
+	free(xs->bytes);
+	free(xs->run_start);
+	free(xs->coder);
+	free(xs->rec);
+	free(xs->kept);
+	*xs = (struct exit_store){ 0 };
+	free(ps->exit_ord);
+	ps->exit_ord = NULL;
 }
 
 void profile_exit_index_free(struct profile *p)
@@ -88,7 +103,8 @@ void profile_exit_index_free(struct profile *p)
 	xi->nr_native = xi->native_cap = 0;
 }
 
-int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
+/* An exit kept whole: appended to exits, its guest stack raw like a guest sample's. */
+static int keep_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 {
 	struct profile_state *ps = p->state;
 	size_t n = x->nr_callchain <= KP_CALLCHAIN_MAX ? x->nr_callchain : KP_CALLCHAIN_MAX;
@@ -96,7 +112,7 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	if (grow_array(&p->exits, &ps->exits_cap, p->nr_exits + 1, sizeof(*p->exits)) ||
 	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
 		return -ENOMEM;
-	p->exits[p->nr_exits] = (struct profile_exit){
+	p->exits[p->nr_exits++] = (struct profile_exit){
 		.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .host_tid = x->host_tid, .comm = PROFILE_NONE,
 		.kind = x->kind, .cpl = x->cpl, .size = x->size, .detail = x->detail,
 		/* The reader refuses end < time; a record built in memory might not have been read. */
@@ -107,9 +123,67 @@ int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	if (n)
 		memcpy(&ps->raw[ps->nr_raw], x->callchain, n * sizeof(uint64_t));
 	ps->nr_raw += n;
-	if (index_exit(p, (uint32_t)p->nr_exits))
+	return 0;
+}
+
+/* An exit held coded (exits_coded): its ordinal is exits_recorded. */
+static int store_exit(struct profile *p, const struct kp_rec_vm_exit *x)
+{
+	struct profile_state *ps = p->state;
+	struct exit_store *xs = &ps->xs;
+	uint32_t ord = (uint32_t)p->exits_recorded;
+	size_t n = x->nr_callchain <= KP_CALLCHAIN_MAX ? x->nr_callchain : KP_CALLCHAIN_MAX;
+	struct kp_rec_vm_exit *rec;
+
+	if (!xs->coder) {
+		xs->coder = malloc(sizeof(*xs->coder));
+		xs->rec = malloc(sizeof(*xs->rec) + KP_CALLCHAIN_MAX * sizeof(uint64_t));
+		if (!xs->coder || !xs->rec)
+			return -ENOMEM;
+	}
+	if (grow_array(&xs->bytes, &xs->cap, xs->len + KP_SAMPLE_CODE_MAX, 1))
 		return -ENOMEM;
-	p->nr_exits++;
+	if (ord % EXIT_STORE_RUN == 0) {
+		if (grow_array(&xs->run_start, &xs->runs_cap, xs->nr_runs + 1, sizeof(*xs->run_start)))
+			return -ENOMEM;
+		xs->run_start[xs->nr_runs++] = xs->len;
+		kp_sample_coder_reset(xs->coder);
+	}
+	if (x->kind < 32 && ps->opt.exit_kinds_kept >> x->kind & 1) {
+		if (grow_array(&xs->kept, &xs->kept_cap, xs->nr_kept + 1, sizeof(*xs->kept)))
+			return -ENOMEM;
+		xs->kept[xs->nr_kept++] = ord;
+	}
+	/*
+	 * What the coder holds exactly (kp_exit_encodable). The reader refuses
+	 * anything else; a record built in memory is taken as reports read it:
+	 * a CPL other than the kernel's is user, an unknown kind KVM's other.
+	 */
+	rec = xs->rec;
+	*rec = *x;
+	rec->nr_callchain = (uint16_t)n;
+	rec->reserved = 0;
+	rec->reserved2 = 0;
+	rec->end = x->end >= x->time ? x->end : x->time;
+	rec->cpl = x->cpl == KP_CPL_KERNEL ? KP_CPL_KERNEL : KP_CPL_USER;
+	rec->kind = x->kind <= KP_EXIT_KIND_MAX ? x->kind : KP_EXIT_OTHER;
+	memcpy(rec->callchain, x->callchain, n * sizeof(uint64_t));
+	xs->len += kp_exit_encode(xs->coder, rec, xs->bytes + xs->len);
+	return 0;
+}
+
+int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x)
+{
+	struct profile_state *ps = p->state;
+
+	if (p->exits_recorded >= UINT32_MAX)
+		return -ENOMEM; /* ordinals are 32-bit, like sample indices */
+	if (ps->opt.cross_layer && index_exit(p, x->host_tid, x->time, x->end >= x->time ? x->end : x->time,
+					      (uint32_t)p->exits_recorded))
+		return -ENOMEM;
+	if (exits_coded(ps) ? store_exit(p, x) : keep_exit(p, x))
+		return -ENOMEM;
+	p->exits_recorded++;
 	return 0;
 }
 
@@ -196,84 +270,34 @@ static int exit_frames(struct profile *p)
 	return rc;
 }
 
-static int cmp_exit_order(const void *a, const void *b, void *arg)
+static int cmp_interval(const void *a, const void *b)
 {
-	const struct profile *p = arg;
-	const struct profile_exit *x = &p->exits[*(const uint32_t *)a], *y = &p->exits[*(const uint32_t *)b];
+	const struct exit_interval *x = a, *y = b;
 
-	if (x->host_tid != y->host_tid)
-		return x->host_tid < y->host_tid ? -1 : 1;
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
-static int cmp_thread_tid(const void *a, const void *b)
-{
-	uint32_t x = (*(const struct exit_thread *const *)a)->tid, y = (*(const struct exit_thread *const *)b)->tid;
-
-	return x < y ? -1 : x > y;
+	return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 
 /*
- * The exits by (vCPU thread, time): the threads' lists (in recorded order,
- * which each vCPU's ring keeps in time order) one after the other, by
- * thread; only a thread whose list is out of order (a crafted file) is sorted.
+ * The exit of thread t whose interval holds time `when` (the latest start
+ * at or before it, if `when` is before its end): its ordinal, or
+ * PROFILE_NONE. The search gallops out from where the thread's last one
+ * ended and touches a few intervals rather than a binary search's ~20
+ * scattered ones.
  */
-static uint32_t *exit_order(const struct profile *p, size_t *nr)
+static uint32_t exit_at(struct exit_thread *t, uint64_t when)
 {
-	const struct exit_index *xi = &p->state->xi;
-	const struct exit_thread **by_tid = malloc((xi->nr ? xi->nr : 1) * sizeof(*by_tid));
-	uint32_t *order = malloc((p->nr_exits ? p->nr_exits : 1) * sizeof(*order));
-	size_t i, at = 0;
+	const struct exit_interval *iv = t->iv;
+	size_t n = t->n, lo = 0, hi = n, h = t->hint < n ? t->hint : n, step = 1;
 
-	if (!by_tid || !order) {
-		free(by_tid);
-		free(order);
-		return NULL;
-	}
-	for (i = 0; i < xi->nr; i++)
-		by_tid[i] = &xi->threads[i];
-	qsort(by_tid, xi->nr, sizeof(*by_tid), cmp_thread_tid);
-	for (i = 0; i < xi->nr; i++) {
-		const struct exit_thread *t = by_tid[i];
-
-		memcpy(order + at, t->idx, t->n * sizeof(*order));
-		if (t->unsorted)
-			qsort_r(order + at, t->n, sizeof(*order), cmp_exit_order, (void *)p);
-		at += t->n;
-	}
-	free(by_tid);
-	*nr = at; /* every exit, as each is indexed as it comes in */
-	return order;
-}
-
-/* Whether the exit at order[i] sorts at or before (tid, t). */
-static bool at_or_before(const struct profile *p, const uint32_t *order, size_t i, uint32_t tid, uint64_t t)
-{
-	const struct profile_exit *x = &p->exits[order[i]];
-
-	return x->host_tid < tid || (x->host_tid == tid && x->time <= t);
-}
-
-/*
- * The exit whose interval holds a host sample of thread tid at time t, or
- * PROFILE_NONE. *hint: where the last search ended; a thread's samples
- * mostly come in time order, so the search gallops out from there and
- * touches a few exits rather than a binary search's ~20 scattered ones.
- */
-static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n, uint32_t tid, uint64_t t,
-			size_t *hint)
-{
-	size_t lo = 0, hi = n, h = *hint < n ? *hint : n, step = 1;
-
-	/* lo..hi: bounds on the first exit after (tid, t). */
-	if (h < n && at_or_before(p, order, h, tid, t)) {
-		for (lo = h + 1; lo + step <= n && at_or_before(p, order, lo + step - 1, tid, t); step *= 2)
+	/* lo..hi: bounds on the first interval starting after `when`. */
+	if (h < n && iv[h].time <= when) {
+		for (lo = h + 1; lo + step <= n && iv[lo + step - 1].time <= when; step *= 2)
 			lo += step;
 		hi = lo + step <= n ? lo + step - 1 : n;
-	} else if (h > 0 && !at_or_before(p, order, h - 1, tid, t)) {
-		for (hi = h - 1; hi >= step && !at_or_before(p, order, hi - step, tid, t); step *= 2)
+	} else if (h > 0 && iv[h - 1].time > when) {
+		for (hi = h - 1; hi >= step && iv[hi - step].time > when; step *= 2)
 			hi -= step;
 		lo = hi >= step ? hi - step + 1 : 0;
 	} else {
@@ -282,17 +306,132 @@ static uint32_t exit_at(const struct profile *p, const uint32_t *order, size_t n
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (at_or_before(p, order, mid, tid, t))
+		if (iv[mid].time <= when)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*hint = lo;
-	if (!lo)
-		return PROFILE_NONE;
-	const struct profile_exit *x = &p->exits[order[lo - 1]];
+	t->hint = lo;
+	return lo && when < iv[lo - 1].end ? iv[lo - 1].ord : PROFILE_NONE;
+}
 
-	return x->host_tid == tid && t < x->end ? order[lo - 1] : PROFILE_NONE;
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The index of ordinal ord in the sorted ords[n] (it is there). */
+static uint32_t index_of(const uint32_t *ords, size_t n, uint32_t ord)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ords[mid] < ord)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+/*
+ * The coded exits to keep (joined, or of a kept kind) decoded into exits,
+ * in recorded order; each joined sample's exit, an ordinal until now,
+ * becomes its index there. The coded bytes are freed after.
+ */
+static int keep_wanted_exits(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	struct exit_store *xs = &ps->xs;
+	size_t nw = 0, k, pos = 0;
+	uint32_t *want, next = 0;
+
+	want = malloc((p->exit_samples + xs->nr_kept + 1) * sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	for (k = 0; k < p->exit_samples; k++)
+		want[nw++] = p->samples[ps->joined[k]].exit;
+	if (xs->nr_kept)
+		memcpy(want + nw, xs->kept, xs->nr_kept * sizeof(*want));
+	nw += xs->nr_kept;
+	qsort(want, nw, sizeof(*want), cmp_u32);
+	for (k = 0; k < nw; k++) /* unique */
+		if (!pos || want[pos - 1] != want[k])
+			want[pos++] = want[k];
+	nw = pos;
+	ps->exit_ord = want;
+	for (k = 0; k < nw; k++) {
+		uint32_t ord = want[k];
+
+		/* Runs start with a fresh coder: an exit further on is decoded from its run's start. */
+		if (ord / EXIT_STORE_RUN > next / EXIT_STORE_RUN)
+			next = ord - ord % EXIT_STORE_RUN;
+		while (next <= ord) {
+			size_t used;
+
+			if (next % EXIT_STORE_RUN == 0) {
+				kp_sample_coder_reset(xs->coder);
+				pos = xs->run_start[next / EXIT_STORE_RUN];
+			}
+			used = kp_exit_decode(xs->coder, xs->bytes + pos, xs->len - pos, xs->rec);
+			if (!used)
+				return -EIO; /* its own coding: cannot happen */
+			pos += used;
+			next++;
+		}
+		if (keep_exit(p, xs->rec))
+			return -ENOMEM;
+	}
+	for (k = 0; k < p->exit_samples; k++) {
+		struct profile_sample *s = &p->samples[ps->joined[k]];
+
+		s->exit = index_of(want, nw, s->exit);
+		p->exits[s->exit].joined = true;
+	}
+	free(xs->bytes);
+	free(xs->run_start);
+	xs->bytes = NULL;
+	xs->run_start = NULL;
+	xs->len = xs->cap = xs->nr_runs = xs->runs_cap = 0;
+	return 0;
+}
+
+int profile_match_exits(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	struct exit_index *xi = &ps->xi;
+	struct exit_thread *t = NULL;
+	size_t cap = 0;
+
+	for (size_t i = 0; i < xi->nr; i++)
+		if (xi->threads[i].unsorted) /* a crafted file: each vCPU's ring is in time order */
+			qsort(xi->threads[i].iv, xi->threads[i].n, sizeof(*xi->threads[i].iv), cmp_interval);
+	for (size_t k = 0; ps->opt.cross_layer && k < xi->nr_native; k++) {
+		uint32_t i = xi->native[k], ord;
+		struct profile_sample *s = &p->samples[i];
+
+		if (!t || t->tid != s->tid) {
+			int64_t v = keymap_get(&xi->by_tid, s->tid, 0);
+
+			t = v >= 0 ? &xi->threads[v] : NULL;
+			if (!t)
+				continue;
+		}
+		ord = exit_at(t, s->time);
+		if (ord == PROFILE_NONE)
+			continue;
+		if (grow_array(&ps->joined, &cap, p->exit_samples + 1, sizeof(*ps->joined)))
+			return -ENOMEM;
+		ps->joined[p->exit_samples++] = i;
+		s->exit = ord;
+		if (!exits_coded(ps))
+			p->exits[ord].joined = true;
+	}
+	return exits_coded(ps) && p->exits_recorded ? keep_wanted_exits(p) : 0;
 }
 
 static bool add_overflows(size_t *sum, size_t n)
@@ -301,38 +440,6 @@ static bool add_overflows(size_t *sum, size_t n)
 		return true;
 	*sum += n;
 	return false;
-}
-
-/* Where each thread's last search ended, by thread id modulo this (a clash costs time, never a wrong answer). */
-#define NR_HINTS 64
-
-int profile_match_exits(struct profile *p)
-{
-	struct profile_state *ps = p->state;
-	uint32_t *order;
-	size_t hints[NR_HINTS] = { 0 }, cap = 0, nr_order;
-
-	if (!ps->opt.cross_layer || !p->nr_exits)
-		return 0;
-	order = exit_order(p, &nr_order);
-	if (!order)
-		return -ENOMEM;
-	for (size_t k = 0; k < ps->xi.nr_native; k++) {
-		uint32_t i = ps->xi.native[k];
-		struct profile_sample *s = &p->samples[i];
-
-		s->exit = exit_at(p, order, nr_order, s->tid, s->time, &hints[s->tid % NR_HINTS]);
-		if (s->exit == PROFILE_NONE)
-			continue;
-		if (grow_array(&ps->joined, &cap, p->exit_samples + 1, sizeof(*ps->joined))) {
-			free(order);
-			return -ENOMEM;
-		}
-		ps->joined[p->exit_samples++] = i;
-		p->exits[s->exit].joined = true;
-	}
-	free(order);
-	return 0;
 }
 
 int profile_join_exits(struct profile *p)

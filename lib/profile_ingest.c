@@ -20,7 +20,7 @@ static int add_op(struct profile *p, const struct op *op)
 	ps->ops[ps->nr_ops] = *op;
 	ps->ops[ps->nr_ops].seq = ps->seq;
 	ps->ops[ps->nr_ops].samples_before = (uint32_t)p->nr_samples;
-	ps->ops[ps->nr_ops++].exits_before = (uint32_t)p->nr_exits;
+	ps->ops[ps->nr_ops++].exits_before = (uint32_t)p->exits_recorded;
 	return 0;
 }
 

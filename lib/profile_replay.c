@@ -167,7 +167,9 @@ static inline struct item item_at(const struct profile *p, size_t i)
 	if (i < p->nr_samples)
 		return (struct item){ p->samples[i].time, (uint32_t)i, p->samples[i].pid, p->samples[i].domain, false };
 	i -= p->nr_samples;
-	return (struct item){ p->exits[i].time, (uint32_t)i, p->exits[i].pid, KP_DOMAIN_GUEST, true };
+	/* An exit's place in the stream is its ordinal among the recorded exits. */
+	return (struct item){ p->exits[i].time, p->state->exit_ord ? p->state->exit_ord[i] : (uint32_t)i,
+			      p->exits[i].pid, KP_DOMAIN_GUEST, true };
 }
 
 /* Whether state record o comes before item it in (time, stream order). */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "keymap.h"
+#include "kvmprof/sample_block.h"
 #include "profile.h"
 
 /* Bounds against hostile input: beyond these, maps are dropped with a warning. */
@@ -105,15 +106,22 @@ struct domain_state {
 
 /*
  * What profile_match_exits needs, kept as the records come in, while each
- * is still in the cache: each vCPU thread's exits in recorded order, and
- * (cross_layer) the host samples. Built afterwards, it cost two walks
- * through the 10^6 exits and one through the samples, a cache miss each.
+ * is still in the cache: each vCPU thread's exit intervals in recorded
+ * order, and (cross_layer) the host samples. Built afterwards, it cost two
+ * walks through the 10^6 exits and one through the samples, a cache miss
+ * each. ord: the exit's place among the recorded exits.
  */
+struct exit_interval {
+	uint64_t time, end;
+	uint32_t ord;
+};
+
 struct exit_thread {
 	uint32_t tid;
 	bool unsorted;      /* an exit earlier in time than the one before it */
 	uint64_t last_time;
-	uint32_t *idx;      /* into exits, in recorded order */
+	size_t hint;        /* where the last search ended: a thread's samples mostly come in time order */
+	struct exit_interval *iv;
 	size_t n, cap;
 };
 
@@ -126,6 +134,24 @@ struct exit_index {
 	size_t memo;
 	uint32_t *native; /* the host (native) samples, with cross_layer */
 	size_t nr_native, native_cap;
+};
+
+/*
+ * The exits not kept whole (exits_joined_only): coded as in a SAMPLES
+ * block (lib/sample_block.c), about 10 bytes each against 76 kept whole,
+ * with a fresh coder every EXIT_STORE_RUN exits, so that one exit decodes
+ * from the start of its run. kept: the ordinals of exit_kinds_kept's.
+ */
+#define EXIT_STORE_RUN 32
+struct exit_store {
+	unsigned char *bytes;
+	size_t len, cap;
+	size_t *run_start; /* byte offset of each run */
+	size_t nr_runs, runs_cap;
+	struct kp_sample_coder *coder;
+	struct kp_rec_vm_exit *rec; /* one exit and KP_CALLCHAIN_MAX frames: what is coded or decoded */
+	uint32_t *kept;
+	size_t nr_kept, kept_cap;
 };
 
 struct profile_state {
@@ -145,6 +171,9 @@ struct profile_state {
 	size_t exits_cap;
 	uint32_t *joined; /* the samples profile_match_exits joined to an exit: p->exit_samples of them */
 	struct exit_index xi;
+	struct exit_store xs;
+	/* With exits_joined_only: each kept exit's ordinal (replay orders exits by it); NULL: exits[i] is ordinal i. */
+	uint32_t *exit_ord;
 	uint64_t lost_sum, end_lost;
 
 	struct ustack *ustacks;
@@ -189,9 +218,11 @@ uint32_t profile_event_index(struct profile *p, uint32_t id);
 /* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */
 int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x);
 /*
- * Before symbolization, with cross_layer: each host sample in an exit's
- * interval joined to it (sample.exit, exit.joined, ps->joined), so that
- * only the exits a report shows get their guest stacks resolved. 0 or -ENOMEM.
+ * Before replay and symbolization, with cross_layer: each host sample in an
+ * exit's interval joined to it (sample.exit, exit.joined, ps->joined), so
+ * that only the exits a report shows get their guest stacks resolved; with
+ * exits_joined_only, those and the kept kinds' are decoded into exits. 0,
+ * -ENOMEM, or -EIO if the held exits do not decode (a bug).
  */
 int profile_match_exits(struct profile *p);
 /* A host sample in, for profile_match_exits (cross_layer). 0 or -ENOMEM. */
