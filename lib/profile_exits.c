@@ -154,10 +154,16 @@ static int store_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 			return -ENOMEM;
 		xs->kept[xs->nr_kept++] = ord;
 	}
+	if (x->nr_callchain <= KP_CALLCHAIN_MAX && !x->reserved && !x->reserved2 && x->end >= x->time &&
+	    (x->cpl == KP_CPL_KERNEL || x->cpl == KP_CPL_USER) && x->kind <= KP_EXIT_KIND_MAX) {
+		/* kp_exit_encodable: every record the reader hands out. */
+		xs->len += kp_exit_encode(xs->coder, x, xs->bytes + xs->len);
+		return 0;
+	}
 	/*
-	 * What the coder holds exactly (kp_exit_encodable). The reader refuses
-	 * anything else; a record built in memory is taken as reports read it:
-	 * a CPL other than the kernel's is user, an unknown kind KVM's other.
+	 * A record built in memory the reader would refuse, taken as reports
+	 * read it: a CPL other than the kernel's is user, an unknown kind
+	 * KVM's other.
 	 */
 	rec = xs->rec;
 	*rec = *x;
