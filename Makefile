@@ -53,7 +53,8 @@ DEB_PACKAGES += libdeflate-dev
 # bench/agent.sh, bench/host.sh: the reports' peak RSS next to perf report's (GNU time's %M).
 DEB_PACKAGES += time
 # host-profiler/libvirt: kvmprof list/record --domain talk to libvirt (its C API, with libvirt-qemu's monitor
-# call) and parse domain XML with libxml2; the tests run a real libvirtd (libvirt-daemon-system, which pulls
+# call) and parse domain XML with libxml2, both loaded with dlopen when a command needs them (libvirt0 and
+# libxml2 at run time, the -dev packages for their headers); the tests run a real libvirtd (libvirt-daemon-system, which pulls
 # in QEMU's system emulator) with virsh (libvirt-clients).
 DEB_PACKAGES += libvirt-dev libxml2-dev libvirt-daemon-system libvirt-clients
 # tests/fuzz: libFuzzer needs clang and its runtime (libclang_rt.fuzzer).

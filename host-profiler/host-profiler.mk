@@ -1,8 +1,9 @@
 # kvmprof: the host-side system-wide profiler (record, report, stat, list).
 # Dynamic, linked with libkvmprof, vmi/'s guest introspection (a libvirt
-# domain's guest is read from outside), json-c (the control socket, QMP),
-# and libvirt with libxml2 (host-profiler/libvirt/: domains, their XML and
-# QEMU's monitor); an ASan + UBSan build runs in the tests.
+# domain's guest is read from outside) and json-c (the control socket, QMP);
+# libvirt with libxml2 (host-profiler/libvirt/: domains, their XML and
+# QEMU's monitor) is loaded when a command needs it; an ASan + UBSan build
+# runs in the tests.
 
 HOSTPROF_SRCS := $(wildcard host-profiler/*.c) $(wildcard host-profiler/libvirt/*.c)
 # The vPMU's model tables and names (pure data: `kvmprof list` shows what a guest can count).
@@ -13,8 +14,13 @@ HOSTPROF_CFLAGS := $(LIB_CFLAGS) $(VMI_CFLAGS) -Ihost-profiler -Ivpmu \
                    $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) \
                    $(shell pkg-config --cflags libvirt libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 HOSTPROF_CORE_LIBS := $(LIB_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lpthread
-HOSTPROF_LIBS := $(shell pkg-config --libs libvirt-qemu libvirt libxml-2.0 2>/dev/null || echo -lvirt-qemu -lvirt -lxml2) \
-                 $(HOSTPROF_CORE_LIBS)
+# libvirt, libvirt-qemu and libxml2 are loaded at run time (host-profiler/libvirt/virt_dl.c): linked, their
+# ~50 libraries cost every command ~15 ms of start-up. Their headers are still the build's.
+HOSTPROF_LIBS := $(HOSTPROF_CORE_LIBS) -ldl
+# The sanitizer build links them: ASan's XDR interceptors find libtirpc's functions when the program starts,
+# and libvirt's RPC, loaded later, would call through a null pointer.
+$(BUILD)/asan/kvmprof: HOSTPROF_LIBS += $(shell pkg-config --libs libvirt-qemu libvirt libxml-2.0 2>/dev/null || \
+                                               echo -lvirt-qemu -lvirt -lxml2)
 
 $(eval $(call plain_and_asan,$(BUILD)/host-profiler/%.o,host-profiler/%.c,$$(HOSTPROF_CFLAGS) -c $$< -o $$@))
 

@@ -3,16 +3,13 @@
 
 #include <errno.h>
 #include <json.h>
-#include <libvirt/libvirt-qemu.h>
-#include <libvirt/virterror.h>
-#include <libxml/parser.h>
-#include <libxml/xpath.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "procfs.h"
 #include "suggest.h"
+#include "virt_dl.h"
 
 /* libvirt prints every error to stderr by default; kvmprof says what failed in its own words. */
 static void quiet_errors(void *data, virErrorPtr e)
@@ -22,7 +19,7 @@ static void quiet_errors(void *data, virErrorPtr e)
 
 static const char *last_error(void)
 {
-	const char *m = virGetLastErrorMessage();
+	const char *m = virt_dl.virGetLastErrorMessage();
 
 	return m && *m ? m : "unknown libvirt error";
 }
@@ -33,13 +30,15 @@ int virt_connect(struct virt_conn *c, const char *uri, char *err, size_t errlen)
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->uri, sizeof(c->uri), "%s", uri ? uri : VIRT_DEFAULT_URI);
-	virSetErrorFunc(NULL, quiet_errors);
-	c->conn = virConnectOpen(c->uri);
+	if (virt_dl_load(err, errlen))
+		return -ENOENT;
+	virt_dl.virSetErrorFunc(NULL, quiet_errors);
+	c->conn = virt_dl.virConnectOpen(c->uri);
 	if (!c->conn) {
 		snprintf(err, errlen, "cannot connect to libvirt at %s (is libvirtd running?): %s", c->uri, last_error());
 		return -ECONNREFUSED;
 	}
-	type = virConnectGetType(c->conn);
+	type = virt_dl.virConnectGetType(c->conn);
 	if (!type || strcmp(type, "QEMU")) {
 		snprintf(err, errlen, "%s is a %s connection: kvmprof profiles QEMU/KVM domains (qemu:///system)",
 			 c->uri, type ? type : "non-QEMU");
@@ -52,7 +51,7 @@ int virt_connect(struct virt_conn *c, const char *uri, char *err, size_t errlen)
 void virt_disconnect(struct virt_conn *c)
 {
 	if (c->conn)
-		virConnectClose(c->conn);
+		virt_dl.virConnectClose(c->conn);
 	c->conn = NULL;
 }
 
@@ -72,7 +71,7 @@ void virt_free_names(char **names, int n)
 static int domain_names(struct virt_conn *c, unsigned int flags, char ***names, int *n, char *err, size_t errlen)
 {
 	virDomainPtr *doms = NULL;
-	int nd = virConnectListAllDomains(c->conn, &doms, flags);
+	int nd = virt_dl.virConnectListAllDomains(c->conn, &doms, flags);
 
 	*names = NULL;
 	*n = 0;
@@ -82,7 +81,7 @@ static int domain_names(struct virt_conn *c, unsigned int flags, char ***names, 
 	}
 	*names = calloc((size_t)nd + 1, sizeof(**names));
 	for (int i = 0; i < nd; i++) {
-		const char *name = virDomainGetName(doms[i]);
+		const char *name = virt_dl.virDomainGetName(doms[i]);
 
 		if (*names && name && !((*names)[*n] = strdup(name))) {
 			virt_free_names(*names, *n);
@@ -90,7 +89,7 @@ static int domain_names(struct virt_conn *c, unsigned int flags, char ***names, 
 		} else if (*names && name) {
 			(*n)++;
 		}
-		virDomainFree(doms[i]);
+		virt_dl.virDomainFree(doms[i]);
 	}
 	free(doms);
 	if (!*names) {
@@ -162,17 +161,17 @@ static const char *state_name(int state)
 /* The string value of an XPath expression in the domain XML, "" when absent. */
 static void xpath_string(xmlXPathContextPtr x, const char *expr, char *out, size_t outlen)
 {
-	xmlXPathObjectPtr o = xmlXPathEvalExpression((const xmlChar *)expr, x);
+	xmlXPathObjectPtr o = virt_dl.xmlXPathEvalExpression((const xmlChar *)expr, x);
 
 	out[0] = 0;
 	if (o && o->type == XPATH_STRING && o->stringval)
 		snprintf(out, outlen, "%s", (const char *)o->stringval);
-	xmlXPathFreeObject(o);
+	virt_dl.xmlXPathFreeObject(o);
 }
 
 static int xml_facts(struct virt_domain *d, char *err, size_t errlen)
 {
-	char *xml = virDomainGetXMLDesc(d->dom, 0), buf[64];
+	char *xml = virt_dl.virDomainGetXMLDesc(d->dom, 0), buf[64];
 	xmlDocPtr doc;
 	xmlXPathContextPtr x;
 
@@ -180,12 +179,12 @@ static int xml_facts(struct virt_domain *d, char *err, size_t errlen)
 		snprintf(err, errlen, "domain '%s': cannot read its XML: %s", d->name, last_error());
 		return -EIO;
 	}
-	doc = xmlReadMemory(xml, (int)strlen(xml), "domain.xml", NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
+	doc = virt_dl.xmlReadMemory(xml, (int)strlen(xml), "domain.xml", NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
 								   XML_PARSE_NOWARNING);
 	free(xml);
-	x = doc ? xmlXPathNewContext(doc) : NULL;
+	x = doc ? virt_dl.xmlXPathNewContext(doc) : NULL;
 	if (!x) {
-		xmlFreeDoc(doc);
+		virt_dl.xmlFreeDoc(doc);
 		snprintf(err, errlen, "domain '%s': its XML does not parse", d->name);
 		return -EBADMSG;
 	}
@@ -200,8 +199,8 @@ static int xml_facts(struct virt_domain *d, char *err, size_t errlen)
 		xpath_string(x, "string(/domain/cpu/feature[@name='pmu']/@policy)", buf, sizeof(buf));
 		d->pmu = !strcmp(buf, "require") || !strcmp(buf, "force") ? 1 : buf[0] ? 0 : -1;
 	}
-	xmlXPathFreeContext(x);
-	xmlFreeDoc(doc);
+	virt_dl.xmlXPathFreeContext(x);
+	virt_dl.xmlFreeDoc(doc);
 	return 0;
 }
 
@@ -210,7 +209,7 @@ static int virt_hmp(void *ctx, const char *cmd, char **reply, char *err, size_t 
 	struct virt_domain *d = ctx;
 
 	*reply = NULL;
-	if (virDomainQemuMonitorCommand(d->dom, cmd, reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+	if (virt_dl.virDomainQemuMonitorCommand(d->dom, cmd, reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
 		snprintf(err, errlen, "QEMU's monitor, command '%s': %s", cmd, last_error());
 		return -EIO;
 	}
@@ -224,7 +223,7 @@ static int qemu_threads(struct virt_domain *d, char *err, size_t errlen)
 	json_object *root = NULL, *ret, *v;
 	size_t len;
 
-	if (virDomainQemuMonitorCommand(d->dom, "{\"execute\":\"query-cpus-fast\"}", &reply, 0) < 0) {
+	if (virt_dl.virDomainQemuMonitorCommand(d->dom, "{\"execute\":\"query-cpus-fast\"}", &reply, 0) < 0) {
 		snprintf(err, errlen, "domain '%s': QMP query-cpus-fast: %s", d->name, last_error());
 		return -EIO;
 	}
@@ -277,18 +276,18 @@ int virt_domain_open(struct virt_conn *c, const char *name, struct virt_domain *
 	int state = 0, reason = 0, rc;
 
 	memset(d, 0, sizeof(*d));
-	d->dom = virDomainLookupByName(c->conn, name);
+	d->dom = virt_dl.virDomainLookupByName(c->conn, name);
 	if (!d->dom) {
 		no_such_domain(c, name, err, errlen);
 		return -ENOENT;
 	}
 	snprintf(d->name, sizeof(d->name), "%s", name);
-	if (virDomainGetState(d->dom, &state, &reason, 0) < 0 || state != VIR_DOMAIN_RUNNING) {
+	if (virt_dl.virDomainGetState(d->dom, &state, &reason, 0) < 0 || state != VIR_DOMAIN_RUNNING) {
 		snprintf(err, errlen, "domain '%s' at %s is %s, not running", name, c->uri, state_name(state));
 		virt_domain_close(d);
 		return -ESRCH;
 	}
-	if (virDomainGetInfo(d->dom, &info) == 0)
+	if (virt_dl.virDomainGetInfo(d->dom, &info) == 0)
 		d->memory_kib = info.memory;
 	d->monitor = (struct qemu_monitor){ .hmp = virt_hmp, .ctx = d };
 	rc = xml_facts(d, err, errlen);
@@ -302,6 +301,6 @@ int virt_domain_open(struct virt_conn *c, const char *name, struct virt_domain *
 void virt_domain_close(struct virt_domain *d)
 {
 	if (d->dom)
-		virDomainFree(d->dom);
+		virt_dl.virDomainFree(d->dom);
 	d->dom = NULL;
 }
