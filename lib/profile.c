@@ -299,6 +299,18 @@ static int setup_domains(struct profile *p)
 	return 0;
 }
 
+/* Reports walk 10^6 of them several times: a size worth keeping. */
+_Static_assert(sizeof(struct profile_sample) == 48, "struct profile_sample grew past 48 bytes");
+
+int profile_raw_room(struct profile *p, size_t n)
+{
+	struct profile_state *ps = p->state;
+
+	if (n > UINT32_MAX - ps->nr_raw)
+		return -ENOMEM;
+	return grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n, sizeof(*ps->raw));
+}
+
 /*
  * Samples carry recorded event ids until profile_finish or profile_update:
  * a sample's index, the last one's (*last_id, *last) reused for a run of
@@ -364,7 +376,7 @@ int profile_finish(struct profile *p)
 
 			xs = (struct profile_sample){
 				.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .cpl = x->cpl, .domain = KP_DOMAIN_GUEST,
-				.time = x->time, .nr_frames = x->nr_frames, .first_frame = x->first_frame,
+				.time = x->time, .nr_frames = (uint16_t)x->nr_frames, .first_frame = (uint32_t)x->first_frame,
 				.comm = x->comm, .exit = PROFILE_NONE,
 			};
 			s = &xs;

@@ -131,18 +131,23 @@ struct profile_sample {
 	uint32_t event; /* index into events */
 	uint32_t pid, tid, cpu;
 	uint32_t comm;  /* index into comms */
-	uint8_t cpl;
-	uint8_t domain; /* enum kp_domain */
-	uint64_t time, period;
-	uint32_t nr_frames; /* locations: frames[first_frame ...], innermost (the ip) first */
 	/*
 	 * The VM exit (index into exits) whose handling this host sample fell
 	 * in, with cross_layer; PROFILE_NONE otherwise. Its frames then go on
 	 * past the host's outermost one: the exit's frame, the guest's stack.
-	 * (Next to nr_frames: the struct is 56 bytes, not 64, for 10^6 samples.)
 	 */
 	uint32_t exit;
-	size_t first_frame;
+	/*
+	 * Locations: frames[first_frame ...], innermost (the ip) first. At most
+	 * 1 + KP_CALLCHAIN_MAX recorded, as many unwound, and an exit's frame
+	 * and stack: 16 bits. frames has at most 2^32 entries (profile_raw_room):
+	 * 48 bytes a sample, not 56, which 10^6 samples feel.
+	 */
+	uint32_t first_frame;
+	uint16_t nr_frames;
+	uint8_t cpl;
+	uint8_t domain; /* enum kp_domain */
+	uint64_t time, period;
 };
 
 /*

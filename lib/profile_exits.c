@@ -109,8 +109,7 @@ static int keep_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 	struct profile_state *ps = p->state;
 	size_t n = x->nr_callchain <= KP_CALLCHAIN_MAX ? x->nr_callchain : KP_CALLCHAIN_MAX;
 
-	if (grow_array(&p->exits, &ps->exits_cap, p->nr_exits + 1, sizeof(*p->exits)) ||
-	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
+	if (grow_array(&p->exits, &ps->exits_cap, p->nr_exits + 1, sizeof(*p->exits)) || profile_raw_room(p, n + 1))
 		return -ENOMEM;
 	p->exits[p->nr_exits++] = (struct profile_exit){
 		.pid = x->pid, .tid = x->tid, .cpu = x->cpu, .host_tid = x->host_tid, .comm = PROFILE_NONE,
@@ -465,7 +464,7 @@ int profile_join_exits(struct profile *p)
 	}
 	if (!extra)
 		return 0;
-	if (add_overflows(&total, ps->nr_raw) || add_overflows(&total, extra) || total > SIZE_MAX / sizeof(*frames))
+	if (add_overflows(&total, ps->nr_raw) || add_overflows(&total, extra) || total > UINT32_MAX)
 		return -ENOMEM;
 	frames = realloc(p->frames, total * sizeof(*frames));
 	if (!frames)
@@ -482,8 +481,8 @@ int profile_join_exits(struct profile *p)
 		frames[out_at++] = x->loc;
 		memcpy(&frames[out_at], &frames[x->first_frame], x->nr_frames * sizeof(*frames));
 		out_at += x->nr_frames;
-		s->first_frame = first;
-		s->nr_frames = (uint32_t)(out_at - first);
+		s->first_frame = (uint32_t)first;
+		s->nr_frames = (uint16_t)(out_at - first);
 	}
 	return 0;
 }

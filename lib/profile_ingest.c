@@ -56,14 +56,14 @@ static int add_sample(struct profile *p, const struct kp_rec_sample *s, uint8_t 
 	struct profile_sample *out;
 
 	if (grow_array(&p->samples, &ps->samples_cap, p->nr_samples + 1, sizeof(*p->samples)) ||
-	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n + 1, sizeof(uint64_t)))
+	    profile_raw_room(p, n + 1))
 		return -ENOMEM;
 	out = &p->samples[p->nr_samples];
 	*out = (struct profile_sample){
 		.event = s->event_id, /* the recorded id until profile_finish maps it */
 		.pid = s->pid, .tid = s->tid, .cpu = s->cpu, .cpl = s->cpl, .domain = domain,
 		.time = s->time, .period = s->period,
-		.nr_frames = (uint32_t)n + 1, .first_frame = ps->nr_raw,
+		.nr_frames = (uint16_t)(n + 1), .first_frame = (uint32_t)ps->nr_raw,
 		.comm = PROFILE_NONE, .exit = PROFILE_NONE,
 	};
 	ps->raw[ps->nr_raw++] = s->ip;

@@ -214,6 +214,12 @@ uint32_t profile_image_id(struct profile *p, const char *path, const char *name,
 /* The index of the event with a recorded id, added if new. PROFILE_NONE when out of memory. */
 uint32_t profile_event_index(struct profile *p, uint32_t id);
 
+/*
+ * Room in ps->raw for n more frames: 0, or -ENOMEM (out of memory, or past
+ * the 2^32 frames a sample's first_frame can index).
+ */
+int profile_raw_room(struct profile *p, size_t n);
+
 /* profile_exits.c */
 /* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */
 int profile_add_vm_exit(struct profile *p, const struct kp_rec_vm_exit *x);

@@ -66,7 +66,7 @@ int profile_add_user_stack(struct profile *p, const struct kp_rec_user_stack *u)
 	}
 	if (grow_array(&ps->ustacks, &ps->ustacks_cap, ps->nr_ustacks + 1, sizeof(*ps->ustacks)) ||
 	    grow_array(&ps->ustack_data, &ps->ustack_cap, ps->ustack_len + u->size + 1, 1) ||
-	    grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + USTACK_FRAMES, sizeof(uint64_t)))
+	    profile_raw_room(p, USTACK_FRAMES))
 		return -ENOMEM;
 	us = &ps->ustacks[ps->nr_ustacks++];
 	us->sample = (uint32_t)(p->nr_samples - 1);

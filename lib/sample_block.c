@@ -131,7 +131,8 @@ static void remember(struct kp_sample_coder *c, const struct kp_rec_sample *s, c
 	c->time = s->time;
 	c->ip[ip_slot(s)] = s->ip;
 	c->nr_callchain = s->nr_callchain;
-	memcpy(c->chain, chain, s->nr_callchain * sizeof(uint64_t));
+	if (s->nr_callchain) /* most samples of a flat recording: no call to memcpy at all */
+		memcpy(c->chain, chain, s->nr_callchain * sizeof(uint64_t));
 }
 
 /* Codes chain[nr] (nr >= 1) against the previous chain[prev_nr] and ip: nr, keep, the other frames. */
@@ -181,7 +182,8 @@ size_t kp_sample_encode(struct kp_sample_coder *c, const void *sample, unsigned 
 
 	memcpy(&s, sample, sizeof(s));
 	nr = s.nr_callchain;
-	memcpy(chain, (const unsigned char *)sample + sizeof(s), nr * sizeof(uint64_t));
+	if (nr)
+		memcpy(chain, (const unsigned char *)sample + sizeof(s), nr * sizeof(uint64_t));
 	if (s.event_id != c->event_id) {
 		flags |= KP_SC_EVENT;
 		p = put_varint(p, s.event_id);
@@ -279,7 +281,8 @@ static void remember_exit(struct kp_exit_coder *c, const struct kp_rec_vm_exit *
 	c->ip = x->ip;
 	c->detail = x->detail;
 	c->nr_callchain = x->nr_callchain;
-	memcpy(c->chain, chain, x->nr_callchain * sizeof(uint64_t));
+	if (x->nr_callchain)
+		memcpy(c->chain, chain, x->nr_callchain * sizeof(uint64_t));
 }
 
 size_t kp_exit_encode(struct kp_sample_coder *sc, const void *vm_exit, unsigned char *out)
@@ -290,7 +293,8 @@ size_t kp_exit_encode(struct kp_sample_coder *sc, const void *vm_exit, unsigned 
 	unsigned char flags = KP_XC_EXIT, *p = out + 1;
 
 	memcpy(&x, vm_exit, sizeof(x));
-	memcpy(chain, (const unsigned char *)vm_exit + sizeof(x), x.nr_callchain * sizeof(uint64_t));
+	if (x.nr_callchain)
+		memcpy(chain, (const unsigned char *)vm_exit + sizeof(x), x.nr_callchain * sizeof(uint64_t));
 	if (x.pid != c->pid || x.tid != c->tid) {
 		flags |= KP_XC_TASK;
 		p = put_varint(p, x.pid);
