@@ -151,19 +151,26 @@ static void sort_syms(struct kallsyms *ks)
 
 int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 {
+	char *copy = malloc(len + 1);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, text, len);
+	return kallsyms_parse_owned(out, copy, len);
+}
+
+int kallsyms_parse_owned(struct kallsyms **out, char *text, size_t len)
+{
 	struct kallsyms *ks = calloc(1, sizeof(*ks));
 	size_t i, lines = 1;
 	char *p, *end;
 
-	if (!ks)
-		return -ENOMEM;
-	/* One copy of the text becomes the string storage: names point into it. */
-	ks->strings = malloc(len + 1);
-	if (!ks->strings) {
-		free(ks);
+	if (!ks) {
+		free(text);
 		return -ENOMEM;
 	}
-	memcpy(ks->strings, text, len);
+	/* The text becomes the string storage: names point into it. */
+	ks->strings = text;
 	ks->strings[len] = '\0';
 	/* Room for a symbol a line, counted first: no array grows. */
 	for (p = ks->strings, end = p + len; p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
@@ -255,7 +262,12 @@ int kallsyms_load(struct kallsyms **out, const char *path)
 			break;
 		len += (size_t)n;
 	}
-	rc = kallsyms_parse(out, buf ? buf : "", len);
+	if (grow_array(&buf, &cap, len + 1, 1)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	close(fd);
+	return kallsyms_parse_owned(out, buf, len);
 out:
 	free(buf);
 	close(fd);

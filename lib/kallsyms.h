@@ -35,6 +35,12 @@ struct kallsyms;
  * W). Lines that don't parse are counted, not fatal. 0 or -ENOMEM.
  */
 int kallsyms_parse(struct kallsyms **out, const char *text, size_t len);
+/*
+ * The same without a copy: text is malloc'd with room for len + 1 bytes
+ * and becomes the symbols' (their names point into it), freed with them,
+ * or at once on failure. A kernel's kallsyms is ~5 MB.
+ */
+int kallsyms_parse_owned(struct kallsyms **out, char *text, size_t len);
 /* Reads and parses a file. 0 or -errno. */
 int kallsyms_load(struct kallsyms **out, const char *path);
 /* The text symbol covering addr, or NULL. */

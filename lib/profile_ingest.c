@@ -89,7 +89,8 @@ static int add_ksyms(struct profile *p, const struct kp_rec_ksyms *k, size_t pay
 		ps->ksyms_warned = true;
 		return 0;
 	}
-	if (grow_array(&ps->ksyms, &ps->ksyms_cap, ps->ksyms_len + len + 1, 1))
+	/* Room for a newline and the NUL kallsyms_parse_owned puts at the end. */
+	if (grow_array(&ps->ksyms, &ps->ksyms_cap, ps->ksyms_len + len + 2, 1))
 		return -ENOMEM;
 	memcpy(ps->ksyms + ps->ksyms_len, k->text, len);
 	ps->ksyms_len += len;

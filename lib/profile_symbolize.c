@@ -416,7 +416,10 @@ int profile_load_kernel_symbols(struct profile *p, uint8_t domain)
 	int rc = 0;
 
 	if (ps->ksyms_len) {
-		rc = kallsyms_parse(&ps->ks, ps->ksyms, ps->ksyms_len);
+		/* The KSYMS records' text, kept for this: the symbols take it over. */
+		rc = kallsyms_parse_owned(&ps->ks, ps->ksyms, ps->ksyms_len);
+		ps->ksyms = NULL;
+		ps->ksyms_len = ps->ksyms_cap = 0;
 	} else if (path) {
 		rc = kallsyms_load(&ps->ks, path);
 		if (rc && rc != -ENOMEM) {
