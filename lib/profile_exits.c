@@ -52,12 +52,18 @@ static int index_exit(struct profile *p, uint32_t host_tid, uint64_t time, uint6
 		xi->memo_valid = true;
 	}
 	t = &xi->threads[xi->memo];
-	if (grow_array(&t->iv, &t->cap, t->n + 1, sizeof(*t->iv)))
-		return -ENOMEM;
 	t->unsorted |= t->n && time < t->last_time;
-	t->last_time = time;
-	t->iv[t->n++] = (struct exit_interval){ .time = time, .end = end, .ord = ord };
-	return 0;
+	for (;;) {
+		uint64_t len = end - time < UINT32_MAX ? end - time : UINT32_MAX;
+
+		if (grow_array(&t->iv, &t->cap, t->n + 1, sizeof(*t->iv)))
+			return -ENOMEM;
+		t->iv[t->n++] = (struct exit_interval){ .time = time, .len = (uint32_t)len, .ord = ord };
+		t->last_time = time;
+		if (end - time == len)
+			return 0;
+		time += len;
+	}
 }
 
 int profile_exit_index_sample(struct profile *p, uint32_t sample)
@@ -317,7 +323,7 @@ static uint32_t exit_at(struct exit_thread *t, uint64_t when)
 			hi = mid;
 	}
 	t->hint = lo;
-	return lo && when < iv[lo - 1].end ? iv[lo - 1].ord : PROFILE_NONE;
+	return lo && when - iv[lo - 1].time < iv[lo - 1].len ? iv[lo - 1].ord : PROFILE_NONE;
 }
 
 static int cmp_u32(const void *a, const void *b)

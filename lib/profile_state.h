@@ -112,7 +112,8 @@ struct domain_state {
  * each. ord: the exit's place among the recorded exits.
  */
 struct exit_interval {
-	uint64_t time, end;
+	uint64_t time;
+	uint32_t len; /* ns to the next entry; an exit longer than 2^32 - 1 ns is in pieces, each its ordinal */
 	uint32_t ord;
 };
 

@@ -243,6 +243,45 @@ static void test_hostile_records(void **state)
 	profile_free(p);
 }
 
+/*
+ * An exit longer than 2^32 ns (a halted vCPU's, 10 s here) is indexed in
+ * pieces: host samples anywhere in it join it, one at its end joins the
+ * exit after, whether exits are held coded or kept whole.
+ */
+static void test_long_exit(void **state)
+{
+	static const uint64_t at[] = { 1000, 1000 + 4294967294ull, 1000 + 4294967295ull, 1000 + 5000000000ull,
+				       1000 + 9999999999ull, 1000 + 10000000000ull, 999 };
+	/* The start of the exit each joins; 0: none. */
+	static const uint64_t want[] = { 1000, 1000, 1000, 1000, 1000, 1000 + 10000000000ull, 0 };
+
+	(void)state;
+	for (int coded = 0; coded < 2; coded++) {
+		struct profile *p = new_profile(true, coded, 0);
+
+		pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = PF_SPAM_PID, .time = 1000,
+						 .end = 1000 + 10000000000ull, .ip = FX_BETA + 4, .kind = KP_EXIT_HLT,
+						 .cpl = KP_CPL_USER });
+		pf_vm_exit(p, &(struct pf_exit){ .host_tid = 101, .pid = PF_SPAM_PID, .time = 1000 + 10000000000ull,
+						 .end = 1000 + 10000000100ull, .ip = FX_BETA + 4, .kind = KP_EXIT_HLT,
+						 .cpl = KP_CPL_USER });
+		for (size_t k = 0; k < sizeof(at) / sizeof(*at); k++)
+			pf_host_sample(p, 101, at[k], FX_ALPHA + 1, KP_CPL_USER, NULL, 0);
+		assert_int_equal(profile_finish(p), 0);
+		for (size_t k = 0; k < sizeof(at) / sizeof(*at); k++) {
+			uint32_t e = p->samples[k].exit;
+
+			if (!want[k]) {
+				assert_int_equal(e, PROFILE_NONE);
+				continue;
+			}
+			assert_int_not_equal(e, PROFILE_NONE);
+			assert_int_equal(p->exits[e].time, want[k]);
+		}
+		profile_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_comm_by_recorded_place),
 		cmocka_unit_test(test_many_across_runs),
 		cmocka_unit_test(test_hostile_records),
+		cmocka_unit_test(test_long_exit),
 	};
 
 	return cmocka_run_group_tests(tests, pf_setup, pf_teardown);
