@@ -51,9 +51,11 @@ int host_report_exits(FILE *out, const struct profile *p);
 /*
  * The lines above the text table: what was recorded, how guest time was
  * told apart, the samples by domain and what each domain is, and what the
- * guest profiling itself cost (input: the recording's name).
+ * guest profiling itself cost (input: the recording's name; by_layer: the
+ * samples of each host_layer_of, counted by the caller's pass through them).
  */
-void host_report_header(FILE *out, const struct profile *p, const char *input);
+void host_report_header(FILE *out, const struct profile *p, const char *input,
+			const uint64_t by_layer[HOST_LAYER_COUNT]);
 /* The "guest samples: ..." line for a recording's META guest_sampling (NULL: not recorded by kvmprof record). */
 void host_report_guest_sampling(FILE *out, const char *status);
 

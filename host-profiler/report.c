@@ -221,7 +221,7 @@ static const char *thread_role(const struct profile *p, uint32_t pid, uint32_t t
  * a role) and looked up after: formatting and interning it per sample was
  * a third of a 10^6-sample report.
  */
-static int tag_commands(struct profile *p, bool stacks)
+static int tag_commands(struct profile *p, bool stacks, uint64_t by_layer[HOST_LAYER_COUNT])
 {
 	struct keymap tagged = KEYMAP_INIT;
 	char name[160], rbuf[64];
@@ -233,6 +233,8 @@ static int tag_commands(struct profile *p, bool stacks)
 		struct profile_sample *s = &p->samples[i];
 		enum host_layer layer = host_layer_of(s);
 		uint32_t c, comm = s->comm;
+
+		by_layer[layer]++; /* the header's counts, here rather than in a pass of their own */
 
 		if (stacks && s->exit != PROFILE_NONE) {
 			const struct profile_exit *x = &p->exits[s->exit];
@@ -334,7 +336,8 @@ void host_report_table_defaults(struct report_table_options *o)
 	report_keys_parse("domain,process,sym", HOST_REPORT_KEYS, &o->keys, err, sizeof(err));
 }
 
-static int print_text(FILE *out, const struct profile *p, const char *input, const struct report_options *opt)
+static int print_text(FILE *out, const struct profile *p, const char *input, const struct report_options *opt,
+		      const uint64_t by_layer[HOST_LAYER_COUNT])
 {
 	uint64_t total = p->nr_samples, whole;
 	struct report_table_options o = opt->table;
@@ -342,7 +345,7 @@ static int print_text(FILE *out, const struct profile *p, const char *input, con
 	size_t shown;
 	int rc;
 
-	host_report_header(out, p, input);
+	host_report_header(out, p, input, by_layer);
 
 	rc = report_table_build(&t, p, &o);
 	if (rc)
@@ -381,9 +384,10 @@ static uint32_t merge_events(struct profile *p)
 
 int host_report_text(FILE *out, struct profile *p, const char *input, const struct report_options *opt)
 {
-	int rc = tag_commands(p, false);
+	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 };
+	int rc = tag_commands(p, false, by_layer);
 
-	return rc ? rc : print_text(out, p, input, opt);
+	return rc ? rc : print_text(out, p, input, opt, by_layer);
 }
 
 static int render_directory(FILE *out, const struct report_cli_args *a, const struct profile_options *popt,
@@ -405,6 +409,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 	const struct host_report_args *own = ctx;
 	struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
 	bool stacks = a->format != REPORT_FORMAT_TEXT;
+	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 };
 	uint32_t ev;
 	int rc;
 
@@ -412,7 +417,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 		return host_report_drill(out, p, own->drill_start, own->drill_threshold);
 	if (own->exits)
 		return host_report_exits(out, p);
-	rc = tag_commands(p, stacks);
+	rc = tag_commands(p, stacks, by_layer);
 	if (rc)
 		return rc;
 	if (stacks)
@@ -430,7 +435,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 		return report_pprof(out, p, &po);
 	}
 	default:
-		return print_text(out, p, a->input, &own->opt);
+		return print_text(out, p, a->input, &own->opt, by_layer);
 	}
 }
 

@@ -130,14 +130,11 @@ static void print_domain_legend(FILE *out, const struct profile *p)
 		vmm_name);
 }
 
-void host_report_header(FILE *out, const struct profile *p, const char *input)
+void host_report_header(FILE *out, const struct profile *p, const char *input,
+			const uint64_t by_layer[HOST_LAYER_COUNT])
 {
-	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 }, total = p->nr_samples;
+	uint64_t total = p->nr_samples;
 	const char *v, *in_guest = profile_meta(p, "host_samples_in_guest");
-
-	/* One pass over the samples (10^6 of them are ~60 MB) for every count below. */
-	for (size_t i = 0; i < p->nr_samples; i++)
-		by_layer[host_layer_of(&p->samples[i])]++;
 
 	fprintf(out, "kvmprof system-wide profile: %s\n", input);
 	if ((v = profile_meta(p, "domain")))
