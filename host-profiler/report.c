@@ -347,6 +347,7 @@ static int print_text(FILE *out, const struct profile *p, const char *input, con
 
 	host_report_header(out, p, input, by_layer);
 
+	o.sample_rows = opt->callgraph;
 	rc = report_table_build(&t, p, &o);
 	if (rc)
 		return rc;

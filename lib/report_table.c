@@ -165,7 +165,7 @@ static int sort_rows(struct report_table *t, const struct profile *p, const stru
 		sorted[i] = t->rows[order[i]];
 		where[order[i]] = (uint32_t)i;
 	}
-	for (size_t i = 0; i < p->nr_samples; i++)
+	for (size_t i = 0; t->sample_row && i < p->nr_samples; i++)
 		if (t->sample_row[i] != PROFILE_NONE)
 			t->sample_row[i] = where[t->sample_row[i]];
 	free(t->rows);
@@ -193,10 +193,14 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 	/* The event's 24 bits of the row key (no recording has near that many events). */
 	if (nev > 0xffffff)
 		return -EFBIG;
-	t->sample_row = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*t->sample_row));
+	if (o->sample_rows) {
+		t->sample_row = malloc((p->nr_samples ? p->nr_samples : 1) * sizeof(*t->sample_row));
+		if (!t->sample_row)
+			goto fail;
+	}
 	t->kept = calloc(nev, sizeof(*t->kept));
 	t->total = calloc(nev, sizeof(*t->total));
-	if (!t->sample_row || !t->kept || !t->total)
+	if (!t->kept || !t->total)
 		goto fail;
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
@@ -206,7 +210,8 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 		uint64_t a, b;
 		int64_t v;
 
-		t->sample_row[i] = PROFILE_NONE;
+		if (t->sample_row)
+			t->sample_row[i] = PROFILE_NONE;
 		t->total[ev]++;
 		if (filtered && !report_filter_keeps(&o->filter, p, s))
 			continue;
@@ -224,7 +229,8 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 			v = (int64_t)t->nr++;
 		}
 		t->rows[v].count++;
-		t->sample_row[i] = (uint32_t)v;
+		if (t->sample_row)
+			t->sample_row[i] = (uint32_t)v;
 		last = v, last_a = a, last_b = b;
 	}
 	keymap_free(&index);

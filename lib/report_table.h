@@ -22,6 +22,7 @@ struct report_table_options {
 	struct report_filter filter;
 	double percent_limit; /* rows under this share of the kept samples are not printed; 0: all */
 	bool per_event;       /* one table per event (the agent); else one over all samples (kvmprof) */
+	bool sample_rows;     /* fill sample_row, which report_table_callgraph reads (4 bytes a sample); else NULL */
 	/* The domain key: a sample's domain and its name. NULL: user or kernel by privilege level. */
 	uint32_t (*domain)(const struct profile *p, const struct profile_sample *s, void *ctx);
 	const char *(*domain_name)(uint32_t domain, void *ctx);
@@ -38,7 +39,7 @@ struct report_row {
 struct report_table {
 	struct report_row *rows; /* by event (per_event), then most samples first */
 	size_t nr;
-	uint32_t *sample_row;    /* each sample's row; PROFILE_NONE: filtered out */
+	uint32_t *sample_row;    /* each sample's row, with sample_rows; PROFILE_NONE: filtered out */
 	uint64_t *kept;          /* samples kept, per event (per_event) or [0] for all */
 	uint64_t *total;         /* samples before filtering, likewise */
 };

@@ -124,6 +124,8 @@ int report_table_callgraph(FILE *out, const struct profile *p, const struct repo
 	size_t i, j;
 	int rc = 0;
 
+	if (!t->sample_row)
+		return -EINVAL; /* built without sample_rows */
 	if (nrows > max_rows)
 		nrows = max_rows;
 	for (i = 0; i < p->nr_samples && !rc; i++) {
@@ -187,6 +189,7 @@ int report_text(FILE *out, const struct profile *p, const struct report_options 
 	int rc;
 
 	o.per_event = true;
+	o.sample_rows = opt->callgraph;
 	rc = report_table_build(&t, p, &o);
 	if (rc)
 		return rc;

@@ -163,9 +163,11 @@ static void test_grouping(void **state)
 	assert_int_equal(t.rows[1].count, 2);
 	assert_int_equal(t.rows[2].count, 1);
 	assert_int_equal(sum(&t), 7);
+	assert_null(t.sample_row); /* not asked for */
 	report_table_free(&t);
 
-	/* One row per function; every sample is in the row its key says. */
+	/* One row per function; every sample is in the row its key says (sample_row: asked for, as -g does). */
+	o.sample_rows = true;
 	build(&t, "sym", &o);
 	assert_int_equal(t.nr, 4);
 	assert_int_equal(sum(&t), 7);
