@@ -302,15 +302,6 @@ static int setup_domains(struct profile *p)
 /* Reports walk 10^6 of them several times: a size worth keeping. */
 _Static_assert(sizeof(struct profile_sample) == 48, "struct profile_sample grew past 48 bytes");
 
-int profile_raw_room(struct profile *p, size_t n)
-{
-	struct profile_state *ps = p->state;
-
-	if (n > UINT32_MAX - ps->nr_raw)
-		return -ENOMEM;
-	return grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n, sizeof(*ps->raw));
-}
-
 /*
  * Samples carry recorded event ids until profile_finish or profile_update:
  * a sample's index, the last one's (*last_id, *last) reused for a run of

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grow.h"
 #include "keymap.h"
 #include "kvmprof/sample_block.h"
 #include "profile.h"
@@ -219,7 +220,14 @@ uint32_t profile_event_index(struct profile *p, uint32_t id);
  * Room in ps->raw for n more frames: 0, or -ENOMEM (out of memory, or past
  * the 2^32 frames a sample's first_frame can index).
  */
-int profile_raw_room(struct profile *p, size_t n);
+static inline int profile_raw_room(struct profile *p, size_t n)
+{
+	struct profile_state *ps = p->state;
+
+	if (n > UINT32_MAX - ps->nr_raw)
+		return -ENOMEM;
+	return grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n, sizeof(*ps->raw));
+}
 
 /* profile_exits.c */
 /* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */
