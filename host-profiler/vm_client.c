@@ -12,9 +12,21 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * A VMM started with & just before (the docs' own examples do) may not
+ * have bound its socket yet, or a killed VMM's file is still there until
+ * the new one replaces it: no socket, or a refused connection, is tried
+ * again for this long before it is an error.
+ */
+#define CONNECT_WAIT_MS 2000
+
+static int64_t now_ms(void);
+
 int vm_client_connect(struct vm_client *c, const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int64_t deadline = now_ms() + CONNECT_WAIT_MS;
+	int e;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = c->passed_fd = -1;
@@ -23,18 +35,24 @@ int vm_client_connect(struct vm_client *c, const char *path, char *err, size_t e
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = errno;
-
-		snprintf(err, errlen, "%s: cannot connect: %s%s", path, strerror(e),
-			 e == ECONNREFUSED || e == ENOENT ? " (is kvmprof-vmm running with --control there?)" : "");
-		if (c->fd >= 0)
-			close(c->fd);
+	for (;;) {
+		c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c->fd < 0) {
+			e = errno;
+			break;
+		}
+		if (!connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return 0;
+		e = errno;
+		close(c->fd);
 		c->fd = -1;
-		return -e;
+		if ((e != ENOENT && e != ECONNREFUSED) || now_ms() >= deadline)
+			break;
+		poll(NULL, 0, 20);
 	}
-	return 0;
+	snprintf(err, errlen, "%s: cannot connect: %s%s", path, strerror(e),
+		 e == ECONNREFUSED || e == ENOENT ? " (is kvmprof-vmm running with --control there?)" : "");
+	return -e;
 }
 
 void vm_client_close(struct vm_client *c)
