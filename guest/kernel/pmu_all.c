@@ -158,7 +158,15 @@ void pmu_all_nmi(struct cpu *c, uint64_t rip, uint64_t cs)
 		pmu_all_record(c, rip, (unsigned)(cs & 3), clock_ns_timer(&timer));
 		pmu_counter_rearm(all.hw, (all.flags & PMU_SAMPLE_KEEP_OVERSHOOT) && v < all.period ?
 						  all.period - v : all.period);
-		if (pmu_throttle_pmi(c, timer)) { /* re-armed first: a stopped counter never looks wrapped */
+		if (c->pmu_all_throttled) {
+			/*
+			 * It wrapped again between the re-arm and the stop of the
+			 * PMI that used up the budget (on the clock backend that
+			 * handler outlasts a short period): a sample, not another
+			 * budget; the counter stays stopped until the next tick.
+			 */
+			pmu_counter_stop(all.hw);
+		} else if (pmu_throttle_pmi(c, timer)) { /* re-armed first: stopped, it looks wrapped only if it wrapped before */
 			pmu_counter_stop(all.hw);
 			c->pmu_all_throttled = 1;
 			rings[c->id].throttled++;

@@ -48,7 +48,8 @@ throttle_run() {
 }
 
 # Period 10^5: the workload finishes, some tick's budget ran out, each throttle took a budget of
-# PMIs, and the file (META throttled) makes the report say how often.
+# PMIs, and the file (META throttled) makes the report say how often. (A counter that wrapped again
+# between the last PMI's re-arm and its stop gives a sample, not another throttle: pmu_all.c.)
 if throttle_run agent-throttle-short-period-finishes "" "-c:100000:"; then
 	throttled=$(agent_field throttled)
 	if [ "$throttled" -gt 0 ] && [ "$(agent_field pmis)" -ge $((THROTTLE_BUDGET * throttled)) ]; then
@@ -68,7 +69,8 @@ if throttle_run agent-throttle-long-period-runs "pmu_max_rate=lots" "-c:1000000:
 	else fail agent-throttle-bad-rate-ignored "no 'bad pmu_max_rate option ignored' line"; fi
 fi
 
-# pmu_max_rate=250: a budget of one PMI a tick, so every sampling PMI throttles.
+# pmu_max_rate=250: a budget of one PMI a tick, so every sampling PMI throttles (at period 10^6
+# no wrap fits between a PMI's re-arm and its stop, so there is no sample of that kind).
 if throttle_run agent-throttle-rate-option-runs "pmu_max_rate=250" "-c:1000000:"; then
 	if [ "$(agent_field throttled)" = "$(agent_field pmis)" ]; then pass agent-throttle-rate-option-every-pmi
 	else fail agent-throttle-rate-option-every-pmi "'$(grep '^agent:' "$TMP/out")': want throttled = pmis"; fi
