@@ -44,17 +44,29 @@ unit_suite() {
 SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e docs nested} "
 want() { [[ $SUITES == *" $1 "* ]]; }
 
+# timed NAME FUNCTION: runs a suite and says how long it took (make test's budget is ~20 minutes).
+timed() {
+	local t0
+	t0=$(date +%s)
+	"$2"
+	echo "(suite $1: $(($(date +%s) - t0)) s)"
+}
+
+nested_suites() {
+	echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
+	nested_suite
+}
+
 run_suites() {
-	want unit && unit_suites
-	want fuzz && fuzz_suite
-	want agent && agent_suites
-	want host && host_suites
-	want libvirt && libvirt_suites
-	want e2e && e2e_suites
-	want docs && docs_suite
+	want unit && timed unit unit_suites
+	want fuzz && timed fuzz fuzz_suite
+	want agent && timed agent agent_suites
+	want host && timed host host_suites
+	want libvirt && timed libvirt libvirt_suites
+	want e2e && timed e2e e2e_suites
+	want docs && timed docs docs_suite
 	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
-		echo "== nested Linux guests (QEMU-TCG L1 with KVM, Linux L2 under kvmprof-vmm)"
-		nested_suite
+		timed nested nested_suites
 	fi
 }
 
