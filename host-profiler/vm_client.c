@@ -20,7 +20,13 @@
  */
 #define CONNECT_WAIT_MS 2000
 
-static int64_t now_ms(void);
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int vm_client_connect(struct vm_client *c, const char *path, char *err, size_t errlen)
 {
@@ -62,14 +68,6 @@ void vm_client_close(struct vm_client *c)
 	if (c->passed_fd >= 0)
 		close(c->passed_fd);
 	c->fd = c->passed_fd = -1;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int send_all(int fd, const char *s, size_t len)

@@ -159,9 +159,8 @@ static int store_exit(struct profile *p, const struct kp_rec_vm_exit *x)
 			return -ENOMEM;
 		xs->kept[xs->nr_kept++] = ord;
 	}
-	if (x->nr_callchain <= KP_CALLCHAIN_MAX && !x->reserved && !x->reserved2 && x->end >= x->time &&
-	    (x->cpl == KP_CPL_KERNEL || x->cpl == KP_CPL_USER) && x->kind <= KP_EXIT_KIND_MAX) {
-		/* kp_exit_encodable: every record the reader hands out. */
+	if (kp_exit_encodable(x, sizeof(*x) + (size_t)x->nr_callchain * sizeof(uint64_t))) {
+		/* Every record the reader hands out: the coder's own rule says so. */
 		xs->len += kp_exit_encode(xs->coder, x, xs->bytes + xs->len);
 		return 0;
 	}
