@@ -6,7 +6,11 @@
 #   vmlinuz    the bzImage (Linux 64-bit boot protocol)
 #   vmlinux    the ELF decompressed from the bzImage's payload; checked to
 #              carry the Xen PVH entry note (type 18), so it boots through PVH
-#   modules/   irqbypass.ko kvm.ko kvm-amd.ko (decompressed if shipped so)
+#   modules/   irqbypass.ko kvm.ko kvm-amd.ko (decompressed if shipped so),
+#              the modules named in DEBIAN_KERNEL_MODULES (space-separated,
+#              as tests/kvmhost asks for virtio, 9p, overlay and virtiofs)
+#              with the modules they depend on, and `order`: every module
+#              file there, each after the ones it depends on (insmod order)
 #   version    the kernel release (e.g. 6.1.0-56-cloud-amd64)
 #
 # The .deb comes from `apt-get download` of the package that
@@ -30,10 +34,16 @@ ME=debian-kernel
 
 die() { echo "$ME: error: $*" >&2; exit 1; }
 
+MODULES="irqbypass kvm kvm-amd ${DEBIAN_KERNEL_MODULES:-}"
+
+# A module's name as .modinfo's depends= and insmod spell it: dashes are underscores.
+modname() { echo "$1" | tr - _; }
+
 have_all() {
-	[ -f "$DIR/stamp" ] && [ -s "$DIR/vmlinuz" ] && [ -s "$DIR/vmlinux" ] &&
-	[ -s "$DIR/modules/irqbypass.ko" ] && [ -s "$DIR/modules/kvm.ko" ] &&
-	[ -s "$DIR/modules/kvm-amd.ko" ]
+	[ -f "$DIR/stamp" ] && [ -s "$DIR/vmlinuz" ] && [ -s "$DIR/vmlinux" ] && [ -f "$DIR/modules/order" ] || return 1
+	for m in $MODULES; do
+		grep -qx "$(modname "$m")" "$DIR/modules/names" 2>/dev/null || return 1
+	done
 }
 
 # Fast path without taking the lock.
@@ -136,24 +146,37 @@ readelf -n "$DIR/vmlinux.tmp" 2>/dev/null |
 	die "vmlinux has no Xen ELF note type 18 (PHYS32_ENTRY): not PVH-bootable"
 mv -f "$DIR/vmlinux.tmp" "$DIR/vmlinux"
 
-# --- 4. modules ---------------------------------------------------------------
-mkdir -p "$DIR/modules"
-for m in virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd; do
-	n=${m##*/}
-	src=
-	for ext in ko ko.xz ko.zst ko.gz; do
-		if [ -f "$moddir/kernel/$m.$ext" ]; then src=$moddir/kernel/$m.$ext; break; fi
-	done
-	[ -n "$src" ] || src=$(find "$moddir" -name "$n.ko*" | head -n 1)
-	[ -n "$src" ] || die "module $n.ko not found in $deb"
+# --- 4. modules, each after those it depends on ---------------------------------
+rm -rf "$DIR/modules.tmp" && mkdir -p "$DIR/modules.tmp" || die "cannot write $DIR/modules.tmp"
+seen=" "
+add_module() { # NAME: the module's file, decompressed, after its dependencies
+	n=$(modname "$1")
+	case $seen in *" $n "*) return 0 ;; esac
+	seen="$seen$n "
+	src=$(find "$moddir" \( -name "$n.ko*" -o -name "$(echo "$n" | tr _ -).ko*" \) | head -n 1)
+	[ -n "$src" ] || die "module $n not found in $deb"
+	f=${src##*/}
+	f=${f%.ko*}.ko
 	case $src in
 		*.ko.xz)  xz -dc "$src" ;;
 		*.ko.zst) zstd -qdc "$src" ;;
 		*.ko.gz)  gzip -dc "$src" ;;
 		*)        cat "$src" ;;
-	esac > "$DIR/modules/$n.ko.tmp" || die "cannot decompress $src"
-	mv -f "$DIR/modules/$n.ko.tmp" "$DIR/modules/$n.ko"
-done
+	esac > "$DIR/modules.tmp/$f" || die "cannot decompress $src"
+	# The recursion reuses n and f: keep this module's file name on a stack.
+	stack="$f $stack"
+	for d in $(readelf -p .modinfo "$DIR/modules.tmp/$f" | sed -n 's/.*depends=//p' | tr , ' '); do
+		add_module "$d"
+	done
+	set -- $stack
+	echo "$1" >> "$DIR/modules.tmp/order"
+	modname "${1%.ko}" >> "$DIR/modules.tmp/names"
+	shift
+	stack="$*"
+}
+stack=
+for m in $MODULES; do add_module "$m"; done
+rm -rf "$DIR/modules" && mv "$DIR/modules.tmp" "$DIR/modules" || die "cannot move $DIR/modules.tmp into place"
 
 echo "$ver" > "$DIR/version"
 echo "$(basename "$deb")" > "$DIR/stamp"
