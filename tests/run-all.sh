@@ -19,9 +19,18 @@ mkdir -p "$BUILD"
 
 # cmocka's TAP output: "ok N - name" / "not ok N - name" / "not ok N # SKIP name",
 # the last after the test's own message saying why (print_message before skip()).
+# The unit tests that open /dev/kvm (their other cases run anywhere) run where KVM is.
+KVM_UNIT_TESTS=" test_vpmu_kvm "
 unit_suite() {
-	local bin=$1 TAG=$2 out rc said=
-	out=$(CMOCKA_MESSAGE_OUTPUT=TAP "$bin" 2>&1)
+	local bin=$1 TAG=$2 out rc said= run=()
+	if [[ $KVM_UNIT_TESTS == *" $(basename "$bin") "* ]]; then
+		if [ -n "$kvmhost_failed" ]; then
+			fail "$(basename "$bin")" "needs KVM, and the L1 that stands in for the missing /dev/kvm did not start: $kvmhost_failed"
+			return
+		fi
+		run=("$KVMHOST" run --)
+	fi
+	out=$("${run[@]}" env CMOCKA_MESSAGE_OUTPUT=TAP "$bin" 2>&1)
 	rc=$?
 	while IFS= read -r line; do
 		case "$line" in
@@ -43,6 +52,42 @@ unit_suite() {
 
 SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e docs nested} "
 want() { [[ $SUITES == *" $1 "* ]]; }
+
+# KVM: the suites that need it run here when /dev/kvm works, else in one L1
+# that tests/kvmhost boots under QEMU's TCG (nested SVM) for this run and
+# stops when it ends. Each KVM suite goes through in_kvm_host.
+KVMHOST=tests/kvmhost/kvmhost
+KVMHOST_SESSION=
+kvmhost_failed=
+if kvm_why=$($KVMHOST check); then
+	KVM_KIND="native: /dev/kvm works here"
+else
+	KVM_KIND="emulated: $kvm_why here, so the suites that need KVM ran in an L1 under QEMU's TCG with nested SVM (tests/kvmhost)"
+	if want unit || want host || want e2e || want docs; then
+		echo "== no /dev/kvm here ($kvm_why): booting an L1 under QEMU's TCG with nested SVM for the suites that need KVM (tests/kvmhost)"
+		if KVMHOST_SESSION=$($KVMHOST start -o $$ 2>"$BUILD/kvmhost-start.log"); then
+			trap '$KVMHOST stop -s "$KVMHOST_SESSION"' EXIT
+			cat "$BUILD/kvmhost-start.log"
+		else
+			kvmhost_failed=$(grep -m1 'error' "$BUILD/kvmhost-start.log")
+			kvmhost_failed=${kvmhost_failed:-$(tail -n 1 "$BUILD/kvmhost-start.log")}
+			echo "$kvmhost_failed"
+		fi
+	fi
+fi
+export KVMHOST_SESSION
+
+# in_kvm_host NAME COMMAND...: COMMAND where KVM is (here, or in the L1); a
+# suite that cannot get one fails, it is never skipped.
+in_kvm_host() {
+	local name=$1
+	shift
+	if [ -n "$kvmhost_failed" ]; then
+		echo "FAIL $name: needs KVM, and the L1 that stands in for the missing /dev/kvm did not start: $kvmhost_failed"
+		return
+	fi
+	$KVMHOST run -- "$@"
+}
 
 # timed NAME FUNCTION: runs a suite and says how long it took (make test's budget is ~20 minutes).
 timed() {
@@ -135,14 +180,19 @@ fuzz_suite() {
 		${KVMPROF_FUZZ_TARGETS:-$(sed -n 's/^FUZZ_TARGETS := //p' tests/fuzz/fuzz.mk)}
 }
 
-# shell_suite NAME [VAR=VALUE...] SCRIPT: a shell suite, streamed. A shell error in it
+# [KVM=1] shell_suite NAME [VAR=VALUE...] SCRIPT: a shell suite, streamed (KVM=1: one
+# that needs KVM, run through in_kvm_host). A shell error in it
 # ("SCRIPT: line N: ...": an unbound variable under set -u, a command not found, a syntax
 # error) may have ended it, or a case, before the cases after it ran: that is a failure,
 # not fewer cases.
 shell_suite() {
 	local name=$1 out=$BUILD/suite-output.txt err
 	shift
-	env "${@:1:$#-1}" bash "${@: -1}" 2>&1 | tee "$out"
+	if [ "${KVM:-0}" = 1 ]; then
+		in_kvm_host "$name" env "${@:1:$#-1}" bash "${@: -1}"
+	else
+		env "${@:1:$#-1}" bash "${@: -1}"
+	fi 2>&1 | tee "$out"
 	err=$(grep -m 1 -E '^[^ ]+\.sh: line [0-9]+: [^0-9]' "$out")
 	[ -z "$err" ] || echo "FAIL $name: a shell error in the suite (its later cases may not have run): $err"
 }
@@ -159,9 +209,9 @@ agent_suites() {
 
 host_suites() {
 	echo "== kvmprof: system-wide profiling from the host"
-	shell_suite host tests/host-profiler/run.sh
+	KVM=1 shell_suite host tests/host-profiler/run.sh
 	echo "== kvmprof, ASan + UBSan build"
-	shell_suite asan:host KVMPROF="$BUILD/asan/kvmprof" TAG=asan: tests/host-profiler/run.sh
+	KVM=1 shell_suite asan:host KVMPROF="$BUILD/asan/kvmprof" TAG=asan: tests/host-profiler/run.sh
 }
 
 libvirt_suites() {
@@ -173,14 +223,14 @@ libvirt_suites() {
 
 docs_suite() {
 	echo "== the README's and the docs' examples, as written (their \`\`\`sh blocks)"
-	shell_suite docs tests/docs/examples.sh
+	KVM=1 shell_suite docs tests/docs/examples.sh
 }
 
 e2e_suites() {
 	echo "== end-to-end tests"
-	shell_suite e2e tests/e2e/run.sh
+	KVM=1 shell_suite e2e tests/e2e/run.sh
 	echo "== end-to-end tests, ASan + UBSan VMM"
-	shell_suite asan:e2e VMM="$BUILD/asan/kvmprof-vmm" TAG=asan: tests/e2e/run.sh
+	KVM=1 shell_suite asan:e2e VMM="$BUILD/asan/kvmprof-vmm" TAG=asan: tests/e2e/run.sh
 }
 
 start=$(date +%s)
@@ -205,5 +255,6 @@ if [ "$flaky" -gt 0 ]; then
 	grep -a '^FLAKY ' "$LOG" | sed 's/^FLAKY /  /'
 fi
 echo "(full log: $LOG, $(($(date +%s) - start)) s)"
+echo "KVM: $KVM_KIND"
 echo "$pass passed, $fail failed, $skipped skipped, $flaky flaky"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -39,8 +39,9 @@ fi
 # Starts the VMM in the background on socket $T/$1.sock with command line $2; waits for the socket.
 start_vm() {
 	local name=$1 cmdline=$2 i
+	# --timeout only guards against a hang: each case stops its VM itself, however long its recordings take.
 	"$VMM" --cpus 2 --vpmu-backend=clock --control "$T/$name.sock" --console "$T/$name.console" \
-		--timeout 60 --cmdline "quiet $cmdline" >"$T/$name.vmm" 2>&1 &
+		--timeout 600 --cmdline "quiet $cmdline" >"$T/$name.vmm" 2>&1 &
 	VPID=$!
 	for i in $(seq 100); do
 		[ -S "$T/$name.sock" ] && return 0
@@ -880,8 +881,10 @@ if start_vm k9 "start=/bin/matmul:128:100000"; then
 		"$KVMPROF" report --recover -i "$T/k9.data" --guest-root "$ROOT" >"$T/k9r.rep" 2>"$T/k9r.err"
 		rrc=$?
 		n=$(awk '/^total / { print $2 }' "$T/k9r.rep")
+		# Besides --recover's one line, the report may warn of call chains cut at a garbage frame
+		# pointer (a sample in a libc function built without one): a fact of the data, not of the cut.
 		if [ $rc = 1 ] && [ "$(grep -c . "$T/k9.rerr")" = 1 ] && grep -q 'k9.data: offset [0-9]*: .*--recover' "$T/k9.rerr" &&
-			[ $rrc = 0 ] && [ "$(grep -c . "$T/k9r.err")" = 1 ] &&
+			[ $rrc = 0 ] && [ "$(grep -v -c 'warning: [0-9]* call chains were cut' "$T/k9r.err")" = 1 ] &&
 			grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no valid END record' "$T/k9r.err" &&
 			[ "${n:-0}" -gt 0 ] && sanitizer_clean "$T/k9.rerr" "$T/k9r.err"; then
 			pass "kill9-recover ($(cat "$T/k9r.err"))"
