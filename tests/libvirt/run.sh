@@ -166,11 +166,21 @@ fi
 # --- stat --domain ----------------------------------------------------------------
 "$KVMPROF" stat --domain "$WEB" --duration 1 >"$T/stat" 2>"$T/stat.err"
 rc=$?
+# Each vCPU thread on its own line, as QEMU names it ("CPU N/KVM", or "CPU N/TCG" in a TCG domain), with the
+# thread id QEMU's monitor gave.
+ACCEL=KVM
+[ "$TYPE" = kvm ] || ACCEL=TCG
+vcpu_rows=0 i=0
+for tid in $TIDS; do
+	grep -qE "^ +CPU $i/$ACCEL/$tid " "$T/stat" && vcpu_rows=$((vcpu_rows + 1))
+	i=$((i + 1))
+done
 if [ $rc = 0 ] && grep -q -F " Performance counter stats for libvirt domain '$WEB' ($URI, QEMU pid $QPID, " "$T/stat" &&
-	grep -q 'CPU 0/KVM' "$T/stat" && grep -q '^time by domain' "$T/stat" && sanitizer_clean "$T/stat.err"; then
+	[ "$i" = 2 ] && [ "$vcpu_rows" = 2 ] && grep -q '^time by domain' "$T/stat" && sanitizer_clean "$T/stat.err"; then
 	pass stat-domain
 else
-	fail stat-domain "rc $rc" "$T/stat" "$T/stat.err"
+	fail stat-domain "rc $rc, $vcpu_rows of the ${i} vCPU threads (want 2: CPU N/$ACCEL/TID for threads ${TIDS:-none})" \
+		"$T/stat" "$T/stat.err"
 fi
 
 # --- bad input: one line, a non-zero exit (usage errors, exit 2: the line, then the usage) ---
