@@ -236,22 +236,30 @@ else
 		"$T/nomem.err" "$T/nomem.txt"
 fi
 
-# A domain that stops mid-recording (its guest powers off through ACPI: libvirt's normal shutdown).
+# A domain that stops mid-recording (its guest powers off through ACPI: libvirt's normal shutdown). The
+# recording starts while the domain is still in its firmware, and is asked for far longer than the guest's
+# work can last (2000 matmul rounds: a few seconds under KVM, tens of seconds under TCG on a busy host), so
+# the duration only bounds a recording that missed the stop. It must end because QEMU exited, say so once
+# with that QEMU's pid, and keep the guest's samples up to then. (The one thing assumed: kvmprof attaches,
+# a fraction of a second, before the guest has booted and done its work. It cannot be held back instead:
+# record refuses a paused domain, and the bundled guest reads no input to wait for.)
 SHORT=kvmprof-test-short-$$
-if start_domain "$SHORT" "$TYPE" "start=/bin/matmul:128:3000"; then
-	start=$(date +%s)
-	"$KVMPROF" record --domain "$SHORT" --duration 60 -q -o "$T/short.data" >"$T/short.out" 2>"$T/short.err"
+if start_domain "$SHORT" "$TYPE" "start=/bin/matmul:128:2000"; then
+	spid=$(cat "/run/libvirt/qemu/$SHORT.pid" 2>/dev/null)
+	start=$SECONDS
+	"$KVMPROF" record --domain "$SHORT" --duration 600 -q -o "$T/short.data" >"$T/short.out" 2>"$T/short.err"
 	rc=$?
-	took=$(($(date +%s) - start))
+	took=$((SECONDS - start))
 	"$KVMPROF" report -i "$T/short.data" --guest-root "$ROOT" >"$T/short.txt" 2>>"$T/short.err"
 	rrc=$?
-	gone=$(grep -c "domain '$SHORT' stopped (QEMU pid [0-9]* exited) after" "$T/short.err")
-	if [ $rc = 0 ] && [ $rrc = 0 ] && [ "$gone" = 1 ] && [ "$took" -lt 50 ] && grep -q '\[guest\] matmul' "$T/short.txt" &&
+	gone=$(grep -c "domain '$SHORT' stopped (QEMU pid ${spid:-?} exited) after" "$T/short.err")
+	if [ $rc = 0 ] && [ $rrc = 0 ] && [ "$gone" = 1 ] && grep -q '\[guest\] matmul' "$T/short.txt" &&
 		! grep -q 'no guest samples' "$T/short.err" &&
 		grep -q 'all processes exited, status 0' "$T/$SHORT.console" && sanitizer_clean "$T/short.err"; then
 		pass "domain-stops-mid-recording (${took} s; the guest powered off through ACPI)"
 	else
-		fail domain-stops-mid-recording "record $rc after ${took} s, report $rrc, 'stopped' said $gone times" \
+		fail domain-stops-mid-recording \
+			"record $rc after ${took} s, report $rrc, 'stopped (QEMU pid ${spid:-?} exited)' said $gone times (want once)" \
 			"$T/short.err" "$T/$SHORT.console"
 	fi
 else
