@@ -126,3 +126,10 @@ bench: bench-kick
 bench-kick: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench/kick-cost $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof guest
 	@bash bench/kick.sh
+
+# tests/kvmhost's emulated KVM host (no /dev/kvm needed): boot, a command's round trip, slowdown.
+bench: bench-kvmhost
+.PHONY: bench-kvmhost
+bench-kvmhost: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kvmprof-vmm $(BUILD)/tests/test_lib_profile guest
+	@bash bench/kvmhost.sh

@@ -102,16 +102,36 @@ nested_suites() {
 	nested_suite
 }
 
+# The suites that run the VMM: in the L1 when there is one, where they take
+# a single host core (TCG runs all of L1's vCPUs on one thread), so they run
+# beside the other suites, into their own log, shown when both are done.
+kvm_suites() {
+	want host && timed host host_suites
+	want e2e && timed e2e e2e_suites
+	want docs && timed docs docs_suite
+}
+
 run_suites() {
+	local kvm_pid= kvm_log=$BUILD/test-kvm.log
+	if [ -n "$KVMHOST_SESSION" ]; then
+		echo "== the suites that run the VMM (host e2e docs) go on in the emulated KVM host meanwhile; their log, shown at the end: $kvm_log"
+		kvm_suites >"$kvm_log" 2>&1 &
+		kvm_pid=$!
+	fi
 	want unit && timed unit unit_suites
 	want fuzz && timed fuzz fuzz_suite
 	want agent && timed agent agent_suites
-	want host && timed host host_suites
+	[ -n "$kvm_pid" ] || { want host && timed host host_suites; }
 	want libvirt && timed libvirt libvirt_suites
-	want e2e && timed e2e e2e_suites
-	want docs && timed docs docs_suite
+	[ -n "$kvm_pid" ] || { want e2e && timed e2e e2e_suites; }
+	[ -n "$kvm_pid" ] || { want docs && timed docs docs_suite; }
 	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
 		timed nested nested_suites
+	fi
+	if [ -n "$kvm_pid" ]; then
+		echo "== the suites in the emulated KVM host ($kvm_log): what they printed so far, then as it comes"
+		tail -n +1 -s 1 -f --pid="$kvm_pid" "$kvm_log"
+		wait "$kvm_pid"
 	fi
 }
 
@@ -186,7 +206,7 @@ fuzz_suite() {
 # error) may have ended it, or a case, before the cases after it ran: that is a failure,
 # not fewer cases.
 shell_suite() {
-	local name=$1 out=$BUILD/suite-output.txt err
+	local name=$1 out=$BUILD/suite-output-${1//[:\/]/-}.txt err
 	shift
 	if [ "${KVM:-0}" = 1 ]; then
 		in_kvm_host "$name" env "${@:1:$#-1}" bash "${@: -1}"

@@ -53,3 +53,13 @@ sanitizer_clean() {
 within() {
 	awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'
 }
+
+# real_kvm_only NAME WHY: a case too slow for tests/kvmhost's emulated KVM host
+# (KVMHOST_L1=1, where TCG runs the VMM, its guest and the exact backend's
+# emulator 5-100 times slower) prints "SKIP NAME: ..." there with WHY and
+# returns 0; anywhere else it returns 1, and the case runs:
+#   real_kvm_only NAME WHY || { the case; }
+real_kvm_only() {
+	[ "${KVMHOST_L1:-0}" = 1 ] || return 1
+	skip "$1" "runs on a real KVM host only; in the emulated one (tests/kvmhost) $2"
+}
