@@ -18,7 +18,7 @@ throttle_run() {
 	local name=$1 kflags=$2 aflags=$3 samples lost pmis period
 	rm -f "$TMP/agent.data"
 	vmm --vpmu-backend=clock --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-		--cmdline "quiet $kflags start=/bin/agent:-I:$aflags$AGENT_WORK" --timeout 100
+		--cmdline "quiet $kflags start=/bin/agent:-I:$aflags$AGENT_WORK" --timeout $((100 * HANG))
 	samples=$(agent_field samples)
 	lost=$(agent_field lost)
 	pmis=$(agent_field pmis)

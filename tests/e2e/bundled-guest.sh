@@ -9,8 +9,18 @@ HASH_LINE='hash: size=65536 iters=300 hash=0xd8a8fce5aa0c0bad'
 # path most other cases run.
 cpu_counts="1 2 8"
 [ -n "${TAG:-}" ] && cpu_counts="2 8"
+# In the emulated KVM host the exact backend's emulator runs the demos ~20 times slower than here
+# (about 2 minutes a boot): 2 vCPUs there, the others on a real KVM host.
+if [ "${KVMHOST_L1:-0}" = 1 ]; then
+	for cpus in $cpu_counts; do
+		[ "$cpus" = 2 ] && [ -z "${TAG:-}" ] ||
+			real_kvm_only "bundled-guest-${cpus}cpu" "the demos counted in the exact backend's emulator take about 2 minutes a boot (bundled-guest-2cpu runs there)"
+	done
+	cpu_counts=2
+	[ -n "${TAG:-}" ] && cpu_counts=
+fi
 for cpus in $cpu_counts; do
-	vmm --cpus "$cpus" --timeout 60
+	vmm --cpus "$cpus" --timeout $((60 * HANG))
 	if [ $rc != 0 ]; then fail "bundled-guest-${cpus}cpu" "exit code $rc"
 	elif ! grep -q "kvmprof guest: $cpus cpus" "$TMP/out"; then fail "bundled-guest-${cpus}cpu" "guest did not see $cpus CPUs"
 	elif ! grep -qxF "$MATMUL_LINE" "$TMP/out"; then fail "bundled-guest-${cpus}cpu" "matmul result missing or wrong"
@@ -18,23 +28,23 @@ for cpus in $cpu_counts; do
 	else pass "bundled-guest-${cpus}cpu"; fi
 done
 
-vmm --cmdline "start=/bin/exit:7" --timeout 60
+vmm --cmdline "start=/bin/exit:7" --timeout $((60 * HANG))
 if [ $rc = 7 ]; then pass guest-status-is-vmm-exit-code; else fail guest-status-is-vmm-exit-code "rc=$rc, expected 7"; fi
 
-vmm --cpus 2 --cmdline "start=/bin/exit:0,/bin/exit:9" --timeout 60
+vmm --cpus 2 --cmdline "start=/bin/exit:0,/bin/exit:9" --timeout $((60 * HANG))
 if [ $rc = 9 ]; then pass guest-first-nonzero-status-wins; else fail guest-first-nonzero-status-wins "rc=$rc, expected 9"; fi
 
 # A faulting process dies with a signal-like status; the others finish.
-vmm --cpus 2 --cmdline "start=/bin/fault:segv,/bin/matmul" --timeout 60
+vmm --cpus 2 --cmdline "start=/bin/fault:segv,/bin/matmul" --timeout $((60 * HANG))
 if [ $rc = 139 ] && grep -q 'killed: #PF' "$TMP/out" && grep -qxF "$MATMUL_LINE" "$TMP/out"; then
 	pass guest-user-fault-kills-only-that-process
 else fail guest-user-fault-kills-only-that-process "rc=$rc"; fi
 
-vmm --cmdline "start=/bin/fault:badptr" --timeout 60
+vmm --cmdline "start=/bin/fault:badptr" --timeout $((60 * HANG))
 if [ $rc = 0 ] && grep -q 'badptr ok' "$TMP/out"; then pass guest-syscalls-refuse-bad-pointers
 else fail guest-syscalls-refuse-bad-pointers "rc=$rc"; fi
 
-vmm --cmdline "start=/bin/nope" --timeout 60
+vmm --cmdline "start=/bin/nope" --timeout $((60 * HANG))
 if [ $rc != 0 ] && grep -q '/bin/nope: not found' "$TMP/out"; then pass guest-missing-program
 else fail guest-missing-program "rc=$rc"; fi
 
@@ -42,7 +52,7 @@ else fail guest-missing-program "rc=$rc"; fi
 # machines without the exit port: kvmprof-vmm's own PM1a block when the guest
 # is told to skip the port, and QEMU's pc and q35 machines, which have none
 # (libvirt's domains). The status cannot travel that way: the guest says it.
-vmm --cmdline "poweroff=acpi start=/bin/exit:3" --timeout 60
+vmm --cmdline "poweroff=acpi start=/bin/exit:3" --timeout $((60 * HANG))
 if [ $rc = 0 ] && grep -q 'exit status 3 (an ACPI power-off cannot pass it on)' "$TMP/out"; then
 	pass guest-acpi-poweroff-vmm
 else fail guest-acpi-poweroff-vmm "rc=$rc, expected 0 and the status on the console"; fi

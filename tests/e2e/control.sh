@@ -37,7 +37,7 @@ if [ ! -x "$CTL_CLIENT" ]; then
 else
 	# A spinning guest on two vCPUs, with the vPMU's clock backend so that there are figures.
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	$VMM --kernel "$FIX/pvh-spin.elf" --cpus 2 --vpmu=amd --vpmu-backend=clock --timeout 100 \
+	$VMM --kernel "$FIX/pvh-spin.elf" --cpus 2 --vpmu=amd --vpmu-backend=clock --timeout $((100 * HANG)) \
 		--control "$CTL_SOCK" >"$TMP/ctl.out" 2>"$TMP/ctl.err" </dev/null &
 	ctl_pid=$!
 	if ! ctl_wait_socket "$CTL_SOCK" $ctl_pid; then

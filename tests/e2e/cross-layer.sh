@@ -14,7 +14,7 @@ CL_KVMPROF=$BUILD/kvmprof
 cl_record() {
 	local name=$1 cmdline=$2 sock=$TMP/cl-$1.sock before after
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	$VMM --cpus 2 --control "$sock" --console "$TMP/cl-$name.console" --timeout 90 \
+	$VMM --cpus 2 --control "$sock" --console "$TMP/cl-$name.console" --timeout $((90 * HANG)) \
 		--cmdline "$cmdline" >"$TMP/cl-$name.out" 2>"$TMP/cl-$name.err" </dev/null &
 	local pid=$!
 	if ! ctl_wait_socket "$sock" $pid; then

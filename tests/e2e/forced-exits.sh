@@ -22,7 +22,7 @@ else
 	# shellcheck disable=SC2086 # VMM may carry a prefix
 	$VMM --cpus 2 --vpmu=off --control "$FX_SOCK" --kernel "$BUILD/guest/kernel.elf" \
 		--initrd "$BUILD/guest/initrd.cpio" --cmdline "quiet start=/bin/matmul:128:2000,/bin/hash:6000" \
-		--timeout 60 >"$TMP/fx.out" 2>"$TMP/fx.err" </dev/null &
+		--timeout $((60 * HANG)) >"$TMP/fx.out" 2>"$TMP/fx.err" </dev/null &
 	gs_pid=$!
 	if ! ctl_wait_socket "$FX_SOCK" $gs_pid; then
 		fail forced-exits-vm-starts "no socket: $(head -c 300 "$TMP/fx.err")"

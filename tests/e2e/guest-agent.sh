@@ -41,7 +41,7 @@ agent_profile() {
 	shift
 	rm -f "$TMP/agent.data"
 	vmm "$@" --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-		--cmdline "quiet start=/bin/agent:$AGENT_WORK" --timeout 90
+		--cmdline "quiet start=/bin/agent:$AGENT_WORK" --timeout $((90 * HANG))
 	local samples lost demo_cycles least
 	samples=$(agent_field samples)
 	lost=$(agent_field lost)
@@ -99,7 +99,7 @@ fi
 # Options: one program with its arguments (`+`), a period, one CPU.
 rm -f "$TMP/agent.data"
 vmm --vpmu-backend=clock --cpus 1 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-	--cmdline "quiet start=/bin/agent:-c:200000:/bin/matmul+64+100" --timeout 60
+	--cmdline "quiet start=/bin/agent:-c:200000:/bin/matmul+64+100" --timeout $((60 * HANG))
 if [ "$rc" = 0 ] && grep -q '^matmul: n=64 iters=100 ' "$TMP/out" && ! grep -q '^hash:' "$TMP/out" &&
 	[ "$(agent_field cpus)" = 1 ] && "$AGENT_CHECK" "$TMP/agent.data" >"$TMP/check" 2>"$TMP/err" &&
 	grep -qE '^proc [0-9]+ matmul /bin/matmul samples=[1-9]' "$TMP/check" &&
@@ -108,17 +108,17 @@ if [ "$rc" = 0 ] && grep -q '^matmul: n=64 iters=100 ' "$TMP/out" && ! grep -q '
 else fail guest-agent-options "rc=$rc $(cat "$TMP/err" 2>/dev/null)"; fi
 
 # Bad options: usage and status 2, nothing sampled; no PMU: says so, status 1.
-vmm --vpmu-backend=clock "${AGENT_GUEST[@]}" --cmdline "quiet start=/bin/agent:-e:nosuchevent" --timeout 60
+vmm --vpmu-backend=clock "${AGENT_GUEST[@]}" --cmdline "quiet start=/bin/agent:-e:nosuchevent" --timeout $((60 * HANG))
 if [ "$rc" = 2 ] && grep -q "agent: unknown event 'nosuchevent'" "$TMP/out" && grep -q '^usage: agent' "$TMP/out"; then
 	pass guest-agent-bad-event
 else fail guest-agent-bad-event "rc=$rc"; fi
-vmm --vpmu=off "${AGENT_GUEST[@]}" --cmdline "quiet start=/bin/agent" --timeout 60
+vmm --vpmu=off "${AGENT_GUEST[@]}" --cmdline "quiet start=/bin/agent" --timeout $((60 * HANG))
 if [ "$rc" = 1 ] && grep -q '^agent: no PMU' "$TMP/out"; then pass guest-agent-no-pmu
 else fail guest-agent-no-pmu "rc=$rc"; fi
 
 # Hostile: garbage through COM2 is data to the VMM, which carries on and keeps every byte.
 rm -f "$TMP/junk.data"
-vmm "${AGENT_GUEST[@]}" --agent-channel "$TMP/junk.data" --cmdline "quiet start=/bin/fault:com2:64" --timeout 60
+vmm "${AGENT_GUEST[@]}" --agent-channel "$TMP/junk.data" --cmdline "quiet start=/bin/fault:com2:64" --timeout $((60 * HANG))
 if [ "$rc" = 0 ] && grep -q '^fault: com2 wrote 64 KiB' "$TMP/out" && [ "$(stat -c %s "$TMP/junk.data")" = 65536 ]; then
 	pass guest-agent-channel-garbage
 else fail guest-agent-channel-garbage "rc=$rc, $(stat -c %s "$TMP/junk.data" 2>/dev/null) bytes"; fi

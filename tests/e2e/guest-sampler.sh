@@ -14,7 +14,7 @@ GS_GUEST=(--cpus 2 --vpmu-backend=clock --control "$GS_SOCK" --kernel "$BUILD/gu
 gs_boot() {
 	rm -f "$GS_SOCK"
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	$VMM "${GS_GUEST[@]}" --cmdline "$1" --timeout 60 >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
+	$VMM "${GS_GUEST[@]}" --cmdline "$1" --timeout $((60 * HANG)) >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
 	gs_pid=$!
 	ctl_wait_socket "$GS_SOCK" "$gs_pid"
 }
@@ -53,13 +53,18 @@ elif ! gs_boot "quiet start=/bin/matmul:128:2000,/bin/hash:6000"; then
 	kill -9 "$gs_pid" 2>/dev/null
 	wait "$gs_pid" 2>/dev/null
 else
-	# 1 ms of vCPU thread time per sample, with call stacks, 1.5 s; meanwhile others poke at it.
+	# 1 ms of vCPU thread time per sample, with call stacks, 1.5 s (15 in the emulated KVM host,
+	# where each poke below is a process that takes seconds to start); meanwhile others poke at it.
 	# hash runs ~0.5 s of vCPU time (6000 rounds): its default 300 (~26 ms) could be over
 	# before the client attached on a loaded host (6 samples, where 20 are asked for).
-	"$GS_CLIENT" -p 1000000 -g -a -d 1.5 -o "$TMP/gs.data" "$GS_SOCK" >"$TMP/gs.ring" 2>&1 &
+	"$GS_CLIENT" -p 1000000 -g -a -d "$([ "${KVMHOST_L1:-0}" = 1 ] && echo 15 || echo 1.5)" -o "$TMP/gs.data" "$GS_SOCK" >"$TMP/gs.ring" 2>&1 &
 	client=$!
-	sleep 0.7
-	gs_ctl '{"cmd":"status"}'
+	# Until the client's sampling has begun (0.7 s was enough here, not in the emulated KVM host).
+	for _ in $(seq 300); do
+		gs_ctl '{"cmd":"status"}'
+		grep -q '"sampling":true' "$TMP/gs.reply" && break
+		sleep 0.1
+	done
 	status=$(cat "$TMP/gs.reply")
 	gs_ctl '{"cmd":"sample-start","event":"cpu-clock","period":1000000}'
 	second=$(cat "$TMP/gs.reply")

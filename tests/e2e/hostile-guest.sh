@@ -22,7 +22,7 @@ hg_stacks() {
 	local name=$1 extra=$2 want=$3 sock=$TMP/$1.sock vpid rrc reprc depth procs
 	rm -f "$sock"
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	$VMM --cpus 2 --vpmu-backend=clock --control "$sock" "${HG_GUEST[@]}" --timeout 60 \
+	$VMM --cpus 2 --vpmu-backend=clock --control "$sock" "${HG_GUEST[@]}" --timeout $((60 * HANG)) \
 		--cmdline "quiet $extra start=/bin/badstack:4000,/bin/badstack:4000" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	vpid=$!
 	if ! ctl_wait_socket "$sock" "$vpid"; then
@@ -84,7 +84,7 @@ hg_stalled() {
 	fi
 	t0=$(date +%s)
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	$VMM --cpus 1 "${HG_GUEST[@]}" --agent-channel "$chan" --timeout 120 \
+	$VMM --cpus 1 "${HG_GUEST[@]}" --agent-channel "$chan" --timeout $((120 * HANG)) \
 		--cmdline "quiet start=/bin/spam:25000:0:agent" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	vpid=$!
 	sleep 1
@@ -133,7 +133,7 @@ hg_flood() {
 	rm -f "$sock"
 	t0=$(date +%s)
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	( $VMM --cpus 2 --vpmu-backend=clock "${HG_GUEST[@]}" --control "$sock" --agent-channel "$TMP/flood.chan" --timeout 240 \
+	( $VMM --cpus 2 --vpmu-backend=clock "${HG_GUEST[@]}" --control "$sock" --agent-channel "$TMP/flood.chan" --timeout $((240 * HANG)) \
 		--cmdline "quiet start=/bin/spam:$((HG_FLOOD_S * 1000)):0:both" 2>"$TMP/flood.err";
 	  echo $? >"$TMP/flood.rc" ) |
 		python3 -c '

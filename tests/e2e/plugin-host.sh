@@ -71,7 +71,7 @@ else
 	# With the leak check on (run.sh turns it off for the rest): under the ASan VMM, nothing a plugin's
 	# load, unload or refusal allocated may outlive the VM.
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $VMM --cpus 2 --timeout 100 --control "$PH_SOCK" --console "$TMP/ph-run.txt" \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $VMM --cpus 2 --timeout $((100 * HANG)) --control "$PH_SOCK" --console "$TMP/ph-run.txt" \
 		--cmdline "quiet start=/bin/spam:90000,/bin/spam:90000" >"$TMP/out" 2>"$TMP/err" </dev/null &
 	ph_pid=$!
 	if ! ctl_wait_socket "$PH_SOCK" $ph_pid; then

@@ -36,7 +36,7 @@ vmm --cpus 2 --vpmu=amd --vpmu-backend=clock --vpmu-stats --console "$TMP/pl.con
 	--plugin "$PL_DIR/exit_histogram.so,out=$TMP/pl.eh" --plugin "$PL_DIR/msr_log.so,out=$TMP/pl.ml" \
 	--plugin "$PL_DIR/io_latency.so,out=$TMP/pl.il" --plugin "$PL_DIR/pmu_reprogram.so,out=$TMP/pl.pr" \
 	--trace "$TMP/pl.trace" --trace-events 'vm_exit,pio,mmio,msr_*' \
-	--cmdline "start=/bin/pmutest:pmi:1000000:20:0:cycles" --timeout 60
+	--cmdline "start=/bin/pmutest:pmi:1000000:20:0:cycles" --timeout $((60 * HANG))
 pl_run_ns=$(($(date +%s%N) - pl_start))
 if [ "$rc" != 0 ] || ! grep -q "^kvmprof-vmm: --trace $TMP/pl.trace: [0-9]* records, 0 lost" "$TMP/err"; then
 	fail plugins-run "exit code $rc, or the trace lost records: $(head -c 300 "$TMP/err")"
@@ -97,7 +97,7 @@ fi
 # exit_histogram rides along with process=no: the same totals, no process column.
 vmm --cpus 2 --vpmu=amd --vpmu-backend=clock --plugin "$PL_DIR/msr_log.so,msr=0xc0010200-0xc0010201,msr=0xc0000301,out=$TMP/pl.mlf" \
 	--plugin "$PL_DIR/exit_histogram.so,process=no,out=$TMP/pl.ehn" \
-	--trace "$TMP/pl.mlf.trace" --trace-events 'msr_*' --cmdline "quiet start=/bin/pmutest:pmi:1000000:20:0:cycles" --timeout 60
+	--trace "$TMP/pl.mlf.trace" --trace-events 'msr_*' --cmdline "quiet start=/bin/pmutest:pmi:1000000:20:0:cycles" --timeout $((60 * HANG))
 want=$("$TR_KVMPROF" trace -i "$TMP/pl.mlf.trace" 2>/dev/null | awk '$3 ~ /^msr_/ && ($4 == "index=0xc0010200" ||
 	$4 == "index=0xc0010201" || $4 == "index=0xc0000301") { n++ } END { print n + 0 }')
 all=$(tr_count "$TMP/pl.mlf.trace" msr_read)+$(tr_count "$TMP/pl.mlf.trace" msr_write)
@@ -116,7 +116,7 @@ else fail plugin-exit-histogram-without-process "rc=$rc, processes '$procs'" "$T
 # --- io_latency on the agent channel: COM2's string OUTs (rep outsb), every byte one OUT ---
 vmm --cpus 2 --vpmu-backend=clock --plugin "$PL_DIR/io_latency.so,port=0x2f8,out=$TMP/pl.ila" \
 	--agent-channel "$TMP/pl.agent" --trace "$TMP/pl.ila.trace" --trace-events pio \
-	--cmdline "quiet start=/bin/agent:/bin/matmul+32+2" --timeout 60
+	--cmdline "quiet start=/bin/agent:/bin/matmul+32+2" --timeout $((60 * HANG))
 bytes=$(wc -c <"$TMP/pl.agent" 2>/dev/null || echo 0)
 outs=$("$TR_KVMPROF" trace -i "$TMP/pl.ila.trace" 2>/dev/null | grep -c ' pio port=0x2f8 size=1 out=1 ')
 line=$(grep '^io_latency: ' "$TMP/pl.ila")
@@ -129,7 +129,7 @@ else fail plugin-io-latency-agent-channel "rc=$rc, $bytes agent bytes, $outs OUT
 # --- the ASan VMM loads a plain plugin too -----------------------------------------
 if [ -n "${TAG:-}" ] && [ "$PL_DIR" != "$BUILD/plugins" ]; then
 	vmm --cpus 2 --vpmu=off --plugin "$BUILD/plugins/exit_histogram.so,out=$TMP/pl.plain" --console "$TMP/pl.plain.console" \
-		--cmdline "quiet start=/bin/exit" --timeout 60
+		--cmdline "quiet start=/bin/exit" --timeout $((60 * HANG))
 	com1=$(awk '$2 == "pio" && $3 == "out:0x3f8" { n += $1 } END { print n + 0 }' "$TMP/pl.plain" 2>/dev/null)
 	if [ "$rc" = 0 ] && [ "$com1" -gt 0 ] && [ "$com1" = "$(wc -c <"$TMP/pl.plain.console")" ]; then
 		pass plugin-plain-build-in-asan-vmm

@@ -11,7 +11,7 @@ NT_VMM=$BUILD/notrace/kvmprof-vmm
 
 # svmm BINARY ARGS...: one run with a hard limit, output in $TMP/out and $TMP/err, status in $rc.
 svmm() {
-	timeout -k 5 120 "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	timeout -k 5 $((120 * HANG)) "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
 	rc=$?
 }
 # sp_count FILE: the count in console_bytes's "console bytes N" line (-1 if none).
@@ -27,7 +27,7 @@ elif [ ! -x "$SP_VMM" ] || [ ! -x "$NT_VMM" ] || [ ! -f "$SP_SO" ]; then
 else
 	# --- the same source both ways, in one run: the compiled-in handler and the loaded library ---
 	svmm "$SP_VMM" --cpus 2 --vpmu=off --plugin "$SP_SO" --console "$TMP/sp.console" \
-		--cmdline "quiet start=/bin/spam:10000:200,/bin/spam:10000:200" --timeout 60
+		--cmdline "quiet start=/bin/spam:10000:200,/bin/spam:10000:200" --timeout $((60 * HANG))
 	bytes=$(wc -c <"$TMP/sp.console")
 	counts=$(awk '/^kvmprof-vmm: plugin [0-9]+ \(console_bytes\) output:$/ { getline; if ($1 == "console") print $3 }' "$TMP/err" |
 		tr '\n' ' ')
@@ -45,7 +45,7 @@ else
 
 	# --- arguments and out=FILE as for a loaded plugin; the trace file sees the same events ---
 	svmm "$SP_VMM" --vpmu=off --plugin "builtin,out=$TMP/sp.out" --console "$TMP/sp2.console" \
-		--trace "$TMP/sp.trace" --trace-events pio --cmdline "quiet start=/bin/spam:10000:50" --timeout 60
+		--trace "$TMP/sp.trace" --trace-events pio --cmdline "quiet start=/bin/spam:10000:50" --timeout $((60 * HANG))
 	bytes=$(wc -c <"$TMP/sp2.console")
 	outs=$("$BUILD/kvmprof" trace -i "$TMP/sp.trace" 2>/dev/null | grep -c ' pio port=0x3f8 size=1 out=1 ')
 	if [ "$rc" = 0 ] && [ "$(sp_count "$TMP/sp.out")" = "$bytes" ] && [ "$outs" = "$bytes" ] &&
@@ -65,7 +65,7 @@ else
 
 	# --- over the control socket: never unloaded; event-set switches its handler off ---
 	sp_sock=$TMP/sp.sock
-	"$SP_VMM" --vpmu=off --control "$sp_sock" --console "$TMP/sp3.console" --timeout 60 \
+	"$SP_VMM" --vpmu=off --control "$sp_sock" --console "$TMP/sp3.console" --timeout $((60 * HANG)) \
 		--cmdline "quiet start=/bin/spam:4000" >"$TMP/sp3.out" 2>"$TMP/sp3.err" </dev/null &
 	sp_pid=$!
 	if ! ctl_wait_socket "$sp_sock" $sp_pid; then
@@ -91,7 +91,7 @@ else
 	fi
 
 	# --- compiled out: the guest runs the same; --trace and plugins say why they cannot ---
-	svmm "$NT_VMM" --cpus 2 --vpmu=off --console "$TMP/nt.console" --cmdline "quiet start=/bin/spam:10000:50" --timeout 60
+	svmm "$NT_VMM" --cpus 2 --vpmu=off --console "$TMP/nt.console" --cmdline "quiet start=/bin/spam:10000:50" --timeout $((60 * HANG))
 	# No TRACE site is left: nothing calls the dispatch (the ordinary build's sites do).
 	calls=$(objdump -d "$NT_VMM" | grep -c 'call.*<trace_dispatch>')
 	calls_plain=$(objdump -d "$BUILD/kvmprof-vmm" | grep -c 'call.*<trace_dispatch>')

@@ -25,7 +25,7 @@ tr_sum() {
 # register (port 0x3f8 with DLAB clear); the bundled guest never sets DLAB,
 # so every 1-byte OUT to 0x3f8 is a console byte.
 vmm --cpus 2 --trace "$TMP/pio.trace" --trace-events pio --console "$TMP/pio.console" \
-	--cmdline "quiet start=/bin/exit" --timeout 60
+	--cmdline "quiet start=/bin/exit" --timeout $((60 * HANG))
 if [ "$rc" != 0 ]; then fail trace-pio-com1-bytes "exit code $rc: $(head -c 300 "$TMP/err")"
 elif ! "$TR_KVMPROF" trace -i "$TMP/pio.trace" >"$TMP/pio.txt" 2>"$TMP/pio.rerr"; then
 	fail trace-pio-com1-bytes "the reader refused the file: $(cat "$TMP/pio.rerr")"
@@ -49,7 +49,7 @@ fi
 # emulator, so every KVM_RUN return is one exit in both counts.
 vmm --cpus 2 --vpmu=amd --vpmu-backend=clock --vpmu-stats --trace "$TMP/pmu.trace" \
 	--trace-events 'vm_*,vcpu_*,msr_*,pmu_*,pmi_*' --cmdline "quiet start=/bin/pmutest:pmi:1000000:20:0:cycles" \
-	--timeout 60
+	--timeout $((60 * HANG))
 if [ "$rc" != 0 ]; then fail trace-vm-exits-match-vmm-count "exit code $rc: $(head -c 300 "$TMP/err")"
 else
 	t=$(tr_count "$TMP/pmu.trace" vm_exit) s=$(tr_stat "VM exits")
@@ -87,7 +87,7 @@ fi
 # pmutest's PMI loop runs with its counters live, so the emulator runs the
 # guest kernel's RDMSR/WRMSR itself (no KVM exit) for most of them.
 vmm --cpus 2 --vpmu=amd --vpmu-backend=exact --vpmu-stats --trace "$TMP/exact.trace" --trace-events 'msr_*' \
-	--cmdline "quiet start=/bin/pmutest:pmi:100000:20" --timeout 60
+	--cmdline "quiet start=/bin/pmutest:pmi:100000:20" --timeout $((60 * HANG))
 reads=$(awk '/PMU MSR exits/ { print $4 }' "$TMP/err") writes=$(awk '/PMU MSR exits/ { print $6 }' "$TMP/err")
 tr=$(tr_count "$TMP/exact.trace" msr_read) tw=$(tr_count "$TMP/exact.trace" msr_write)
 if [ "$rc" = 0 ] && [ "${reads:-0}" -gt 10 ] && [ "$tr" = "$reads" ] && [ "$tw" = "$writes" ]; then
@@ -98,7 +98,7 @@ else fail trace-msr-events-of-the-exact-backend "rc=$rc: $tr/$tw msr_read/msr_wr
 if [ -x "$CTL_CLIENT" ]; then
 	rm -f "$CTL_SOCK"
 	# shellcheck disable=SC2086 # VMM may carry a prefix
-	$VMM --kernel "$FIX/pvh-spin.elf" --cpus 2 --timeout 100 --control "$CTL_SOCK" --trace "$TMP/ctl.trace" \
+	$VMM --kernel "$FIX/pvh-spin.elf" --cpus 2 --timeout $((100 * HANG)) --control "$CTL_SOCK" --trace "$TMP/ctl.trace" \
 		--trace-events 'control_request,vcpu_*' >"$TMP/trctl.out" 2>"$TMP/trctl.err" </dev/null &
 	tr_pid=$!
 	if ! ctl_wait_socket "$CTL_SOCK" $tr_pid; then
@@ -127,7 +127,7 @@ if [ -x "$TR_KVMPROF" ]; then
 	rm -f "$TMP/gs.sock"
 	# shellcheck disable=SC2086 # VMM may carry a prefix
 	$VMM --cpus 1 --vpmu-backend=clock --control "$TMP/gs.sock" --trace "$TMP/gs.trace" --trace-events 'guest_*' \
-		--timeout 60 --cmdline "quiet start=/bin/matmul:128:300,/bin/matmul:128:300" >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
+		--timeout $((60 * HANG)) --cmdline "quiet start=/bin/matmul:128:300,/bin/matmul:128:300" >"$TMP/gs.out" 2>"$TMP/gs.err" </dev/null &
 	gs_pid=$!
 	if ! ctl_wait_socket "$TMP/gs.sock" $gs_pid; then
 		fail trace-guest-samples "no socket: $(head -c 300 "$TMP/gs.err")"

@@ -33,25 +33,25 @@ else
 fi
 
 # --- no PMU: the guest says so and never touches the MSRs ---------------------
-vmm --vpmu=off --cmdline "pmutest start=/bin/matmul:32:2,/bin/pmutest:info,/bin/pmutest:args" --timeout 60
+vmm --vpmu=off --cmdline "pmutest start=/bin/matmul:32:2,/bin/pmutest:info,/bin/pmutest:args" --timeout $((60 * HANG))
 if [ "$rc" = 3 ] && grep -qx 'kvmprof guest: no pmu' "$TMP/out" && grep -qx 'matmul: no PMU' "$TMP/out" &&
 	grep -q '^pmutest info: no PMU' "$TMP/out" && grep -q '^pmutest args: pmu=none test=on .* failures=0$' "$TMP/out"; then
 	pass vpmu-guest-off-says-no-pmu
 else fail vpmu-guest-off-says-no-pmu "rc=$rc (expected 3: pmutest info's no-PMU status)"; fi
 
 # --- the model comes from CPUID ----------------------------------------------
-vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:info" --timeout 60
+vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:info" --timeout $((60 * HANG))
 if [ "$rc" = 0 ] && grep -qx 'kvmprof guest: pmu amd perfmon-v2, 6 counters' "$TMP/out" &&
 	grep -q '^pmutest info: model=amd version=2 gp=6 fixed=0 width=48' "$TMP/out"; then pass vpmu-guest-detects-amd
 else fail vpmu-guest-detects-amd "rc=$rc"; fi
 
-vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters 4 --cmdline "start=/bin/pmutest:info" --timeout 60
+vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters 4 --cmdline "start=/bin/pmutest:info" --timeout $((60 * HANG))
 if [ "$rc" = 0 ] && grep -qE '^kvmprof guest: pmu intel v2, 4\+3 counters, 48 bits' "$TMP/out" &&
 	grep -q '^pmutest info: model=intel version=2 gp=4 fixed=3 width=48' "$TMP/out"; then pass vpmu-guest-detects-intel
 else fail vpmu-guest-detects-intel "rc=$rc"; fi
 
 # --- the demo programs count their hot loops; their result lines are unchanged --
-vmm "${PMU_BE[@]}" --cpus 2 --timeout 60
+vmm "${PMU_BE[@]}" --cpus 2 --timeout $((60 * HANG))
 if [ $PMU_HW = 1 ]; then insn='[1-9][0-9]*'; else insn='[0-9]+'; fi
 if [ "$rc" = 0 ] && grep -qxF "$MATMUL_LINE" "$TMP/out" && grep -qxF "$HASH_LINE" "$TMP/out" &&
 	grep -qxE "matmul: instructions=$insn cycles=[1-9][0-9]*" "$TMP/out" &&
@@ -60,11 +60,11 @@ else fail vpmu-guest-demos-count "rc=$rc"; fi
 
 # --- system-call arguments ---------------------------------------------------
 for model in amd intel; do
-	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "pmutest start=/bin/pmutest:args" --timeout 60
+	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "pmutest start=/bin/pmutest:args" --timeout $((60 * HANG))
 	if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=on .* failures=0$' "$TMP/out"; then pass "vpmu-guest-args-$model"
 	else fail "vpmu-guest-args-$model" "rc=$rc"; fi
 done
-vmm "${PMU_BE[@]}" --cmdline "start=/bin/pmutest:args" --timeout 60
+vmm "${PMU_BE[@]}" --cmdline "start=/bin/pmutest:args" --timeout $((60 * HANG))
 if [ "$rc" = 0 ] && grep -q '^pmutest args: pmu=yes test=off .* failures=0$' "$TMP/out"; then pass vpmu-guest-test-calls-need-pmutest
 else fail vpmu-guest-test-calls-need-pmutest "rc=$rc"; fi
 
@@ -84,7 +84,7 @@ else fail vpmu-guest-test-calls-need-pmutest "rc=$rc"; fi
 if [ $PMU_HW = 1 ]; then
 	for model in amd intel; do
 		for n in 10000000 1000; do
-			vmm --vpmu=$model --cmdline "start=/bin/pmutest:loop:$n" --timeout 60
+			vmm --vpmu=$model --cmdline "start=/bin/pmutest:loop:$n" --timeout $((60 * HANG))
 			tol=$((n > 1000 ? 500 : 100))
 			i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 			b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
@@ -94,7 +94,7 @@ if [ $PMU_HW = 1 ]; then
 			else fail "vpmu-guest-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (tolerance $tol)"; fi
 		done
 	done
-	vmm --cpus 2 --cmdline "start=/bin/pmutest:loop:200000000,/bin/matmul,/bin/hash" --timeout 60
+	vmm --cpus 2 --cmdline "start=/bin/pmutest:loop:200000000,/bin/matmul,/bin/hash" --timeout $((60 * HANG))
 	i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 	b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
 	tol=$((1000 + ${ei:-0} / 10000))
@@ -119,21 +119,21 @@ fi
 # RIP in the sampled loop.
 for model in amd intel; do
 	for n in 10000000 1000; do
-		vmm --vpmu=$model --vpmu-backend=exact --cmdline "start=/bin/pmutest:loop:$n" --timeout 60
+		vmm --vpmu=$model --vpmu-backend=exact --cmdline "start=/bin/pmutest:loop:$n" --timeout $((60 * HANG))
 		i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 		b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
 		if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then pass "vpmu-exact-loop-$model-$n"
 		else fail "vpmu-exact-loop-$model-$n" "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
 	done
 done
-vmm --vpmu-backend=exact --cpus 2 --timeout 120 \
+vmm --vpmu-backend=exact --cpus 2 --timeout $((120 * HANG)) \
 	--cmdline "start=/bin/pmutest:loop:20000000,/bin/matmul:64:20,/bin/hash:65536:100"
 i=$(pmu_field loop instructions) ei=$(pmu_field loop expected_instructions)
 b=$(pmu_field loop branches) eb=$(pmu_field loop expected_branches)
 if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then pass vpmu-exact-loop-preempted-and-migrated
 else fail vpmu-exact-loop-preempted-and-migrated "rc=$rc instructions=$i/$ei branches=$b/$eb (exact)"; fi
 for model in amd intel; do
-	vmm --vpmu=$model --vpmu-backend=exact --vpmu-stats --cmdline "start=/bin/pmutest:pmi:1000000:100" --timeout 60
+	vmm --vpmu=$model --vpmu-backend=exact --vpmu-stats --cmdline "start=/bin/pmutest:pmi:1000000:100" --timeout $((60 * HANG))
 	p=$(pmu_field pmi pmis) e=$(pmu_field pmi expected) r=$(pmu_field pmi rips_in_loop) o=$(pmu_field pmi overshoot_max)
 	if [ "$rc" = 0 ] && [ -n "$p" ] && [ "$p" = "$e" ] && [ "$o" = 0 ] && [ -n "$r" ] && [ "${r%/*}" = "${r#*/}" ] &&
 		[ "${r%/*}" -gt 0 ]; then pass "vpmu-exact-pmi-$model"
@@ -147,7 +147,7 @@ done
 # of stop's). The kernel part is at least the 3N of the loop; the rest is
 # the system-call paths (~600) and timer ticks taken meanwhile (a few
 # hundred instructions each, a run of ~0.2 s): under 3N + 5000.
-vmm --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
+vmm --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout $((60 * HANG))
 i=$(pmu_field portio instructions) u=$(pmu_field portio user_instructions)
 if [ "$rc" = 0 ] && [ "$u" = 21 ] && [ -n "$i" ] && [ $((i - u)) -ge 6000 ] && [ $((i - u)) -lt 11000 ]; then
 	pass vpmu-exact-user-and-kernel
@@ -156,15 +156,15 @@ else fail vpmu-exact-user-and-kernel "rc=$rc instructions=$i user_instructions=$
 # Counting must not change what the programs compute. matmul's count is its
 # loop's and the 3 instructions of the wrappers' frames around it (the pop
 # of start's, the push and mov of stop's).
-vmm --vpmu=off --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout 60
+vmm --vpmu=off --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout $((60 * HANG))
 grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/plain"
-vmm --vpmu-backend=exact --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout 60
+vmm --vpmu-backend=exact --cpus 2 --cmdline "start=/bin/matmul:64:20,/bin/hash:65536:100" --timeout $((60 * HANG))
 grep -E '^(matmul|hash): (n|size)=' "$TMP/out" | sort >"$TMP/exact"
 if [ "$rc" = 0 ] && [ "$(wc -l <"$TMP/exact")" = 2 ] && cmp -s "$TMP/plain" "$TMP/exact" &&
 	grep -qxE 'matmul: instructions=38199023 cycles=[1-9][0-9]*' "$TMP/out"; then pass vpmu-exact-demos-unchanged
 else fail vpmu-exact-demos-unchanged "rc=$rc: $(tr '\n' ' ' <"$TMP/exact") vs $(tr '\n' ' ' <"$TMP/plain")"; fi
 # RDTSC in ring 3, which the VMM does in place: `pmutest tsc N` is 3N+1 and N.
-vmm --vpmu-backend=exact --cmdline "start=/bin/pmutest:tsc:1000" --timeout 60
+vmm --vpmu-backend=exact --cmdline "start=/bin/pmutest:tsc:1000" --timeout $((60 * HANG))
 i=$(pmu_field tsc instructions) ei=$(pmu_field tsc expected_instructions)
 b=$(pmu_field tsc branches) eb=$(pmu_field tsc expected_branches)
 if [ "$rc" = 0 ] && [ -n "$i" ] && [ "$i" = "$ei" ] && [ "$b" = "$eb" ]; then pass vpmu-exact-rdtsc-in-ring-3
@@ -172,12 +172,12 @@ else fail vpmu-exact-rdtsc-in-ring-3 "rc=$rc instructions=$i/$ei branches=$b/$eb
 # Domain-switch mode counts the same guest instructions (the exact backend
 # does not count the VMM's own), and a filtered event reads 0 while the
 # branches beside it stay exact.
-vmm --vpmu-backend=exact --vpmu-mode=domain-switch --cmdline "start=/bin/pmutest:loop:1000" --timeout 60
+vmm --vpmu-backend=exact --vpmu-mode=domain-switch --cmdline "start=/bin/pmutest:loop:1000" --timeout $((60 * HANG))
 i=$(pmu_field loop instructions) b=$(pmu_field loop branches)
 if [ "$rc" = 0 ] && [ "$i" = 2001 ] && [ "$b" = 1000 ]; then pass vpmu-exact-domain-switch
 else fail vpmu-exact-domain-switch "rc=$rc instructions=$i branches=$b (want 2001 and 1000)"; fi
 printf 'action deny\nevent 0xc0 0x00\n' >"$TMP/deny-insns.filter"
-vmm --vpmu=amd --vpmu-backend=exact --vpmu-filter "$TMP/deny-insns.filter" --cmdline "start=/bin/pmutest:loop:1000" --timeout 60
+vmm --vpmu=amd --vpmu-backend=exact --vpmu-filter "$TMP/deny-insns.filter" --cmdline "start=/bin/pmutest:loop:1000" --timeout $((60 * HANG))
 i=$(pmu_field loop instructions) b=$(pmu_field loop branches)
 if [ "$rc" = 0 ] && [ "$i" = 0 ] && [ "$b" = 1000 ]; then pass vpmu-exact-filter
 else fail vpmu-exact-filter "rc=$rc instructions=$i branches=$b (want 0: denied, and 1000)"; fi
@@ -185,16 +185,16 @@ else fail vpmu-exact-filter "rc=$rc instructions=$i branches=$b (want 0: denied,
 # user instructions apart (pmutest toggle): every on-off pair counts the
 # same user code, so 1000 pairs count exactly 1000 times what one does.
 for model in amd intel; do
-	vmm --vpmu=$model --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:toggle:1" --timeout 60
+	vmm --vpmu=$model --vpmu-backend=exact --cmdline "pmutest start=/bin/pmutest:toggle:1" --timeout $((60 * HANG))
 	one=$(pmu_field toggle instructions) one_rc=$rc
-	vmm --vpmu=$model --vpmu-backend=exact --cpus 2 --cmdline "pmutest start=/bin/pmutest:toggle:1000,/bin/hash:100" --timeout 60
+	vmm --vpmu=$model --vpmu-backend=exact --cpus 2 --cmdline "pmutest start=/bin/pmutest:toggle:1000,/bin/hash:100" --timeout $((60 * HANG))
 	many=$(pmu_field toggle instructions)
 	if [ "$one_rc" = 0 ] && [ "$rc" = 0 ] && [ "${one:-0}" -gt 0 ] && [ "$many" = $((one * 1000)) ]; then
 		pass "vpmu-exact-toggle-storm-$model"
 	else fail "vpmu-exact-toggle-storm-$model" "rc=$one_rc/$rc: 1 toggle counts $one, 1000 count $many (want 1000 times)"; fi
 done
 # A hostile guest: garbage into every PMU MSR around an exactly counted loop, on 2 vCPUs.
-vmm --vpmu-backend=exact --cpus 2 --timeout 60 \
+vmm --vpmu-backend=exact --cpus 2 --timeout $((60 * HANG)) \
 	--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
 i=$(pmu_field loop instructions)
 if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && [ "$i" = 2000001 ]; then
@@ -202,7 +202,7 @@ if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] &&
 else fail vpmu-exact-fuzz "rc=$rc loop instructions=$i (want 2000001)"; fi
 
 for model in amd intel; do
-	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "start=/bin/pmutest:cycles" --timeout 60
+	vmm "${PMU_BE[@]}" --vpmu=$model --cmdline "start=/bin/pmutest:cycles" --timeout $((60 * HANG))
 	c=$(pmu_field cycles cycles)
 	if [ "$rc" = 0 ] && [ "${c:-0}" -gt 0 ]; then pass "vpmu-guest-cycles-$model"
 	else fail "vpmu-guest-cycles-$model" "rc=$rc cycles=$c"; fi
@@ -217,7 +217,7 @@ done
 # overflow before its PMI).
 if [ $PMU_HW = 1 ]; then pmi_args="pmi:1000000:100"; else pmi_args="pmi:2000000:100:cycles:keep"; fi
 for model in amd intel; do
-	vmm "${PMU_BE[@]}" --vpmu=$model --vpmu-stats --cmdline "start=/bin/pmutest:$pmi_args" --timeout 60
+	vmm "${PMU_BE[@]}" --vpmu=$model --vpmu-stats --cmdline "start=/bin/pmutest:$pmi_args" --timeout $((60 * HANG))
 	p=$(pmu_field pmi pmis) e=$(pmu_field pmi expected) r=$(pmu_field pmi rips_in_loop)
 	if [ $PMU_HW = 1 ]; then pmu_near "$p" "$e" 1; else [ -n "$p" ] && [ "$p" -ge $((${e:-0} / 2)) ] && [ "$p" -le $((${e:-0} + 1)) ]; fi
 	pmi_ok=$?
@@ -230,25 +230,25 @@ done
 # --- event filter: a denied event reads 0 --------------------------------------
 if [ $PMU_HW = 1 ]; then ev=0xc0; else ev=0x76; fi
 printf '# vpmu-guest: deny one event\naction deny\nevent %s 0x00\n' $ev >"$TMP/deny.filter"
-vmm "${PMU_BE[@]}" --vpmu=amd --vpmu-filter "$TMP/deny.filter" --cmdline "start=/bin/pmutest:event:$ev:0" --timeout 60
+vmm "${PMU_BE[@]}" --vpmu=amd --vpmu-filter "$TMP/deny.filter" --cmdline "start=/bin/pmutest:event:$ev:0" --timeout $((60 * HANG))
 denied=$(pmu_field event count) denied_rc=$rc
-vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:event:$ev:0" --timeout 60
+vmm "${PMU_BE[@]}" --vpmu=amd --cmdline "start=/bin/pmutest:event:$ev:0" --timeout $((60 * HANG))
 allowed=$(pmu_field event count)
 if [ "$denied_rc" = 0 ] && [ "$rc" = 0 ] && [ "$denied" = 0 ] && [ "${allowed:-0}" -gt 0 ]; then pass vpmu-guest-filter-denied-event-reads-0
 else fail vpmu-guest-filter-denied-event-reads-0 "event $ev: denied count=$denied, allowed count=$allowed"; fi
 
 # Intel: an allow list without a `fixed` line denies the fixed counters.
 printf 'action allow\nevent 0x3c 0x00\n' >"$TMP/allow.filter"
-vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-filter "$TMP/allow.filter" --cmdline "start=/bin/pmutest:event:0x3c:0,/bin/pmutest:cycles" --timeout 60
+vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-filter "$TMP/allow.filter" --cmdline "start=/bin/pmutest:event:0x3c:0,/bin/pmutest:cycles" --timeout $((60 * HANG))
 gpc=$(pmu_field event count) fixedc=$(pmu_field cycles cycles)
 if [ "${gpc:-0}" -gt 0 ] && [ "$fixedc" = 0 ]; then pass vpmu-guest-filter-intel-fixed-bitmap
 else fail vpmu-guest-filter-intel-fixed-bitmap "cycles on a GP counter=$gpc (want > 0), on fixed counter 1=$fixedc (want 0)"; fi
 
 # --- domain switch counts the VMM's work for the guest -------------------------
 if [ $PMU_HW = 1 ]; then
-	vmm --vpmu-mode=cpu-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
+	vmm --vpmu-mode=cpu-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout $((60 * HANG))
 	cpu=$(pmu_field portio instructions) cpu_rc=$rc
-	vmm --vpmu-mode=domain-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout 60
+	vmm --vpmu-mode=domain-switch --cmdline "pmutest start=/bin/pmutest:portio:2000" --timeout $((60 * HANG))
 	dom=$(pmu_field portio instructions)
 	if [ "$cpu_rc" = 0 ] && [ "$rc" = 0 ] && [ -n "$cpu" ] && [ -n "$dom" ] && [ "$dom" -gt "$cpu" ]; then
 		pass vpmu-guest-portio-domain-switch-counts-more
@@ -263,7 +263,7 @@ fi
 
 # --- hostile guest: garbage in every PMU MSR; #GP where the model says ----------
 for model in amd intel; do
-	vmm "${PMU_BE[@]}" --vpmu=$model --cpus 2 --timeout 60 \
+	vmm "${PMU_BE[@]}" --vpmu=$model --cpus 2 --timeout $((60 * HANG)) \
 		--cmdline "pmutest start=/bin/pmutest:fuzz,/bin/pmutest:loop:1000000,/bin/pmutest:fuzz"
 	if [ "$rc" = 0 ] && [ "$(grep -c '^pmutest fuzz: msrs=64 ' "$TMP/out")" = 2 ] && grep -q '^pmutest loop:' "$TMP/out" &&
 		! grep -q 'kernel panic' "$TMP/out"; then pass "vpmu-guest-fuzz-$model"
@@ -271,7 +271,7 @@ for model in amd intel; do
 done
 
 for n in 8 4; do
-	vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters $n --cmdline "pmutest start=/bin/pmutest:gp" --timeout 60
+	vmm "${PMU_BE[@]}" --vpmu=intel --vpmu-counters $n --cmdline "pmutest start=/bin/pmutest:gp" --timeout $((60 * HANG))
 	if [ "$rc" = 0 ] && grep -q '^pmutest gp: model=intel checks=[0-9]* failures=0$' "$TMP/out"; then pass "vpmu-guest-gp-intel-$n"
 	else fail "vpmu-guest-gp-intel-$n" "rc=$rc: $(grep -m3 'FAIL' "$TMP/out" | tr '\n' ' ')"; fi
 done
@@ -293,7 +293,7 @@ for trace in pmi:isr2 tick:isr32; do
 	kind=${trace%%:*} stub=${trace#*:}
 	if [ "$kind" = tick ]; then flag=-n: what='timer tick'; else flag=-I: what=PMI; fi # -I: a PMI per sample
 	vmm "${PMU_BE[@]}" --cpus 1 --vpmu-trace-$kind 10 --agent-channel "$TMP/trace.chan" \
-		--cmdline "quiet start=/bin/agent:$flag/bin/matmul+64+20" --timeout 90
+		--cmdline "quiet start=/bin/agent:$flag/bin/matmul+64+20" --timeout $((90 * HANG))
 	line=$(grep -m1 "^kvmprof-vmm: $what trace: " "$TMP/err")
 	rip=$(sed -n 's/.*first step at rip \(0x[0-9a-f]*\).*/\1/p' <<<"$line")
 	if [ "$rc" = 0 ] && [[ $line == *": 10 single-stepped from the handler's entry to its IRETQ"* ]] && [ -n "$rip" ] &&

@@ -51,14 +51,14 @@ sbuf_agree() {
 # The agent drains every 50 ms; a watermark of 10 records of 64 bytes makes PMIs come.
 rm -f "$TMP/agent.data"
 vmm --vpmu-backend=clock --vpmu-stats --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-	--cmdline "quiet pmubuf_watermark=640 start=/bin/agent:-c:100000:$AGENT_WORK" --timeout 90
+	--cmdline "quiet pmubuf_watermark=640 start=/bin/agent:-c:100000:$AGENT_WORK" --timeout $((90 * HANG))
 sbuf_agree vpmu-sbuf-counts-agree
 
 # Drained only at the end: each CPU's 4 KiB buffer takes exactly 64 records (64 bytes each, no
 # call stack), crosses its watermark once, and every later overflow is lost, not overwriting.
 rm -f "$TMP/agent.data"
 vmm --vpmu-backend=clock --vpmu-stats --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-	--cmdline "quiet pmubuf_size=4096 pmubuf_watermark=640 start=/bin/agent:-D:-c:100000:$AGENT_WORK" --timeout 90
+	--cmdline "quiet pmubuf_size=4096 pmubuf_watermark=640 start=/bin/agent:-D:-c:100000:$AGENT_WORK" --timeout $((90 * HANG))
 if sbuf_agree vpmu-sbuf-full-buffer-agree; then
 	cpus=$(agent_field cpus)
 	if [ "$(sbuf_stat 'records written')" = $((64 * cpus)) ] && [ "$(sbuf_stat 'watermark PMIs')" = "$cpus" ] &&
@@ -69,7 +69,7 @@ fi
 # Call stacks: the VMM walks the guest's frame pointers into each record.
 rm -f "$TMP/agent.data"
 vmm --vpmu-backend=clock --vpmu-stats --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-	--cmdline "quiet start=/bin/agent:-g:$AGENT_WORK" --timeout 90
+	--cmdline "quiet start=/bin/agent:-g:$AGENT_WORK" --timeout $((90 * HANG))
 if sbuf_agree vpmu-sbuf-callchain-counts-agree; then
 	"$AGENT_REPORT" report -i "$TMP/agent.data" --guest-root "$BUILD/guest" --format folded >"$TMP/folded" 2>"$TMP/rerr"
 	if grep -q '^matmul;matmul`_start;matmul`main;matmul`matmul_multiply ' "$TMP/folded"; then pass vpmu-sbuf-callchain
@@ -81,7 +81,7 @@ fi
 sbuf_pmi_path() {
 	local name=$1 kflags=$2 aflags=$3
 	vmm --vpmu-backend=clock --vpmu-stats --cpus 2 "${AGENT_GUEST[@]}" --agent-channel "$TMP/agent.data" \
-		--cmdline "quiet $kflags start=/bin/agent:$aflags$AGENT_WORK" --timeout 90
+		--cmdline "quiet $kflags start=/bin/agent:$aflags$AGENT_WORK" --timeout $((90 * HANG))
 	if [ "$rc" = 0 ] && [ "$(agent_field buffer)" = 0 ] && ! grep -q '^  sample buffer:' "$TMP/err" &&
 		[ "$(agent_field samples)" -gt 0 ] &&
 		[ "$(agent_field pmis)" = $(($(agent_field samples) + $(agent_field lost))) ]; then pass "$name"
@@ -92,7 +92,7 @@ sbuf_pmi_path vpmu-sbuf-pmi-path-pmubuf-off "pmubuf=off" ""
 
 # A hostile guest's settings: each gets #GP, the VMM counts every one and carries on.
 vmm --vpmu-backend=clock --vpmu-stats --cpus 1 "${AGENT_GUEST[@]}" --cmdline "quiet pmutest start=/bin/pmutest:sbuf" \
-	--timeout 60
+	--timeout $((60 * HANG))
 if [ "$rc" = 0 ] && grep -qx 'pmutest sbuf: checks=31 failures=0' "$TMP/out" &&
 	[ "$(sbuf_stat 'settings refused')" = 17 ]; then pass vpmu-sbuf-hostile-settings-gp
 else fail vpmu-sbuf-hostile-settings-gp "rc=$rc, $(grep '^pmutest' "$TMP/out" | tr '\n' '|') $(sbuf_line)"; fi
