@@ -158,7 +158,7 @@ while True:
 	fi
 	sleep 1
 	base=$(hg_rss_kb "$vpid")
-	while kill -0 "$vpid" 2>/dev/null && [ $(($(date +%s) - t0)) -lt 230 ]; do
+	while kill -0 "$vpid" 2>/dev/null && [ $(($(date +%s) - t0)) -lt $((230 * HANG)) ]; do
 		r=$(hg_rss_kb "$vpid")
 		[ "${r:-0}" -gt "$max" ] && max=$r
 		asked=$((asked + 1))
@@ -179,7 +179,9 @@ while True:
 	fi
 }
 
-if command -v python3 >/dev/null && command -v pgrep >/dev/null; then
+if real_kvm_only console-slow-reader-flood "its one-minute flood through a 20 KB/s reader ran past 4 minutes (agent-channel-stalled-* cover the UARTs' back-pressure there)"; then
+	:
+elif command -v python3 >/dev/null && command -v pgrep >/dev/null; then
 	hg_flood
 else
 	skip console-slow-reader-flood "python3 or pgrep missing (make deps installs python3)"
