@@ -123,6 +123,9 @@ RUN_DIR := $(BUILD)/run
 # each byte one OUT to port 0x3f8 that the VMM handles.
 RUN_EXIT_WORK := :/bin/exitloop+console+300
 RUN_EXACT_WORK := :/bin/matmul+96+20:/bin/hash+150$(RUN_EXIT_WORK)
+# In the emulated KVM host (tests/kvmhost sets KVMHOST_L1) the emulator runs
+# ~20 times slower: the same demos, smaller.
+RUN_L1_WORK := :/bin/matmul+64+10:/bin/hash+50$(RUN_EXIT_WORK)
 # Without /dev/kvm the demo runs as it is inside an emulated KVM host
 # (tests/kvmhost: an L1 under QEMU's TCG with nested SVM), its files landing
 # in $(RUN_DIR) as here.
@@ -146,6 +149,7 @@ run-demo:
 	fi; \
 	sock=$(RUN_DIR)/vmm.sock; rm -f $$sock $(RUN_DIR)/system.data; \
 	if [ $$backend = exact ]; then work=$(RUN_EXACT_WORK); else work=:/bin/matmul:/bin/hash$(RUN_EXIT_WORK); fi; \
+	if [ "$${KVMHOST_L1:-0}" = 1 ]; then work=$(RUN_L1_WORK); fi; \
 	echo "run: $(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock" \
 		"--agent-channel $(RUN_DIR)/agent.data --cmdline start=/bin/agent$$work &"; \
 	$(BUILD)/kvmprof-vmm --cpus 2 --vpmu-backend=$$backend --vpmu-stats --control $$sock \

@@ -65,7 +65,7 @@ if kvm_why=$($KVMHOST check); then
 else
 	KVM_KIND="emulated: $kvm_why here, so the suites that need KVM ran in two L1s under QEMU's TCG with nested SVM (tests/kvmhost)"
 	if want unit || want host || want e2e || want docs; then
-		echo "== no /dev/kvm here ($kvm_why): booting two L1s under QEMU's TCG with nested SVM for the suites that need KVM (tests/kvmhost)"
+		echo "== KVM: $kvm_why here, so two L1s boot under QEMU's TCG with nested SVM for the suites that need KVM (tests/kvmhost)"
 		trap '[ -z "$kvm_session_a" ] || $KVMHOST stop -s "$kvm_session_a"; [ -z "$kvm_session_b" ] || $KVMHOST stop -s "$kvm_session_b"' EXIT
 		$KVMHOST start -o $$ >"$BUILD/kvmhost-a" 2>"$BUILD/kvmhost-start-a.log" &
 		$KVMHOST start -o $$ >"$BUILD/kvmhost-b" 2>"$BUILD/kvmhost-start-b.log"

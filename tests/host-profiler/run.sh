@@ -32,7 +32,7 @@ for f in "$KVMPROF" "$VMM" "$ROOT/kernel.elf" "$ROOT/bin/matmul" "$ROOT/bin/spam
 	fi
 done
 if [ ! -c /dev/kvm ]; then
-	skip host-profiler "no /dev/kvm"
+	skip host-profiler "no /dev/kvm here (make test-host runs this suite in an emulated KVM host: tests/kvmhost/kvmhost run -- bash tests/host-profiler/run.sh)"
 	exit 0
 fi
 
