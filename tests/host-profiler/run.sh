@@ -54,6 +54,11 @@ stop_vm() {
 	VPID=
 }
 
+# err_lines FILE: its lines but the report's warning of call chains cut at a garbage frame
+# pointer, which a recording may or may not call for (the VMM's host stacks through a libc
+# function built without one: 7 in a recording in the emulated KVM host, none here).
+err_lines() { grep -v -c 'warning: [0-9]* call chains were cut' "$1"; }
+
 # The domain table's percentages, and their sum.
 domain_pct() { awk -v d="$2" '$0 ~ "^"d" " { sub("%", "", $NF); print $NF; exit }' "$1"; }
 domain_count() { awk -v d="$2" '$0 ~ "^"d" " { print $(NF-1); exit }' "$1"; }
@@ -409,7 +414,7 @@ if [ $guest = 1 ]; then
 	if [ -n "$hsym" ]; then
 		"$KVMPROF" annotate -i "$T/demo.data" --guest-root "$ROOT" "$hsym" >"$T/kann.out" 2>"$T/kann.err"
 		rc=$?
-		if [ $rc -eq 1 ] && [ ! -s "$T/kann.out" ] && [ "$(wc -l <"$T/kann.err")" -eq 1 ] && grep -q 'kallsyms, which holds no code' "$T/kann.err"; then
+		if [ $rc -eq 1 ] && [ ! -s "$T/kann.out" ] && [ "$(err_lines "$T/kann.err")" -eq 1 ] && grep -q 'kallsyms, which holds no code' "$T/kann.err"; then
 			pass "annotate-kallsyms-no-code ($hsym)"
 		else
 			fail annotate-kallsyms-no-code "exit $rc for $hsym" "$T/kann.err"
@@ -461,7 +466,7 @@ fi
 rc=$?
 if [ $guest = 0 ]; then
 	no_guest_samples report-says-pass-guest-root
-elif [ $rc = 0 ] && [ "$(grep -c -- '--guest-root' "$T/noroot.err")" = 1 ] && [ "$(wc -l <"$T/noroot.err")" = 1 ]; then
+elif [ $rc = 0 ] && [ "$(grep -c -- '--guest-root' "$T/noroot.err")" = 1 ] && [ "$(err_lines "$T/noroot.err")" = 1 ]; then
 	pass report-says-pass-guest-root
 else
 	fail report-says-pass-guest-root "exit $rc; want exactly one stderr line naming --guest-root" "$T/noroot.err"
@@ -881,10 +886,8 @@ if start_vm k9 "start=/bin/matmul:128:100000"; then
 		"$KVMPROF" report --recover -i "$T/k9.data" --guest-root "$ROOT" >"$T/k9r.rep" 2>"$T/k9r.err"
 		rrc=$?
 		n=$(awk '/^total / { print $2 }' "$T/k9r.rep")
-		# Besides --recover's one line, the report may warn of call chains cut at a garbage frame
-		# pointer (a sample in a libc function built without one): a fact of the data, not of the cut.
 		if [ $rc = 1 ] && [ "$(grep -c . "$T/k9.rerr")" = 1 ] && grep -q 'k9.data: offset [0-9]*: .*--recover' "$T/k9.rerr" &&
-			[ $rrc = 0 ] && [ "$(grep -v -c 'warning: [0-9]* call chains were cut' "$T/k9r.err")" = 1 ] &&
+			[ $rrc = 0 ] && [ "$(err_lines "$T/k9r.err")" = 1 ] &&
 			grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no valid END record' "$T/k9r.err" &&
 			[ "${n:-0}" -gt 0 ] && sanitizer_clean "$T/k9.rerr" "$T/k9r.err"; then
 			pass "kill9-recover ($(cat "$T/k9r.err"))"
