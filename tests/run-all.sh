@@ -7,7 +7,7 @@
 # N flaky" (flaky: failed on a first nested run, passed on the second; also
 # counted as passed). A run that executed no test fails.
 # Set KVMPROF_SKIP_NESTED=1 to leave out the nested tests (about 2 minutes);
-# KVMPROF_SUITES="unit fuzz agent host libvirt e2e docs nested" (the default) picks suites.
+# KVMPROF_SUITES="unit fuzz agent host libvirt e2e docs nested kvmhost" (the default) picks suites.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -50,7 +50,7 @@ unit_suite() {
 	fi
 }
 
-SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e docs nested} "
+SUITES=" ${KVMPROF_SUITES:-unit fuzz agent host libvirt e2e docs nested kvmhost} "
 want() { [[ $SUITES == *" $1 "* ]]; }
 
 # KVM: the suites that need it run here when /dev/kvm works. Where it does
@@ -106,6 +106,16 @@ nested_suites() {
 	nested_suite
 }
 
+# tests/kvmhost's own cases, where make test uses it (no /dev/kvm here).
+kvmhost_suite() {
+	echo "== the emulated KVM host itself (tests/kvmhost: output, status, sessions, faults)"
+	if [ -z "$kvm_session_a" ] && [ -z "$kvmhost_failed" ]; then
+		echo "SKIP kvmhost: /dev/kvm works here, so make test does not use the emulated KVM host"
+		return
+	fi
+	shell_suite kvmhost tests/kvmhost/test.sh
+}
+
 # The suites that run the VMM, in two streams when they run in L1s (above).
 # Under ASan the emulated KVM host runs the e2e parts that serve outside
 # input (control socket, hostile guests, plugins); a real KVM host runs all.
@@ -139,6 +149,7 @@ run_suites() {
 	if want nested && [ "${KVMPROF_SKIP_NESTED:-0}" != 1 ]; then
 		timed nested nested_suites
 	fi
+	want kvmhost && timed kvmhost kvmhost_suite
 	if [ -n "$a" ]; then
 		echo "== the suites in the first L1 ($log_a): what they printed so far, then as it comes"
 		tail -n +1 -s 1 -f --pid="$a" "$log_a"

@@ -212,7 +212,10 @@ $(BUILD)/tests/e2e/ring_client: tests/e2e/ring_client.c $(BUILD)/host-profiler/g
 export KVMPROF_UNIT_TESTS = $(UNIT_TESTS)
 export KVMPROF_ASAN_UNIT_TESTS = $(ASAN_UNIT_TESTS)
 
-.PHONY: test-unit test-e2e test-agent test-host test-libvirt test-docs
+.PHONY: test-unit test-e2e test-agent test-host test-libvirt test-docs test-kvmhost
+# tests/kvmhost (the emulated KVM host for machines without /dev/kvm): its own cases, about two minutes.
+test-kvmhost:
+	@bash tests/kvmhost/test.sh
 test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
 
@@ -230,7 +233,7 @@ test-unit: $(UNIT_TESTS) $(ASAN_UNIT_TESTS) debian-kernel
 
 test-e2e: $(BUILD)/kvmprof-vmm $(BUILD)/asan/kvmprof-vmm $(FIXTURES) $(E2E_HELPERS) guest $(BUILD)/kvmprof-agent \
           $(BUILD)/asan/kvmprof-agent $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(TEST_PLUGINS)
-	@bash tests/e2e/run.sh
+	@tests/kvmhost/kvmhost run -- bash tests/e2e/run.sh
 
 test: deps
 	@$(MAKE) --no-print-directory test-all
