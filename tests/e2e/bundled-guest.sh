@@ -64,7 +64,7 @@ elif command -v qemu-system-x86_64 >/dev/null; then
 	[ -w /dev/kvm ] && accel=kvm
 	for machine in pc q35; do
 		rm -f "$TMP/qemu.console"
-		timeout 120 qemu-system-x86_64 -M "$machine" -accel "$accel" -m 256 -smp 2 -display none -no-reboot \
+		timeout $((120 * HANG)) qemu-system-x86_64 -M "$machine" -accel "$accel" -m 256 -smp 2 -display none -no-reboot \
 			-kernel "$BUILD/guest/kernel.elf" -initrd "$BUILD/guest/initrd.cpio" -append "start=/bin/hello" \
 			-serial "file:$TMP/qemu.console" >"$TMP/qemu.out" 2>&1
 		rc=$?

@@ -58,7 +58,8 @@ agent_profile() {
 		fail "$name" "a demo's result line is missing or wrong under sampling"; return
 	elif [ "$least" -lt 50 ]; then
 		fail "$name" "the demos counted $demo_cycles cycles: too few to profile (their PMU lines: $(grep -E '^(matmul|hash): (instr|no PMU|PMU)' "$TMP/out" | tr '\n' ';'))"; return
-	elif [ -z "$samples" ] || [ "$samples" -lt "$least" ]; then
+	elif [ -z "$samples" ] || { [ "$samples" -lt "$least" ] &&
+		! real_kvm_only "$name-every-period" "the VMM notices an overflow many periods late (the vCPU's kick timer fires at the L1 kernel's coarse grain), and one sample stands for the periods that passed: $samples samples where the demos counted $demo_cycles cycles"; }; then
 		fail "$name" "summary: '$(grep '^agent:' "$TMP/out")' (expected $least samples or more: the demos counted $demo_cycles cycles)"; return
 	fi
 	echo "    $(grep '^agent:' "$TMP/out")"

@@ -111,8 +111,10 @@ else
 	else fail kvmhost-exec-timeout "exit $rc (want 124), the command in L1: $left" "$T/e"; fi
 
 	# Ctrl-C: 130, and the command in L1 is stopped, also one that ignores SIGINT.
+	set -m # else the background job starts with SIGINT ignored, as a script's do
 	KVMHOST_SESSION=$S1 $K exec -- bash -c 'trap "" INT; echo $$ >/tmp/int.pid; sleep 1000' >/dev/null 2>"$T/e" &
 	ep=$!
+	set +m
 	sleep 3
 	kill -INT $ep
 	wait $ep
