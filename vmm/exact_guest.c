@@ -19,6 +19,7 @@
 #define MSR_IA32_TSC 0x10u
 #define MSR_TSC_AUX 0xc0000103u
 #define X86_CR4_TSD (1ULL << 2)
+#define X86_CR0_WP (1ULL << 16)
 
 int exact_paging(const struct emu_state *st, struct guest_paging *pg)
 {
@@ -217,4 +218,95 @@ bool exact_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct 
 
 	/* REX.W IRET (48 cf), the only IRET a 64-bit kernel returns to user mode with. */
 	return !exact_read_virt(vcpu, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
+}
+
+/* Writes 8 bytes at gva as a ring-0 access would (accessed and dirty bits set); false if the guest refuses it. */
+static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg, uint64_t gva,
+			    uint64_t val)
+{
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
+	struct guest_translation t;
+	void *p;
+
+	if (gva % 8 || guest_walk_translate(&ram, pg, gva, &t) ||
+	    (!t.writable && (st->sregs.cr0 & X86_CR0_WP)) || guest_walk_touch(&ram, pg, gva, true, &t))
+		return false;
+	p = guest_mem_ptr(&vcpu->vm->mem, t.gpa, 8);
+	if (!p)
+		return false;
+	memcpy(p, &val, 8);
+	return true;
+}
+
+/*
+ * Delivers vector vec through the guest's IDT as a CPU in 64-bit mode
+ * does: the gate (interrupt or trap, present; for a software interrupt its
+ * DPL checked against CPL), the code segment it names (64-bit,
+ * non-conforming, DPL <= CPL), the stack (the TSS's RSPn on a privilege
+ * change, its IST entry if the gate names one; aligned to 16), the frame
+ * (SS, RSP, RFLAGS, CS, RIP, and err unless it is negative), then RIP,
+ * CS, SS and RFLAGS (TF, NT and RF cleared, IF too for an interrupt gate).
+ * KVM gets the new registers at once. False, and nothing changed, for
+ * anything else: KVM delivers it then.
+ */
+bool exact_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
+			 bool soft)
+{
+	struct guest_paging pg;
+	struct kvm_segment cs;
+	struct kvm_sregs sregs;
+	uint64_t g[2], handler, rsp, frame[6];
+	unsigned int type, cpl = st->sregs.cs.dpl, n = 0;
+	uint16_t sel;
+
+	if (exact_paging(st, &pg) || st->sregs.idt.limit < vec * 16 + 15 ||
+	    exact_read_virt(vcpu, &pg, st->sregs.idt.base + vec * 16, g, sizeof(g)))
+		return false;
+	type = (g[0] >> 40) & 0xf;
+	sel = (uint16_t)(g[0] >> 16);
+	if (!((g[0] >> 47) & 1) || (type != 0xe && type != 0xf) || (soft && ((g[0] >> 45) & 3) < cpl))
+		return false;
+	handler = (g[0] & 0xffff) | ((g[0] >> 32) & 0xffff0000ULL) | (g[1] << 32);
+	if (!gdt_segment(vcpu, st, &pg, sel, &cs) || !cs.s || !(cs.type & 8) || (cs.type & 4) || !cs.l ||
+	    cs.dpl > cpl || !guest_walk_canonical(&pg, handler))
+		return false;
+	rsp = st->regs.rsp;
+	if (cs.dpl != cpl || (g[0] >> 32) & 7) {
+		unsigned int ist = (g[0] >> 32) & 7;
+		uint64_t off = ist ? 0x24 + 8ULL * (ist - 1) : 4 + 8ULL * cs.dpl;
+
+		if (st->sregs.tr.limit < off + 7 || exact_read_virt(vcpu, &pg, st->sregs.tr.base + off, &rsp, 8))
+			return false;
+	}
+	rsp &= ~0xfULL;
+	/* The frame from its lowest address: [error code,] RIP, CS, RFLAGS, RSP, SS. */
+	if (err >= 0)
+		frame[n++] = (uint64_t)err;
+	frame[n++] = ret_rip;
+	frame[n++] = st->sregs.cs.selector;
+	frame[n++] = st->regs.rflags & ~RFLAGS_RF;
+	frame[n++] = st->regs.rsp;
+	frame[n++] = st->sregs.ss.selector;
+	rsp -= 8 * n;
+	for (unsigned int i = 0; i < n; i++)
+		if (!write_u64_ring0(vcpu, st, &pg, rsp + 8 * i, frame[i]))
+			return false;
+	sregs = st->sregs;
+	cs.base = 0;
+	cs.selector = (uint16_t)((sel & ~3u) | cs.dpl);
+	sregs.cs = cs;
+	if (cs.dpl != cpl)
+		/* A null SS with RPL = the new CPL, as the CPU loads on a privilege change in 64-bit mode. */
+		sregs.ss = (struct kvm_segment){ .selector = (uint16_t)cs.dpl, .dpl = (uint8_t)cs.dpl, .unusable = 1 };
+	/* An interrupt bitmap left in the copy would have KVM_SET_SREGS queue that interrupt again. */
+	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0)
+		return false;
+	st->sregs = sregs;
+	st->regs.rsp = rsp;
+	st->regs.rip = handler;
+	st->regs.rflags &= ~(RFLAGS_TF | RFLAGS_RF | (1ULL << 14) /* NT */ | (type == 0xe ? 1ULL << 9 : 0));
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
+		return false;
+	return true;
 }

@@ -35,6 +35,17 @@ bool exact_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct 
 /* IRETQ from ring 0 to ring 3, done by the VMM; false if the frame is not a plain 64-bit return to ring 3. */
 bool exact_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
 
+/*
+ * Delivers interrupt or exception vec through the guest's IDT in the VMM
+ * (64-bit mode), as the CPU would: frame pushed with return address
+ * ret_rip and error code err (none if negative), the handler's CS, stack
+ * and RFLAGS loaded, KVM's registers set. soft: INT n or INT3 (the gate's
+ * DPL is checked). False, and nothing changed, where a plain delivery
+ * cannot be done (KVM must deliver it).
+ */
+bool exact_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
+			 bool soft);
+
 /* RDMSR or WRMSR of a vPMU register in ring 0, answered in place; false for anything else. */
 bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st);
 

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* The exact vPMU backend in the run loop (vcpu_exact.h). */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend_exact.h"
 #include "exact_guest.h"
 #include "exact_lapic.h"
+#include "exact_probe.h"
 #include "guest_walk.h"
+#include "kick.h"
 #include "vm.h"
 
 /* Instructions between looks for due interrupts: about a millisecond of guest time in the engine. */
@@ -28,12 +34,32 @@ int vcpu_exact_init(struct vcpu *vcpu)
 	return 0;
 }
 
+/* The host's debug features, measured once (exact_probe.h). */
+static struct exact_debug_caps debug_caps;
+static pthread_once_t debug_caps_once = PTHREAD_ONCE_INIT;
+static int debug_caps_kvm_fd = -1;
+
+static void probe_debug_caps(void)
+{
+	exact_probe_debug(debug_caps_kvm_fd, &debug_caps);
+}
+
 /* The engine comes with the first counter that needs it: a guest that counts nothing pays nothing. */
 static int engine_start(struct vcpu *vcpu)
 {
 	struct vcpu_exact *x = &vcpu->exact;
 	char err[160];
 	int rc;
+
+	debug_caps_kvm_fd = vcpu->vm->kvm_fd;
+	pthread_once(&debug_caps_once, probe_debug_caps);
+	/*
+	 * Breakpoints that do not fire in ring 0, where every handler starts:
+	 * single steps only, and the VMM delivers events (vcpu_exact.h).
+	 */
+	x->vmm_events = debug_caps.probed && !debug_caps.hw_bp[0] && debug_caps.single_step[0] &&
+			debug_caps.single_step[1];
+	x->blockirq = debug_caps.blockirq;
 
 	rc = emu_create(&x->emu, &vcpu->vm->mem, vcpu->vm->cfg->ncpus > 1, err, sizeof(err));
 	if (rc) {
@@ -130,6 +156,105 @@ static void add_bp(struct vcpu_exact *x, uint64_t addr, bool taken, int vector)
 	x->bp[x->nbp++] = addr;
 }
 
+static void count_completed(struct vcpu *vcpu, bool taken);
+
+/* Whether the instruction's bytes carry a REP or REPNE prefix (before REX and the opcode). */
+static bool has_rep_prefix(const uint8_t *code, size_t n)
+{
+	for (size_t i = 0; i < n && i < 14; i++) {
+		switch (code[i]) {
+		case 0xf2: case 0xf3:
+			return true;
+		case 0x66: case 0x67: case 0x2e: case 0x3e: case 0x26: case 0x64: case 0x65: case 0x36: case 0xf0:
+			continue;
+		default:
+			return false;
+		}
+	}
+	return false;
+}
+
+/*
+ * A KVM step where breakpoints do not fire (x->vmm_events): UD2, INT3 and
+ * INT n are delivered by the VMM (the handler then runs in the engine);
+ * anything else runs in KVM as one single step, which ends in a debug
+ * exit once the instruction completed, in ring 0 or 3 alike, with no
+ * interrupt delivered meanwhile (KVM_GUESTDBG_BLOCKIRQ). What KVM still
+ * delivers in a step (an exception the instruction raises, an interrupt
+ * on a KVM without BLOCKIRQ) runs its handler natively: an escape, found
+ * at the next exit (vcpu_exact_after_exit).
+ */
+static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool *kvm_ran)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
+	struct emu_insn_info in = { .vector = -1 };
+	struct guest_paging pg;
+	uint8_t code[15];
+	uint64_t rip = st->regs.rip;
+	size_t n = sizeof(code);
+
+	x->nbp = 0;
+	x->bp_after = 0;
+	x->step_regs = st->regs;
+	x->step_rip = rip;
+	x->step_len = 0;
+	x->step_rep = false;
+	x->single_step = true;
+	x->step_branch = false;
+	x->step_ring = st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL;
+	if (!exact_paging(st, &pg)) {
+		while (n && exact_read_virt(vcpu, &pg, rip, code, n))
+			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
+		if (n) {
+			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
+			x->step_rep = in.len && has_rep_prefix(code, in.len);
+		}
+	}
+	x->step_len = in.len;
+	x->step_branch = in.branch != EMU_BR_NONE || in.is_iret;
+	if (event < 0 && in.len && in.vector >= 0) {
+		/* UD2 faults (the frame returns to it, nothing retired); INT3 and INT n trap past themselves. */
+		struct emu_state ns = *st;
+		bool trap = in.vector != 6;
+
+		if (exact_deliver_event(vcpu, &ns, (unsigned int)in.vector, trap ? rip + in.len : rip, -1, trap)) {
+			if (trap)
+				count_completed(vcpu, false);
+			else
+				x->stats.steps_faulted++;
+			x->stats.events_by_vmm++;
+			*st = ns;
+			x->state = ns;
+			x->kvm_stale = true;
+			vcpu->run->s.regs.regs = ns.regs;
+			vcpu->run->s.regs.sregs = ns.sregs;
+			*kvm_ran = false;
+			return 0;
+		}
+	}
+	if (x->blockirq)
+		dbg.control |= KVM_GUESTDBG_BLOCKIRQ;
+	/* KVM sets TF only while RIP is where it was at KVM_SET_GUEST_DEBUG: the registers go first. */
+	*kvm_ran = true;
+	if (state_to_kvm(vcpu))
+		return -1;
+	if (ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+		x->stats.engine_errors++;
+	x->stepping = true;
+	if (in.flushes_tlb || !in.len ||
+	    (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)))
+		x->flush = true;
+	x->stats.steps++;
+	x->step_start_ns = now_ns();
+	if (event >= 0)
+		x->stats.events_delivered++;
+	x->timer_due = false;
+	x->timer_seen = false;
+	vcpu_pmu_force_exit(vcpu, 1000000);
+	return ioctl(vcpu->fd, KVM_RUN, 0);
+}
+
 /*
  * Enters KVM for one instruction, or one event delivery, and comes back
  * where the vCPU goes next: see vcpu_exact.h. Guest ring 3 runs natively
@@ -137,7 +262,7 @@ static void add_bp(struct vcpu_exact *x, uint64_t addr, bool taken, int vector)
  * instruction that should complete in ring 3 (or an IRETQ to ring 3) is
  * single-stepped; in ring 0 (emulated by KVM) breakpoints after it do.
  */
-static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
+static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
 {
 	struct vcpu_exact *x = &vcpu->exact;
 	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
@@ -148,6 +273,8 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	bool irq_deliverable, paging_ok = !exact_paging(st, &pg);
 	int irq, timer_vector;
 
+	if (x->vmm_events)
+		return step_single(vcpu, st, event, kvm_ran);
 	x->nbp = 0;
 	x->step_regs = st->regs;
 	x->step_rip = rip;
@@ -209,6 +336,10 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	}
 	if (x->single_step)
 		dbg.control |= KVM_GUESTDBG_SINGLESTEP;
+	/* KVM sets TF only while RIP is where it was at KVM_SET_GUEST_DEBUG: the registers go first. */
+	*kvm_ran = true;
+	if (state_to_kvm(vcpu))
+		return -1;
 	if (ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
 		x->stats.engine_errors++;
 		x->nbp = 0;
@@ -230,9 +361,6 @@ static int step(struct vcpu *vcpu, const struct emu_state *st, enum emu_handback
 	x->timer_seen = false;
 	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
 	vcpu_pmu_force_exit(vcpu, 1000000);
-	*kvm_ran = true;
-	if (state_to_kvm(vcpu))
-		return -1;
 	return ioctl(vcpu->fd, KVM_RUN, 0);
 }
 
@@ -284,6 +412,16 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 
 	if (!x->stepping)
 		return false;
+	if (x->vmm_events) {
+		/* A single step: the instruction completed, unless a REP instruction stopped between iterations. */
+		if (!(dr6 & DR6_BS))
+			return false;
+		if (pc == x->step_rip && x->step_rep)
+			return true; /* the step goes on */
+		count_completed(vcpu, pc != x->step_rip + x->step_len);
+		step_end(vcpu);
+		return true;
+	}
 	for (hit = 0; hit < x->nbp && x->bp[hit] != pc; hit++)
 		;
 	if (hit < x->bp_after) {
@@ -338,6 +476,24 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 	}
 	if (!x->stepping || ioctl(vcpu->fd, KVM_GET_SREGS, &s) < 0 || ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0)
 		return;
+	if (x->vmm_events) {
+		/*
+		 * A single step ends only in its debug exit. Registers unchanged:
+		 * the instruction has not run, or this is its own exit (I/O, MMIO,
+		 * MSR), which KVM completes at the next KVM_RUN. Anything else: KVM
+		 * delivered an event and its handler ran natively.
+		 */
+		struct kvm_regs was = x->step_regs;
+
+		was.rflags &= ~(RFLAGS_TF | RFLAGS_RF);
+		r.rflags &= ~(RFLAGS_TF | RFLAGS_RF);
+		if (!memcmp(&r, &was, sizeof(r)))
+			return;
+		x->stats.escapes++;
+		x->flush = true;
+		step_end(vcpu);
+		return;
+	}
 	if (s.cs.dpl != 3)
 		return;
 	for (unsigned int i = 0; i < x->nbp; i++)
@@ -377,6 +533,90 @@ static void add_counts(struct vcpu *vcpu, const struct emu_counts *c)
 		vpmu_exact_add(&vcpu->pmu.v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
 		vpmu_exact_add(&vcpu->pmu.v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
 	}
+}
+
+/* The NMI KVM holds for the guest (KVM_NMI, a PMI), delivered by the VMM; false if it cannot. */
+static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev)
+{
+	if (!exact_deliver_event(vcpu, st, 2, st->regs.rip, -1, false))
+		return false;
+	ev->nmi.pending = 0;
+	ev->nmi.injected = 0;
+	ev->nmi.masked = 1; /* until the handler's IRETQ */
+	ev->flags = KVM_VCPUEVENT_VALID_NMI_PENDING;
+	ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, ev);
+	vcpu->exact.stats.events_by_vmm++;
+	return true;
+}
+
+/*
+ * x->vmm_events: an NMI or an interrupt the guest accepts now is delivered
+ * by the VMM before the engine runs (st: at the handler). KVM acknowledges
+ * the interrupt, so that its LAPIC (IRR, ISR, PPR, a pending timer tick)
+ * and the I/O APIC and PIC stay its own: a KVM_RUN with one of the vCPU
+ * thread's kick signals pending lets KVM inject the highest interrupt and
+ * then, before it enters the guest, cancel the entry for the signal, the
+ * interrupt left as injected (KVM_GET_VCPU_EVENTS); a pending timer tick
+ * takes one more such run to reach the IRR. The VMM then takes it back
+ * from KVM and delivers it. The kick stays pending for the run loop to
+ * drain (a KICK_OTHER: nothing to do). Returns 0 to go on in the engine;
+ * 1 if the guest ran in KVM after all: *rc is that KVM_RUN's result, an
+ * exit for the run loop.
+ */
+static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev,
+			   struct emu_run_args *a, int *rc)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+	bool deliverable;
+	int irq, timer_vector;
+
+	if ((ev->nmi.pending || ev->nmi.injected) && !ev->nmi.masked) {
+		if (!deliver_nmi(vcpu, st, ev))
+			x->stats.engine_errors++;
+		return 0;
+	}
+	if (!(st->regs.rflags & RFLAGS_IF))
+		return 0;
+	irq = exact_lapic_pending(vcpu, &deliverable, &timer_vector);
+	if (irq < 0 || !deliverable)
+		return 0;
+	if (ev->interrupt.shadow) {
+		/* After STI or MOV SS the CPU delivers it one instruction later: run exactly that one. */
+		a->nwatch = 1;
+		a->watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER | EMU_RING_KERNEL, 1 };
+		return 0;
+	}
+	if (state_to_kvm(vcpu))
+		return 0;
+	syscall(SYS_tgkill, getpid(), vcpu->tid, KICK_SIGNO);
+	for (int i = 0; i < 3; i++) {
+		x->stats.ack_runs++;
+		*rc = ioctl(vcpu->fd, KVM_RUN, 0);
+		if (*rc == 0 || errno != EINTR) {
+			x->stats.escapes++;
+			return 1;
+		}
+		if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, ev) < 0 || ev->interrupt.injected || ev->nmi.injected)
+			break;
+	}
+	/* KVM did not run the guest: its registers are still st's. Any expired timer went to the IRR. */
+	x->state_valid = true;
+	x->timer_due = false;
+	x->timer_seen = false;
+	if (ev->nmi.injected) {
+		if (!deliver_nmi(vcpu, st, ev))
+			x->stats.engine_errors++;
+	} else if (ev->interrupt.injected && !ev->interrupt.soft) {
+		if (exact_deliver_event(vcpu, st, ev->interrupt.nr, st->regs.rip, -1, false)) {
+			ev->interrupt.injected = 0;
+			ev->flags = 0;
+			ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, ev);
+			x->stats.events_by_vmm++;
+		} else {
+			x->stats.engine_errors++; /* KVM delivers it at the next entry */
+		}
+	}
+	return 0;
 }
 
 int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
@@ -419,6 +659,13 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 		return ioctl(vcpu->fd, KVM_RUN, 0);
 	}
 	st = x->state;
+	if (x->vmm_events) {
+		int rc;
+
+		if (deliver_pending(vcpu, &st, &ev, &a, &rc))
+			return rc;
+		goto engine;
+	}
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
 	if ((ev.nmi.pending || ev.nmi.injected) && (!ev.nmi.masked || st.sregs.cs.dpl == 0))
 		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
@@ -439,6 +686,7 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 		a.nwatch = 1;
 		a.watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER | EMU_RING_KERNEL, 1 };
 	}
+engine:
 	if (x->flush) {
 		emu_invalidate(x->emu);
 		x->flush = false;
@@ -536,4 +784,14 @@ void vcpu_exact_print_stats(struct vm *vm)
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
 		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place);
+	if (debug_caps.probed)
+		fprintf(stderr,
+			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",
+			debug_caps.hw_bp[0] ? "fire" : "do not fire", debug_caps.hw_bp[1] ? "fire" : "do not fire",
+			debug_caps.single_step[0] ? "fire" : "do not fire", debug_caps.single_step[1] ? "fire" : "do not fire",
+			vm->vcpu[0].exact.vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
+						       "KVM steps stop at breakpoints");
+	if (t.events_by_vmm || t.ack_runs)
+		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
+			(unsigned long long)t.events_by_vmm, (unsigned long long)t.ack_runs);
 }

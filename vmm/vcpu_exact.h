@@ -33,6 +33,8 @@ struct vm;
 struct vcpu_exact_stats {
 	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
+	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
+	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
 	uint64_t transfer_ns;      /* in vcpu_exact_run around the engine: state in and out, checks */
 	uint64_t step_ns;          /* from a step's start to its breakpoint */
 };
@@ -52,6 +54,15 @@ struct vcpu_exact {
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
 	int bp_vector[4];      /* the vector whose handler bp[i] is, or -1 */
 	bool single_step;      /* the step uses the trap flag (guest ring 3 runs natively here) */
+	/*
+	 * Where hardware breakpoints do not fire (exact_probe.h): every step is
+	 * a single step, and events that would start a handler KVM cannot be
+	 * stopped in (NMIs, interrupts, the exceptions of UD2, INT3 and INT n)
+	 * are delivered by the VMM itself, KVM only acknowledging interrupts.
+	 */
+	bool vmm_events;
+	bool blockirq;         /* KVM_GUESTDBG_BLOCKIRQ: no interrupt delivered inside a single step */
+	bool step_rep;         /* the stepped instruction has a REP prefix: a single step may end inside it */
 	bool step_branch, step_taken_bp[4];
 	unsigned int step_ring; /* VPMU_EXACT_RING_* of the stepped instruction */
 	uint64_t step_rip;      /* where it is */
