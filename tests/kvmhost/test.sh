@@ -117,6 +117,8 @@ else
 	set +m
 	sleep 3
 	kill -INT $ep
+	for _ in $(seq 60); do kill -0 $ep 2>/dev/null || break; sleep 1; done
+	kill -0 $ep 2>/dev/null && kill -9 $ep
 	wait $ep
 	rc=$?
 	left=$(KVMHOST_SESSION=$S1 $K exec -- bash -c 'kill -0 $(cat /tmp/int.pid) 2>/dev/null && echo alive || echo gone')
