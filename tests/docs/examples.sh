@@ -22,6 +22,9 @@ block() {
 	awk -v s="$2" 'NR > s && /^```/ { exit } NR > s' "$1"
 }
 
+# Each example's limit: 180 s, ten times as long in tests/kvmhost's emulated KVM host (TCG).
+LIMIT=180
+[ "${KVMHOST_L1:-0}" = 1 ] && LIMIT=1800
 n=0
 for f in README.md docs/*.md guest/README.md; do
 	while IFS=: read -r line _; do
@@ -33,7 +36,7 @@ for f in README.md docs/*.md guest/README.md; do
 		{ echo 'set -e -o pipefail'; block "$f" "$line"; } >"$dir/example.sh"
 		# In a session of its own, whose id it leaves in sid: what it starts with & is found by it.
 		(
-			cd "$dir" && PATH=$dir/build:$PATH exec setsid bash -c 'echo $$ >sid; exec timeout -k 5 180 bash example.sh'
+			cd "$dir" && PATH=$dir/build:$PATH LIMIT=$LIMIT exec setsid bash -c 'echo $$ >sid; exec timeout -k 5 "$LIMIT" bash example.sh'
 		) >"$dir/out" 2>"$dir/err" </dev/null
 		rc=$?
 		[ -s "$dir/sid" ] && pkill -KILL -s "$(cat "$dir/sid")" 2>/dev/null

@@ -46,7 +46,7 @@ cl_exits_by_reason() {
 
 # --- console: write() -> sys_write -> console_write -> OUT 0x3f8, one exit per byte --------------
 # The guest waits 1.5 s (the recording attaches meanwhile), then 1500 lines of 31 bytes.
-if cl_record console "quiet start=/bin/exitloop:console:1500:1500"; then
+if cl_record console "quiet start=/bin/exitloop:console:1500:$((1500 * HANG))"; then
 	cl_report console -f folded >"$TMP/cl-console.folded"
 	# One stack through all five layers: exitloop's own function and the libc wrapper, the guest
 	# kernel's path, the exit's frame, the VMM's exit handler, and host kernel frames below it.
@@ -66,11 +66,14 @@ if cl_record console "quiet start=/bin/exitloop:console:1500:1500"; then
 	# The drill-down from the whole recording lands on that path: the process, its function, the
 	# kernel's console_write.
 	cl_report console --drill >"$TMP/cl-console.drill"
+	if grep -q 'process       exitloop \[1\] (guest process)' "$TMP/cl-console.drill" ||
+		! real_kvm_only cross-layer-console-drill-from-the-vm "L1's KVM under TCG takes more of the vCPU threads than the guest process: the heaviest path is the VMM's (42% against exitloop's 35% in one run), which the drill rightly follows"; then
 	if grep -q 'process       exitloop \[1\] (guest process)' "$TMP/cl-console.drill" &&
 		grep -q 'guest user    exitloop`console_log' "$TMP/cl-console.drill" &&
 		grep -q 'guest kernel  kernel.elf`console_write' "$TMP/cl-console.drill" &&
 		grep -q '^ultimate bottleneck: ' "$TMP/cl-console.drill"; then pass cross-layer-console-drill-from-the-vm
 	else fail cross-layer-console-drill-from-the-vm "$(cat "$TMP/cl-console.drill")"; fi
+	fi
 	# From the exit's own frame the walk goes through the VMM and ends in the VMM or the host kernel.
 	cl_report console --drill '[exit: io out 0x3f8]' >"$TMP/cl-console.drill-exit"
 	if grep -Eq '^ +0 +100\.0% +0\.0% +VM exit +\[exit: io out 0x3f8\]$' "$TMP/cl-console.drill-exit" &&
@@ -99,7 +102,7 @@ if cl_record console "quiet start=/bin/exitloop:console:1500:1500"; then
 fi
 
 # --- msr: the guest kernel reads the first PMU counter for exitloop, one RDMSR exit each -------
-if cl_record msr "quiet pmutest start=/bin/exitloop:msr:40000:1500"; then
+if cl_record msr "quiet pmutest start=/bin/exitloop:msr:40000:$((1500 * HANG))"; then
 	cl_report msr --exits >"$TMP/cl-msr.exits"
 	msr=$(grep -o 'MSR 0x[0-9a-f]*' "$TMP/cl-msr.console" | head -1 | cut -d' ' -f2)
 	reads=$(cl_exits_by_reason "$TMP/cl-msr.exits" "msr read ${msr:-none}")

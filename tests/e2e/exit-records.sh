@@ -16,7 +16,7 @@ else
 	xr_sock=$TMP/xr.sock
 	# shellcheck disable=SC2086 # VMM may carry a prefix
 	$VMM --cpus 2 --control "$xr_sock" --console "$TMP/xr.console" --timeout $((60 * HANG)) \
-		--cmdline "quiet start=/bin/spam:20000:300:console:1500" >"$TMP/xr.out" 2>"$TMP/xr.err" </dev/null &
+		--cmdline "quiet start=/bin/spam:20000:300:console:$((1500 * HANG))" >"$TMP/xr.out" 2>"$TMP/xr.err" </dev/null &
 	xr_pid=$!
 	if ! ctl_wait_socket "$xr_sock" $xr_pid; then
 		fail exit-records-vm-starts "no socket: $(head -c 300 "$TMP/xr.err")"
