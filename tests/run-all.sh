@@ -125,14 +125,16 @@ kvmhost_suite() {
 # Under ASan the emulated KVM host runs the e2e parts that serve outside
 # input (control socket, hostile guests, plugins); a real KVM host runs all.
 E2E_ASAN_L1_PARTS="control hostile-guest plugin-host"
+# Balanced by a run of each: e2e ~30 min, ASan e2e's parts ~10, docs ~5; host ~23,
+# ASan host ~30 (on a loaded 2-core host).
 kvm_stream_a() {
 	want e2e && timed e2e e2e_suite_plain
-	want host && timed asan:host host_suite_asan
+	want e2e && timed asan:e2e e2e_suite_asan
+	want docs && timed docs docs_suite
 }
 kvm_stream_b() {
 	want host && timed host host_suite_plain
-	want docs && timed docs docs_suite
-	want e2e && timed asan:e2e e2e_suite_asan
+	want host && timed asan:host host_suite_asan
 }
 
 run_suites() {
