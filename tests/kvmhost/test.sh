@@ -112,10 +112,10 @@ else
 
 	# Ctrl-C: 130, and the command in L1 is stopped, also one that ignores SIGINT.
 	set -m # else the background job starts with SIGINT ignored, as a script's do
-	KVMHOST_SESSION=$S1 $K exec -- bash -c 'trap "" INT; echo $$ >/tmp/int.pid; sleep 1000' >/dev/null 2>"$T/e" &
+	KVMHOST_SESSION=$S1 $K exec -- bash -c 'trap "" INT; echo $$ >/tmp/int.pid; echo started; sleep 1000' >"$T/int.out" 2>"$T/e" &
 	ep=$!
 	set +m
-	sleep 3
+	for _ in $(seq 120); do grep -q started "$T/int.out" 2>/dev/null && break; sleep 0.5; done
 	kill -INT $ep
 	for _ in $(seq 60); do kill -0 $ep 2>/dev/null || break; sleep 1; done
 	kill -0 $ep 2>/dev/null && kill -9 $ep
@@ -142,8 +142,9 @@ else
 
 	# run uses the session's L1 (no boot of its own).
 	t0=$SECONDS
+	n0=$(find "$RUNS" -maxdepth 1 -name 's.*' | wc -l) # the failed boot's folder is kept
 	out=$(KVMHOST_SESSION=$S1 $K run -- bash -c 'echo $KVMHOST_L1' 2>&1)
-	if [ "$out" = 1 ] && [ "$(find "$RUNS" -maxdepth 1 -name 's.*' | wc -l)" = 1 ]; then pass kvmhost-run-reuses-session
+	if [ "$out" = 1 ] && [ "$(find "$RUNS" -maxdepth 1 -name 's.*' | wc -l)" = "$n0" ]; then pass kvmhost-run-reuses-session
 	else fail kvmhost-run-reuses-session "'$out', sessions: $(ls "$RUNS" | tr '\n' ' ') ($((SECONDS - t0)) s)"; fi
 
 	$K stop -s "$S1"
