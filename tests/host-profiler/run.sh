@@ -281,6 +281,9 @@ else
 		grep -q '^ *[0-9.]*%  .*main > matmul_multiply$' "$T/keys-g.rep" &&
 		grep -q '^# [0-9]* rows under 5% not shown: [0-9]* samples' "$T/keys-g.rep" && sanitizer_clean "$T/keys.err"; then
 		pass report-callgraph
+	elif [ $rc = 0 ] && sanitizer_clean "$T/keys.err" &&
+		real_kvm_only report-callgraph "L1's KVM time under TCG can take the top rows, and matmul's chain then falls under the cut (seen once, under ASan)"; then
+		:
 	else
 		fail report-callgraph "exit $rc; no 'main > matmul_multiply' chain, or no rows hidden under 5%" "$T/keys-g.rep"
 	fi
