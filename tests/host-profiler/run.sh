@@ -844,6 +844,9 @@ if start_vm kill "start=/bin/matmul:128:100000"; then
 	sleep 0.3
 	"$KVMPROF" record --vm "$T/kill.sock" --duration 20 -q -o "$T/kill.data" 2>"$T/kill.err" &
 	rpid=$!
+	# Once the recording has written its start (not after a fixed 1.5 s: under ASan in the
+	# emulated KVM host record had not connected by then), and a moment of samples.
+	for _ in $(seq 600); do [ -s "$T/kill.data" ] || ! kill -0 $rpid 2>/dev/null && break; sleep 0.1; done
 	sleep 1.5
 	{ kill -KILL "$VPID"; wait "$VPID"; } 2>/dev/null # grouped: no "Killed" line from bash
 	VPID=
