@@ -175,6 +175,32 @@ static bool has_rep_prefix(const uint8_t *code, size_t n)
 }
 
 /*
+ * The entry of a KVM step, with its debug state set: the engine's copy goes
+ * stale only when the stepped instruction changes translations (flush).
+ */
+static int step_enter(struct vcpu *vcpu, bool flush, int event)
+{
+	struct vcpu_exact *x = &vcpu->exact;
+
+	x->stepping = true;
+	if (flush)
+		x->flush = true;
+	x->stats.steps++;
+	x->step_start_ns = now_ns();
+	if (event >= 0)
+		x->stats.events_delivered++;
+	/*
+	 * Any entry lets KVM take an expired timer: forget it, and the expiry
+	 * it was computed from, lest a tick KVM has delivered be taken as due.
+	 */
+	x->timer_due = false;
+	x->timer_seen = false;
+	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
+	vcpu_pmu_force_exit(vcpu, 1000000);
+	return ioctl(vcpu->fd, KVM_RUN, 0);
+}
+
+/*
  * A KVM step where breakpoints do not fire (x->vmm_events): UD2, INT3 and
  * INT n are delivered by the VMM (the handler then runs in the engine);
  * anything else runs in KVM as one single step, which ends in a debug
@@ -241,18 +267,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 		return -1;
 	if (ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
 		x->stats.engine_errors++;
-	x->stepping = true;
-	if (in.flushes_tlb || !in.len ||
-	    (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)))
-		x->flush = true;
-	x->stats.steps++;
-	x->step_start_ns = now_ns();
-	if (event >= 0)
-		x->stats.events_delivered++;
-	x->timer_due = false;
-	x->timer_seen = false;
-	vcpu_pmu_force_exit(vcpu, 1000000);
-	return ioctl(vcpu->fd, KVM_RUN, 0);
+	return step_enter(vcpu, in.flushes_tlb || !in.len || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)), event);
 }
 
 /*
@@ -344,24 +359,8 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 		x->stats.engine_errors++;
 		x->nbp = 0;
 	}
-	x->stepping = true;
 	/* A KVM step runs one instruction: only one that changes translations makes the engine's stale. */
-	if (in.flushes_tlb || (event < 0 && !in.len) ||
-	    (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)))
-		x->flush = true;
-	x->stats.steps++;
-	x->step_start_ns = now_ns();
-	if (event >= 0)
-		x->stats.events_delivered++;
-	/*
-	 * Any entry lets KVM take an expired timer: forget it, and the expiry
-	 * it was computed from, lest a tick KVM has delivered be taken as due.
-	 */
-	x->timer_due = false;
-	x->timer_seen = false;
-	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
-	vcpu_pmu_force_exit(vcpu, 1000000);
-	return ioctl(vcpu->fd, KVM_RUN, 0);
+	return step_enter(vcpu, in.flushes_tlb || (event < 0 && !in.len) || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)), event);
 }
 
 static void step_end(struct vcpu *vcpu)
