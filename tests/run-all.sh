@@ -307,11 +307,6 @@ pass=$(grep -a -c '^PASS ' "$LOG")
 fail=$(grep -a -c '^FAIL ' "$LOG")
 skipped=$(grep -a -c '^SKIP ' "$LOG")
 flaky=$(grep -a -c '^FLAKY ' "$LOG")
-if [ "$fail" -gt 0 ]; then
-	echo
-	echo "Failed:"
-	grep -a '^FAIL ' "$LOG" | sed 's/^FAIL /  /'
-fi
 if [ "$skipped" -gt 0 ]; then
 	echo
 	echo "Skipped (cannot run on this host):"
@@ -321,6 +316,12 @@ if [ "$flaky" -gt 0 ]; then
 	echo
 	echo "Flaky (failed on the first run, passed on the second):"
 	grep -a '^FLAKY ' "$LOG" | sed 's/^FLAKY /  /'
+fi
+# Failures last, next to the count: a CI log cut to its head and tail keeps them.
+if [ "$fail" -gt 0 ]; then
+	echo
+	echo "Failed:"
+	grep -a '^FAIL ' "$LOG" | sed 's/^FAIL /  /'
 fi
 echo "(full log: $LOG, $(($(date +%s) - start)) s)"
 echo "KVM: $KVM_KIND"
