@@ -24,7 +24,7 @@ cl_record() {
 		return 1
 	fi
 	before=$(wc -c <"$TMP/cl-$name.console")
-	"$CL_KVMPROF" record --vm "$sock" -g -q -d 60 ${cl_record_args:-} -o "$TMP/cl-$name.data" 2>"$TMP/cl-$name.rec.err"
+	"$CL_KVMPROF" record --vm "$sock" -g -q -d $((60 * HANG)) ${cl_record_args:-} -o "$TMP/cl-$name.data" 2>"$TMP/cl-$name.rec.err"
 	ctl_wait_exit $pid
 	after=$(wc -c <"$TMP/cl-$name.console")
 	cl_bytes=$((after - before))

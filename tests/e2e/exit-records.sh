@@ -24,7 +24,7 @@ else
 		wait $xr_pid 2>/dev/null
 	else
 		before=$(wc -c <"$TMP/xr.console")
-		"$XR_KVMPROF" record --vm "$xr_sock" -g -q -d 20 -o "$TMP/xr.data" 2>"$TMP/xr.rec.err"
+		"$XR_KVMPROF" record --vm "$xr_sock" -g -q -d $((20 * HANG)) -o "$TMP/xr.data" 2>"$TMP/xr.rec.err"
 		ctl_wait_exit $xr_pid
 		after=$(wc -c <"$TMP/xr.console")
 		"$XR_CHECK" "$TMP/xr.data" >"$TMP/xr.check" 2>&1
