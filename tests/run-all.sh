@@ -125,16 +125,17 @@ kvmhost_suite() {
 # Under ASan the emulated KVM host runs the e2e parts that serve outside
 # input (control socket, hostile guests, plugins); a real KVM host runs all.
 E2E_ASAN_L1_PARTS="control hostile-guest plugin-host"
-# Balanced by a run of each: e2e ~30 min, ASan e2e's parts ~10, docs ~5; host ~23,
-# ASan host ~30 (on a loaded 2-core host).
+# Balanced by a run of each (build/test-kvm-[ab].log, tree 97dc076, the native
+# suites beside them): e2e 1637 s and ASan e2e's parts ~700 in one; host 636,
+# ASan host 969 and docs ~400 in the other.
 kvm_stream_a() {
 	want e2e && timed e2e e2e_suite_plain
 	want e2e && timed asan:e2e e2e_suite_asan
-	want docs && timed docs docs_suite
 }
 kvm_stream_b() {
 	want host && timed host host_suite_plain
 	want host && timed asan:host host_suite_asan
+	want docs && timed docs docs_suite
 }
 
 run_suites() {
@@ -197,10 +198,12 @@ nested_suite() {
 
 unit_suites() {
 	echo "== unit tests"
+	local t0=$SECONDS
 	if ! bash tests/debian-kernel.sh "$BUILD" >"$BUILD/debian-kernel.log" 2>&1; then
 		echo "FAIL debian-kernel: could not fetch the Debian kernel the unit tests read"
 		tail -n 5 "$BUILD/debian-kernel.log" | sed 's/^/    /'
 	fi
+	echo "(unit: the Debian kernel in $((SECONDS - t0)) s)"
 	for bin in ${KVMPROF_UNIT_TESTS:-"$BUILD"/tests/test_*}; do
 		unit_binary "$bin" ""
 	done
@@ -216,9 +219,12 @@ unit_suites() {
 # fails; run by hand, the script takes whatever build/ holds.
 unit_binary() {
 	local bin=$1 tag=$2
+	local t0=$SECONDS
 	case $bin in *.d) return ;; esac
 	if [ -f "$bin" ] && [ -x "$bin" ]; then
 		unit_suite "$bin" "$tag"
+		# The slow ones, for make test's budget.
+		[ $((SECONDS - t0)) -lt 10 ] || echo "(unit $tag$(basename "$bin"): $((SECONDS - t0)) s)"
 	elif [ -n "${KVMPROF_UNIT_TESTS:-}" ]; then
 		fail "$tag$(basename "$bin")" "$bin was not built"
 	fi

@@ -14,6 +14,17 @@ ctl_wait_socket() {
 	return 1
 }
 
+# ctl_wait_file FILE PID: waits up to 10 s (HANG times that in the emulated KVM host) for
+# FILE, while PID runs. The VMM makes its control socket before it opens --console's file.
+ctl_wait_file() {
+	for _ in $(seq $((100 * HANG))); do
+		[ -e "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # ctl_wait_exit PID: waits up to 15 s for PID to end; sets rc to its status (or 999 after killing it).
 ctl_wait_exit() {
 	for _ in $(seq 150); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done

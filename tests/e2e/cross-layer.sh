@@ -17,7 +17,7 @@ cl_record() {
 	$VMM --cpus 2 --control "$sock" --console "$TMP/cl-$name.console" --timeout $((90 * HANG)) \
 		--cmdline "$cmdline" >"$TMP/cl-$name.out" 2>"$TMP/cl-$name.err" </dev/null &
 	local pid=$!
-	if ! ctl_wait_socket "$sock" $pid; then
+	if ! ctl_wait_socket "$sock" $pid || ! ctl_wait_file "$TMP/cl-$name.console" $pid; then
 		fail "cross-layer-$name-vm-starts" "no socket: $(head -c 300 "$TMP/cl-$name.err")"
 		kill -9 $pid 2>/dev/null
 		wait $pid 2>/dev/null

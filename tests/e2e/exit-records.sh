@@ -18,7 +18,7 @@ else
 	$VMM --cpus 2 --control "$xr_sock" --console "$TMP/xr.console" --timeout $((60 * HANG)) \
 		--cmdline "quiet start=/bin/spam:20000:300:console:$((1500 * HANG))" >"$TMP/xr.out" 2>"$TMP/xr.err" </dev/null &
 	xr_pid=$!
-	if ! ctl_wait_socket "$xr_sock" $xr_pid; then
+	if ! ctl_wait_socket "$xr_sock" $xr_pid || ! ctl_wait_file "$TMP/xr.console" $xr_pid; then
 		fail exit-records-vm-starts "no socket: $(head -c 300 "$TMP/xr.err")"
 		kill -9 $xr_pid 2>/dev/null
 		wait $xr_pid 2>/dev/null

@@ -118,7 +118,15 @@ else
 	for _ in $(seq 120); do grep -q started "$T/int.out" 2>/dev/null && break; sleep 0.5; done
 	kill -INT $ep
 	for _ in $(seq 60); do kill -0 $ep 2>/dev/null || break; sleep 1; done
-	kill -0 $ep 2>/dev/null && kill -9 $ep
+	# Still there after a minute: what it was doing (seen once under load, not understood yet).
+	if kill -0 $ep 2>/dev/null; then
+		{
+			echo "exec still running a minute after SIGINT:"
+			grep -E '^(State|SigIgn|SigCgt|SigBlk|SigPnd|ShdPnd)' /proc/$ep/status
+			ps -o pid,pgid,stat,wchan:20,args --ppid $ep
+		} >>"$T/e" 2>&1
+		kill -9 $ep
+	fi
 	wait $ep
 	rc=$?
 	left=$(KVMHOST_SESSION=$S1 $K exec -- bash -c 'kill -0 $(cat /tmp/int.pid) 2>/dev/null && echo alive || echo gone')
