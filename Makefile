@@ -59,6 +59,8 @@ DEB_PACKAGES += time
 DEB_PACKAGES += libvirt-dev libxml2-dev libvirt-daemon-system libvirt-clients
 # tests/fuzz: libFuzzer needs clang and its runtime (libclang_rt.fuzzer).
 DEB_PACKAGES += clang libclang-rt-14-dev
+# tests/agent: a fixture linked by lld (ld.lld), whose segment layout --call-graph dwarf must unwind.
+DEB_PACKAGES += lld
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.
 DEB_PACKAGES += libxml2-utils chromium python3
 

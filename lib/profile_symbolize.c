@@ -344,7 +344,7 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 	const uint64_t *raw = &ps->raw[s->first_frame];
 	uint32_t n, out = 0, i, loc;
 	enum { CTX_NONE, CTX_KERNEL, CTX_USER } ctx = CTX_NONE;
-	bool prev_kernel = s->cpl == KP_CPL_KERNEL;
+	bool prev_kernel = s->cpl == KP_CPL_KERNEL, cut = false;
 	int rc;
 
 	/* --call-graph dwarf: the user callers come from the stack copy, after the kernel's frames. */
@@ -366,6 +366,21 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 		/* A chain that starts with the sampled ip repeats it: perf's does. */
 		if (i && out == 1 && a == raw[0] && i == 1 + (raw[1] >= CONTEXT_MARKER_MIN))
 			continue;
+		/*
+		 * A zero return address is where a stack ends (the ABI's outermost
+		 * frame; libdw's unwinder stops there too), not a caller: taken for
+		 * one it went to the kernel (0 - 1 is a kernel-half address) as a
+		 * "[kernel.kallsyms] [unknown]" frame at the root of the stack.
+		 * What the walk read past it, up to the next context's walk, is
+		 * garbage: dropped, and counted as a cut.
+		 */
+		if (i && !a) {
+			for (; i + 1 < n && raw[i + 1] < CONTEXT_MARKER_MIN; i++) {
+				p->frames_cut++;
+				cut = true;
+			}
+			continue;
+		}
 		if (i == 0) {
 			kernel = s->cpl == KP_CPL_KERNEL;
 		} else {
@@ -393,7 +408,7 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 			if (loc == PROFILE_NONE && i) {
 				for (; i < n; i++)
 					p->frames_cut += raw[i] < CONTEXT_MARKER_MIN;
-				p->chains_cut++;
+				cut = true;
 				break;
 			}
 			if (loc == PROFILE_NONE)
@@ -404,6 +419,7 @@ int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t
 		prev_kernel = p->images[p->locs[loc].image].kernel;
 		p->frames[s->first_frame + out++] = loc;
 	}
+	p->chains_cut += cut;
 	s->nr_frames = out;
 	return 0;
 }

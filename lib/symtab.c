@@ -19,6 +19,8 @@
 
 /* A size-0 symbol that is also the last in its segment gets this much at most. */
 #define SYMTAB_UNSIZED_SPAN 0x1000
+/* x86-64: the kernel maps an ELF file's segments in 4 KiB pages (ELF_MIN_ALIGN), whatever their p_align. */
+#define SYMTAB_SEGMENT_PAGE 0x1000ull
 
 struct symtab_load {
 	uint64_t vaddr, offset, filesz, memsz;
@@ -426,20 +428,50 @@ const struct symtab_sym *symtab_lookup(const struct symtab *st, uint64_t vaddr)
 	return NULL;
 }
 
+/*
+ * The segment a file offset in a recorded mapping goes through. Recorded
+ * mappings are executable ones (perf reports no others unless asked for
+ * data mappings, and no recorder here asks), and the kernel maps each
+ * segment from the start of the page holding its first byte to the end of
+ * the page holding its last: a code segment's pages may hold bytes of its
+ * neighbours too. lld packs segments without padding (read-only data at file
+ * offset 0, the code at 0x700 of the same page, linked at 0x1700), so the
+ * code's mapping begins with read-only bytes whose own segment would place
+ * them 0x1000 too low. In order: an executable segment holding the offset,
+ * an executable segment whose pages hold it, any segment holding it.
+ */
+static const struct symtab_load *load_for_offset(const struct symtab *st, uint64_t off)
+{
+	const struct symtab_load *in_pages = NULL, *holder = NULL;
+
+	for (size_t i = 0; i < st->nr_loads; i++) {
+		const struct symtab_load *l = &st->loads[i];
+		/* Its pages: from the start of the page of its first byte to the end of the page of its last. */
+		uint64_t first = l->offset & ~(SYMTAB_SEGMENT_PAGE - 1);
+		uint64_t end = (l->offset + l->filesz + SYMTAB_SEGMENT_PAGE - 1) & ~(SYMTAB_SEGMENT_PAGE - 1);
+
+		if (off >= l->offset && off - l->offset < l->filesz) {
+			if (l->exec)
+				return l;
+			if (!holder)
+				holder = l;
+		} else if (l->exec && !in_pages && off >= first && off < end) {
+			in_pages = l;
+		}
+	}
+	return in_pages ? in_pages : holder;
+}
+
 uint64_t symtab_map_addr(const struct symtab *st, uint64_t ip, uint64_t map_start, uint64_t pgoff)
 {
 	uint64_t off = ip - map_start + pgoff;
-	size_t i;
+	const struct symtab_load *l;
 
 	if (st->fixed)
 		return ip;
-	for (i = 0; i < st->nr_loads; i++) {
-		const struct symtab_load *l = &st->loads[i];
-
-		if (off >= l->offset && off - l->offset < l->filesz)
-			return off - l->offset + l->vaddr;
-	}
-	return off;
+	l = load_for_offset(st, off);
+	/* Offset and address differ by a whole number of pages, the same for every byte of the mapping. */
+	return l ? off - l->offset + l->vaddr : off;
 }
 
 size_t symtab_count(const struct symtab *st)

@@ -44,7 +44,9 @@ const struct symtab_sym *symtab_lookup(const struct symtab *st, uint64_t vaddr);
  * that starts at map_start and maps file offset pgoff there. Fixed-address
  * executables (ET_EXEC) are mapped where they were linked, so the address
  * is the address; position-independent objects go through the file offset
- * and the program headers.
+ * and the program headers. The mapping is taken to be an executable one
+ * (the only kind recorded): an offset in a page it shares with the code
+ * segment goes through the code segment (lld's layout, symtab.c).
  */
 uint64_t symtab_map_addr(const struct symtab *st, uint64_t ip, uint64_t map_start, uint64_t pgoff);
 size_t symtab_count(const struct symtab *st);

@@ -329,13 +329,13 @@ static void test_hostile(void **state)
 	assert_string_equal(frame_func(p, 8, 0), "[unknown]");
 	assert_string_equal(frame_func(p, 9, 0), "beta");
 	/*
-	 * Everything from -4095 up is a marker and dropped; 0 and 1 are user
-	 * callers no map covers, where the chain ends (issue 16: garbage frame
-	 * pointers cut, counted).
+	 * Everything from -4095 up is a marker and dropped; 0 is where a stack
+	 * ends (issue 31), and 1, read past it, is cut and counted (issue 16:
+	 * garbage frame pointers).
 	 */
 	assert_int_equal(p->samples[9].nr_frames, 1);
 	assert_int_equal(p->chains_cut, 1);
-	assert_int_equal(p->frames_cut, 2);
+	assert_int_equal(p->frames_cut, 1);
 	/* missing, notelf, build-id, the escaping path, the cut chain: one warning each. */
 	assert_int_equal(nr_warnings, 5);
 	assert_non_null(strstr(warnings, "1 call chains were cut where a caller lies in no mapping"));
@@ -344,6 +344,55 @@ static void test_hostile(void **state)
 	assert_non_null(strstr(warnings, "not an ELF"));
 	/* Resolved inside the root (openat2 RESOLVE_IN_ROOT): ROOT/etc/passwd, which is not there. */
 	assert_non_null(strstr(warnings, "/bin/../../etc/passwd: No such file"));
+	profile_free(p);
+}
+
+/*
+ * A zero return address ends the chain (issue 31): perf's frame-pointer
+ * chains and the agent's end in one where the outermost frame says so, and
+ * taken for a caller it became a kernel frame at the root of every stack
+ * (0 - 1 lies in the kernel half), and pprof's location 0xffffffffffffffff.
+ */
+static void test_zero_return_address(void **state)
+{
+	static const char ksyms[] = "ffffffff81000000 T kfunc\n";
+	/*
+	 * As the agent writes chains (no markers); as perf does; a zero ending
+	 * the kernel's walk, not the user walk after it; garbage read past one.
+	 */
+	const uint64_t bare[] = { FX_BETA + 5, 0 };
+	const uint64_t marked[] = { CTX_USER, FX_BETA + 5, 0 };
+	const uint64_t kernel[] = { CTX_KERNEL, 0xffffffff81000010, 0, CTX_USER, FX_BETA + 5 };
+	const uint64_t past[] = { FX_BETA + 5, 0, FX_START + 1, 0x1234 };
+	struct kp_writer *w;
+	struct profile *p;
+	int fd;
+
+	(void)state;
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	assert_int_equal(kp_writer_ksyms(w, ksyms, strlen(ksyms)), 0);
+	assert_int_equal(fx_mmap(w, 40, 1, 0x40000000, 0x40000, 0, "/bin/fx", NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 40, 2, FX_ALPHA + 1, KP_CPL_USER, bare, 2), 0);
+	assert_int_equal(fx_sample(w, 1, 40, 3, FX_ALPHA + 1, KP_CPL_USER, marked, 3), 0);
+	assert_int_equal(fx_sample(w, 1, 40, 4, 0xffffffff81000010, KP_CPL_KERNEL, kernel, 5), 0);
+	assert_int_equal(fx_sample(w, 1, 40, 5, FX_ALPHA + 1, KP_CPL_USER, past, 4), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+
+	p = load(NULL);
+	assert_int_equal(p->nr_samples, 4);
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		assert_int_equal(p->samples[i].nr_frames, 2);
+		assert_string_equal(frame_func(p, i, 0), i == 2 ? "kfunc" : "alpha");
+		assert_string_equal(frame_func(p, i, 1), "beta");
+		assert_string_equal(frame_image(p, i, 1), "fx");
+	}
+	for (size_t i = 0; i < p->nr_locs; i++)
+		assert_true(p->locs[i].addr != UINT64_MAX);
+	/* Only what was read past a zero is a cut: the last sample's _start and 0x1234, one chain. */
+	assert_int_equal(p->chains_cut, 1);
+	assert_int_equal(p->frames_cut, 2);
+	assert_int_equal(p->unresolved, 0);
 	profile_free(p);
 }
 
@@ -440,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_sources),
 		cmocka_unit_test(test_module_image_again),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_zero_return_address),
 		cmocka_unit_test(test_end_record_kept),
 		cmocka_unit_test(test_replay_order),
 		cmocka_unit_test(test_reader_errors),

@@ -2,9 +2,11 @@
 /*
  * lib/symtab: symbols of a static non-PIE fixture at known addresses, of
  * this PIE test binary and of a shared library as they are mapped right
- * now (/proc/self/maps), build-id checks, and files that aren't ELF.
+ * now (/proc/self/maps), one linked by lld, build-id checks, and files
+ * that aren't ELF.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -144,7 +146,7 @@ static void test_not_elf(void **state)
 }
 
 /* The executable mapping of this process that holds addr, as perf's MMAP record would describe it. */
-static int find_mapping(uintptr_t addr, char *path, size_t len, uint64_t *start, uint64_t *pgoff)
+static int find_mapping(uintptr_t addr, char *path, size_t len, uint64_t *start, uint64_t *end, uint64_t *pgoff)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[PATH_MAX + 128];
@@ -162,6 +164,7 @@ static int find_mapping(uintptr_t addr, char *path, size_t len, uint64_t *start,
 		if (addr >= s && addr < e && perms[2] == 'x' && file[0] == '/') {
 			snprintf(path, len, "%s", file);
 			*start = s;
+			*end = e;
 			*pgoff = off;
 			found = 0;
 			break;
@@ -174,9 +177,9 @@ static int find_mapping(uintptr_t addr, char *path, size_t len, uint64_t *start,
 static const char *resolve_live(uintptr_t addr, struct symtab **st)
 {
 	char path[PATH_MAX];
-	uint64_t start, pgoff;
+	uint64_t start, end, pgoff;
 
-	if (find_mapping(addr, path, sizeof(path), &start, &pgoff))
+	if (find_mapping(addr, path, sizeof(path), &start, &end, &pgoff))
 		return NULL;
 	if (symtab_open(st, path, NULL, 0))
 		return NULL;
@@ -252,6 +255,52 @@ static void test_shared_library(void **state)
 	symtab_close(st);
 }
 
+/*
+ * A library linked by lld (issue 31). lld packs segments without padding:
+ * the code's mapping begins with read-only data that shares its first page
+ * and ends with writable data that shares its last, and the code is linked
+ * a page above its file offset. Every byte of that mapping translates
+ * through the code segment; --call-graph dwarf takes a file's load bias
+ * from its mapping's first byte, and with the read-only segment's
+ * translation found no callers at all.
+ */
+static void test_lld_layout(void **state)
+{
+	char src[600], so[600], path[PATH_MAX], cmd[2048];
+	struct link_map *lm = NULL;
+	struct symtab *st = NULL;
+	uint64_t start, end, pgoff;
+	void *h, *fn;
+	FILE *f;
+
+	(void)state;
+	snprintf(src, sizeof(src), "%s/lld.c", dir);
+	snprintf(so, sizeof(so), "%s/liblld.so", dir);
+	f = fopen(src, "w");
+	assert_non_null(f);
+	fputs("int lld_first(int x) { return x + 1; }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "gcc -O1 -shared -fPIC -fuse-ld=lld -o '%s' '%s'", so, src);
+	if (system(cmd) != 0)
+		fail_msg("could not link with lld (Debian package lld, installed by make deps)");
+	h = dlopen(so, RTLD_NOW);
+	assert_non_null(h);
+	fn = dlsym(h, "lld_first");
+	assert_non_null(fn);
+	assert_int_equal(dlinfo(h, RTLD_DI_LINKMAP, &lm), 0);
+	assert_int_equal(find_mapping((uintptr_t)fn, path, sizeof(path), &start, &end, &pgoff), 0);
+	assert_int_equal(symtab_open(&st, path, NULL, 0), 0);
+	/* The layout this is about: the code does not begin its page, nor end it. */
+	assert_int_not_equal(((uintptr_t)fn - lm->l_addr) & 0xfff, 0);
+	/* The first byte (read-only data): the bias is the loader's. */
+	assert_int_equal(start - symtab_map_addr(st, start, start, pgoff), lm->l_addr);
+	/* The code, and the last byte (writable data). */
+	assert_string_equal(name_at(st, symtab_map_addr(st, (uintptr_t)fn, start, pgoff)), "lld_first");
+	assert_int_equal(symtab_map_addr(st, end - 1, start, pgoff), end - 1 - lm->l_addr);
+	symtab_close(st);
+	dlclose(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_self_pie),
 		cmocka_unit_test(test_shared_library),
+		cmocka_unit_test(test_lld_layout),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
