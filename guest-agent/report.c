@@ -15,7 +15,7 @@
 
 static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort KEYS] [--percent-limit P] [-n] [--callgraph]\n"
-	"                            [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
+	"                            [--percentage absolute|relative] [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
 	"                            [--kallsyms FILE] [--recover] [--no-demangle]\n";
 
@@ -36,8 +36,11 @@ static const char report_help[] =
 	"      --pids LIST     only the samples of these pids (also --pid)\n"
 	"      --dsos LIST     only the samples in these images, by name or path (also --dso)\n"
 	"      --symbols LIST  only the samples in these functions (also --symbol);\n"
-	"                      the filters apply to every format; in the table, shares are of\n"
-	"                      the samples kept and a line says how many that is\n"
+	"                      the filters apply to every format; a line says how many\n"
+	"                      samples they kept\n"
+	"      --percentage absolute|relative  under a filter, the table's shares are of\n"
+	"                      all samples (absolute, the default, as perf's) or of those\n"
+	"                      kept (relative: the rows add up to 100%)\n"
 	"  -g, --callgraph     text: the caller chains of the top rows\n"
 	"  -f, --format FMT    text (default): a table per event, like opreport;\n"
 	"                      folded: 'comm;image`outer;...;image`inner count' lines for\n"

@@ -146,7 +146,8 @@ static const char stat_help[] =
 static const char top_usage[] =
 	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
 	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n"
-	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--dsos|--symbols LIST]\n";
+	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--dsos|--symbols LIST]\n"
+	"                   [--percentage absolute|relative]\n";
 
 static const char top_help[] =
 	"\n"
@@ -178,7 +179,10 @@ static const char top_help[] =
 	"      --percent-limit PCT  rows under PCT% of the samples are not shown\n"
 	"      --comms LIST    only the samples of these commands (comma-separated);\n"
 	"      --pids LIST     of these processes; --dsos LIST of these images;\n"
-	"      --symbols LIST  of these functions; percentages are of the kept samples\n"
+	"      --symbols LIST  of these functions\n"
+	"      --percentage absolute|relative  under a filter, shares are of all the\n"
+	"                      refresh's samples (absolute, the default, as perf's) or of\n"
+	"                      those kept (relative)\n"
 	"When the VM exits, top says so and exits with 0.\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
@@ -340,6 +344,7 @@ static int cmd_top(int argc, char **argv)
 		/* The report's table options, but for -n/--show-nr-samples: top's -n is --iterations. */
 		{ "sort", required_argument, NULL, 's' },
 		{ "percent-limit", required_argument, NULL, REPORT_OPT_PERCENT_LIMIT },
+		{ "percentage", required_argument, NULL, REPORT_OPT_PERCENTAGE },
 		{ "comms", required_argument, NULL, REPORT_OPT_COMMS },
 		{ "comm", required_argument, NULL, REPORT_OPT_COMMS },
 		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },

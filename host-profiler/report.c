@@ -28,6 +28,7 @@ static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort KEYS] [--percent-limit P] [-n] [-g]\n"
 	"                      [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
+	"                      [--percentage absolute|relative]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
 	"                      [--no-demangle]\n";
@@ -59,8 +60,11 @@ static const char help[] =
 	"      --pids LIST         only the samples of these pids (also --pid)\n"
 	"      --dsos LIST         only the samples in these images, by name or path (also --dso)\n"
 	"      --symbols LIST      only the samples in these functions (also --symbol); the\n"
-	"                          filters apply to every format; in the table, shares are\n"
-	"                          of the samples kept and a line says how many that is\n"
+	"                          filters apply to every format; a line says how many\n"
+	"                          samples they kept\n"
+	"      --percentage absolute|relative  under a filter, the table's shares are of\n"
+	"                          all samples (absolute, the default, as perf's) or of\n"
+	"                          those kept (relative: the rows add up to 100%)\n"
 	"  -g, --callgraph         text: the caller chains of the top rows (through VM exits\n"
 	"                          into the guest, unless --no-cross-layer)\n"
 	"  -f, --format FMT        text (default); folded: '[layer] comm;image`outer;...' lines;\n"
@@ -353,8 +357,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, con
 		return rc;
 	fputc('\n', out);
 	report_table_print_filter(out, &o, t.kept[0], t.total[0]);
-	/* Without a filter, shares are of all samples, as the domain table's. */
-	whole = report_filter_active(&o.filter) ? t.kept[0] : total;
+	/* Shares are of all samples, as the domain table's (perf's --percentage absolute), or of those kept (relative). */
+	whole = report_table_whole(&o, t.kept[0], total);
 	rc = report_table_print(out, p, &t, 0, t.nr, whole, &o, REPORT_STYLE_HOST);
 	if (!rc && p->unresolved)
 		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);

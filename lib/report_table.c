@@ -349,6 +349,11 @@ size_t report_table_shown(const struct report_table *t, size_t first, size_t nr,
 	return n;
 }
 
+uint64_t report_table_whole(const struct report_table_options *o, uint64_t kept, uint64_t all)
+{
+	return o->percent_relative && report_filter_active(&o->filter) ? kept : all;
+}
+
 void report_table_print_filter(FILE *out, const struct report_table_options *o, uint64_t kept, uint64_t total)
 {
 	char desc[512];
@@ -358,8 +363,8 @@ void report_table_print_filter(FILE *out, const struct report_table_options *o, 
 	report_filter_describe(&o->filter, desc, sizeof(desc));
 	fputs("# filter ", out);
 	report_put_clean(out, desc, 0);
-	fprintf(out, ": %" PRIu64 " of %" PRIu64 " samples kept (%.2f%%); percentages are of those\n", kept, total,
-		pct(kept, total));
+	fprintf(out, ": %" PRIu64 " of %" PRIu64 " samples kept (%.2f%%); percentages are of %s %" PRIu64 "\n", kept,
+		total, pct(kept, total), o->percent_relative ? "those" : "all", o->percent_relative ? kept : total);
 }
 
 /*

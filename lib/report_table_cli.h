@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The table options both report commands take, as perf report spells
- * them: -s/--sort KEYS, --percent-limit P, -n/--show-nr-samples, and the
+ * them: -s/--sort KEYS, --percent-limit P, --percentage absolute|relative,
+ * -n/--show-nr-samples, and the
  * filters --comms/--comm, --pids/--pid, --dsos/--dso, --symbols/--symbol.
  * A program puts REPORT_TABLE_SHORTOPTS and REPORT_TABLE_LONGOPTS among its
  * own options and passes what getopt returns to report_table_option.
@@ -15,7 +16,8 @@
 
 enum {
 	REPORT_OPT_PERCENT_LIMIT = 0x1100,
-	REPORT_OPT_COMMS,
+	REPORT_OPT_PERCENTAGE,
+	REPORT_OPT_COMMS, /* the filters: in report_filter_kind's order */
 	REPORT_OPT_PIDS,
 	REPORT_OPT_DSOS,
 	REPORT_OPT_SYMBOLS,
@@ -26,6 +28,7 @@ enum {
 	{ "sort", required_argument, NULL, 's' },                                   \
 	{ "show-nr-samples", no_argument, NULL, 'n' },                              \
 	{ "percent-limit", required_argument, NULL, REPORT_OPT_PERCENT_LIMIT },     \
+	{ "percentage", required_argument, NULL, REPORT_OPT_PERCENTAGE },           \
 	{ "comms", required_argument, NULL, REPORT_OPT_COMMS },                     \
 	{ "comm", required_argument, NULL, REPORT_OPT_COMMS },                      \
 	{ "pids", required_argument, NULL, REPORT_OPT_PIDS },                       \

@@ -209,6 +209,30 @@ else
 		fail report-sort-sym-vs-perf "top two symbols: perf '$perf_syms', ours '$our_syms'" "$T/perf-sym.rep"
 	fi
 fi
+# perf's --percentage on the same program, event and rate, under --symbols
+# split_one_quarter: absolute (the default) is that function's share of all
+# samples, ~25 in both; relative is of the samples kept, 100.00 in both.
+# Tolerance for absolute: 5 points, as report-sort-sym-vs-perf's (two runs).
+if [ -s "$T/split.perf" ]; then
+	perf report -i "$T/split.perf" --stdio --sort sym --symbols split_one_quarter 2>/dev/null |
+		awk '!/^#/ && NF { sub("%", "", $1); print $1; exit }' >"$T/perf-abs.pct"
+	perf report -i "$T/split.perf" --stdio --sort sym --symbols split_one_quarter --percentage relative 2>/dev/null |
+		awk '!/^#/ && NF { sub("%", "", $1); print $1; exit }' >"$T/perf-rel.pct"
+	"$AGENT" report -i "$T/split.data" --sort sym --symbols split_one_quarter >"$T/q-abs.rep" 2>"$T/q.err"
+	"$AGENT" report -i "$T/split.data" --sort sym --symbols split_one_quarter --percentage relative >"$T/q-rel.rep" 2>>"$T/q.err"
+	pabs=$(cat "$T/perf-abs.pct")
+	prel=$(cat "$T/perf-rel.pct")
+	oabs=$(rows_of "$T/q-abs.rep" | awk 'NR == 1 { sub("%", "", $2); print $2 }')
+	orel=$(rows_of "$T/q-rel.rep" | awk 'NR == 1 { sub("%", "", $2); print $2 }')
+	if [ "$prel" = 100.00 ] && [ "$orel" = 100.00 ] && within "${pabs:-x}" "${oabs:-y}" 5 &&
+		awk -v a="${oabs:-100}" 'BEGIN { exit !(a < 50) }' && sanitizer_clean "$T/q.err"; then
+		pass "report-percentage-vs-perf (split_one_quarter: absolute ours $oabs% / perf $pabs%, relative $orel% / $prel%)"
+	else
+		fail report-percentage-vs-perf "absolute ours '$oabs' perf '$pabs' (within 5, under 50); relative ours '$orel' perf '$prel' (100.00)" "$T/q-abs.rep" "$T/q-rel.rep"
+	fi
+else
+	skip report-percentage-vs-perf "no perf recording of split (see report-sort-vs-perf)"
+fi
 # --comms and --pids keep exactly the samples of that command / process: the
 # kept count is the unfiltered table's rows of it, every row is of it, and
 # the header says how many of all were kept.
@@ -235,18 +259,39 @@ if [ -n "$cpid" ] && [ -n "$want" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ pr
 else
 	fail report-filter-pids "pid '$cpid': the filtered rows differ from the table's rows of that pid: $want" "$T/fk-pid1.rep"
 fi
-# --dsos: the samples in split itself; percentages are of those, so the rows add up to 100.
+# --dsos: the samples in split itself. Percentages are of all the samples
+# (perf's default, --percentage absolute), so the rows add up to split's
+# share of the whole; with --percentage relative they are of those kept and
+# add up to 100. Each row's share is rounded to 0.01: n rows are off by at
+# most n * 0.005 in sum.
 "$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split >"$T/dso.rep" 2>>"$T/filter.err"
 rc=$?
+"$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split --percentage relative >"$T/dso-rel.rep" 2>>"$T/filter.err"
+rc2=$?
 want=$(rows_of "$T/cd.rep" | awk '$4 == "split" { s += $1 } END { print s + 0 }')
+total=$(rows_of "$T/cd.rep" | awk '{ s += $1 } END { print s + 0 }')
 got=$(rows_of "$T/dso.rep" | awk '{ s += $1 } END { print s + 0 }')
 others=$(rows_of "$T/dso.rep" | awk '$3 != "split"' | wc -l)
+nrows=$(rows_of "$T/dso.rep" | wc -l)
 sum=$(rows_of "$T/dso.rep" | awk '{ sub("%", "", $2); s += $2 } END { printf "%.2f", s }')
-if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] && within "$sum" 100 0.05 &&
+rsum=$(rows_of "$T/dso-rel.rep" | awk '{ sub("%", "", $2); s += $2 } END { printf "%.2f", s }')
+share=$(awk -v w="$want" -v t="$total" 'BEGIN { printf "%.2f", t ? 100 * w / t : -1 }')
+slack=$(awk -v n="$nrows" 'BEGIN { print n * 0.005 + 0.001 }')
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] &&
+	within "$sum" "$share" "$slack" && within "$rsum" 100 "$slack" &&
+	grep -q "^# filter --dsos split: $want of $total samples kept (.*); percentages are of all $total$" "$T/dso.rep" &&
+	grep -q "^# filter --dsos split: $want of $total samples kept (.*); percentages are of those $want$" "$T/dso-rel.rep" &&
 	sanitizer_clean "$T/filter.err"; then
-	pass "report-filter-dsos ($want samples in split, shares add up to $sum%)"
+	pass "report-filter-dsos ($want of $total samples in split: shares add up to $sum% absolute, $rsum% relative)"
 else
-	fail report-filter-dsos "exit $rc; kept $got, the table's split rows $want; $others other rows; shares $sum%" "$T/dso.rep"
+	fail report-filter-dsos "exit $rc $rc2; kept $got, the table's split rows $want of $total; $others other rows; shares $sum% (want $share), relative $rsum%" "$T/dso.rep" "$T/dso-rel.rep"
+fi
+"$AGENT" report -i "$T/split.data" --percentage bogus >/dev/null 2>"$T/pctg.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^kvmprof-agent report: --percentage: 'bogus' is not absolute or relative$" "$T/pctg.err"; then
+	pass report-percentage-bad
+else
+	fail report-percentage-bad "exit $rc, want 2 and one line" "$T/pctg.err"
 fi
 # The filters apply to the other formats too: the folded stacks of --dsos split are those samples, each ending in split.
 "$AGENT" report -i "$T/split.data" --dsos split -f folded >"$T/dso.folded" 2>>"$T/filter.err"

@@ -329,17 +329,47 @@ static void test_filters(void **state)
 	assert_int_equal(report_filter_set(&f, REPORT_FILTER_COMMS, "a,,b", err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "--comms: empty item in 'a,,b'");
 
-	/* Two filters: both must hold; shares are of the samples kept, and the header says so. */
+	/*
+	 * Two filters: both must hold. Shares are of all 7 samples, as perf's
+	 * default --percentage absolute: a row's share is the one it has
+	 * without the filter (alpha 3 of 7), and the header says what they are of.
+	 */
 	assert_int_equal(report_filter_set(&opt.table.filter, REPORT_FILTER_COMMS, "matmul", err, sizeof(err)), 0);
 	assert_int_equal(report_filter_set(&opt.table.filter, REPORT_FILTER_DSOS, "fx", err, sizeof(err)), 0);
 	out = render_text(&opt);
 	assert_string_equal(out,
 			    "Event cycles (period 1000): 7 samples, 0 lost\n"
-			    "# filter --comms matmul --dsos fx: 4 of 7 samples kept (57.14%); percentages are of those\n"
+			    "# filter --comms matmul --dsos fx: 4 of 7 samples kept (57.14%); percentages are of all 7\n"
+			    " samples       %  image  symbol\n"
+			    "       3  42.86%  fx     alpha\n"
+			    "       1  14.29%  fx     beta\n"
+			    "# 1 of 7 samples (14.29%) have no symbol\n");
+	free(out);
+	/* --percentage relative: of the 4 kept, adding up to 100. */
+	opt.table.percent_relative = true;
+	out = render_text(&opt);
+	assert_string_equal(out,
+			    "Event cycles (period 1000): 7 samples, 0 lost\n"
+			    "# filter --comms matmul --dsos fx: 4 of 7 samples kept (57.14%); percentages are of those 4\n"
 			    " samples       %  image  symbol\n"
 			    "       3  75.00%  fx     alpha\n"
 			    "       1  25.00%  fx     beta\n"
 			    "# 1 of 7 samples (14.29%) have no symbol\n");
+	free(out);
+	/* --percent-limit applies to the shares shown: beta is 14.29% of all, 25% of those kept. */
+	opt.table.percent_limit = 20;
+	out = render_text(&opt);
+	assert_non_null(strstr(out, "       1  25.00%  fx     beta\n"));
+	free(out);
+	opt.table.percent_relative = false;
+	out = render_text(&opt);
+	assert_null(strstr(out, "beta"));
+	assert_non_null(strstr(out, "# 1 rows under 20% not shown: 1 samples (14.29%)\n"));
+	free(out);
+	/* Without a filter relative changes nothing: the samples kept are all of them. */
+	opt = (struct report_options){ .table.keys = keys("dso,sym", REPORT_KEYS_COMMON), .table.percent_relative = true };
+	out = render_text(&opt);
+	assert_non_null(strstr(out, "       3  42.86%  fx                 alpha\n"));
 	free(out);
 }
 
@@ -364,6 +394,14 @@ static void test_options(void **state)
 	assert_int_equal(report_table_option(REPORT_OPT_PERCENT_LIMIT, "5%%", &o, REPORT_KEYS_COMMON, "t", ""), 2);
 	assert_int_equal(report_table_option(REPORT_OPT_PERCENT_LIMIT, "", &o, REPORT_KEYS_COMMON, "t", ""), 2);
 	assert_int_equal(report_table_option(REPORT_OPT_PIDS, "x", &o, REPORT_KEYS_COMMON, "t", ""), 2);
+	/* perf's --percentage: absolute (the default) or relative, nothing else. */
+	assert_false(o.percent_relative);
+	assert_int_equal(report_table_option(REPORT_OPT_PERCENTAGE, "relative", &o, REPORT_KEYS_COMMON, "t", ""), 0);
+	assert_true(o.percent_relative);
+	assert_int_equal(report_table_option(REPORT_OPT_PERCENTAGE, "absolute", &o, REPORT_KEYS_COMMON, "t", ""), 0);
+	assert_false(o.percent_relative);
+	assert_int_equal(report_table_option(REPORT_OPT_PERCENTAGE, "Relative", &o, REPORT_KEYS_COMMON, "t", ""), 2);
+	assert_int_equal(report_table_option(REPORT_OPT_PERCENTAGE, "", &o, REPORT_KEYS_COMMON, "t", ""), 2);
 	assert_int_equal(report_table_option('g', NULL, &o, REPORT_KEYS_COMMON, "t", ""), -1);
 }
 
