@@ -15,7 +15,8 @@
 
 static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort KEYS] [--percent-limit P] [-n] [--callgraph]\n"
-	"                            [--percentage absolute|relative] [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
+	"                            [--percentage absolute|relative] [--comms LIST] [--pids LIST]\n"
+	"                            [--tids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
 	"                            [--kallsyms FILE] [--recover] [--no-demangle]\n";
 
@@ -26,6 +27,7 @@ static const char report_help[] =
 	"  -i, --input FILE    sample file (default kvmprof.data; '-' is standard input)\n"
 	"  -s, --sort KEYS     text: rows by these keys, comma-separated, columns in their\n"
 	"                      order, as perf report's: comm, pid (pid and command),\n"
+	"                      tid (a thread: tid and its process's command; perf's pid),\n"
 	"                      dso (or image), sym (or symbol; shows its image unless\n"
 	"                      dso is a key), domain (user or kernel). Default\n"
 	"                      image,symbol; pid,image,symbol: per process and symbol\n"
@@ -34,6 +36,7 @@ static const char report_help[] =
 	"  -n, --show-nr-samples  accepted for perf's sake: the samples column is always shown\n"
 	"      --comms LIST    only the samples of these commands (comma-separated; also --comm)\n"
 	"      --pids LIST     only the samples of these pids (also --pid)\n"
+	"      --tids LIST     only the samples of these threads (also --tid)\n"
 	"      --dsos LIST     only the samples in these images, by name or path (also --dso)\n"
 	"      --symbols LIST  only the samples in these functions (also --symbol);\n"
 	"                      the filters apply to every format; a line says how many\n"

@@ -146,7 +146,7 @@ static const char stat_help[] =
 static const char top_usage[] =
 	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
 	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n"
-	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--dsos|--symbols LIST]\n"
+	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--tids|--dsos|--symbols LIST]\n"
 	"                   [--percentage absolute|relative]\n";
 
 static const char top_help[] =
@@ -174,11 +174,12 @@ static const char top_help[] =
 	"\n"
 	"The table, as kvmprof report's (perf top's spellings):\n"
 	"  -s, --sort KEYS     the rows' keys and the columns' order, comma-separated:\n"
-	"                      domain, process, comm, pid, dso (or image), sym (or\n"
+	"                      domain, process, comm, pid, tid, dso (or image), sym (or\n"
 	"                      symbol); default domain,process,sym\n"
 	"      --percent-limit PCT  rows under PCT% of the samples are not shown\n"
 	"      --comms LIST    only the samples of these commands (comma-separated);\n"
-	"      --pids LIST     of these processes; --dsos LIST of these images;\n"
+	"      --pids LIST     of these processes; --tids LIST of these threads;\n"
+	"                      --dsos LIST of these images;\n"
 	"      --symbols LIST  of these functions\n"
 	"      --percentage absolute|relative  under a filter, shares are of all the\n"
 	"                      refresh's samples (absolute, the default, as perf's) or of\n"
@@ -353,6 +354,8 @@ static int cmd_top(int argc, char **argv)
 		{ "dso", required_argument, NULL, REPORT_OPT_DSOS },
 		{ "symbols", required_argument, NULL, REPORT_OPT_SYMBOLS },
 		{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS },
+		{ "tids", required_argument, NULL, REPORT_OPT_TIDS },
+		{ "tid", required_argument, NULL, REPORT_OPT_TIDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_top_opts o;

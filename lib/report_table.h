@@ -38,7 +38,7 @@ struct report_table_options {
 struct report_row {
 	uint32_t event; /* PROFILE_NONE when not per_event */
 	/* The row's values; only those of the keys in use group rows (the others are its first sample's). */
-	uint32_t comm, pid, image, func, domain;
+	uint32_t comm, pid, tid, image, func, domain;
 	uint64_t count;
 };
 

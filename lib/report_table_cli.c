@@ -39,6 +39,7 @@ int report_table_option(int c, const char *arg, struct report_table_options *o, 
 	case REPORT_OPT_PIDS:
 	case REPORT_OPT_DSOS:
 	case REPORT_OPT_SYMBOLS:
+	case REPORT_OPT_TIDS:
 		if (report_filter_set(&o->filter, (enum report_filter_kind)(c - REPORT_OPT_COMMS), arg, err, sizeof(err)))
 			return cli_usage_error(cmd, usage, "%s", err);
 		return 0;

@@ -2,8 +2,8 @@
 /*
  * The table options both report commands take, as perf report spells
  * them: -s/--sort KEYS, --percent-limit P, --percentage absolute|relative,
- * -n/--show-nr-samples, and the
- * filters --comms/--comm, --pids/--pid, --dsos/--dso, --symbols/--symbol.
+ * -n/--show-nr-samples, and the filters --comms/--comm, --pids/--pid,
+ * --dsos/--dso, --symbols/--symbol, --tids/--tid.
  * A program puts REPORT_TABLE_SHORTOPTS and REPORT_TABLE_LONGOPTS among its
  * own options and passes what getopt returns to report_table_option.
  */
@@ -21,6 +21,7 @@ enum {
 	REPORT_OPT_PIDS,
 	REPORT_OPT_DSOS,
 	REPORT_OPT_SYMBOLS,
+	REPORT_OPT_TIDS,
 };
 
 #define REPORT_TABLE_SHORTOPTS "s:n"
@@ -36,7 +37,9 @@ enum {
 	{ "dsos", required_argument, NULL, REPORT_OPT_DSOS },                       \
 	{ "dso", required_argument, NULL, REPORT_OPT_DSOS },                        \
 	{ "symbols", required_argument, NULL, REPORT_OPT_SYMBOLS },                 \
-	{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS }
+	{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS },                  \
+	{ "tids", required_argument, NULL, REPORT_OPT_TIDS },                       \
+	{ "tid", required_argument, NULL, REPORT_OPT_TIDS }
 
 /*
  * One option of the table's: 0, 2 after a usage error on stderr ("cmd:

@@ -175,7 +175,7 @@ rc2=$?
 rc3=$?
 if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(rows_of "$T/cd.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split" ] &&
 	[ "$(rows_of "$T/sym.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split_three_quarters" ] &&
-	[ $rc3 -eq 2 ] && grep -q "^kvmprof-agent report: unknown sort key 'bogus' in 'bogus,sym' (valid keys: comm, pid, dso (or image), sym (or symbol), domain)$" "$T/bogus.err" &&
+	[ $rc3 -eq 2 ] && grep -q "^kvmprof-agent report: unknown sort key 'bogus' in 'bogus,sym' (valid keys: comm, pid, tid, dso (or image), sym (or symbol), domain)$" "$T/bogus.err" &&
 	sanitizer_clean "$T/keys.err"; then
 	pass report-sort-keys
 else
@@ -258,6 +258,35 @@ if [ -n "$cpid" ] && [ -n "$want" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ pr
 	pass "report-filter-pids (pid $cpid: $(echo "$want" | awk '{ s += $1 } END { print s }') samples, the same rows)"
 else
 	fail report-filter-pids "pid '$cpid': the filtered rows differ from the table's rows of that pid: $want" "$T/fk-pid1.rep"
+fi
+# --sort tid: one row per thread, as perf's pid key has them. xz -T2 runs
+# its main thread and two workers: at least two tid rows of one process,
+# adding up to that process's pid row exactly, and --tids T keeps exactly
+# T's row. perf's --sort pid on a run of its own has as many threads
+# (xz -0 on 3 MB of random data: four blocks of 768 KiB for the 2 workers).
+if ! command -v xz >/dev/null; then
+	skip report-sort-tid "xz is not installed"
+else
+	head -c 3000000 /dev/urandom >"$T/xz.in"
+	"$AGENT" record -q -o "$T/xz.data" -- xz -T2 -0 -k -c "$T/xz.in" >/dev/null 2>"$T/xz.err"
+	"$AGENT" report -i "$T/xz.data" --sort tid >"$T/xz-tid.rep" 2>>"$T/xz.err"
+	"$AGENT" report -i "$T/xz.data" --sort pid >"$T/xz-pid.rep" 2>>"$T/xz.err"
+	read -r t1 n1 < <(rows_of "$T/xz-tid.rep" | awk 'NR == 1 { print $3, $1 }')
+	"$AGENT" report -i "$T/xz.data" --sort tid --tids "${t1:-0}" >"$T/xz-tid1.rep" 2>>"$T/xz.err"
+	ntid=$(rows_of "$T/xz-tid.rep" | awk '$4 == "xz"' | wc -l)
+	tsum=$(rows_of "$T/xz-tid.rep" | awk '$4 == "xz" { s += $1 } END { print s + 0 }')
+	psum=$(rows_of "$T/xz-pid.rep" | awk '$4 == "xz" { s += $1 } END { print s + 0 }')
+	kept=$(rows_of "$T/xz-tid1.rep" | awk '{ s += $1 } END { print s + 0 }')
+	perf_threads=x
+	if perf record -q -e cpu-clock -o "$T/xz.perf" -- xz -T2 -0 -k -c "$T/xz.in" >/dev/null 2>"$T/xz-perf.err"; then
+		perf_threads=$(perf report -i "$T/xz.perf" --stdio --sort pid --comms xz 2>/dev/null | grep -c '^ .*%  *[0-9]*:xz')
+	fi
+	if [ "$ntid" -ge 2 ] && [ "$tsum" = "$psum" ] && [ "$psum" -gt 0 ] && [ "$kept" = "${n1:-x}" ] &&
+		{ [ "$perf_threads" = x ] || [ "$perf_threads" -ge 2 ]; } && sanitizer_clean "$T/xz.err"; then
+		pass "report-sort-tid (xz -T2: $ntid threads, perf ${perf_threads/x/-} threads; $tsum samples by tid and by pid; --tids $t1 keeps its $kept)"
+	else
+		fail report-sort-tid "$ntid xz threads (perf $perf_threads), by tid $tsum, by pid $psum; --tids '$t1' kept $kept of its ${n1:-?}" "$T/xz-tid.rep" "$T/xz-tid1.rep"
+	fi
 fi
 # --dsos: the samples in split itself. Percentages are of all the samples
 # (perf's default, --percentage absolute), so the rows add up to split's
