@@ -352,6 +352,33 @@ else
 	fail report-percent-limit "exit $rc; $shown rows shown, want $keep; want '# $hide rows under 30% not shown: $hidden samples'" "$T/lim.rep"
 fi
 
+# ---- -o's name picks the format when --format is not given (perf users
+# write -o x.svg and expect a flame graph): .svg, .folded and .pb.gz; a
+# --format that contradicts the name, or a .gz/.pb that does not say which,
+# is refused with one line and exit 2, and nothing is written.
+"$AGENT" report -i "$T/split.data" -o "$T/named.svg" 2>"$T/named.err"
+rc1=$?
+"$AGENT" report -i "$T/split.data" -o "$T/named.folded" 2>>"$T/named.err"
+rc2=$?
+"$AGENT" report -i "$T/split.data" -o "$T/named.pb.gz" 2>>"$T/named.err"
+rc3=$?
+"$AGENT" report -i "$T/split.data" -f folded -o "$T/clash.svg" 2>"$T/clash.err"
+rc4=$?
+"$AGENT" report -i "$T/split.data" -o "$T/which.gz" 2>"$T/which.err"
+rc5=$?
+"$AGENT" report -i "$T/split.data" -f svg -o "$T/agree.svg" 2>>"$T/named.err"
+rc6=$?
+"$AGENT" report -i "$T/split.data" -f folded >"$T/ref.folded" 2>/dev/null
+if [ "$rc1 $rc2 $rc3 $rc4 $rc5 $rc6" = "0 0 0 2 2 0" ] && head -n 2 "$T/named.svg" | grep -q '^<svg' &&
+	cmp -s "$T/named.folded" "$T/ref.folded" && gzip -t "$T/named.pb.gz" 2>/dev/null && cmp -s "$T/named.svg" "$T/agree.svg" &&
+	grep -q "^kvmprof-agent report: -o $T/clash.svg is named for svg, but --format is folded$" "$T/clash.err" &&
+	grep -q "^kvmprof-agent report: -o $T/which.gz: which format? name it .pb.gz for pprof, or give --format$" "$T/which.err" &&
+	[ ! -e "$T/clash.svg" ] && [ ! -e "$T/which.gz" ] && sanitizer_clean "$T/named.err"; then
+	pass "report-output-name (.svg, .folded, .pb.gz chosen by name; a clash and a bare .gz refused)"
+else
+	fail report-output-name "exits $rc1 $rc2 $rc3 $rc4 $rc5 $rc6 (want 0 0 0 2 2 0)" "$T/clash.err" "$T/which.err" "$T/named.err"
+fi
+
 # ---- call chains: the hot functions' caller is main
 "$AGENT" record -q -g -o "$T/cg.data" -- "$FIX/split" 50000 >/dev/null 2>"$T/cg.err"
 rc=$?
