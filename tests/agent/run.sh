@@ -379,6 +379,29 @@ else
 	fail report-output-name "exits $rc1 $rc2 $rc3 $rc4 $rc5 $rc6 (want 0 0 0 2 2 0)" "$T/clash.err" "$T/which.err" "$T/named.err"
 fi
 
+# ---- kvmprof top names itself in its usage errors (it said "record: unknown
+# option"), and takes --domain as kvmprof record does: a domain that does
+# not exist is record's one-line refusal and exit 1, with libvirt or without
+# it (the static build says it has none); --vm with --domain, exit 2.
+if [ -x "$KVMPROF" ]; then
+	"$KVMPROF" top --bogus >/dev/null 2>"$T/top-bogus.err"
+	rc1=$?
+	"$KVMPROF" top --vm "$T/no.sock" --domain x >/dev/null 2>"$T/top-both.err"
+	rc2=$?
+	timeout 60 "$KVMPROF" top --domain kvmprof-no-such-domain --stdio -n 1 >/dev/null 2>"$T/top-dom.err"
+	rc3=$?
+	timeout 60 "$KVMPROF" record --domain kvmprof-no-such-domain -o "$T/nodom.data" >/dev/null 2>"$T/rec-dom.err"
+	rc4=$?
+	if [ $rc1 = 2 ] && grep -q "^kvmprof: top: unknown option --bogus$" "$T/top-bogus.err" &&
+		[ $rc2 = 2 ] && grep -q "^kvmprof: top: one of --vm SOCKET .* or --domain NAME" "$T/top-both.err" &&
+		[ $rc3 = 1 ] && [ "$(wc -l <"$T/top-dom.err")" = 1 ] && ! grep -q "unknown option" "$T/top-dom.err" &&
+		[ $rc4 = 1 ] && cmp -s "$T/top-dom.err" "$T/rec-dom.err"; then
+		pass "top-domain-options (top: its own name in usage errors; --domain refused as record refuses it: $(cat "$T/top-dom.err"))"
+	else
+		fail top-domain-options "exits $rc1 $rc2 $rc3 $rc4 (want 2 2 1 1)" "$T/top-bogus.err" "$T/top-both.err" "$T/top-dom.err" "$T/rec-dom.err"
+	fi
+fi
+
 # ---- call chains: the hot functions' caller is main
 "$AGENT" record -q -g -o "$T/cg.data" -- "$FIX/split" 50000 >/dev/null 2>"$T/cg.err"
 rc=$?
