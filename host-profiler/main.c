@@ -144,9 +144,11 @@ static const char stat_help[] =
 	"Ctrl-C prints the counts so far.\n";
 
 static const char top_usage[] =
-	"usage: kvmprof top --vm SOCKET [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
+	"usage: kvmprof top --vm SOCKET | --domain NAME [--connect URI] [--guest-hz HZ]\n"
+	"                   [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
 	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n"
-	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--dsos|--symbols LIST]\n";
+	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--tids|--dsos|--symbols LIST]\n"
+	"                   [--percentage absolute|relative]\n";
 
 static const char top_help[] =
 	"\n"
@@ -159,6 +161,10 @@ static const char top_help[] =
 	"each refresh is a block of plain text ending with an empty line.\n"
 	"\n"
 	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
+	"  --domain NAME       a libvirt QEMU/KVM domain instead, as kvmprof record --domain\n"
+	"                      samples it (its QEMU's threads, its vCPUs' registers)\n"
+	"  --connect URI       libvirt's URI for --domain (default: libvirt's own)\n"
+	"  --guest-hz HZ       --domain: register samples a second and vCPU, as for record\n"
 	"  -e, --event EVENT   event to sample (default cycles; cpu-clock without a hardware\n"
 	"                      PMU), as for kvmprof record\n"
 	"  -F, --freq HZ       samples per second (default 1000)\n"
@@ -173,12 +179,16 @@ static const char top_help[] =
 	"\n"
 	"The table, as kvmprof report's (perf top's spellings):\n"
 	"  -s, --sort KEYS     the rows' keys and the columns' order, comma-separated:\n"
-	"                      domain, process, comm, pid, dso (or image), sym (or\n"
+	"                      domain, process, comm, pid, tid, dso (or image), sym (or\n"
 	"                      symbol); default domain,process,sym\n"
 	"      --percent-limit PCT  rows under PCT% of the samples are not shown\n"
 	"      --comms LIST    only the samples of these commands (comma-separated);\n"
-	"      --pids LIST     of these processes; --dsos LIST of these images;\n"
-	"      --symbols LIST  of these functions; percentages are of the kept samples\n"
+	"      --pids LIST     of these processes; --tids LIST of these threads;\n"
+	"                      --dsos LIST of these images;\n"
+	"      --symbols LIST  of these functions\n"
+	"      --percentage absolute|relative  under a filter, shares are of all the\n"
+	"                      refresh's samples (absolute, the default, as perf's) or of\n"
+	"                      those kept (relative)\n"
 	"When the VM exits, top says so and exits with 0.\n";
 
 #define usage_error(...) cli_usage_error("kvmprof", usage_text, __VA_ARGS__)
@@ -294,10 +304,25 @@ static int top_option(int c, const char *arg, void *ctx)
 		o->guest_root = arg;
 		return 0;
 	case 'k':
+		/* the report's guest kernel symbols, and a domain's kernel when its XML names none, as for record */
 		o->guest_kernel = arg;
+		o->rec.guest_kernel = arg;
 		return 0;
 	case 'M':
 		o->no_demangle = true;
+		return 0;
+	/* --domain, --connect, --guest-hz: a libvirt domain, as kvmprof record takes it */
+	case 'D':
+		o->rec.domain = arg;
+		return 0;
+	case 'C':
+		o->rec.connect = arg;
+		return 0;
+	case 'H':
+		if (cli_parse_num(arg, 1, DOMAIN_SAMPLER_HZ_MAX, &n))
+			return top_usage_error("--guest-hz '%s': expected 1 to %d register samples per second", arg,
+					       DOMAIN_SAMPLER_HZ_MAX);
+		o->rec.guest_hz = (unsigned int)n;
 		return 0;
 	}
 	/* The table's: --sort, --percent-limit and the filters, as kvmprof report takes them. */
@@ -331,6 +356,9 @@ static int cmd_top(int argc, char **argv)
 {
 	static const struct option own_longopts[] = {
 		{ "vm", required_argument, NULL, 'v' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "guest-hz", required_argument, NULL, 'H' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "stdio", no_argument, NULL, 'S' },
@@ -340,6 +368,7 @@ static int cmd_top(int argc, char **argv)
 		/* The report's table options, but for -n/--show-nr-samples: top's -n is --iterations. */
 		{ "sort", required_argument, NULL, 's' },
 		{ "percent-limit", required_argument, NULL, REPORT_OPT_PERCENT_LIMIT },
+		{ "percentage", required_argument, NULL, REPORT_OPT_PERCENTAGE },
 		{ "comms", required_argument, NULL, REPORT_OPT_COMMS },
 		{ "comm", required_argument, NULL, REPORT_OPT_COMMS },
 		{ "pids", required_argument, NULL, REPORT_OPT_PIDS },
@@ -348,12 +377,14 @@ static int cmd_top(int argc, char **argv)
 		{ "dso", required_argument, NULL, REPORT_OPT_DSOS },
 		{ "symbols", required_argument, NULL, REPORT_OPT_SYMBOLS },
 		{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS },
+		{ "tids", required_argument, NULL, REPORT_OPT_TIDS },
+		{ "tid", required_argument, NULL, REPORT_OPT_TIDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct host_top_opts o;
 	const struct record_cli cli = {
-		.prog = "kvmprof", .usage = top_usage, .help = top_help, .max_events = 1, .max_freq = 100000,
-		.own_shortopts = "v:d:n:s:", .own_longopts = own_longopts, .own_option = top_option, .ctx = &o,
+		.prog = "kvmprof", .cmd_name = "top", .usage = top_usage, .help = top_help, .max_events = 1,
+		.max_freq = 100000, .own_shortopts = "v:d:n:s:", .own_longopts = own_longopts, .own_option = top_option, .ctx = &o,
 	};
 	int r;
 
@@ -365,8 +396,11 @@ static int cmd_top(int argc, char **argv)
 		return r;
 	if (optind < argc)
 		return top_usage_error("top: unexpected argument '%s'", argv[optind]);
-	if (!o.rec.vm)
-		return top_usage_error("top: --vm SOCKET (kvmprof-vmm --control SOCKET) is needed");
+	if (!!o.rec.vm + !!o.rec.domain != 1)
+		return top_usage_error("top: one of --vm SOCKET (kvmprof-vmm --control SOCKET) or --domain NAME (a libvirt "
+				       "domain)");
+	if (o.rec.vm && (o.rec.connect || o.rec.guest_hz))
+		return top_usage_error("top: --connect and --guest-hz are for libvirt domains, not --vm");
 	if (o.rec.rec.output || o.rec.rec.callgraph)
 		return top_usage_error("top: -o and call graphs are kvmprof record's: top keeps no file and shows "
 				       "symbols only");

@@ -27,7 +27,8 @@
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"
 	"                      [--guest-export FILE] [--sort KEYS] [--percent-limit P] [-n] [-g]\n"
-	"                      [--comms LIST] [--pids LIST] [--dsos LIST] [--symbols LIST]\n"
+	"                      [--comms LIST] [--pids LIST] [--tids LIST] [--dsos LIST] [--symbols LIST]\n"
+	"                      [--percentage absolute|relative]\n"
 	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
 	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
 	"                      [--no-demangle]\n";
@@ -48,7 +49,8 @@ static const char help[] =
 	"  -s, --sort KEYS         text: rows by these keys, comma-separated, columns in their\n"
 	"                          order, as perf report's: domain (the four above),\n"
 	"                          process (the guest process or VMM thread, 'command\n"
-	"                          [pid]'), comm, pid, dso (or image), sym (or symbol;\n"
+	"                          [pid]'), comm, pid, tid (a thread; perf's pid), dso (or\n"
+	"                          image), sym (or symbol;\n"
 	"                          shows its image unless dso is a key). Default\n"
 	"                          domain,process,symbol; domain,symbol: without processes\n"
 	"      --percent-limit P   text: rows under P% of the samples are not shown (a line\n"
@@ -57,16 +59,21 @@ static const char help[] =
 	"      --comms LIST        only the samples of these commands (comma-separated; a\n"
 	"                          guest's 'matmul' or the tagged '[guest] matmul'; also --comm)\n"
 	"      --pids LIST         only the samples of these pids (also --pid)\n"
+	"      --tids LIST         only the samples of these threads (also --tid)\n"
 	"      --dsos LIST         only the samples in these images, by name or path (also --dso)\n"
 	"      --symbols LIST      only the samples in these functions (also --symbol); the\n"
-	"                          filters apply to every format; in the table, shares are\n"
-	"                          of the samples kept and a line says how many that is\n"
+	"                          filters apply to every format; a line says how many\n"
+	"                          samples they kept\n"
+	"      --percentage absolute|relative  under a filter, the table's shares are of\n"
+	"                          all samples (absolute, the default, as perf's) or of\n"
+	"                          those kept (relative: the rows add up to 100%)\n"
 	"  -g, --callgraph         text: the caller chains of the top rows (through VM exits\n"
 	"                          into the guest, unless --no-cross-layer)\n"
 	"  -f, --format FMT        text (default); folded: '[layer] comm;image`outer;...' lines;\n"
 	"                          pprof: gzipped protobuf (needs -o or a non-terminal);\n"
 	"                          svg: a flame graph, the four layers in their own colours\n"
-	"  -o, --output OUT        write there instead of standard output\n"
+	"  -o, --output OUT        write there instead of standard output; without -f, a\n"
+	"                          name ending .svg, .folded or .pb.gz picks the format\n"
 	"      --drill[=START]     the drill-down: from the whole recording (or the guest\n"
 	"                          process or function START) follow the heaviest path\n"
 	"                          down the cross-layer stacks (guest, exit, VMM, host\n"
@@ -353,8 +360,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, con
 		return rc;
 	fputc('\n', out);
 	report_table_print_filter(out, &o, t.kept[0], t.total[0]);
-	/* Without a filter, shares are of all samples, as the domain table's. */
-	whole = report_filter_active(&o.filter) ? t.kept[0] : total;
+	/* Shares are of all samples, as the domain table's (perf's --percentage absolute), or of those kept (relative). */
+	whole = report_table_whole(&o, t.kept[0], total);
 	rc = report_table_print(out, p, &t, 0, t.nr, whole, &o, REPORT_STYLE_HOST);
 	if (!rc && p->unresolved)
 		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);

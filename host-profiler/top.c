@@ -173,8 +173,8 @@ static int show(struct top *T, unsigned long refresh, double seconds)
 	struct host_record_status st;
 	const struct profile *p = T->p;
 	size_t cols = T->screen ? terminal_cols() : 0, rows = T->t.nr;
-	/* As the report: shares of all the window's samples, or of those a filter kept. */
-	uint64_t whole = report_filter_active(&o->filter) ? T->t.kept[0] : p->nr_samples, lost;
+	/* As the report: shares of all the window's samples, or with --percentage relative of those a filter kept. */
+	uint64_t whole = report_table_whole(o, T->t.kept[0], p->nr_samples), lost;
 	int rc;
 
 	/* A terminal's width goes to the symbol first: narrower names, the image only where there is room. */

@@ -11,6 +11,12 @@
 /* Long-only options: values no program's own short option can take. */
 enum { OPT_CALL_GRAPH = 0x200 };
 
+/* The command usage errors name: "record", or the one that parses record's options for itself ("top"). */
+static const char *cmd_name(const struct record_cli *cli)
+{
+	return cli->cmd_name ? cli->cmd_name : "record";
+}
+
 static const struct option shared_longopts[] = {
 	{ "event", required_argument, NULL, 'e' },  { "freq", required_argument, NULL, 'F' },
 	{ "count", required_argument, NULL, 'c' },  { "callgraph", no_argument, NULL, 'g' },
@@ -58,17 +64,17 @@ static int parse_callgraph(const struct record_cli *cli, const char *arg, struct
 		/* perf rounds the size up to 8 bytes and caps it at what sample_stack_user (a u16) takes. */
 		if (cli_parse_num(comma + 1, 8, KP_USER_STACK_MAX, &v))
 			return cli_usage_error(cli->prog, cli->usage,
-					       "record: --call-graph dwarf,%s: the stack size must be 8 to %u bytes",
-					       comma + 1, KP_USER_STACK_MAX);
+					       "%s: --call-graph dwarf,%s: the stack size must be 8 to %u bytes",
+					       cmd_name(cli), comma + 1, KP_USER_STACK_MAX);
 		o->dwarf_stack = (uint32_t)((v + 7) & ~7ull);
 		return 0;
 	}
 	if (mode_len == 3 && !strncmp(arg, "lbr", 3))
 		return cli_usage_error(cli->prog, cli->usage,
-				       "record: --call-graph lbr needs Intel's last-branch records, which kvmprof "
-				       "does not read; use fp or dwarf");
+				       "%s: --call-graph lbr needs Intel's last-branch records, which kvmprof "
+				       "does not read; use fp or dwarf", cmd_name(cli));
 	return cli_usage_error(cli->prog, cli->usage,
-			       "record: --call-graph '%s': the mode is fp or dwarf[,SIZE]", arg);
+			       "%s: --call-graph '%s': the mode is fp or dwarf[,SIZE]", cmd_name(cli), arg);
 }
 
 static int shared_option(const struct record_cli *cli, int c, struct record_opts *o)
@@ -126,16 +132,16 @@ int record_cli_parse(const struct record_cli *cli, int argc, char **argv, struct
 			printf("%s%s", cli->usage, cli->help);
 			return 0;
 		case ':':
-			return cli_usage_error(cli->prog, cli->usage, "record: option %s needs an argument",
-					       argv[optind - 1]);
+			return cli_usage_error(cli->prog, cli->usage, "%s: option %s needs an argument",
+					       cmd_name(cli), argv[optind - 1]);
 		case '?':
-			return cli_usage_error(cli->prog, cli->usage, "record: unknown option %s", argv[optind - 1]);
+			return cli_usage_error(cli->prog, cli->usage, "%s: unknown option %s", cmd_name(cli), argv[optind - 1]);
 		}
 		r = shared_option(cli, c, o);
 		if (r < 0)
 			r = cli->own_option ? cli->own_option(c, optarg, cli->ctx) : -1;
 		if (r < 0)
-			return cli_usage_error(cli->prog, cli->usage, "record: unknown option %s", argv[optind - 1]);
+			return cli_usage_error(cli->prog, cli->usage, "%s: unknown option %s", cmd_name(cli), argv[optind - 1]);
 		if (r)
 			return r;
 	}
@@ -145,6 +151,6 @@ int record_cli_parse(const struct record_cli *cli, int argc, char **argv, struct
 int record_cli_check_rate(const struct record_cli *cli, const struct record_opts *o)
 {
 	if (o->freq && o->period)
-		return cli_usage_error(cli->prog, cli->usage, "record: -F and -c exclude each other");
+		return cli_usage_error(cli->prog, cli->usage, "%s: -F and -c exclude each other", cmd_name(cli));
 	return -1;
 }

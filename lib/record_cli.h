@@ -41,6 +41,7 @@ struct record_opts {
 /* A record command as the shared parser sees it. */
 struct record_cli {
 	const char *prog;  /* what messages start with: "kvmprof-agent" */
+	const char *cmd_name; /* what usage errors name after it; NULL: "record" (kvmprof top parses record's options too) */
 	const char *usage; /* after a usage error; with help for --help */
 	const char *help;
 	int max_events;    /* -e's; 1: one event, a later -e replaces the earlier */

@@ -21,18 +21,68 @@ static const struct option shared_longopts[] = {
 };
 #define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
 
+static const char *const format_names[] = {
+	[REPORT_FORMAT_TEXT] = "text",
+	[REPORT_FORMAT_FOLDED] = "folded",
+	[REPORT_FORMAT_PPROF] = "pprof",
+	[REPORT_FORMAT_SVG] = "svg",
+};
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n > t && !strcmp(s + n - t, tail);
+}
+
+/*
+ * The format an output file's name asks for: 1 with *out set (.pb.gz,
+ * .folded, .svg), 0 for any other name (text, unless -f says otherwise),
+ * -1 for a name that says gzip or protobuf without saying which (.gz, .pb):
+ * writing text there would be a file its name lies about.
+ */
+static int format_of_name(const char *path, enum report_format *out)
+{
+	if (ends_with(path, ".pb.gz"))
+		*out = REPORT_FORMAT_PPROF;
+	else if (ends_with(path, ".folded"))
+		*out = REPORT_FORMAT_FOLDED;
+	else if (ends_with(path, ".svg"))
+		*out = REPORT_FORMAT_SVG;
+	else
+		return ends_with(path, ".gz") || ends_with(path, ".pb") ? -1 : 0;
+	return 1;
+}
+
+/*
+ * -o's name picks the format when -f is not given; a -f that contradicts
+ * the name is refused rather than writing, say, folded stacks into x.svg.
+ * -1 to go on, else the exit status (2).
+ */
+static int check_output_name(const struct report_cli *cli, struct report_cli_args *a, bool format_given)
+{
+	enum report_format named;
+	int k;
+
+	if (cli->one_format || !a->output)
+		return -1;
+	k = format_of_name(a->output, &named);
+	if (k < 0 && !format_given)
+		return cli_usage_error(cli->cmd, cli->usage,
+				       "-o %s: which format? name it .pb.gz for pprof, or give --format", a->output);
+	if (k > 0 && format_given && named != a->format)
+		return cli_usage_error(cli->cmd, cli->usage, "-o %s is named for %s, but --format is %s", a->output,
+				       format_names[named], format_names[a->format]);
+	if (k > 0)
+		a->format = named;
+	return -1;
+}
+
 /* "text", "folded", "pprof" or "svg". 0 or -EINVAL. */
 static int parse_format(const char *name, enum report_format *out)
 {
-	static const char *const names[] = {
-		[REPORT_FORMAT_TEXT] = "text",
-		[REPORT_FORMAT_FOLDED] = "folded",
-		[REPORT_FORMAT_PPROF] = "pprof",
-		[REPORT_FORMAT_SVG] = "svg",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(name, names[i])) {
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
+		if (!strcmp(name, format_names[i])) {
 			*out = (enum report_format)i;
 			return 0;
 		}
@@ -46,6 +96,7 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 	struct option longopts[NR_SHARED + CLI_OWN_LONGOPTS_MAX + 1], shared[NR_SHARED];
 	size_t nshared = 0;
 	char shortopts[128];
+	bool format_given = false;
 	int c, r;
 
 	/* A command with one output (script) has no -f: it is then an unknown option. */
@@ -67,6 +118,7 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 			if (parse_format(optarg, &a->format))
 				return cli_usage_error(cli->cmd, cli->usage, "unknown format '%s' (text, folded, pprof or svg)",
 						       optarg);
+			format_given = true;
 			continue;
 		case 'o':
 			a->output = optarg;
@@ -102,6 +154,9 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 		if (r)
 			return r;
 	}
+	r = check_output_name(cli, a, format_given);
+	if (r >= 0)
+		return r;
 	return cli->check ? cli->check(cli->ctx) : -1;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* --comms, --pids, --dsos, --symbols: which samples a report counts. */
+/* --comms, --pids, --dsos, --symbols, --tids: which samples a report counts. */
 #include "report_filter.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 
 #include "report.h"
 
-static const char *const option_names[REPORT_FILTER_COUNT] = { "--comms", "--pids", "--dsos", "--symbols" };
+static const char *const option_names[REPORT_FILTER_COUNT] = { "--comms", "--pids", "--dsos", "--symbols", "--tids" };
 
 int report_filter_set(struct report_filter *f, enum report_filter_kind kind, const char *list, char *err,
 		      size_t errlen)
@@ -21,12 +21,13 @@ int report_filter_set(struct report_filter *f, enum report_filter_kind kind, con
 			snprintf(err, errlen, "%s: empty item in '%s'", option_names[kind], list);
 			return -EINVAL;
 		}
-		if (kind == REPORT_FILTER_PIDS) {
+		if (kind == REPORT_FILTER_PIDS || kind == REPORT_FILTER_TIDS) {
 			char *end;
 			unsigned long v;
 
 			if (*p < '0' || *p > '9' || ((v = strtoul(p, &end, 10)), end != p + n) || v > UINT32_MAX) {
-				snprintf(err, errlen, "--pids: '%.*s' is not a pid", (int)n, p);
+				snprintf(err, errlen, "%s: '%.*s' is not a %s", option_names[kind], (int)n, p,
+					 kind == REPORT_FILTER_PIDS ? "pid" : "tid");
 				return -EINVAL;
 			}
 		}
@@ -93,6 +94,8 @@ bool report_filter_keeps(const struct report_filter *f, const struct profile *p,
 	if (f->list[REPORT_FILTER_COMMS] && !comm_matches(f->list[REPORT_FILTER_COMMS], p->comms[s->comm]))
 		return false;
 	if (f->list[REPORT_FILTER_PIDS] && !pid_in_list(f->list[REPORT_FILTER_PIDS], s->pid))
+		return false;
+	if (f->list[REPORT_FILTER_TIDS] && !pid_in_list(f->list[REPORT_FILTER_TIDS], s->tid))
 		return false;
 	if (f->list[REPORT_FILTER_DSOS] && !in_list(f->list[REPORT_FILTER_DSOS], im->name) &&
 	    !(im->path && in_list(f->list[REPORT_FILTER_DSOS], im->path)))

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * perf report's sample filters, shared by both report commands: --comms,
- * --pids, --dsos, --symbols (comma lists; a sample is kept when it matches
- * every filter given). Filters apply before anything is counted, so
- * percentages are of the samples kept, as in perf.
+ * --pids, --dsos, --symbols, --tids (comma lists; a sample is kept when it
+ * matches every filter given). Filters apply before anything is counted;
+ * what the table's percentages are of is report_table_whole's choice.
  */
 #ifndef KVMPROF_REPORT_FILTER_H
 #define KVMPROF_REPORT_FILTER_H
@@ -18,6 +18,7 @@ enum report_filter_kind {
 	REPORT_FILTER_PIDS,
 	REPORT_FILTER_DSOS,
 	REPORT_FILTER_SYMBOLS,
+	REPORT_FILTER_TIDS, /* threads, as perf's --tid; --pids are processes */
 	REPORT_FILTER_COUNT,
 };
 
@@ -29,7 +30,7 @@ struct report_filter {
 /*
  * Sets one filter from a comma list (a later one of the same kind replaces
  * it, as perf's options do). 0, or -EINVAL with the reason in err (an
- * empty list or item; a pid that is not a number).
+ * empty list or item; a pid or tid that is not a number).
  */
 int report_filter_set(struct report_filter *f, enum report_filter_kind kind, const char *list, char *err,
 		      size_t errlen);

@@ -11,6 +11,7 @@ static const struct {
 } key_names[REPORT_KEY_COUNT] = {
 	[REPORT_KEY_COMM] = { "comm", NULL },
 	[REPORT_KEY_PID] = { "pid", NULL },
+	[REPORT_KEY_TID] = { "tid", NULL },
 	[REPORT_KEY_DSO] = { "dso", "image" },
 	[REPORT_KEY_SYM] = { "sym", "symbol" },
 	[REPORT_KEY_DOMAIN] = { "domain", NULL },

@@ -14,7 +14,8 @@
 
 enum report_key {
 	REPORT_KEY_COMM,    /* the command */
-	REPORT_KEY_PID,     /* the process: pid and its command, as perf's pid key */
+	REPORT_KEY_PID,     /* the process: pid and its command (perf's pid key is per thread: tid here) */
+	REPORT_KEY_TID,     /* the thread: tid and its command, as perf's pid key */
 	REPORT_KEY_DSO,     /* the image (alias image) */
 	REPORT_KEY_SYM,     /* the sampled function (alias symbol); its image shows with it unless dso is a key */
 	REPORT_KEY_DOMAIN,  /* where the sample ran: user or kernel, or the host profiler's four layers */
@@ -25,8 +26,8 @@ enum report_key {
 #define REPORT_KEY_BIT(k) (1u << (k))
 /* The keys every report command accepts. */
 #define REPORT_KEYS_COMMON                                                                              \
-	(REPORT_KEY_BIT(REPORT_KEY_COMM) | REPORT_KEY_BIT(REPORT_KEY_PID) | REPORT_KEY_BIT(REPORT_KEY_DSO) | \
-	 REPORT_KEY_BIT(REPORT_KEY_SYM) | REPORT_KEY_BIT(REPORT_KEY_DOMAIN))
+	(REPORT_KEY_BIT(REPORT_KEY_COMM) | REPORT_KEY_BIT(REPORT_KEY_PID) | REPORT_KEY_BIT(REPORT_KEY_TID) | \
+	 REPORT_KEY_BIT(REPORT_KEY_DSO) | REPORT_KEY_BIT(REPORT_KEY_SYM) | REPORT_KEY_BIT(REPORT_KEY_DOMAIN))
 
 struct report_keys {
 	enum report_key key[REPORT_KEY_COUNT]; /* in the order given */

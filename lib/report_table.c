@@ -3,7 +3,7 @@
  * The report table: filter, group by the --sort keys, sort, print. A row's
  * key packs every key's value into the 128 bits a keymap takes (any
  * combination fits: a function implies its image, process and pid are the
- * same pair), one hash lookup per sample; rows are then sorted most samples
+ * same pair, and a thread implies its process), one hash lookup per sample; rows are then sorted most samples
  * first with ties in a fixed order (domain, image, symbol, process, command
  * names), so reports of the same data compare equal.
  */
@@ -43,31 +43,34 @@ static const char *domain_name(const struct report_table_options *o, uint32_t d)
 
 /* Which of a row's values its key holds, worked out once from the --sort keys. */
 struct key_parts {
-	bool by_proc, by_comm, by_sym, by_dso;
+	bool by_proc, by_tid, by_comm, by_sym, by_dso;
 };
 
 static struct key_parts key_parts(const struct report_keys *k)
 {
 	struct key_parts kp = {
 		.by_proc = report_keys_has(k, REPORT_KEY_PID) || report_keys_has(k, REPORT_KEY_PROCESS),
+		.by_tid = report_keys_has(k, REPORT_KEY_TID),
 		.by_sym = report_keys_has(k, REPORT_KEY_SYM),
 		.by_dso = report_keys_has(k, REPORT_KEY_DSO),
 	};
 
-	kp.by_comm = kp.by_proc || report_keys_has(k, REPORT_KEY_COMM);
+	kp.by_comm = kp.by_proc || kp.by_tid || report_keys_has(k, REPORT_KEY_COMM);
 	return kp;
 }
 
 /*
  * The row key of a sample's values (r) for event ev: a holds the command
- * and pid, b the event (24 bits), domain (8) and the function or, without
- * sym, the image. Keys not in use are 0.
+ * and the tid (with the tid key: a thread's tid names its process too, but
+ * for a tid reused by another process within one recording) or the pid,
+ * b the event (24 bits), domain (8) and the function or, without sym, the
+ * image. Keys not in use are 0.
  */
 static void row_key(const struct key_parts *kp, uint32_t ev, const struct report_row *r, uint64_t *a, uint64_t *b)
 {
 	uint32_t place = kp->by_sym ? r->func : kp->by_dso ? r->image : 0;
 
-	*a = (uint64_t)(kp->by_comm ? r->comm : 0) << 32 | (kp->by_proc ? r->pid : 0);
+	*a = (uint64_t)(kp->by_comm ? r->comm : 0) << 32 | (kp->by_tid ? r->tid : kp->by_proc ? r->pid : 0);
 	*b = (uint64_t)ev << 40 | (uint64_t)(r->domain & 0xff) << 32 | place;
 }
 
@@ -79,6 +82,8 @@ static uint64_t key_value(enum report_key k, const struct report_row *r)
 	case REPORT_KEY_PID:
 	case REPORT_KEY_PROCESS:
 		return (uint64_t)r->pid << 32 | r->comm;
+	case REPORT_KEY_TID:
+		return (uint64_t)r->tid << 32 | r->comm;
 	case REPORT_KEY_DSO:
 		return r->image;
 	case REPORT_KEY_SYM:
@@ -124,6 +129,9 @@ static int cmp_rows(const void *a, const void *b, void *arg)
 		return c;
 	if (report_keys_has(k, REPORT_KEY_PID) &&
 	    ((c = cmp_u32(x->pid, y->pid)) || (c = strcmp(p->comms[x->comm], p->comms[y->comm]))))
+		return c;
+	if (report_keys_has(k, REPORT_KEY_TID) &&
+	    ((c = cmp_u32(x->tid, y->tid)) || (c = strcmp(p->comms[x->comm], p->comms[y->comm]))))
 		return c;
 	if (report_keys_has(k, REPORT_KEY_COMM) && (c = strcmp(p->comms[x->comm], p->comms[y->comm])))
 		return c;
@@ -206,7 +214,7 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 		const struct profile_sample *s = &p->samples[i];
 		uint32_t ev = o->per_event ? s->event : 0, func = leaf_func(p, s);
 		struct report_row r = { .event = o->per_event ? s->event : PROFILE_NONE, .comm = s->comm, .pid = s->pid,
-					.func = func, .image = p->funcs[func].image };
+					.tid = s->tid, .func = func, .image = p->funcs[func].image };
 		uint64_t a, b;
 		int64_t v;
 
@@ -249,7 +257,8 @@ fail:
 enum column {
 	COL_COMM,
 	COL_PID,
-	COL_PID_COMM, /* the pid key's command, when comm is not a key itself */
+	COL_PID_COMM, /* the pid or tid key's command, when comm (or pid, for tid) is not a key itself */
+	COL_TID,
 	COL_DSO,
 	COL_SYM_IMAGE, /* the sym key's image, when dso is not a key itself */
 	COL_SYM,
@@ -257,7 +266,7 @@ enum column {
 	COL_PROCESS,
 };
 
-static const char *const col_header[] = { "command", "pid", "command", "image", "image", "symbol", "domain", "process" };
+static const char *const col_header[] = { "command", "pid", "command", "tid", "image", "image", "symbol", "domain", "process" };
 
 /* The columns of keys k, in their order; no_sym_image leaves out the symbol's image. */
 static unsigned columns(const struct report_keys *k, bool no_sym_image, enum column *cols)
@@ -272,6 +281,11 @@ static unsigned columns(const struct report_keys *k, bool no_sym_image, enum col
 		case REPORT_KEY_PID:
 			cols[n++] = COL_PID;
 			if (!report_keys_has(k, REPORT_KEY_COMM))
+				cols[n++] = COL_PID_COMM;
+			break;
+		case REPORT_KEY_TID:
+			cols[n++] = COL_TID;
+			if (!report_keys_has(k, REPORT_KEY_COMM) && !report_keys_has(k, REPORT_KEY_PID))
 				cols[n++] = COL_PID_COMM;
 			break;
 		case REPORT_KEY_DSO:
@@ -292,6 +306,12 @@ static unsigned columns(const struct report_keys *k, bool no_sym_image, enum col
 	return n;
 }
 
+/* pid and tid: numbers, right-aligned in 7 columns (Linux's pid_max is at most 4194304). */
+static bool numeric(enum column c)
+{
+	return c == COL_PID || c == COL_TID;
+}
+
 static const char *col_text(enum column c, const struct profile *p, const struct report_row *r,
 			    const struct report_table_options *o, char *buf, size_t len)
 {
@@ -301,6 +321,9 @@ static const char *col_text(enum column c, const struct profile *p, const struct
 		return p->comms[r->comm];
 	case COL_PID:
 		snprintf(buf, len, "%u", r->pid);
+		return buf;
+	case COL_TID:
+		snprintf(buf, len, "%u", r->tid);
 		return buf;
 	case COL_DSO:
 	case COL_SYM_IMAGE:
@@ -349,6 +372,11 @@ size_t report_table_shown(const struct report_table *t, size_t first, size_t nr,
 	return n;
 }
 
+uint64_t report_table_whole(const struct report_table_options *o, uint64_t kept, uint64_t all)
+{
+	return o->percent_relative && report_filter_active(&o->filter) ? kept : all;
+}
+
 void report_table_print_filter(FILE *out, const struct report_table_options *o, uint64_t kept, uint64_t total)
 {
 	char desc[512];
@@ -358,8 +386,8 @@ void report_table_print_filter(FILE *out, const struct report_table_options *o, 
 	report_filter_describe(&o->filter, desc, sizeof(desc));
 	fputs("# filter ", out);
 	report_put_clean(out, desc, 0);
-	fprintf(out, ": %" PRIu64 " of %" PRIu64 " samples kept (%.2f%%); percentages are of those\n", kept, total,
-		pct(kept, total));
+	fprintf(out, ": %" PRIu64 " of %" PRIu64 " samples kept (%.2f%%); percentages are of %s %" PRIu64 "\n", kept,
+		total, pct(kept, total), o->percent_relative ? "those" : "all", o->percent_relative ? kept : total);
 }
 
 /*
@@ -403,7 +431,7 @@ static int print_table(FILE *out, const struct profile *p, const struct report_t
 
 	for (unsigned c = 0; c < nc; c++) {
 		width[c] = (int)strlen(col_header[cols[c]]);
-		if (cols[c] == COL_PID) {
+		if (numeric(cols[c])) {
 			width[c] = 7;
 			continue;
 		}
@@ -436,7 +464,7 @@ static int print_table(FILE *out, const struct profile *p, const struct report_t
 
 		if (c)
 			fputs(sep, out);
-		if (cols[c] == COL_PID)
+		if (numeric(cols[c]))
 			fprintf(out, "%*s", width[c], col_header[cols[c]]);
 		else if (cut && !last) /* cut columns cut their titles too: the rows stay under them */
 			fprintf(out, "%-*.*s", width[c], width[c], col_header[cols[c]]);
@@ -454,8 +482,8 @@ static int print_table(FILE *out, const struct profile *p, const struct report_t
 
 			if (c)
 				fputs(sep, out);
-			if (cols[c] == COL_PID) {
-				fprintf(out, "%*u", width[c], r->pid);
+			if (numeric(cols[c])) {
+				fprintf(out, "%*u", width[c], cols[c] == COL_PID ? r->pid : r->tid);
 				continue;
 			}
 			text = col_text(cols[c], p, r, o, buf, sizeof(buf));

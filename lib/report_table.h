@@ -20,7 +20,13 @@
 struct report_table_options {
 	struct report_keys keys;
 	struct report_filter filter;
-	double percent_limit; /* rows under this share of the kept samples are not printed; 0: all */
+	double percent_limit; /* rows under this share (of the whole the percentages are of) are not printed; 0: all */
+	/*
+	 * --percentage relative: under a filter, percentages are of the samples
+	 * kept (they add up to 100). Else absolute, perf's default: of all the
+	 * samples, so a row's share is the same with or without a filter.
+	 */
+	bool percent_relative;
 	bool per_event;       /* one table per event (the agent); else one over all samples (kvmprof) */
 	bool sample_rows;     /* fill sample_row, which report_table_callgraph reads (4 bytes a sample); else NULL */
 	/* The domain key: a sample's domain and its name. NULL: user or kernel by privilege level. */
@@ -32,7 +38,7 @@ struct report_table_options {
 struct report_row {
 	uint32_t event; /* PROFILE_NONE when not per_event */
 	/* The row's values; only those of the keys in use group rows (the others are its first sample's). */
-	uint32_t comm, pid, image, func, domain;
+	uint32_t comm, pid, tid, image, func, domain;
 	uint64_t count;
 };
 
@@ -78,7 +84,15 @@ struct report_table_fit {
 int report_table_print_fit(FILE *out, const struct profile *p, const struct report_table *t, size_t first, size_t nr,
 			   uint64_t whole, const struct report_table_options *o, enum report_table_style style,
 			   const struct report_table_fit *fit);
-/* "# filter --comms x: 12 of 40 samples kept; percentages are of those\n" when a filter is active. */
+/*
+ * What percentages are of: `all` (every sample of the event, or of the
+ * recording) or, with --percentage relative and a filter, the `kept` ones.
+ */
+uint64_t report_table_whole(const struct report_table_options *o, uint64_t kept, uint64_t all);
+/*
+ * "# filter --comms x: 12 of 40 samples kept (30.00%); percentages are of
+ * all 40\n" (or "of those 12" with --percentage relative) when a filter is active.
+ */
 void report_table_print_filter(FILE *out, const struct report_table_options *o, uint64_t kept, uint64_t total);
 /* How many of rows [first, first + nr) --percent-limit leaves shown (rows are sorted: a prefix). */
 size_t report_table_shown(const struct report_table *t, size_t first, size_t nr, uint64_t whole,

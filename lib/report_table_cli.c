@@ -3,6 +3,7 @@
 #include "report_table_cli.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -28,10 +29,17 @@ int report_table_option(int c, const char *arg, struct report_table_options *o, 
 		if (end == arg || *end || !(o->percent_limit >= 0 && o->percent_limit <= 100))
 			return cli_usage_error(cmd, usage, "--percent-limit: '%s' is not a percentage (0-100)", arg);
 		return 0;
+	case REPORT_OPT_PERCENTAGE:
+		/* perf's: what a filter's percentages are of (report_table_whole) */
+		if (strcmp(arg, "absolute") && strcmp(arg, "relative"))
+			return cli_usage_error(cmd, usage, "--percentage: '%s' is not absolute or relative", arg);
+		o->percent_relative = !strcmp(arg, "relative");
+		return 0;
 	case REPORT_OPT_COMMS:
 	case REPORT_OPT_PIDS:
 	case REPORT_OPT_DSOS:
 	case REPORT_OPT_SYMBOLS:
+	case REPORT_OPT_TIDS:
 		if (report_filter_set(&o->filter, (enum report_filter_kind)(c - REPORT_OPT_COMMS), arg, err, sizeof(err)))
 			return cli_usage_error(cmd, usage, "%s", err);
 		return 0;

@@ -195,8 +195,8 @@ int report_text(FILE *out, const struct profile *p, const struct report_options 
 		return rc;
 	for (ev = 0; ev < p->nr_events && !rc; ev++) {
 		const struct profile_event *e = &p->events[ev];
-		/* Without a filter, shares are of the event's recorded samples, as always. */
-		uint64_t whole = report_filter_active(&o.filter) ? t.kept[ev] : e->samples;
+		/* Shares are of the event's recorded samples (perf's --percentage absolute) or of those kept (relative). */
+		uint64_t whole = report_table_whole(&o, t.kept[ev], e->samples);
 		size_t end = start, shown;
 
 		while (end < t.nr && t.rows[end].event == ev)

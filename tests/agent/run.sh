@@ -175,7 +175,7 @@ rc2=$?
 rc3=$?
 if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(rows_of "$T/cd.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split" ] &&
 	[ "$(rows_of "$T/sym.rep" | awk 'NR == 1 { print $3, $4 }')" = "split split_three_quarters" ] &&
-	[ $rc3 -eq 2 ] && grep -q "^kvmprof-agent report: unknown sort key 'bogus' in 'bogus,sym' (valid keys: comm, pid, dso (or image), sym (or symbol), domain)$" "$T/bogus.err" &&
+	[ $rc3 -eq 2 ] && grep -q "^kvmprof-agent report: unknown sort key 'bogus' in 'bogus,sym' (valid keys: comm, pid, tid, dso (or image), sym (or symbol), domain)$" "$T/bogus.err" &&
 	sanitizer_clean "$T/keys.err"; then
 	pass report-sort-keys
 else
@@ -209,6 +209,30 @@ else
 		fail report-sort-sym-vs-perf "top two symbols: perf '$perf_syms', ours '$our_syms'" "$T/perf-sym.rep"
 	fi
 fi
+# perf's --percentage on the same program, event and rate, under --symbols
+# split_one_quarter: absolute (the default) is that function's share of all
+# samples, ~25 in both; relative is of the samples kept, 100.00 in both.
+# Tolerance for absolute: 5 points, as report-sort-sym-vs-perf's (two runs).
+if [ -s "$T/split.perf" ]; then
+	perf report -i "$T/split.perf" --stdio --sort sym --symbols split_one_quarter 2>/dev/null |
+		awk '!/^#/ && NF { sub("%", "", $1); print $1; exit }' >"$T/perf-abs.pct"
+	perf report -i "$T/split.perf" --stdio --sort sym --symbols split_one_quarter --percentage relative 2>/dev/null |
+		awk '!/^#/ && NF { sub("%", "", $1); print $1; exit }' >"$T/perf-rel.pct"
+	"$AGENT" report -i "$T/split.data" --sort sym --symbols split_one_quarter >"$T/q-abs.rep" 2>"$T/q.err"
+	"$AGENT" report -i "$T/split.data" --sort sym --symbols split_one_quarter --percentage relative >"$T/q-rel.rep" 2>>"$T/q.err"
+	pabs=$(cat "$T/perf-abs.pct")
+	prel=$(cat "$T/perf-rel.pct")
+	oabs=$(rows_of "$T/q-abs.rep" | awk 'NR == 1 { sub("%", "", $2); print $2 }')
+	orel=$(rows_of "$T/q-rel.rep" | awk 'NR == 1 { sub("%", "", $2); print $2 }')
+	if [ "$prel" = 100.00 ] && [ "$orel" = 100.00 ] && within "${pabs:-x}" "${oabs:-y}" 5 &&
+		awk -v a="${oabs:-100}" 'BEGIN { exit !(a < 50) }' && sanitizer_clean "$T/q.err"; then
+		pass "report-percentage-vs-perf (split_one_quarter: absolute ours $oabs% / perf $pabs%, relative $orel% / $prel%)"
+	else
+		fail report-percentage-vs-perf "absolute ours '$oabs' perf '$pabs' (within 5, under 50); relative ours '$orel' perf '$prel' (100.00)" "$T/q-abs.rep" "$T/q-rel.rep"
+	fi
+else
+	skip report-percentage-vs-perf "no perf recording of split (see report-sort-vs-perf)"
+fi
 # --comms and --pids keep exactly the samples of that command / process: the
 # kept count is the unfiltered table's rows of it, every row is of it, and
 # the header says how many of all were kept.
@@ -235,18 +259,68 @@ if [ -n "$cpid" ] && [ -n "$want" ] && [ "$(rows_of "$T/fk-pid1.rep" | awk '{ pr
 else
 	fail report-filter-pids "pid '$cpid': the filtered rows differ from the table's rows of that pid: $want" "$T/fk-pid1.rep"
 fi
-# --dsos: the samples in split itself; percentages are of those, so the rows add up to 100.
+# --sort tid: one row per thread, as perf's pid key has them. xz -T2 runs
+# its main thread and two workers: at least two tid rows of one process,
+# adding up to that process's pid row exactly, and --tids T keeps exactly
+# T's row. perf's --sort pid on a run of its own has as many threads
+# (xz -0 on 3 MB of random data: four blocks of 768 KiB for the 2 workers).
+if ! command -v xz >/dev/null; then
+	skip report-sort-tid "xz is not installed"
+else
+	head -c 3000000 /dev/urandom >"$T/xz.in"
+	"$AGENT" record -q -o "$T/xz.data" -- xz -T2 -0 -k -c "$T/xz.in" >/dev/null 2>"$T/xz.err"
+	"$AGENT" report -i "$T/xz.data" --sort tid >"$T/xz-tid.rep" 2>>"$T/xz.err"
+	"$AGENT" report -i "$T/xz.data" --sort pid >"$T/xz-pid.rep" 2>>"$T/xz.err"
+	read -r t1 n1 < <(rows_of "$T/xz-tid.rep" | awk 'NR == 1 { print $3, $1 }')
+	"$AGENT" report -i "$T/xz.data" --sort tid --tids "${t1:-0}" >"$T/xz-tid1.rep" 2>>"$T/xz.err"
+	ntid=$(rows_of "$T/xz-tid.rep" | awk '$4 == "xz"' | wc -l)
+	tsum=$(rows_of "$T/xz-tid.rep" | awk '$4 == "xz" { s += $1 } END { print s + 0 }')
+	psum=$(rows_of "$T/xz-pid.rep" | awk '$4 == "xz" { s += $1 } END { print s + 0 }')
+	kept=$(rows_of "$T/xz-tid1.rep" | awk '{ s += $1 } END { print s + 0 }')
+	perf_threads=x
+	if perf record -q -e cpu-clock -o "$T/xz.perf" -- xz -T2 -0 -k -c "$T/xz.in" >/dev/null 2>"$T/xz-perf.err"; then
+		perf_threads=$(perf report -i "$T/xz.perf" --stdio --sort pid --comms xz 2>/dev/null | grep -c '^ .*%  *[0-9]*:xz')
+	fi
+	if [ "$ntid" -ge 2 ] && [ "$tsum" = "$psum" ] && [ "$psum" -gt 0 ] && [ "$kept" = "${n1:-x}" ] &&
+		{ [ "$perf_threads" = x ] || [ "$perf_threads" -ge 2 ]; } && sanitizer_clean "$T/xz.err"; then
+		pass "report-sort-tid (xz -T2: $ntid threads, perf ${perf_threads/x/-} threads; $tsum samples by tid and by pid; --tids $t1 keeps its $kept)"
+	else
+		fail report-sort-tid "$ntid xz threads (perf $perf_threads), by tid $tsum, by pid $psum; --tids '$t1' kept $kept of its ${n1:-?}" "$T/xz-tid.rep" "$T/xz-tid1.rep"
+	fi
+fi
+# --dsos: the samples in split itself. Percentages are of all the samples
+# (perf's default, --percentage absolute), so the rows add up to split's
+# share of the whole; with --percentage relative they are of those kept and
+# add up to 100. Each row's share is rounded to 0.01: n rows are off by at
+# most n * 0.005 in sum.
 "$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split >"$T/dso.rep" 2>>"$T/filter.err"
 rc=$?
+"$AGENT" report -i "$T/split.data" --sort dso,sym --dsos split --percentage relative >"$T/dso-rel.rep" 2>>"$T/filter.err"
+rc2=$?
 want=$(rows_of "$T/cd.rep" | awk '$4 == "split" { s += $1 } END { print s + 0 }')
+total=$(rows_of "$T/cd.rep" | awk '{ s += $1 } END { print s + 0 }')
 got=$(rows_of "$T/dso.rep" | awk '{ s += $1 } END { print s + 0 }')
 others=$(rows_of "$T/dso.rep" | awk '$3 != "split"' | wc -l)
+nrows=$(rows_of "$T/dso.rep" | wc -l)
 sum=$(rows_of "$T/dso.rep" | awk '{ sub("%", "", $2); s += $2 } END { printf "%.2f", s }')
-if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] && within "$sum" 100 0.05 &&
+rsum=$(rows_of "$T/dso-rel.rep" | awk '{ sub("%", "", $2); s += $2 } END { printf "%.2f", s }')
+share=$(awk -v w="$want" -v t="$total" 'BEGIN { printf "%.2f", t ? 100 * w / t : -1 }')
+slack=$(awk -v n="$nrows" 'BEGIN { print n * 0.005 + 0.001 }')
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ] && [ "$others" = 0 ] &&
+	within "$sum" "$share" "$slack" && within "$rsum" 100 "$slack" &&
+	grep -q "^# filter --dsos split: $want of $total samples kept (.*); percentages are of all $total$" "$T/dso.rep" &&
+	grep -q "^# filter --dsos split: $want of $total samples kept (.*); percentages are of those $want$" "$T/dso-rel.rep" &&
 	sanitizer_clean "$T/filter.err"; then
-	pass "report-filter-dsos ($want samples in split, shares add up to $sum%)"
+	pass "report-filter-dsos ($want of $total samples in split: shares add up to $sum% absolute, $rsum% relative)"
 else
-	fail report-filter-dsos "exit $rc; kept $got, the table's split rows $want; $others other rows; shares $sum%" "$T/dso.rep"
+	fail report-filter-dsos "exit $rc $rc2; kept $got, the table's split rows $want of $total; $others other rows; shares $sum% (want $share), relative $rsum%" "$T/dso.rep" "$T/dso-rel.rep"
+fi
+"$AGENT" report -i "$T/split.data" --percentage bogus >/dev/null 2>"$T/pctg.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^kvmprof-agent report: --percentage: 'bogus' is not absolute or relative$" "$T/pctg.err"; then
+	pass report-percentage-bad
+else
+	fail report-percentage-bad "exit $rc, want 2 and one line" "$T/pctg.err"
 fi
 # The filters apply to the other formats too: the folded stacks of --dsos split are those samples, each ending in split.
 "$AGENT" report -i "$T/split.data" --dsos split -f folded >"$T/dso.folded" 2>>"$T/filter.err"
@@ -276,6 +350,56 @@ if [ $rc -eq 0 ] && [ "$shown" = "$keep" ] && [ "$hide" -gt 0 ] &&
 	pass "report-percent-limit ($keep rows shown, $hide rows of $hidden samples hidden)"
 else
 	fail report-percent-limit "exit $rc; $shown rows shown, want $keep; want '# $hide rows under 30% not shown: $hidden samples'" "$T/lim.rep"
+fi
+
+# ---- -o's name picks the format when --format is not given (perf users
+# write -o x.svg and expect a flame graph): .svg, .folded and .pb.gz; a
+# --format that contradicts the name, or a .gz/.pb that does not say which,
+# is refused with one line and exit 2, and nothing is written.
+"$AGENT" report -i "$T/split.data" -o "$T/named.svg" 2>"$T/named.err"
+rc1=$?
+"$AGENT" report -i "$T/split.data" -o "$T/named.folded" 2>>"$T/named.err"
+rc2=$?
+"$AGENT" report -i "$T/split.data" -o "$T/named.pb.gz" 2>>"$T/named.err"
+rc3=$?
+"$AGENT" report -i "$T/split.data" -f folded -o "$T/clash.svg" 2>"$T/clash.err"
+rc4=$?
+"$AGENT" report -i "$T/split.data" -o "$T/which.gz" 2>"$T/which.err"
+rc5=$?
+"$AGENT" report -i "$T/split.data" -f svg -o "$T/agree.svg" 2>>"$T/named.err"
+rc6=$?
+"$AGENT" report -i "$T/split.data" -f folded >"$T/ref.folded" 2>/dev/null
+if [ "$rc1 $rc2 $rc3 $rc4 $rc5 $rc6" = "0 0 0 2 2 0" ] && head -n 2 "$T/named.svg" | grep -q '^<svg' &&
+	cmp -s "$T/named.folded" "$T/ref.folded" && gzip -t "$T/named.pb.gz" 2>/dev/null && cmp -s "$T/named.svg" "$T/agree.svg" &&
+	grep -q "^kvmprof-agent report: -o $T/clash.svg is named for svg, but --format is folded$" "$T/clash.err" &&
+	grep -q "^kvmprof-agent report: -o $T/which.gz: which format? name it .pb.gz for pprof, or give --format$" "$T/which.err" &&
+	[ ! -e "$T/clash.svg" ] && [ ! -e "$T/which.gz" ] && sanitizer_clean "$T/named.err"; then
+	pass "report-output-name (.svg, .folded, .pb.gz chosen by name; a clash and a bare .gz refused)"
+else
+	fail report-output-name "exits $rc1 $rc2 $rc3 $rc4 $rc5 $rc6 (want 0 0 0 2 2 0)" "$T/clash.err" "$T/which.err" "$T/named.err"
+fi
+
+# ---- kvmprof top names itself in its usage errors (it said "record: unknown
+# option"), and takes --domain as kvmprof record does: a domain that does
+# not exist is record's one-line refusal and exit 1, with libvirt or without
+# it (the static build says it has none); --vm with --domain, exit 2.
+if [ -x "$KVMPROF" ]; then
+	"$KVMPROF" top --bogus >/dev/null 2>"$T/top-bogus.err"
+	rc1=$?
+	"$KVMPROF" top --vm "$T/no.sock" --domain x >/dev/null 2>"$T/top-both.err"
+	rc2=$?
+	timeout 60 "$KVMPROF" top --domain kvmprof-no-such-domain --stdio -n 1 >/dev/null 2>"$T/top-dom.err"
+	rc3=$?
+	timeout 60 "$KVMPROF" record --domain kvmprof-no-such-domain -o "$T/nodom.data" >/dev/null 2>"$T/rec-dom.err"
+	rc4=$?
+	if [ $rc1 = 2 ] && grep -q "^kvmprof: top: unknown option --bogus$" "$T/top-bogus.err" &&
+		[ $rc2 = 2 ] && grep -q "^kvmprof: top: one of --vm SOCKET .* or --domain NAME" "$T/top-both.err" &&
+		[ $rc3 = 1 ] && [ "$(wc -l <"$T/top-dom.err")" = 1 ] && ! grep -q "unknown option" "$T/top-dom.err" &&
+		[ $rc4 = 1 ] && cmp -s "$T/top-dom.err" "$T/rec-dom.err"; then
+		pass "top-domain-options (top: its own name in usage errors; --domain refused as record refuses it: $(cat "$T/top-dom.err"))"
+	else
+		fail top-domain-options "exits $rc1 $rc2 $rc3 $rc4 (want 2 2 1 1)" "$T/top-bogus.err" "$T/top-both.err" "$T/top-dom.err" "$T/rec-dom.err"
+	fi
 fi
 
 # ---- call chains: the hot functions' caller is main
