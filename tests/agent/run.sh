@@ -698,10 +698,11 @@ elif ! sanitizer_clean "$T/hl.err"; then
 else
 	pass "annotate-counts ($sum samples = the report's row; hottest at $top_addr, hotline.c:$hot_line holds $on_line%)"
 fi
-# Tolerance: the same line must hold perf's hottest instruction, and its
-# share of the function's samples must be within 10 points of ours (~500
-# samples each: a binomial error of ~2 points; skid may move a few samples
-# onto the next line's first instruction on either side).
+# The same line must hold perf's hottest instruction, and most of the function's
+# samples in both tools. Their shares are not compared: each tool records its
+# own run, and where the timer's interrupt lands around the divisions (the
+# skid onto the loop line's instructions) moves with the host's load: 69.9 to
+# 84.3% on the hot line were seen, in either tool, on a loaded 2-core host.
 if ! perf record -q -e cpu-clock -o "$T/hl.perf" -- "$FIX/hotline" 0.5 >/dev/null 2>"$T/perf.err"; then
 	skip annotate-vs-perf "perf record does not run here: $(head -n 1 "$T/perf.err")"
 else
@@ -714,10 +715,10 @@ else
 		END { printf "%s %s %.1f\n", top, line[top], s }' "$T/hl.rows" "$T/hl.perfann")
 	if [ -z "$perf_addr" ]; then
 		fail annotate-vs-perf "perf annotate listed no instruction of hotline_loop" "$T/hl.perfann"
-	elif [ "$perf_line" = "$hot_line" ] && within "$perf_share" "$on_line" 10; then
+	elif [ "$perf_line" = "$hot_line" ] && awk -v a="$on_line" -v b="$perf_share" 'BEGIN { exit !(a > 50 && b > 50) }'; then
 		pass "annotate-vs-perf (hottest: ours $top_addr, perf's $perf_addr, both hotline.c:$hot_line; $on_line% / $perf_share% on it)"
 	else
-		fail annotate-vs-perf "perf's hottest instruction $perf_addr is under line '$perf_line' ($perf_share% on line $hot_line, ours $on_line%)" "$T/hl.perfann"
+		fail annotate-vs-perf "perf's hottest instruction $perf_addr is under line '$perf_line' ($perf_share% on line $hot_line, ours $on_line%; want both over 50%)" "$T/hl.perfann"
 	fi
 fi
 # Unknown names and bad use: one line, the closest names, exit 1 or 2.
