@@ -34,7 +34,7 @@ L1_TOO_SLOW=(
 	'--agent-channel agent.data --cmdline "quiet start=/bin/agent"'
 	"the guest agent's default workloads under the exact backend ran past 20 minutes there (hash's 118M instructions took 3); tests/e2e/guest-agent.sh runs the agent there on smaller ones"
 	'kvmprof-vmm --cpus 2 --trace run.trace'
-	"the default demos under the exact backend take tens of minutes there; tests/e2e/trace.sh traces smaller runs there"
+	"the default demos under the exact backend were still running after 6 minutes there (matmul and hash, on 2 vCPUs); tests/e2e/trace.sh traces smaller runs there"
 )
 # too_slow_in_l1 NAME SCRIPT: SKIPs (true) an example of L1_TOO_SLOW in the emulated KVM host.
 too_slow_in_l1() {
