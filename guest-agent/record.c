@@ -129,13 +129,13 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 
 	*a = R->ev[idx].attr;
 	a->size = sizeof(*a);
-	convert_sample_layout(a, o->rec.callgraph, o->rec.dwarf_stack);
 	if (R->ev_flags[idx] & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate[idx];
 	} else {
 		a->sample_period = R->ev_rate[idx];
 	}
+	convert_sample_layout(a, o->rec.callgraph, o->rec.dwarf_stack); /* after freq: it decides the layout */
 	a->disabled = 1;
 	a->inherit = R->targets[0] != -1;
 	a->enable_on_exec = R->child > 0 && R->targets[0] == R->child;
@@ -273,7 +273,7 @@ static int open_events(struct rec *R)
 						R->cpus[c], strerror(e));
 					return -e;
 				}
-				r = perf_rings_add(&R->rs, c, (int)fd, (uint32_t)i,
+				r = perf_rings_add(&R->rs, c, (int)fd, (uint32_t)i, &a,
 						   R->o->mmap_pages ? R->o->mmap_pages
 						   : R->o->rec.callgraph == RECORD_CALLGRAPH_DWARF ? DWARF_PAGES : DEFAULT_PAGES);
 				if (r)

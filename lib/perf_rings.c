@@ -23,7 +23,7 @@ int perf_rings_init(struct perf_rings *s, const char *prog, const int *cpus, int
 }
 
 /* Keeps fd and its id; the fd is the set's from here on, whatever happens. */
-static int keep_fd(struct perf_rings *s, int fd, uint32_t event)
+static int keep_fd(struct perf_rings *s, int fd, uint32_t event, uint64_t fixed_period)
 {
 	uint64_t id;
 
@@ -48,13 +48,14 @@ static int keep_fd(struct perf_rings *s, int fd, uint32_t event)
 	s->fds[s->nfds++] = fd;
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
 		return -errno;
-	s->ids[s->nids++] = (struct convert_id){ .id = id, .event = event };
+	s->ids[s->nids++] = (struct convert_id){ .id = id, .event = event, .fixed_period = fixed_period };
 	return 0;
 }
 
-int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, unsigned pages)
+int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, const struct perf_event_attr *attr,
+		   unsigned pages)
 {
-	int r = keep_fd(s, fd, event);
+	int r = keep_fd(s, fd, event, convert_fixed_period(attr));
 
 	if (r) {
 		fprintf(stderr, "%s: perf event id: %s\n", s->prog, strerror(-r));

@@ -33,12 +33,14 @@ struct perf_rings {
 /* An empty set over cpus[0 .. ncpus), which must outlive it. 0 or -ENOMEM. */
 int perf_rings_init(struct perf_rings *s, const char *prog, const int *cpus, int ncpus);
 /*
- * Takes an event opened on CPU slot `slot` (s->cpus[slot]): keeps fd (the
- * set closes it, also when this fails) and its id as `event`, and maps a
- * ring of `pages` data pages for it or sends its records to the slot's
- * ring. 0, or -errno after a message.
+ * Takes an event opened with attr on CPU slot `slot` (s->cpus[slot]):
+ * keeps fd (the set closes it, also when this fails) and its id as
+ * `event`, with the layout its samples have (attr), and maps a ring of
+ * `pages` data pages for it or sends its records to the slot's ring. 0,
+ * or -errno after a message.
  */
-int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, unsigned pages);
+int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, const struct perf_event_attr *attr,
+		   unsigned pages);
 /* PERF_EVENT_IOC_ENABLE (on) or _DISABLE every event. */
 void perf_rings_enable(struct perf_rings *s, bool on);
 /*
