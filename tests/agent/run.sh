@@ -959,6 +959,63 @@ else
 	fail sigterm-forwarded-to-command "the recording never started" "$T/term.err"
 fi
 
+# ---- Ctrl-C stops a recording whose command ignores SIGINT (issue 31: it recorded on until the command
+# ended), at once, and the command gets SIGTERM, as with perf; one that ignores SIGTERM too is killed at
+# the next Ctrl-C. The command spins in a shell that never ends by itself. Ctrl-C is SIGINT to the
+# recording's process group (set -m gives it its own), as a terminal sends it. "At once" is counted,
+# not timed: a task-clock sample every 10 ms of the command's CPU time, so the file holds at most its
+# CPU time when the signal came (/proc/PID/schedstat, ns) / 10 ms, plus 100 (one second of samples:
+# the signal's way into the loop and its last drain, on a loaded host).
+ignoring_command() { # name trap-signals
+	local name=$1 f=$T/$1.data kid= ns= rc= n= got= why=
+	set -m
+	env --default-signal=INT "$AGENT" record -q -e task-clock -c 10000000 -o "$f" -- \
+		sh -c "trap '' $2; while :; do :; done" >/dev/null 2>"$T/$name.err" &
+	rec=$!
+	set +m
+	# Until the command runs (its exec turned the events on) and has had 200 ms of CPU: ~20 samples.
+	for n in $(seq 600); do
+		kid= ns=
+		read -r kid _ 2>/dev/null <"/proc/$rec/task/$rec/children"
+		[ -n "$kid" ] && [ "$(cat "/proc/$kid/comm" 2>/dev/null)" = sh ] &&
+			ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null) && [ "${ns:-0}" -ge 200000000 ] && break
+		ns=
+		sleep 0.1
+	done
+	if [ -z "$ns" ]; then
+		why="the command never got 200 ms of CPU"
+	else
+		ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null)
+		kill -INT -- "-$rec"
+		# A second Ctrl-C (and a third...) for a command that ignores SIGTERM as well; cap 60 s.
+		for n in $(seq 600); do
+			kill -0 "$rec" 2>/dev/null || break
+			case $2 in *TERM*) [ $((n % 5)) = 0 ] && kill -INT -- "-$rec" 2>/dev/null ;; esac
+			sleep 0.1
+		done
+	fi
+	if kill -0 "$rec" 2>/dev/null; then
+		why="${why:-still recording 60 s after Ctrl-C}"
+		kill -KILL "$rec" ${kid:+"$kid"} 2>/dev/null
+	fi
+	wait "$rec" 2>/dev/null
+	rc=$?
+	[ -n "$kid" ] && kill -0 "$kid" 2>/dev/null && { why="${why:-the command (pid $kid) outlived the recording}"; kill -KILL "$kid"; }
+	"$AGENT" report -i "$f" >"$T/$name.rep" 2>>"$T/$name.err"
+	got=$(sed -n 's/^Event task-clock (period 10000000 ns): \([0-9]*\) samples, .*/\1/p' "$T/$name.rep")
+	n=$(awk -v ns="${ns:-0}" 'BEGIN { printf "%d", ns / 10000000 + 100 }')
+	if [ -z "$why" ] && { [ "$rc" != 130 ] || [ -z "$got" ] || [ "$got" = 0 ] || [ "$got" -gt "$n" ] || [ -z "$ns" ]; }; then
+		why="record exited $rc (want 130), ${got:-no} samples (want 1 to $n: the command's $((${ns:-0} / 1000000)) ms of CPU when Ctrl-C came, + 1 s)"
+	fi
+	if [ -z "$why" ] && sanitizer_clean "$T/$name.err"; then
+		pass "$name (exit $rc, $got samples of at most $n, the command gone)"
+	else
+		fail "$name" "${why:-a sanitizer report}" "$T/$name.err"
+	fi
+}
+ignoring_command ctrl-c-command-ignores-sigint INT
+ignoring_command ctrl-c-twice-command-ignores-sigterm "INT TERM"
+
 # ---- Ctrl-C at any moment: from the instant the output file exists, SIGINT
 # leaves a whole file (an empty profile when it came before the command ran).
 # The delays run from the file's creation (the agent's first step that can
