@@ -55,7 +55,7 @@ void convert_sample_layout(struct perf_event_attr *a, int callgraph, uint32_t st
 
 uint64_t convert_fixed_period(const struct perf_event_attr *a)
 {
-	return a->sample_type & PERF_SAMPLE_PERIOD ? 0 : a->sample_period;
+	return (a->sample_type & PERF_SAMPLE_PERIOD) ? 0 : a->sample_period;
 }
 
 /* perf's x86 register numbers (PERF_REG_X86_*) in CONVERT_REGS_USER_MASK's order, as DWARF numbers. */
