@@ -129,13 +129,13 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 
 	*a = R->ev[idx].attr;
 	a->size = sizeof(*a);
-	convert_sample_layout(a, o->rec.callgraph, o->rec.dwarf_stack);
 	if (R->ev_flags[idx] & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate[idx];
 	} else {
 		a->sample_period = R->ev_rate[idx];
 	}
+	convert_sample_layout(a, o->rec.callgraph, o->rec.dwarf_stack); /* after freq: it decides the layout */
 	a->disabled = 1;
 	a->inherit = R->targets[0] != -1;
 	a->enable_on_exec = R->child > 0 && R->targets[0] == R->child;
@@ -273,7 +273,7 @@ static int open_events(struct rec *R)
 						R->cpus[c], strerror(e));
 					return -e;
 				}
-				r = perf_rings_add(&R->rs, c, (int)fd, (uint32_t)i,
+				r = perf_rings_add(&R->rs, c, (int)fd, (uint32_t)i, &a,
 						   R->o->mmap_pages ? R->o->mmap_pages
 						   : R->o->rec.callgraph == RECORD_CALLGRAPH_DWARF ? DWARF_PAGES : DEFAULT_PAGES);
 				if (r)
@@ -482,10 +482,17 @@ static int loop_step(void *ctx, short pidfd_revents, int *next_poll_ms)
 			forward_to = 0;
 			return 1;
 		}
-		return 0; /* with a command, signals end the command, and the command ends the recording */
 	}
+	/*
+	 * A signal ends the recording at once, with a command too, as perf's
+	 * does: a command that ignores it (sh -c 'trap "" INT; ...') or takes
+	 * its time would otherwise be recorded until it ends by itself.
+	 * stop_command then ends the command.
+	 */
 	if (stop_signal)
 		return 1;
+	if (R->child > 0)
+		return 0;
 	if (R->o->pid && !R->o->all)
 		return L->pidfd >= 0 ? (pidfd_revents & POLLIN) != 0 : kill(R->o->pid, 0) && errno == ESRCH;
 	return 0;
@@ -511,6 +518,41 @@ static int record_loop(struct rec *R, int *child_status)
 	if (L.tty)
 		progress(R, true);
 	return r;
+}
+
+/*
+ * The recording is over and the command still runs: it ignored the signal
+ * that stopped us, or has not acted on it yet. It gets SIGTERM, as perf
+ * sends it, and is waited for; a further SIGINT or SIGTERM while it takes
+ * its time (a second Ctrl-C) sends SIGKILL, so no command holds us for
+ * good. Those signals are taken with sigwaitinfo meanwhile: one that comes
+ * between the check and the wait is not missed. SIGCHLD is blocked too so
+ * that its arrival wakes the wait (a blocked signal is queued even when its
+ * action is to ignore it).
+ */
+static void stop_command(struct rec *R, int *status)
+{
+	sigset_t wake, old;
+
+	forward_to = 0;
+	sigemptyset(&wake);
+	sigaddset(&wake, SIGINT);
+	sigaddset(&wake, SIGTERM);
+	sigaddset(&wake, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &wake, &old);
+	kill(R->child, SIGTERM);
+	for (;;) {
+		pid_t w = waitpid(R->child, status, WNOHANG);
+
+		if (w == R->child || (w < 0 && errno != EINTR))
+			break;
+		int sig = sigwaitinfo(&wake, NULL);
+
+		if (sig == SIGINT || sig == SIGTERM)
+			kill(R->child, SIGKILL);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	R->child = 0;
 }
 
 static void cleanup(struct rec *R)
@@ -675,6 +717,12 @@ int record_run(const struct agent_record_opts *o)
 	fprintf(stderr, "kvmprof-agent: %" PRIu64 " samples (%" PRIu64 " lost) in %.1f s, written to %s (%.2f MB)\n",
 		samples, R.conv.lost, (double)duration / 1e9, R.out_name, (double)bytes / 1e6);
 	ok = true;
+	if (R.child > 0 && waitpid(R.child, &status, WNOHANG) == R.child) {
+		R.child = 0; /* it died of the signal meanwhile: its status is ours */
+	} else if (R.child > 0) {
+		stop_command(&R, &status);
+		interrupted = stop_signal; /* as if the command had died of it, as perf dies of it */
+	}
 	goto out;
 
 write_error:
@@ -686,8 +734,7 @@ out_abort:
 out:
 	/* A command we started and no longer follow must not outlive a failed recording. */
 	if (R.child > 0) {
-		kill(R.child, SIGTERM);
-		waitpid(R.child, &status, 0);
+		stop_command(&R, &status);
 		ok = false;
 	}
 	if (R.out_fd > 1)

@@ -137,13 +137,13 @@ static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_att
 {
 	*a = R->ev.attr;
 	a->size = sizeof(*a);
-	convert_sample_layout(a, R->o->rec.callgraph, R->o->rec.dwarf_stack);
 	if (R->ev_flags & KP_EVENT_FREQ) {
 		a->freq = 1;
 		a->sample_freq = R->ev_rate;
 	} else {
 		a->sample_period = R->ev_rate;
 	}
+	convert_sample_layout(a, R->o->rec.callgraph, R->o->rec.dwarf_stack); /* after freq: it decides the layout */
 	a->disabled = 1;
 	a->inherit = 1;
 	/* Hardware counters must run in guest mode too: their guest-mode samples are then guest time. */
@@ -227,8 +227,8 @@ static int open_events(struct hrec *R)
 					(int)R->tids[t], R->cpus[c], strerror(e));
 				return -e;
 			}
-			r = perf_rings_add(&R->rs, c, (int)fd, HOST_EVENT_ID,
-						   R->o->rec.callgraph == RECORD_CALLGRAPH_DWARF ? RING_PAGES_DWARF : RING_PAGES);
+			r = perf_rings_add(&R->rs, c, (int)fd, HOST_EVENT_ID, &a,
+					   R->o->rec.callgraph == RECORD_CALLGRAPH_DWARF ? RING_PAGES_DWARF : RING_PAGES);
 			if (r)
 				return r;
 		}

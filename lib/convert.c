@@ -5,12 +5,19 @@
 
 #include "kvmprof/sample_format.h"
 
-static uint32_t event_of(const struct convert_ctx *c, uint64_t id)
+static const struct convert_id *id_of(const struct convert_ctx *c, uint64_t id)
 {
+	static const struct convert_id unknown = { 0, 0, 0 };
+
 	for (size_t i = 0; i < c->nids; i++)
 		if (c->ids[i].id == id)
-			return c->ids[i].event;
-	return 0;
+			return &c->ids[i];
+	return &unknown;
+}
+
+static uint32_t event_of(const struct convert_ctx *c, uint64_t id)
+{
+	return id_of(c, id)->event;
 }
 
 static uint64_t rd64(const unsigned char *p)
@@ -32,6 +39,8 @@ static uint32_t rd32(const unsigned char *p)
 void convert_sample_layout(struct perf_event_attr *a, int callgraph, uint32_t stack_size)
 {
 	a->sample_type = CONVERT_SAMPLE_TYPE;
+	if (a->freq)
+		a->sample_type |= PERF_SAMPLE_PERIOD;
 	a->sample_id_all = 1;
 	if (!callgraph)
 		return;
@@ -42,6 +51,11 @@ void convert_sample_layout(struct perf_event_attr *a, int callgraph, uint32_t st
 	a->sample_regs_user = CONVERT_REGS_USER_MASK;
 	a->sample_stack_user = stack_size;
 	a->exclude_callchain_user = 1;
+}
+
+uint64_t convert_fixed_period(const struct perf_event_attr *a)
+{
+	return (a->sample_type & PERF_SAMPLE_PERIOD) ? 0 : a->sample_period;
 }
 
 /* perf's x86 register numbers (PERF_REG_X86_*) in CONVERT_REGS_USER_MASK's order, as DWARF numbers. */
@@ -97,8 +111,9 @@ static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
 		struct kp_rec_user_stack u;
 		unsigned char bytes[sizeof(struct kp_rec_user_stack) + KP_USER_STACK_MAX];
 	} us;
-	const unsigned char *p = (const unsigned char *)(h + 1), *tail = p + 48;
-	size_t body = h->size - sizeof(*h), us_len = 0;
+	const unsigned char *p = (const unsigned char *)(h + 1), *tail;
+	size_t body = h->size - sizeof(*h), us_len = 0, fixed;
+	const struct convert_id *id;
 	struct {
 		struct kp_rec_sample s;
 		uint64_t cc[KP_CALLCHAIN_MAX];
@@ -106,27 +121,34 @@ static int conv_sample(struct convert_ctx *c, const struct perf_event_header *h)
 	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 	int r;
 
-	if (body < 48)
+	/* identifier, ip, pid/tid, time, cpu/res; then the period in frequency mode. */
+	if (body < 40)
 		return 0;
+	id = id_of(c, rd64(p));
+	fixed = id->fixed_period ? 40 : 48;
+	if (body < fixed)
+		return 0;
+	tail = p + fixed;
 	memset(&u.s, 0, sizeof(u.s));
-	u.s.event_id = event_of(c, rd64(p));
+	u.s.event_id = id->event;
 	u.s.ip = rd64(p + 8);
 	u.s.pid = rd32(p + 16);
 	u.s.tid = rd32(p + 20);
 	u.s.time = rd64(p + 24);
 	u.s.cpu = rd32(p + 32);
-	u.s.period = rd64(p + 40);
+	u.s.period = id->fixed_period ? id->fixed_period : rd64(p + 40);
 	u.s.cpl = mode == PERF_RECORD_MISC_USER || mode == PERF_RECORD_MISC_GUEST_USER ? KP_CPL_USER
 										      : KP_CPL_KERNEL;
-	if (c->callchain && body >= 56) {
-		uint64_t nr = rd64(p + 48);
+	if (c->callchain && body >= fixed + 8) {
+		const unsigned char *chain = p + fixed + 8;
+		uint64_t nr = rd64(p + fixed);
 		bool skipped_ip = false;
 
-		if (nr > (body - 56) / 8)
-			nr = (body - 56) / 8;
-		tail = p + 56 + nr * 8;
+		if (nr > (body - fixed - 8) / 8)
+			nr = (body - fixed - 8) / 8;
+		tail = chain + nr * 8;
 		for (uint64_t i = 0; i < nr && u.s.nr_callchain < KP_CALLCHAIN_MAX; i++) {
-			uint64_t a = rd64(p + 56 + i * 8);
+			uint64_t a = rd64(chain + i * 8);
 
 			/* PERF_CONTEXT_KERNEL / _USER markers say where the chain crosses modes. */
 			if (a >= (uint64_t)PERF_CONTEXT_MAX)

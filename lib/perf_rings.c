@@ -23,7 +23,7 @@ int perf_rings_init(struct perf_rings *s, const char *prog, const int *cpus, int
 }
 
 /* Keeps fd and its id; the fd is the set's from here on, whatever happens. */
-static int keep_fd(struct perf_rings *s, int fd, uint32_t event)
+static int keep_fd(struct perf_rings *s, int fd, uint32_t event, uint64_t fixed_period)
 {
 	uint64_t id;
 
@@ -48,13 +48,14 @@ static int keep_fd(struct perf_rings *s, int fd, uint32_t event)
 	s->fds[s->nfds++] = fd;
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id))
 		return -errno;
-	s->ids[s->nids++] = (struct convert_id){ .id = id, .event = event };
+	s->ids[s->nids++] = (struct convert_id){ .id = id, .event = event, .fixed_period = fixed_period };
 	return 0;
 }
 
-int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, unsigned pages)
+int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, const struct perf_event_attr *attr,
+		   unsigned pages)
 {
-	int r = keep_fd(s, fd, event);
+	int r = keep_fd(s, fd, event, convert_fixed_period(attr));
 
 	if (r) {
 		fprintf(stderr, "%s: perf event id: %s\n", s->prog, strerror(-r));
@@ -117,6 +118,20 @@ void perf_rings_free(struct perf_rings *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* Writes out what has waited PERF_RINGS_FLUSH_NS; the next poll wakes up when more will have. */
+static int flush_aged(struct convert_ctx *conv, int *wait_ms)
+{
+	uint64_t wait_ns;
+	/* A write error goes back as the drain's do: the caller names its file. */
+	int r = kp_writer_flush_aged(conv->e->w, emit_now_ns(), PERF_RINGS_FLUSH_NS, &wait_ns);
+
+	if (r)
+		return r;
+	if (wait_ns != UINT64_MAX && (wait_ns + 999999) / 1000000 < (uint64_t)*wait_ms)
+		*wait_ms = (int)((wait_ns + 999999) / 1000000);
+	return 0;
+}
+
 int perf_rings_loop(struct perf_rings *s, struct convert_ctx *conv, int extra_fd, int poll_ms,
 		    int (*step)(void *ctx, short extra_revents, int *next_poll_ms), void *ctx)
 {
@@ -152,6 +167,9 @@ int perf_rings_loop(struct perf_rings *s, struct convert_ctx *conv, int extra_fd
 			r = r < 0 ? r : 0;
 			break;
 		}
+		r = flush_aged(conv, &wait_ms);
+		if (r)
+			break;
 	}
 	free(pfd);
 	return r;

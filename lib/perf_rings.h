@@ -33,12 +33,14 @@ struct perf_rings {
 /* An empty set over cpus[0 .. ncpus), which must outlive it. 0 or -ENOMEM. */
 int perf_rings_init(struct perf_rings *s, const char *prog, const int *cpus, int ncpus);
 /*
- * Takes an event opened on CPU slot `slot` (s->cpus[slot]): keeps fd (the
- * set closes it, also when this fails) and its id as `event`, and maps a
- * ring of `pages` data pages for it or sends its records to the slot's
- * ring. 0, or -errno after a message.
+ * Takes an event opened with attr on CPU slot `slot` (s->cpus[slot]):
+ * keeps fd (the set closes it, also when this fails) and its id as
+ * `event`, with the layout its samples have (attr), and maps a ring of
+ * `pages` data pages for it or sends its records to the slot's ring. 0,
+ * or -errno after a message.
  */
-int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, unsigned pages);
+int perf_rings_add(struct perf_rings *s, int slot, int fd, uint32_t event, const struct perf_event_attr *attr,
+		   unsigned pages);
 /* PERF_EVENT_IOC_ENABLE (on) or _DISABLE every event. */
 void perf_rings_enable(struct perf_rings *s, bool on);
 /*
@@ -51,11 +53,22 @@ int perf_rings_drain(struct perf_rings *s, struct convert_ctx *conv);
 void perf_rings_free(struct perf_rings *s);
 
 /*
+ * How long a converted record may wait in the writer's buffer before the
+ * loop writes it out: a recording killed with SIGKILL then loses at most
+ * this plus one poll period of samples (0.6 s for the agent's 100 ms;
+ * issue 31: it lost everything until 256 KiB had gathered, ~30 s at
+ * 1 kHz). Two writes a second cost nothing measurable.
+ */
+#define PERF_RINGS_FLUSH_NS 500000000ull
+
+/*
  * The record loop: polls the rings, and extra_fd when it is >= 0 (a pidfd,
  * the VMM's socket), every `poll_ms` at the latest, drains the rings into
  * conv, then calls step with extra_fd's revents (0 when poll returned
  * nothing) and the next poll's timeout (poll_ms), which it may shorten
- * (work due sooner). step returns 0 to go on, > 0 to stop, < 0 (-errno) to fail.
+ * (work due sooner), then writes out what the writer (conv->e->w) has held
+ * for PERF_RINGS_FLUSH_NS (kp_writer_flush_aged), the step's records too.
+ * step returns 0 to go on, > 0 to stop, < 0 (-errno) to fail.
  * A ring whose events' tasks all exited reports POLLHUP for good: it is
  * then no longer polled but still drained. 0 or -errno.
  */

@@ -27,6 +27,8 @@ struct kp_writer {
 	size_t used;
 	uint64_t records, samples, bytes;
 	unsigned ksyms_seq;
+	bool waiting;        /* kp_writer_flush_aged saw records not yet written, at waiting_since */
+	uint64_t waiting_since;
 	struct kp_sample_block block; /* samples since the last other record, flush or full block */
 	unsigned char buf[WRITER_BUF];
 };
@@ -73,7 +75,27 @@ int kp_writer_flush(struct kp_writer *w)
 {
 	int ret = close_block(w);
 
+	w->waiting = false;
 	return ret ? ret : write_buf(w);
+}
+
+int kp_writer_flush_aged(struct kp_writer *w, uint64_t now_ns, uint64_t max_age_ns, uint64_t *wait_ns)
+{
+	if (wait_ns)
+		*wait_ns = UINT64_MAX;
+	if (!w->used && !kp_sample_block_count(&w->block)) {
+		w->waiting = false; /* what waited went out as the buffer filled */
+		return 0;
+	}
+	if (!w->waiting) {
+		w->waiting = true;
+		w->waiting_since = now_ns;
+	}
+	if (now_ns - w->waiting_since >= max_age_ns)
+		return kp_writer_flush(w);
+	if (wait_ns)
+		*wait_ns = max_age_ns - (now_ns - w->waiting_since);
+	return 0;
 }
 
 int kp_writer_open(struct kp_writer **out, int fd, enum kp_source source)

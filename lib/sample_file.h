@@ -43,6 +43,17 @@ int kp_writer_ksyms(struct kp_writer *w, const char *text, size_t len);
  */
 int kp_writer_add_raw(struct kp_writer *w, const void *rec);
 int kp_writer_flush(struct kp_writer *w);
+/*
+ * Bounds in time what a writer killed with SIGKILL loses (its buffer bounds
+ * it in bytes: at 1 kHz the buffer took ~30 s to fill, and a recording cut
+ * before that left no sample on disk). Called with the time now (ns of a
+ * monotonic clock) after each batch of records: the first call that finds
+ * records waiting notes the time, and the first one max_age_ns after that
+ * writes out the buffer and the open block, as kp_writer_flush. *wait_ns,
+ * when not NULL, is the time until that write is due (UINT64_MAX: nothing
+ * waits), for a loop to wake up by then. 0 or -errno.
+ */
+int kp_writer_flush_aged(struct kp_writer *w, uint64_t now_ns, uint64_t max_age_ns, uint64_t *wait_ns);
 /* Counts of what went through the writer, for END and progress lines. */
 uint64_t kp_writer_samples(const struct kp_writer *w);
 uint64_t kp_writer_bytes(const struct kp_writer *w);

@@ -27,7 +27,7 @@ struct fixture {
 	struct kp_reader *r;
 };
 
-static const struct convert_id ids[] = { { 1001, 0 }, { 2002, 1 } };
+static const struct convert_id ids[] = { { 1001, 0, 0 }, { 2002, 1, 0 } };
 
 static int setup(void **state)
 {
@@ -165,6 +165,73 @@ static void test_sample(void **state)
 	next(f, &rec, KP_REC_SAMPLE);
 	assert_int_equal(rec.sample->event_id, 0);
 	assert_int_equal(rec.sample->cpl, KP_CPL_KERNEL);
+	at_end(f);
+}
+
+/*
+ * A fixed period: the layout asks no PERF_SAMPLE_PERIOD (with it the kernel
+ * samples a software event at every occurrence, period 1), and the sample
+ * takes its event's period. The call chain that follows is read from where
+ * it really is, 8 bytes earlier than in frequency mode.
+ */
+static void test_fixed_period(void **state)
+{
+	static const struct convert_id fixed_ids[] = { { 1001, 0, 0 }, { 3003, 1, 100 } };
+	struct fixture *f = *state;
+	struct perf_event_attr a = { .sample_period = 100 };
+	struct kp_record rec;
+	struct rb b = { .n = 1 };
+
+	convert_sample_layout(&a, 1, 0);
+	assert_false(a.sample_type & PERF_SAMPLE_PERIOD);
+	assert_int_equal(convert_fixed_period(&a), 100);
+	a = (struct perf_event_attr){ .freq = 1, .sample_freq = 1000 };
+	convert_sample_layout(&a, 1, 0);
+	assert_true(a.sample_type & PERF_SAMPLE_PERIOD);
+	assert_int_equal(convert_fixed_period(&a), 0);
+
+	f->c.ids = fixed_ids;
+	f->c.callchain = true;
+	put(&b, 3003);     /* identifier: event 1, period 100, none in the sample */
+	put(&b, 0x401000); /* ip */
+	put2(&b, 42, 42);
+	put(&b, 77);       /* time */
+	put2(&b, 1, 0);    /* cpu */
+	put(&b, 2);        /* nr: the ip, then its caller */
+	put(&b, 0x401000);
+	put(&b, 0x402000);
+	assert_int_equal(convert(f, &b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER), 0);
+
+	b.n = 1;
+	put(&b, 1001); /* event 0, frequency mode: the period is in the sample */
+	put(&b, 0x401000);
+	put2(&b, 42, 42);
+	put(&b, 78);
+	put2(&b, 1, 0);
+	put(&b, 250000); /* period */
+	put(&b, 1);
+	put(&b, 0x401000);
+	assert_int_equal(convert(f, &b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER), 0);
+
+	b.n = 1;
+	put(&b, 3003); /* cut short: no room for the fixed fields */
+	put(&b, 0x401000);
+	put2(&b, 42, 42);
+	put(&b, 79);
+	assert_int_equal(convert(f, &b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER), 0);
+	finish(f);
+
+	next(f, &rec, KP_REC_SAMPLE);
+	assert_int_equal(rec.sample->event_id, 1);
+	assert_int_equal(rec.sample->time, 77);
+	assert_int_equal(rec.sample->cpu, 1);
+	assert_int_equal(rec.sample->period, 100);
+	assert_int_equal(rec.sample->nr_callchain, 1);
+	assert_int_equal(rec.sample->callchain[0], 0x402000);
+	next(f, &rec, KP_REC_SAMPLE);
+	assert_int_equal(rec.sample->event_id, 0);
+	assert_int_equal(rec.sample->period, 250000);
+	assert_int_equal(rec.sample->nr_callchain, 0);
 	at_end(f);
 }
 
@@ -389,6 +456,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_period, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_callchain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_side_band, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_user_stack, setup, teardown),

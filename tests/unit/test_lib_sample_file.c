@@ -470,6 +470,64 @@ static void test_large_kallsyms_round_trip(void **state)
 	free(back);
 }
 
+/*
+ * kp_writer_flush_aged bounds what a writer killed mid-stream loses in
+ * time: records wait in the buffer until max_age after a call first saw
+ * them, then go out whole, so a reader in recovery mode finds them while
+ * the writer still runs (issue 31: nothing reached the file until 256 KiB
+ * had gathered). Times are made up: the writer reads no clock.
+ */
+static void test_flush_aged_bounds_the_loss(void **state)
+{
+	(void)state;
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	struct kp_writer *w;
+	struct kp_rec_sample s = { .event_id = 0, .pid = 42, .tid = 42, .ip = 0x401000, .period = 1000, .cpl = KP_CPL_USER };
+	struct kp_reader_damage d;
+	uint64_t wait, nrec;
+	uint32_t last;
+	long header;
+
+	assert_true(fd >= 0);
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_LINUX_AGENT), 0);
+	header = file_size();
+	/* Nothing waits: nothing to write, and no deadline. */
+	assert_int_equal(kp_writer_flush_aged(w, 1000, 500, &wait), 0);
+	assert_int_equal(wait, UINT64_MAX);
+	for (int i = 0; i < 10; i++) {
+		s.time = (uint64_t)i;
+		assert_int_equal(kp_writer_add(w, KP_REC_SAMPLE, &s, sizeof(s)), 0);
+	}
+	assert_int_equal(kp_writer_meta(w, "note", "a record after the samples"), 0);
+	/* First seen at 2000: due at 2500, not before. */
+	assert_int_equal(kp_writer_flush_aged(w, 2000, 500, &wait), 0);
+	assert_int_equal(wait, 500);
+	assert_int_equal(kp_writer_flush_aged(w, 2499, 500, &wait), 0);
+	assert_int_equal(wait, 1);
+	assert_int_equal(file_size(), header);
+	for (int i = 10; i < 20; i++) {
+		s.time = (uint64_t)i;
+		assert_int_equal(kp_writer_add(w, KP_REC_SAMPLE, &s, sizeof(s)), 0);
+	}
+	/* Due: everything so far goes out, the open block of samples too. */
+	assert_int_equal(kp_writer_flush_aged(w, 2500, 500, &wait), 0);
+	assert_int_equal(wait, UINT64_MAX);
+	assert_true(file_size() > header);
+	/* The writer is "killed" here: no END. Recovery reads all 20 samples and the META between them. */
+	assert_int_equal(read_recovering(&d, &nrec, &last), 0);
+	assert_int_equal(nrec, 21);
+	assert_true(d.damaged);
+	assert_true(d.end_missing);
+	assert_int_equal(d.samples, 20);
+	assert_int_equal(d.skipped, 0);
+	/* A new wait starts from the next call that sees records, not from the last write. */
+	assert_int_equal(kp_writer_add(w, KP_REC_SAMPLE, &s, sizeof(s)), 0);
+	assert_int_equal(kp_writer_flush_aged(w, 9000, 500, &wait), 0);
+	assert_int_equal(wait, 500);
+	assert_int_equal(kp_writer_close(w, 0, 0), 0);
+	close(fd);
+}
+
 /* A compressed chunk whose stated size is a lie, or which is not zlib at all. */
 static void test_lying_compressed_kallsyms_are_refused(void **state)
 {
@@ -763,6 +821,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_record_types_are_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_record_is_refused_by_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_follow_a_growing_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_aged_bounds_the_loss, setup, teardown),
 		cmocka_unit_test(test_crc_matches_zlib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
