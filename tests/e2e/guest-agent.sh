@@ -30,8 +30,14 @@ agent_field() {
 
 # agent_top_symbol COMMAND: the symbol of COMMAND's first (biggest) row of the
 # report in $TMP/report (--sort pid,image,symbol: samples % pid command image symbol).
+# In the emulated KVM host (tests/kvmhost) the top of a demo's own image: there the guest
+# kernel's ring-0 work runs at another speed against the demo's ring-3 code than on a real
+# KVM host, and on the clock backend (samples of time) the kernel's page_free as hash exits
+# took as many samples as hash_block (64 against 63 in one run).
 agent_top_symbol() {
-	awk -v cmd="$1" '$4 == cmd && $1 ~ /^[0-9]+$/ { print $6; exit }' "$TMP/report"
+	local image=.
+	[ "${KVMHOST_L1:-0}" = 1 ] && image=$1
+	awk -v cmd="$1" -v img="$image" '$4 == cmd && $1 ~ /^[0-9]+$/ && (img == "." || $5 == img) { print $6; exit }' "$TMP/report"
 }
 
 # agent_profile NAME BACKEND...: boots the agent with the demos and checks the
