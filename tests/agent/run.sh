@@ -25,6 +25,20 @@ for f in "$AGENT" "$FIX/split" "$FIX/forker" "$FIX/agent-child" "$FIX/badframes"
 done
 
 # The percentage of the report row whose image and symbol columns match.
+# wait_command_cpu REC NS TRIES: waits (0.1 s a try) until the sh that recorder REC runs has had
+# NS ns of CPU; sets kid (its pid, once seen) and ns (its CPU time then; empty if it never got there).
+wait_command_cpu() {
+	local _
+	for _ in $(seq "$3"); do
+		kid= ns=
+		read -r kid _ 2>/dev/null <"/proc/$1/task/$1/children"
+		[ -n "$kid" ] && [ "$(cat "/proc/$kid/comm" 2>/dev/null)" = sh ] &&
+			ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null) && [ "${ns:-0}" -ge "$2" ] && return
+		ns=
+		sleep 0.1
+	done
+}
+
 pct_of() { # report-file image symbol
 	awk -v img="$2" -v sym="$3" '$3 == img && $4 == sym { sub("%", "", $2); print $2; exit }' "$1"
 }
@@ -843,14 +857,7 @@ fi
 # loop writes out what has waited 0.5 s and drains the rings every 0.1 s: ~60 lost at most.)
 "$AGENT" record -q -e task-clock -c 10000000 -o "$T/k9t.data" -- sh -c 'while :; do :; done' >/dev/null 2>"$T/k9t.err" &
 rec=$!
-kid= ns=
-for _ in $(seq 1200); do # until the command has had 2 s of CPU (cap 120 s)
-	read -r kid _ 2>/dev/null <"/proc/$rec/task/$rec/children"
-	[ -n "$kid" ] && [ "$(cat "/proc/$kid/comm" 2>/dev/null)" = sh ] &&
-		ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null) && [ "${ns:-0}" -ge 2000000000 ] && break
-	ns=
-	sleep 0.1
-done
+wait_command_cpu "$rec" 2000000000 1200 # until the command has had 2 s of CPU (cap 120 s)
 [ -n "$kid" ] && ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null)
 { kill -KILL "$rec"; wait "$rec"; } 2>/dev/null
 [ -n "$kid" ] && kill -KILL "$kid" 2>/dev/null
@@ -1156,14 +1163,7 @@ ignoring_command() { # name trap-signals
 	rec=$!
 	set +m
 	# Until the command runs (its exec turned the events on) and has had 200 ms of CPU: ~20 samples.
-	for n in $(seq 600); do
-		kid= ns=
-		read -r kid _ 2>/dev/null <"/proc/$rec/task/$rec/children"
-		[ -n "$kid" ] && [ "$(cat "/proc/$kid/comm" 2>/dev/null)" = sh ] &&
-			ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null) && [ "${ns:-0}" -ge 200000000 ] && break
-		ns=
-		sleep 0.1
-	done
+	wait_command_cpu "$rec" 200000000 600
 	if [ -z "$ns" ]; then
 		why="the command never got 200 ms of CPU"
 	else
