@@ -1061,9 +1061,20 @@ if ! command -v script >/dev/null; then
 	skip progress-line "script(1) is not installed: no terminal to test with"
 else
 	script -qec "$AGENT record -o $T/pty1.data -- sh -c 'sleep 1.5; echo hello-from-cmd; sleep 1.2'" "$T/pty1" >/dev/null 2>&1
-	sleep 3 &
+	# The target lives until the progress line is on the terminal (or 120 s):
+	# a fixed lifetime raced the recorder's start, which under ASan on a
+	# loaded machine took 2.2 of a 3 s sleep (CI saw 0.8 s recorded, no line).
+	sleep 120 &
 	sleeper=$!
-	script -qec "$AGENT record -o $T/pty2.data -p $sleeper" "$T/pty2" >/dev/null 2>&1
+	script -qfec "$AGENT record -o $T/pty2.data -p $sleeper" "$T/pty2" >/dev/null 2>&1 &
+	scripter=$!
+	for _ in $(seq 1200); do
+		grep -q 'kvmprof-agent: recording: ' "$T/pty2" 2>/dev/null && break
+		kill -0 $scripter 2>/dev/null || break
+		sleep 0.1
+	done
+	kill $sleeper 2>/dev/null
+	wait $scripter
 	if grep -q 'recording:' "$T/pty1" || ! grep -q $'^hello-from-cmd\r$' "$T/pty1"; then
 		fail progress-line "with a command: a progress line, or the command's line not on a line of its own" "$T/pty1"
 	elif ! grep -q 'kvmprof-agent: recording: ' "$T/pty2" || ! grep -q $'\r\033\[Kkvmprof-agent: [0-9]* samples' "$T/pty2"; then
