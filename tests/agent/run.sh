@@ -915,6 +915,38 @@ else
 	pass no-half-file
 fi
 
+# ---- an earlier recording at -o FILE is kept as FILE.old, as perf record
+# keeps perf.data.old (issue 31); the FILE.old before it is replaced; a
+# command that cannot start leaves FILE as it was (it used to delete it); an
+# empty FILE has nothing to keep; a FILE.old that cannot be replaced (a
+# directory) stops record before it starts.
+keep=$T/keep.data
+"$AGENT" record -q -o "$keep" -- true 2>"$T/keep.err" && cp "$keep" "$T/keep.first"
+"$AGENT" record -q -o "$keep" -- "$FIX/split" 1000 2>>"$T/keep.err" && cp "$keep" "$T/keep.second"
+"$AGENT" record -q -o "$keep" -- /nonexistent-program 2>>"$T/keep.err"
+rc_nocmd=$?
+# A command that cannot start: FILE is still the second recording (the FILE.old before it is gone, as with perf).
+cmp -s "$keep" "$T/keep.second" && unmoved=1 || unmoved=0
+"$AGENT" record -q -o "$keep" -- true 2>>"$T/keep.err"
+rc_third=$?
+: >"$T/empty.data"
+"$AGENT" record -q -o "$T/empty.data" -- true 2>>"$T/keep.err"
+mkdir "$T/dir.data.old" && echo earlier >"$T/dir.data"
+"$AGENT" record -q -o "$T/dir.data" -- true 2>"$T/keep.dir.err"
+rc_dir=$?
+# After the third recording: FILE.old is the second (split's), byte for byte, and the first is gone.
+if [ -s "$T/keep.first" ] && [ -s "$T/keep.second" ] && ! cmp -s "$T/keep.first" "$T/keep.second" &&
+	[ $rc_nocmd -eq 1 ] && [ $unmoved = 1 ] && [ $rc_third -eq 0 ] && cmp -s "$keep.old" "$T/keep.second" &&
+	"$AGENT" report -i "$keep" >/dev/null 2>&1 && [ ! -e "$T/empty.data.old" ] && [ -s "$T/empty.data" ] &&
+	[ $rc_dir -eq 1 ] && [ "$(grep -vc 'no hardware PMU' "$T/keep.dir.err")" -eq 1 ] &&
+	tail -n 1 "$T/keep.dir.err" | grep -q "^kvmprof-agent: cannot keep the earlier $T/dir.data as $T/dir.data.old: " &&
+	[ "$(cat "$T/dir.data")" = earlier ] && sanitizer_clean "$T/keep.err"; then
+	pass "record-keeps-old ($(tail -n 1 "$T/keep.dir.err"))"
+else
+	fail record-keeps-old "rc no-command $rc_nocmd (unmoved: $unmoved), third $rc_third, dir $rc_dir; or FILE.old not the earlier recording" \
+		"$T/keep.err" "$T/keep.dir.err"
+fi
+
 # ---- --help and --version; each command's --help is its own (record and
 # export printed the program's, issue 16)
 "$AGENT" --help >"$T/help.top" 2>&1
