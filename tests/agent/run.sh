@@ -698,6 +698,23 @@ elif ! sanitizer_clean "$T/hl.err"; then
 else
 	pass "annotate-counts ($sum samples = the report's row; hottest at $top_addr, hotline.c:$hot_line holds $on_line%)"
 fi
+# annotate names the event whose samples it counts as report's header does:
+# without a hardware PMU (this host) the default cycles is cpu-clock's
+# samples, and annotate said "of cycles" (issue 31).
+"$AGENT" record -q -o "$T/hlc.data" -- "$FIX/hotline" 0.2 >/dev/null 2>"$T/hlc.err"
+"$AGENT" report -i "$T/hlc.data" >"$T/hlc.rep" 2>>"$T/hlc.err"
+"$AGENT" annotate -i "$T/hlc.data" hotline_loop >"$T/hlc.ann" 2>>"$T/hlc.err"
+if grep -q '^Event cpu-clock (.*; standing in for cycles: no hardware PMU)' "$T/hlc.rep"; then
+	want_of="of cpu-clock (standing in for cycles)"
+else
+	want_of="of cycles"
+fi
+if head -n 1 "$T/hlc.ann" | grep -qF -- ": $(rows_of "$T/hlc.rep" | awk '$4 == "hotline_loop" { print $1; exit }') samples $want_of" &&
+	head -n 1 "$T/hl.ann" | grep -q ' samples of cpu-clock$' && sanitizer_clean "$T/hlc.err"; then
+	pass "annotate-event-name ($want_of)"
+else
+	fail annotate-event-name "want '... samples $want_of' and, for -e cpu-clock, '... of cpu-clock'" "$T/hlc.ann" "$T/hl.ann"
+fi
 # The same line must hold perf's hottest instruction, and most of the function's
 # samples in both tools. Their shares are not compared: each tool records its
 # own run, and where the timer's interrupt lands around the divisions (the
