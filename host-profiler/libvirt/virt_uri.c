@@ -21,14 +21,16 @@ static int refuse(const char *uri, const char *why, char *err, size_t errlen)
 int virt_uri_check_local(const char *uri, char *err, size_t errlen)
 {
 	const char *colon = strchr(uri, ':'), *plus, *host, *end;
-	char transport[16], why[96];
-	size_t tl, hl;
+	char why[96];
+	size_t hl;
 
 	if (!colon) /* not a URI: an alias from libvirt.conf, which libvirt resolves (and virt.c checks the threads) */
 		return 0;
 	plus = memchr(uri, '+', (size_t)(colon - uri));
 	if (plus) {
-		tl = (size_t)(colon - plus - 1);
+		size_t tl = (size_t)(colon - plus - 1);
+		char transport[16];
+
 		snprintf(transport, sizeof(transport), "%.*s", (int)(tl < sizeof(transport) ? tl : sizeof(transport) - 1),
 			 plus + 1);
 		for (size_t i = 0; i < sizeof(remote_transports) / sizeof(remote_transports[0]); i++)
