@@ -709,7 +709,8 @@ if grep -q '^Event cpu-clock (.*; standing in for cycles: no hardware PMU)' "$T/
 else
 	want_of="of cycles"
 fi
-if head -n 1 "$T/hlc.ann" | grep -qF -- ": $(rows_of "$T/hlc.rep" | awk '$4 == "hotline_loop" { print $1; exit }') samples $want_of" &&
+hlc_row=$(awk '$3 == "hotline" && $4 == "hotline_loop" { print $1; exit }' "$T/hlc.rep")
+if [ -n "$hlc_row" ] && head -n 1 "$T/hlc.ann" | grep -qF -- ": $hlc_row samples $want_of" &&
 	head -n 1 "$T/hl.ann" | grep -q ' samples of cpu-clock$' && sanitizer_clean "$T/hlc.err"; then
 	pass "annotate-event-name ($want_of)"
 else
