@@ -954,7 +954,7 @@ mkdir "$T/dir.data.old" && echo earlier >"$T/dir.data"
 rc_dir=$?
 # After the third recording: FILE.old is the second (split's), byte for byte, and the first is gone.
 if [ -s "$T/keep.first" ] && [ -s "$T/keep.second" ] && ! cmp -s "$T/keep.first" "$T/keep.second" &&
-	[ $rc_nocmd -eq 1 ] && [ $unmoved = 1 ] && [ $rc_third -eq 0 ] && cmp -s "$keep.old" "$T/keep.second" &&
+	[ $rc_nocmd -eq 1 ] && [ "$unmoved" = 1 ] && [ $rc_third -eq 0 ] && cmp -s "$keep.old" "$T/keep.second" &&
 	"$AGENT" report -i "$keep" >/dev/null 2>&1 && [ ! -e "$T/empty.data.old" ] && [ -s "$T/empty.data" ] &&
 	[ $rc_dir -eq 1 ] && [ "$(grep -vc 'no hardware PMU' "$T/keep.dir.err")" -eq 1 ] &&
 	tail -n 1 "$T/keep.dir.err" | grep -q "^kvmprof-agent: cannot keep the earlier $T/dir.data as $T/dir.data.old: " &&
