@@ -41,6 +41,7 @@
 #include "perf_rings.h"
 #include "procfs.h"
 #include "record_fallback.h"
+#include "record_file.h"
 #include "record_output.h"
 #include "sample_file.h"
 #include "workload.h"
@@ -68,6 +69,7 @@ struct rec {
 	int out_fd;
 	const char *out_name;
 	bool out_created, out_begun;
+	bool out_kept_old; /* an earlier recording at the output's name went to NAME.old */
 	bool recording; /* past the start: a failure now leaves a readable, truncated file */
 	bool exclude_kernel; /* not allowed to see the kernel */
 	char pmu[192];
@@ -564,10 +566,10 @@ static void cleanup(struct rec *R)
 }
 
 /*
- * The output is opened first, so a bad path fails before anything starts,
- * but truncated only when the recording really begins: a start that fails
- * (no such command, no permission) leaves an earlier file alone, and a file
- * it created is removed again.
+ * The output is opened first, so a bad path fails before anything starts;
+ * an earlier recording there is moved to FILE.old (as perf record does)
+ * when the recording begins, and a start that fails after that (no such
+ * command) removes the new file and puts the earlier one back.
  */
 static int open_output(struct rec *R)
 {
@@ -596,11 +598,17 @@ static int open_output(struct rec *R)
 static int begin_output(struct rec *R)
 {
 	struct stat st;
+	char err[4400];
 
-	if (R->out_fd != 1 && !R->out_created && !fstat(R->out_fd, &st) && S_ISREG(st.st_mode) &&
-	    ftruncate(R->out_fd, 0)) {
-		fprintf(stderr, "kvmprof-agent: truncating %s: %s\n", R->out_name, strerror(errno));
-		return -errno;
+	/* A regular file is written anew, an earlier recording in it kept as FILE.old; a device or pipe as it is. */
+	if (R->out_fd != 1 && !R->out_created && !fstat(R->out_fd, &st) && S_ISREG(st.st_mode)) {
+		close(R->out_fd);
+		R->out_fd = record_file_create(R->out_name, &R->out_kept_old, err, sizeof(err));
+		if (R->out_fd < 0) {
+			fprintf(stderr, "kvmprof-agent: %s\n", err);
+			return R->out_fd;
+		}
+		R->out_created = true;
 	}
 	R->out_begun = true;
 	return 0;
@@ -732,15 +740,21 @@ out_abort:
 		kp_writer_abort(R.w);
 	R.w = NULL;
 out:
-	/* A command we started and no longer follow must not outlive a failed recording. */
+	/*
+	 * A command we started and no longer follow must not outlive a failed recording. One that
+	 * was never released still waits for its go byte: closing the socket ends that wait even
+	 * when SIGTERM came so soon after the fork that the agent's own handler, not yet reset in
+	 * the child, took it (the child then waited for ever, and record with it).
+	 */
 	if (R.child > 0) {
+		workload_close_fds(&R.wl);
 		stop_command(&R, &status);
 		ok = false;
 	}
 	if (R.out_fd > 1)
 		close(R.out_fd);
 	if (!ok && R.out_created && !R.recording)
-		unlink(R.out_name);
+		record_file_undo(R.out_name, R.out_kept_old);
 	cleanup(&R);
 	if (!ok)
 		return 1;

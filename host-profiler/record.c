@@ -48,6 +48,7 @@
 #include "perf_rings.h"
 #include "procfs.h"
 #include "record_fallback.h"
+#include "record_file.h"
 #include "record_output.h"
 #include "sample_file.h"
 #include "vm_target.h"
@@ -718,7 +719,7 @@ int host_record_run(const struct host_record_opts *o)
 	const char *out = o->rec.output ? o->rec.output : RECORD_DEFAULT_OUTPUT;
 	struct hrec *R;
 	int fd, r;
-	bool ok = false;
+	bool ok = false, kept_old = false;
 
 	if (host_record_open(&R, o))
 		return 1;
@@ -727,18 +728,21 @@ int host_record_run(const struct host_record_opts *o)
 		fd = 1;
 		out = "standard output";
 	} else {
-		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		char err[4400];
+
+		/* An earlier recording there becomes OUT.old, as with perf record. */
+		fd = record_file_create(out, &kept_old, err, sizeof(err));
 		if (fd < 0) {
-			fprintf(stderr, "kvmprof: cannot create %s: %s\n", out, strerror(errno));
+			fprintf(stderr, "kvmprof: %s\n", err);
 			host_record_close(R);
 			return 1;
 		}
 	}
 	r = host_record_start(R, fd, out); /* R->out_fd is fd from here on; finish closes it */
 	if (r == HOST_START_REFUSED) {
-		/* The VM refused what was asked (said): no recording, and no file that looks like one. */
+		/* The VM refused what was asked (said): no recording, no file that looks like one, the earlier one back. */
 		if (fd > 1)
-			unlink(out);
+			record_file_undo(out, kept_old);
 		goto out;
 	}
 	if (r)

@@ -53,7 +53,8 @@ void host_report_guest_sampling(FILE *out, const char *status)
 		return;
 	}
 	if (sscanf(status, "on: %u vCPU rings%n", &n, &used) == 1 && used)
-		fprintf(out, "guest samples: on: taken by the VMM on each of its %u vCPUs%s\n", n, status + used);
+		fprintf(out, "guest samples: on: taken by the VMM on %s %u vCPU%s%s\n", n == 1 ? "its" : "each of its", n,
+			n == 1 ? "" : "s", status + used);
 	else
 		fprintf(out, "guest samples: %s\n", status);
 }

@@ -336,8 +336,15 @@ int report_annotate(FILE *out, struct profile *p, const struct report_annotate_o
 	if (im->path && strcmp(im->name, im->path))
 		fprintf(out, ", %s", clean(b, sizeof(b), im->path));
 	fprintf(out, "%s): %" PRIu64 " samples", im->domain == KP_DOMAIN_GUEST ? ", guest" : "", total);
-	if (opt->event != PROFILE_NONE)
-		fprintf(out, " of %s", clean(b, sizeof(b), p->events[opt->event].name));
+	if (opt->event != PROFILE_NONE) {
+		const struct profile_event *e = &p->events[opt->event];
+
+		/* Under the fallback the samples are cpu-clock's, as report's header says (the name is what was asked). */
+		if (e->declared && (e->flags & KP_EVENT_FALLBACK) && strcmp(e->name, "cpu-clock"))
+			fprintf(out, " of cpu-clock (standing in for %s)", clean(b, sizeof(b), e->name));
+		else
+			fprintf(out, " of %s", clean(b, sizeof(b), e->name));
+	}
 	fputc('\n', out);
 
 	if ((uint64_t)got < size && (uint64_t)got < want)

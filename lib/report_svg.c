@@ -386,7 +386,8 @@ static void emit_header(struct svg *s, const struct profile_event *e, double hei
 		fputs(pass ? "<text class=\"title\" x=\"50%\" y=\"24\" text-anchor=\"middle\">" : "<title>", s->out);
 		xml_put(s->out, title, SIZE_MAX);
 		fputs(": ", s->out);
-		if (e && e->flags & KP_EVENT_FALLBACK) {
+		/* A recording that asked for nothing names cpu-clock itself: nothing stood in for anything. */
+		if (e && e->flags & KP_EVENT_FALLBACK && strcmp(e->name, "cpu-clock")) {
 			fputs("cpu-clock (standing in for ", s->out);
 			xml_put(s->out, e->name, SIZE_MAX);
 			fputs(": no hardware PMU)", s->out);

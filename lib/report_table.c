@@ -443,11 +443,18 @@ static int print_table(FILE *out, const struct profile *p, const struct report_t
 			width[c] = fit->image_width;
 			continue;
 		}
-		if (host && (cols[c] == COL_DOMAIN || cols[c] == COL_PROCESS || cols[c] == COL_DSO ||
-			     cols[c] == COL_SYM_IMAGE)) {
-			width[c] = cols[c] == COL_DOMAIN ? 13 : cols[c] == COL_PROCESS ? 28 : 20;
+		if (host && cols[c] == COL_DOMAIN) {
+			width[c] = 13;
 			continue;
 		}
+		/*
+		 * kvmprof's process and image columns are at least 28 and 20 wide, and wider when a
+		 * name shown needs it, as perf widens its columns: a QEMU thread's tagged name
+		 * ("[vmm] qemu-system-x86 (vCPU 0) [4242]") overflowed its column and pushed the
+		 * row's image and symbol out of line.
+		 */
+		if (host && (cols[c] == COL_PROCESS || cols[c] == COL_DSO || cols[c] == COL_SYM_IMAGE))
+			width[c] = cols[c] == COL_PROCESS ? 28 : 20;
 		for (size_t i = first; i < first + shown; i++) {
 			int l = (int)strlen(col_text(cols[c], p, &t->rows[i], o, buf, sizeof(buf)));
 

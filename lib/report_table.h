@@ -57,7 +57,7 @@ void report_table_free(struct report_table *t);
 /* How the two programs' tables look (widths, separators): each keeps its own. */
 enum report_table_style {
 	REPORT_STYLE_AGENT, /* columns as wide as their contents, two spaces apart */
-	REPORT_STYLE_HOST,  /* kvmprof's fixed columns: domain 13, process 28, image 20 */
+	REPORT_STYLE_HOST,  /* kvmprof's columns: domain 13, process at least 28, image at least 20 */
 };
 
 /*

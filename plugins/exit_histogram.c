@@ -250,7 +250,7 @@ void kvmprof_plugin_fini(void)
 	}
 	qsort(all, m, sizeof(*all), by_count_desc);
 
-	api->output(api->id, "exit_histogram: %u vCPUs, %s\n", nv,
+	api->output(api->id, "exit_histogram: %u vCPU%s, %s\n", nv, nv == 1 ? "" : "s",
 		    by_process ? "by guest process (pid - where the VMM does not know it)" : "not by process");
 	api->output(api->id, "%12s  %-9s  %-22s %7s  %s\n", "# count", "event", "what", "pid", "process");
 	for (unsigned int i = 0; i < m; i++) {

@@ -389,14 +389,14 @@ void vmm_pmu_print_stats(struct vm *vm)
 		exits += vm->vcpu[i].pmu.exits;
 	}
 	fprintf(stderr,
-		"kvmprof-vmm: vPMU statistics (%s model, %s, %u vCPUs)\n"
+		"kvmprof-vmm: vPMU statistics (%s model, %s, %u vCPU%s)\n"
 		"  VM exits                 %llu\n"
 		"  PMU MSR exits            %llu reads, %llu writes, %llu #GP\n"
 		"  counter overflows        %llu\n"
 		"  PMIs injected            %llu (%llu dropped: LVTPC masked)\n"
 		"  counter reprogrammings   %llu (%llu events filtered, %llu not countable here, %llu host failures)\n",
 		vpmu_model_name(vm->pmu.cfg.model),
-		vpmu_mode_name(vm->pmu.cfg.mode), vm->cfg->ncpus,
+		vpmu_mode_name(vm->pmu.cfg.mode), vm->cfg->ncpus, vm->cfg->ncpus == 1 ? "" : "s",
 		(unsigned long long)exits, (unsigned long long)s.msr_reads, (unsigned long long)s.msr_writes,
 		(unsigned long long)s.msr_gp, (unsigned long long)s.overflows,
 		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked,

@@ -76,7 +76,8 @@ static bool check_registers(struct virt_domain *d)
 		snprintf(buf, sizeof(buf), "no: the registers QEMU gives (info registers -a) do not parse (a vCPU "
 					   "outside 64-bit mode?)");
 	else
-		snprintf(buf, sizeof(buf), "yes (the registers of %d vCPUs in %.1f ms)", n, (double)(t1 - t0) / 1e6);
+		snprintf(buf, sizeof(buf), "yes (the registers of %d vCPU%s in %.1f ms)", n, n == 1 ? "" : "s",
+			 (double)(t1 - t0) / 1e6);
 	say("guest samples (QEMU's monitor):", buf);
 	return n > 0;
 }
@@ -178,8 +179,9 @@ static void list_domain(struct virt_conn *c, const char *name)
 		printf("%s: %s\n\n", name, err);
 		return;
 	}
-	printf("%s: %s (%s), QEMU pid %d, %u vCPUs (threads", d.name, !strcmp(d.type, "kvm") ? "KVM" : "TCG",
-	       d.machine[0] ? d.machine : "?", (int)d.qemu_pid, d.nvcpus);
+	printf("%s: %s (%s), QEMU pid %d, %u vCPU%s (thread%s", d.name, !strcmp(d.type, "kvm") ? "KVM" : "TCG",
+	       d.machine[0] ? d.machine : "?", (int)d.qemu_pid, d.nvcpus, d.nvcpus == 1 ? "" : "s",
+	       d.nvcpus == 1 ? "" : "s");
 	for (unsigned int i = 0; i < d.nvcpus; i++)
 		printf("%s%d", i ? ", " : " ", (int)d.vcpu_tid[i]);
 	printf("), %llu MiB%s%s\n", (unsigned long long)(d.memory_kib >> 10), d.kernel[0] ? ", kernel " : "",

@@ -10,6 +10,7 @@
 #include "procfs.h"
 #include "suggest.h"
 #include "virt_dl.h"
+#include "virt_uri.h"
 
 /* libvirt prints every error to stderr by default; kvmprof says what failed in its own words. */
 static void quiet_errors(void *data, virErrorPtr e)
@@ -30,6 +31,9 @@ int virt_connect(struct virt_conn *c, const char *uri, char *err, size_t errlen)
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->uri, sizeof(c->uri), "%s", uri ? uri : VIRT_DEFAULT_URI);
+	/* Before libvirt is even loaded: a remote URI would first cost an ssh login or a TLS handshake. */
+	if (virt_uri_check_local(c->uri, err, errlen))
+		return -EPROTONOSUPPORT;
 	if (virt_dl_load(err, errlen))
 		return -ENOENT;
 	virt_dl.virSetErrorFunc(NULL, quiet_errors);

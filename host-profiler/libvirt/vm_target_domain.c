@@ -330,10 +330,10 @@ static void domain_summary(const struct vm_target *t)
 
 	if (!ds->rounds)
 		return;
-	fprintf(stderr, "kvmprof: QEMU's monitor gave the registers of %u vCPUs %" PRIu64 " times (%" PRIu64
+	fprintf(stderr, "kvmprof: QEMU's monitor gave the registers of %u vCPU%s %" PRIu64 " times (%" PRIu64
 		" failed), %.2f ms a round trip on average (max %.2f ms); %" PRIu64 " of %" PRIu64
 		" guest-time host samples had a register sample within %.0f ms\n",
-		ds->nvcpus, ds->rounds - ds->round_failures, ds->round_failures,
+		ds->nvcpus, ds->nvcpus == 1 ? "" : "s", ds->rounds - ds->round_failures, ds->round_failures,
 		ds->rtt_rounds ? (double)ds->rtt_ns / (double)ds->rtt_rounds / 1e6 : 0.0,
 		(double)ds->rtt_max_ns / 1e6, ds->joined, ds->joined + ds->unjoined, (double)ds->window_ns / 1e6);
 }

@@ -712,6 +712,24 @@ elif ! sanitizer_clean "$T/hl.err"; then
 else
 	pass "annotate-counts ($sum samples = the report's row; hottest at $top_addr, hotline.c:$hot_line holds $on_line%)"
 fi
+# annotate names the event whose samples it counts as report's header does:
+# without a hardware PMU (this host) the default cycles is cpu-clock's
+# samples, and annotate said "of cycles" (issue 31).
+"$AGENT" record -q -o "$T/hlc.data" -- "$FIX/hotline" 0.2 >/dev/null 2>"$T/hlc.err"
+"$AGENT" report -i "$T/hlc.data" >"$T/hlc.rep" 2>>"$T/hlc.err"
+"$AGENT" annotate -i "$T/hlc.data" hotline_loop >"$T/hlc.ann" 2>>"$T/hlc.err"
+if grep -q '^Event cpu-clock (.*; standing in for cycles: no hardware PMU)' "$T/hlc.rep"; then
+	want_of="of cpu-clock (standing in for cycles)"
+else
+	want_of="of cycles"
+fi
+hlc_row=$(awk '$3 == "hotline" && $4 == "hotline_loop" { print $1; exit }' "$T/hlc.rep")
+if [ -n "$hlc_row" ] && head -n 1 "$T/hlc.ann" | grep -qF -- ": $hlc_row samples $want_of" &&
+	head -n 1 "$T/hl.ann" | grep -q ' samples of cpu-clock$' && sanitizer_clean "$T/hlc.err"; then
+	pass "annotate-event-name ($want_of)"
+else
+	fail annotate-event-name "want '... samples $want_of' and, for -e cpu-clock, '... of cpu-clock'" "$T/hlc.ann" "$T/hl.ann"
+fi
 # The same line must hold perf's hottest instruction, and most of the function's
 # samples in both tools. Their shares are not compared: each tool records its
 # own run, and where the timer's interrupt lands around the divisions (the
@@ -951,6 +969,38 @@ if [ -e "$T/nocmd.data" ]; then
 	fail no-half-file "a command that could not run left $T/nocmd.data"
 else
 	pass no-half-file
+fi
+
+# ---- an earlier recording at -o FILE is kept as FILE.old, as perf record
+# keeps perf.data.old (issue 31); the FILE.old before it is replaced; a
+# command that cannot start leaves FILE as it was (it used to delete it); an
+# empty FILE has nothing to keep; a FILE.old that cannot be replaced (a
+# directory) stops record before it starts.
+keep=$T/keep.data
+"$AGENT" record -q -o "$keep" -- true 2>"$T/keep.err" && cp "$keep" "$T/keep.first"
+"$AGENT" record -q -o "$keep" -- "$FIX/split" 1000 2>>"$T/keep.err" && cp "$keep" "$T/keep.second"
+"$AGENT" record -q -o "$keep" -- /nonexistent-program 2>>"$T/keep.err"
+rc_nocmd=$?
+# A command that cannot start: FILE is still the second recording (the FILE.old before it is gone, as with perf).
+cmp -s "$keep" "$T/keep.second" && unmoved=1 || unmoved=0
+"$AGENT" record -q -o "$keep" -- true 2>>"$T/keep.err"
+rc_third=$?
+: >"$T/empty.data"
+"$AGENT" record -q -o "$T/empty.data" -- true 2>>"$T/keep.err"
+mkdir "$T/dir.data.old" && echo earlier >"$T/dir.data"
+"$AGENT" record -q -o "$T/dir.data" -- true 2>"$T/keep.dir.err"
+rc_dir=$?
+# After the third recording: FILE.old is the second (split's), byte for byte, and the first is gone.
+if [ -s "$T/keep.first" ] && [ -s "$T/keep.second" ] && ! cmp -s "$T/keep.first" "$T/keep.second" &&
+	[ $rc_nocmd -eq 1 ] && [ "$unmoved" = 1 ] && [ $rc_third -eq 0 ] && cmp -s "$keep.old" "$T/keep.second" &&
+	"$AGENT" report -i "$keep" >/dev/null 2>&1 && [ ! -e "$T/empty.data.old" ] && [ -s "$T/empty.data" ] &&
+	[ $rc_dir -eq 1 ] && [ "$(grep -vc 'no hardware PMU' "$T/keep.dir.err")" -eq 1 ] &&
+	tail -n 1 "$T/keep.dir.err" | grep -q "^kvmprof-agent: cannot keep the earlier $T/dir.data as $T/dir.data.old: " &&
+	[ "$(cat "$T/dir.data")" = earlier ] && sanitizer_clean "$T/keep.err"; then
+	pass "record-keeps-old ($(tail -n 1 "$T/keep.dir.err"))"
+else
+	fail record-keeps-old "rc no-command $rc_nocmd (unmoved: $unmoved), third $rc_third, dir $rc_dir; or FILE.old not the earlier recording" \
+		"$T/keep.err" "$T/keep.dir.err"
 fi
 
 # ---- --help and --version; each command's --help is its own (record and

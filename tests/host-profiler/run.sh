@@ -151,6 +151,24 @@ else
 	fail list-domains-default "list domains: rc $rc, neither a listing nor one line" "$T/dom.out" "$T/dom.err"
 fi
 [ $ok = 1 ] && pass "list-domains ($what)"
+# A remote URI is refused up front, one line and exit 1, before libvirt
+# tries an ssh login or a TLS handshake: kvmprof reads the domain's memory
+# and threads on this host (issue 31; test_host_virt_uri checks the same
+# without a VM).
+ok=1
+for args in "list domains --connect qemu+ssh://nohost.invalid/system" \
+	"record --domain x --connect qemu://nohost.invalid/system -o $T/remote.data" \
+	"stat --domain x --connect qemu+tls://nohost.invalid/system"; do
+	# shellcheck disable=SC2086 # the words of one invocation
+	"$KVMPROF" $args >"$T/remote.out" 2>"$T/remote.err" </dev/null
+	rc=$?
+	if [ $rc -ne 1 ] || [ -s "$T/remote.out" ] || [ "$(wc -l <"$T/remote.err")" -ne 1 ] || [ -e "$T/remote.data" ] ||
+		! grep -q "^kvmprof: qemu.*://nohost.invalid/system is a remote connection (" "$T/remote.err"; then
+		ok=0
+		fail remote-uri-refused "$args: rc $rc" "$T/remote.out" "$T/remote.err"
+	fi
+done
+[ $ok = 1 ] && pass remote-uri-refused
 "$KVMPROF" --version | grep -q '^kvmprof .* (sample format 1\.' && pass cli-version || fail cli-version "no version line"
 "$KVMPROF" >/dev/null 2>&1
 rc1=$?

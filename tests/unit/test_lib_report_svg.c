@@ -187,6 +187,33 @@ static void test_boxes(void **state)
 	free(svg);
 }
 
+/*
+ * Without a hardware PMU the title names cpu-clock, and what it stood in
+ * for only when that was something else: a recording that asked for
+ * nothing (a domain's) is cpu-clock's own, and read "cpu-clock (standing
+ * in for cpu-clock: ...)" before.
+ */
+static void test_fallback_title(void **state)
+{
+	struct profile_event saved = events[0];
+	char *svg;
+
+	(void)state;
+	events[0].flags = KP_EVENT_FREQ | KP_EVENT_FALLBACK;
+	events[0].declared = true;
+	svg = render(0, NULL);
+	assert_non_null(strstr(svg, "<title>Flame graph: cpu-clock (standing in for cycles: no hardware PMU), 7 samples"
+				    "</title>"));
+	free(svg);
+	snprintf(events[0].name, sizeof(events[0].name), "cpu-clock");
+	svg = render(0, NULL);
+	assert_non_null(strstr(svg, "<title>Flame graph: cpu-clock, 7 samples</title>"));
+	assert_non_null(strstr(svg, ">Flame graph: cpu-clock, 7 samples</text>"));
+	assert_null(strstr(svg, "standing in"));
+	free(svg);
+	events[0] = saved;
+}
+
 static void test_escaping(void **state)
 {
 	char *svg, label[128];
@@ -344,6 +371,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_boxes),
+		cmocka_unit_test(test_fallback_title),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_colours),

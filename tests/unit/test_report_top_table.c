@@ -275,6 +275,44 @@ static void test_terminal_columns(void **state)
 	profile_free(p);
 }
 
+/*
+ * A process name longer than the column (a QEMU thread's, tagged with its
+ * layer and role) widens the column for every row, as perf widens its
+ * columns: it overflowed, and its row's image and symbol stood out of line.
+ */
+static void test_long_process_widens_column(void **state)
+{
+	struct profile_options opt = { .guest_root = pf_dir };
+	struct report_table_options o = top_options();
+	struct report_table t = { 0 };
+	struct profile *p;
+	char *text;
+
+	(void)state;
+	assert_int_equal(profile_new(&p, &opt), 0);
+	pf_world(p, pf_native_elf);
+	pf_event(p, 0, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 1000, KP_EVENT_FREQ);
+	pf_comm(p, 9, "qemu-system-x86", true);
+	pf_mmap(p, 9, "/bin/fx", true);
+	guest_sample(p, 9, 10 * MS, FX_BETA + 1);
+	pf_comm(p, 8, "short", true);
+	pf_mmap(p, 8, "/bin/fx", true);
+	guest_sample(p, 8, 11 * MS, FX_ALPHA + 1);
+	assert_int_equal(profile_update(p), 0);
+	/* As kvmprof report tags a command with its layer and the thread's role (host-profiler/report.c). */
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (p->samples[i].pid == 9)
+			p->samples[i].comm = profile_comm(p, "[vmm] qemu-system-x86 (vCPU 0)");
+	assert_int_equal(report_table_build(&t, p, &o), 0);
+	text = table_text(p, &t, &o, NULL);
+	assert_string_equal(text, "   samples        %  domain        process                            image                symbol\n"
+				  "         1   50.00%  guest user    short [8]                          fx                   alpha\n"
+				  "         1   50.00%  guest user    [vmm] qemu-system-x86 (vCPU 0) [9] fx                   beta\n");
+	free(text);
+	report_table_free(&t);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_live_profile_windows),
 		cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_terminal_columns),
+		cmocka_unit_test(test_long_process_widens_column),
 	};
 
 	return cmocka_run_group_tests(tests, pf_setup, pf_teardown);
