@@ -190,6 +190,30 @@ int domain_sampler_take(struct domain_sampler *ds)
 	return k.err;
 }
 
+enum linux_kernel_fit domain_sampler_kernel_fit(struct domain_sampler *ds, linux_symbol_start_fn is_start, void *ctx,
+						unsigned int *vec, uint64_t *handler)
+{
+	struct qemu_vcpu_regs regs[QEMU_HMP_MAX_VCPUS];
+	char *reply = NULL;
+	int n;
+
+	if (!ds->ram || ds->mon->hmp(ds->mon->ctx, "info registers -a", &reply, ds->last_error, sizeof(ds->last_error)))
+		return LINUX_KERNEL_UNKNOWN;
+	n = qemu_hmp_parse_registers(reply, regs, QEMU_HMP_MAX_VCPUS);
+	free(reply);
+	for (int i = 0; i < n; i++) {
+		struct guest_paging pg;
+		enum linux_kernel_fit fit;
+
+		if (!regs[i].idt_base || guest_paging_init(&pg, regs[i].cr0, regs[i].cr3, regs[i].cr4, regs[i].efer))
+			continue;
+		fit = linux_kernel_fit(&ds->mem, &pg, regs[i].idt_base, regs[i].idt_limit, is_start, ctx, vec, handler);
+		if (fit != LINUX_KERNEL_UNKNOWN)
+			return fit;
+	}
+	return LINUX_KERNEL_UNKNOWN;
+}
+
 /* The snapshot of v nearest to time t, or NULL when none lies within the window. */
 static const struct domain_snapshot *nearest(const struct domain_sampler *ds, const struct domain_vcpu *v,
 					     uint64_t t)

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "guest_attrib.h"
+#include "linux_kernel_fit.h"
 #include "kvmprof/guest_desc.h"
 #include "kvmprof/sample_format.h"
 #include "qemu_hmp.h"
@@ -96,6 +97,15 @@ void domain_sampler_free(struct domain_sampler *ds);
 
 /* Names the bundled guest's processes through its descriptor at guest-virtual gva. */
 void domain_sampler_use_desc(struct domain_sampler *ds, uint64_t gva);
+/*
+ * Whether the kernel the guest runs is the one whose symbols is_start
+ * knows (linux_kernel_fit.h), from one round of registers: the first vCPU
+ * in long mode with an IDT that tells. LINUX_KERNEL_UNKNOWN also when the
+ * monitor or guest memory failed.
+ */
+enum linux_kernel_fit domain_sampler_kernel_fit(struct domain_sampler *ds, linux_symbol_start_fn is_start, void *ctx,
+						unsigned int *vec, uint64_t *handler);
+
 /* Names a Linux guest's processes through its task layout (task_layout_check accepted it). */
 void domain_sampler_use_linux(struct domain_sampler *ds, const struct kp_rec_task_layout *lx);
 

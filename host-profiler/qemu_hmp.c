@@ -104,6 +104,18 @@ static void regs_line(const char *s, const char *end, struct qemu_vcpu_regs *r, 
 	if (end - s > 4 && !memcmp(s, "TR =", 4) && hex_field(s + 4, &x, &v) && *v == ' ' &&
 	    hex_field(v + 1, &r->tr_base, NULL))
 		*seen |= R_TR;
+	/* "IDT=     fffffe0000000000 00000fff": base, then limit (not needed for a sample: no R_ bit). */
+	if (end - s > 4 && !memcmp(s, "IDT=", 4)) {
+		const char *p = s + 4;
+		uint64_t base, limit;
+
+		while (p < end && *p == ' ')
+			p++;
+		if (hex_field(p, &base, &v) && *v == ' ' && hex_field(v + 1, &limit, NULL) && limit <= 0xffff) {
+			r->idt_base = base;
+			r->idt_limit = (uint16_t)limit;
+		}
+	}
 }
 
 int qemu_hmp_parse_registers(const char *text, struct qemu_vcpu_regs *out, int max)

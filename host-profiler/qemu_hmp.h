@@ -22,6 +22,8 @@ struct qemu_vcpu_regs {
 	uint64_t rip, rsp, rbp;
 	uint64_t cr0, cr3, cr4, efer;
 	uint64_t tr_base;
+	uint64_t idt_base; /* IDTR; both 0 when the dump had no "IDT=" line */
+	uint16_t idt_limit;
 	uint8_t cpl;  /* 0-3 */
 	bool halted;  /* HLT=1: the vCPU waits for an interrupt */
 };

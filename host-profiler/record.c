@@ -43,6 +43,7 @@
 #include "convert.h"
 #include "emit.h"
 #include "events.h"
+#include "grow.h"
 #include "kallsyms.h"
 #include "perf_open.h"
 #include "perf_rings.h"
@@ -94,6 +95,7 @@ struct host_recording {
 	/* --guest-export: a Linux guest's task layout, for the guest sampler */
 	bool has_layout;
 	struct kp_rec_task_layout layout;
+	struct kallsyms *export_ksyms; /* the export's kernel symbols: is the guest still in that boot? */
 	char guest_event_note[256]; /* why the guest side samples another event than the host's, "" */
 };
 
@@ -400,6 +402,8 @@ static int write_epilogue(struct hrec *R)
 
 /* ---- guest sampling: a Linux guest's task layout ---- */
 
+#define EXPORT_KSYMS_MAX (64u << 20) /* a kernel's kallsyms text is ~5 MB; the export sends its text symbols */
+
 /*
  * The TASK_LAYOUT record of a Linux guest's export (--guest-export). The
  * whole stream is read, not just up to the record: an export cut short or
@@ -414,6 +418,9 @@ static int read_guest_layout(struct hrec *R)
 	struct kp_reader *rd;
 	struct kp_record rec;
 	char err[512], why[KP_META_MAX] = "the export has none (an agent older than sample file 1.3?)";
+	char *ksyms = NULL;
+	size_t ksyms_len = 0, ksyms_cap = 0;
+	bool ksyms_failed = false;
 	int r;
 
 	if (!path)
@@ -423,7 +430,22 @@ static int read_guest_layout(struct hrec *R)
 		return 1;
 	}
 	while ((r = kp_reader_next(rd, &rec, err, sizeof(err))) > 0) {
-		if (rec.type == KP_REC_TASK_LAYOUT && !R->has_layout) {
+		if (rec.type == KP_REC_KSYMS && !ksyms_failed) {
+			size_t n = rec.ksyms->len;
+
+			if (n > rec.payload_len - sizeof(*rec.ksyms))
+				n = rec.payload_len - sizeof(*rec.ksyms);
+			/* Room for a newline between chunks and the NUL kallsyms_parse_owned puts at the end. */
+			if (ksyms_len + n + 2 > EXPORT_KSYMS_MAX ||
+			    grow_array(&ksyms, &ksyms_cap, ksyms_len + n + 2, 1)) {
+				ksyms_failed = true;
+				continue;
+			}
+			memcpy(ksyms + ksyms_len, rec.ksyms->text, n);
+			ksyms_len += n;
+			if (n && ksyms[ksyms_len - 1] != '\n')
+				ksyms[ksyms_len++] = '\n';
+		} else if (rec.type == KP_REC_TASK_LAYOUT && !R->has_layout) {
 			if (rec.layout->kind == KP_LAYOUT_LINUX_X86_64) {
 				R->layout = *rec.layout;
 				R->has_layout = true;
@@ -438,7 +460,15 @@ static int read_guest_layout(struct hrec *R)
 	if (r < 0) {
 		fprintf(stderr, "kvmprof: --guest-export: %s\n", err);
 		R->has_layout = false;
+		free(ksyms);
 		return 1;
+	}
+	/* Without the symbols (an export cut to its layout, or too big) the boot cannot be checked: no failure. */
+	if (R->has_layout && ksyms && !ksyms_failed) {
+		if (kallsyms_parse_owned(&R->export_ksyms, ksyms, ksyms_len)) /* it freed ksyms */
+			R->export_ksyms = NULL;
+	} else {
+		free(ksyms);
 	}
 	if (!R->has_layout)
 		fprintf(stderr, "kvmprof: no task layout in %s (%s): guest samples will not name Linux processes\n",
@@ -520,6 +550,8 @@ int host_record_window(struct hrec *R, uint64_t end_ns)
 
 static void cleanup(struct hrec *R)
 {
+	kallsyms_free(R->export_ksyms);
+	R->export_ksyms = NULL;
 	perf_rings_free(&R->rs);
 	free(R->tids);
 	emit_fini(&R->e);
@@ -645,6 +677,7 @@ int host_record_start(struct hrec *R, int fd, const char *name)
 	R->sess.w = R->w;
 	R->sess.event_id = HOST_EVENT_ID;
 	R->sess.layout = R->has_layout ? &R->layout : NULL;
+	R->sess.layout_ksyms = R->has_layout ? R->export_ksyms : NULL;
 	if (R->guest_event_note[0])
 		fprintf(stderr, "kvmprof: %s\n", R->guest_event_note);
 	r = write_preamble(R);

@@ -28,6 +28,8 @@
 #include "kvmprof/sample_format.h"
 #include "sample_file.h"
 
+struct kallsyms;
+
 #define VM_TARGET_MAX_VCPUS 64
 
 /* What a target's guest side needs of the recording. */
@@ -39,6 +41,7 @@ struct record_session {
 	bool freq;           /* rate is in Hz, else a period */
 	uint64_t rate;
 	const struct kp_rec_task_layout *layout; /* a Linux guest's (--guest-export), or NULL */
+	const struct kallsyms *layout_ksyms;     /* that export's kernel symbols, when it had them */
 	uint64_t t_start;    /* CLOCK_MONOTONIC ns when sampling began */
 };
 

@@ -22,6 +22,7 @@
 
 #include "domain_sampler.h"
 #include "emit.h"
+#include "kallsyms.h"
 #include "procfs.h"
 #include "qemu_ram.h"
 #include "symtab.h"
@@ -141,6 +142,45 @@ static void pick_process_source(struct domain_target *d, struct record_session *
 			r == -ENOENT || !r ? "no " KP_GDESC_SYMBOL " in it: not the bundled guest's kernel" : strerror(-r));
 }
 
+static bool export_symbol_start(uint64_t addr, void *ctx)
+{
+	const struct kallsyms_sym *k = kallsyms_lookup(ctx, addr);
+
+	return k && k->addr == addr && !k->module;
+}
+
+/*
+ * An export of another boot names no process (KASLR moved the kernel):
+ * refused here, in one line, rather than a recording of "[unknown]"s whose
+ * header says the export named them. -ECANCELED when refused.
+ */
+static int check_export_boot(struct domain_target *d, const struct record_session *s)
+{
+	const char *names[] = { "asm_exc_divide_error", "asm_exc_int3", "asm_exc_invalid_op", "asm_exc_general_protection",
+				"asm_exc_page_fault" };
+	static const unsigned int name_vec[] = { 0, 3, 6, 13, 14 };
+	const struct kallsyms_sym *k = NULL;
+	unsigned int vec = 0;
+	uint64_t handler = 0;
+	char was[160] = "";
+
+	if (!s->layout_ksyms || kallsyms_hidden(s->layout_ksyms) ||
+	    domain_sampler_kernel_fit(&d->ds, export_symbol_start, (void *)s->layout_ksyms, &vec, &handler) !=
+		    LINUX_KERNEL_MOVED)
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !k; i++)
+		if (name_vec[i] == vec)
+			k = kallsyms_find(s->layout_ksyms, names[i], KALLSYMS_IMAGE);
+	if (k)
+		snprintf(was, sizeof(was), ", the export's %s at 0x%" PRIx64 " (moved by %s0x%" PRIx64 ")", k->name, k->addr,
+			 handler >= k->addr ? "+" : "-", handler >= k->addr ? handler - k->addr : k->addr - handler);
+	fprintf(stderr, "kvmprof: --guest-export %s is not of the boot domain '%s' runs now: its vector %u handler is at "
+			"0x%" PRIx64 ", where the export has no function%s; the kernel moves at every boot (KASLR): run "
+			"kvmprof-agent export in the guest again\n",
+		d->o->guest_export, d->dom.name, vec, handler, was);
+	return -ECANCELED;
+}
+
 static int domain_start(struct vm_target *t, struct record_session *s)
 {
 	struct domain_target *d = t->priv;
@@ -161,6 +201,8 @@ static int domain_start(struct vm_target *t, struct record_session *s)
 				hz, s->o->rec.callgraph, s->w, s->event_id))
 		return -ENOMEM;
 	pick_process_source(d, s);
+	if (s->layout && d->ram_ok && (r = check_export_boot(d, s)))
+		return r;
 	if (s->layout) {
 		r = kp_writer_add(s->w, KP_REC_TASK_LAYOUT, s->layout, sizeof(*s->layout));
 		if (r)

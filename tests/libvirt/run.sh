@@ -294,6 +294,7 @@ echo "KVMPROF-LINUX-HOTLOOP pid=$!"
 stty -F /dev/ttyS1 raw -echo -ixon -ixoff -crtscts
 /bin/kvmprof-agent export -o /dev/ttyS1 >/tmp/export.out 2>&1
 rc=$?
+echo "KVMPROF-LINUX-PF $(grep ' asm_exc_page_fault$' /proc/kallsyms)"
 dd if=/dev/zero of=/dev/null bs=1M 2>/dev/null &
 echo "KVMPROF-LINUX-DD pid=$!"
 echo "KVMPROF-LINUX-EXPORTED rc=$rc"
@@ -345,6 +346,43 @@ INIT
 		fail linux-guest-processes "the Linux domain did not boot and export" "$T/$LINUX.create" "$T/$LINUX.console"
 	fi
 	$VIRSH destroy "$LINUX" >/dev/null 2>&1
+
+	# A second boot of the same kernel: KASLR moved it, so the first boot's export names nothing there.
+	# record refuses it in one line (exit 1, no recording left), and takes the second boot's own export.
+	# Both exports' #PF handlers say whether the kernel moved: the same offset twice (1 in ~500) expects
+	# the first export to be taken, and says so.
+	LINUX2=kvmprof-test-linux2-$$
+	sed -e "s|<name>$LINUX</name>|<name>$LINUX2</name>|" -e "s|$T/$LINUX.console|$T/$LINUX2.console|" \
+		-e "s|$T/linux.export|$T/linux2.export|" "$T/$LINUX.xml" >"$T/$LINUX2.xml"
+	DOMAINS+=("$LINUX2")
+	pf_of() { sed -n 's/^KVMPROF-LINUX-PF \([0-9a-f]*\) .*/\1/p' "$1" | tr -d '\r' | head -n 1; }
+	if [ -s "$T/linux.export" ] && $VIRSH create "$T/$LINUX2.xml" >"$T/$LINUX2.create" 2>&1 &&
+		wait_console "$LINUX2" 'KVMPROF-LINUX-EXPORTED rc=0' 600; then
+		"$KVMPROF" record --domain "$LINUX2" --guest-export "$T/linux.export" --duration 1 -q -o "$T/stale.data" \
+			>"$T/stale.out" 2>"$T/stale.err"
+		src=$?
+		"$KVMPROF" record --domain "$LINUX2" --guest-export "$T/linux2.export" --duration 1 -q -o "$T/fresh.data" \
+			>"$T/fresh.out" 2>"$T/fresh.err"
+		frc=$?
+		pf1=$(pf_of "$T/$LINUX.console") pf2=$(pf_of "$T/$LINUX2.console")
+		if [ -n "$pf1" ] && [ "$pf1" = "$pf2" ]; then
+			if [ $src = 0 ] && [ $frc = 0 ]; then
+				pass "stale-export (both boots put the kernel at the same address, asm_exc_page_fault $pf1: the first export fits the second boot and was taken)"
+			else
+				fail stale-export "both boots' asm_exc_page_fault at $pf1, yet record exited $src and $frc" "$T/stale.err" "$T/fresh.err"
+			fi
+		elif [ $src = 1 ] && [ $frc = 0 ] && [ "$(wc -l <"$T/stale.err")" = 1 ] &&
+			grep -q "^kvmprof: --guest-export $T/linux.export is not of the boot domain '$LINUX2' runs now: .*KASLR" "$T/stale.err" &&
+			[ ! -e "$T/stale.data" ] && sanitizer_clean "$T/fresh.err"; then
+			pass "stale-export (asm_exc_page_fault ${pf1:-?} in the first boot, ${pf2:-?} in the second: $(sed 's/.*runs now: //; s/; the kernel moves.*//' "$T/stale.err"))"
+		else
+			fail stale-export "the first boot's export in the second: record exited $src (want 1, one line, no file); the second boot's own: $frc (want 0); asm_exc_page_fault ${pf1:-?} and ${pf2:-?}" \
+				"$T/stale.err" "$T/fresh.err"
+		fi
+	else
+		fail stale-export "the Linux domain did not boot a second time and export" "$T/$LINUX2.create" "$T/$LINUX2.console"
+	fi
+	$VIRSH destroy "$LINUX2" >/dev/null 2>&1
 fi
 
 if [ "${LIBVIRT_QUICK:-0}" = 1 ]; then

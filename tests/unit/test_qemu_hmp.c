@@ -56,6 +56,8 @@ static void test_registers_kvm_pc(void **state)
 	assert_int_equal(r[0].cr4, 0x20);
 	assert_int_equal(r[0].efer, 0x500);
 	assert_int_equal(r[0].tr_base, 0x1e0024);
+	assert_int_equal(r[0].idt_base, 0x220010);
+	assert_int_equal(r[0].idt_limit, 0xfff);
 	assert_int_equal(r[1].cpu, 1);
 	assert_int_equal(r[1].rip, 0x106718);
 	assert_int_equal(r[1].cpl, 0);
@@ -98,6 +100,23 @@ static void test_registers_single_and_broken(void **state)
 	assert_int_equal(r[0].cpu, 0);
 	assert_int_equal(r[0].rip, 0xffffffff81000000ULL);
 	assert_int_equal(r[0].tr_base, 0xfffffe0000003000ULL);
+	/* No "IDT=" line: the vCPU still parses, its IDT unknown (0); a garbled one is not taken. */
+	assert_int_equal(r[0].idt_base, 0);
+	assert_int_equal(r[0].idt_limit, 0);
+	{
+		char idt[sizeof(one) + 64];
+
+		snprintf(idt, sizeof(idt), "%sIDT=     fffffe0000000000 00000fff\r\n", one);
+		assert_int_equal(qemu_hmp_parse_registers(idt, r, 2), 1);
+		assert_int_equal(r[0].idt_base, 0xfffffe0000000000ULL);
+		assert_int_equal(r[0].idt_limit, 0xfff);
+		snprintf(idt, sizeof(idt), "%sIDT=     fffffe0000000000 000fffff\r\n", one);
+		assert_int_equal(qemu_hmp_parse_registers(idt, r, 2), 1);
+		assert_int_equal(r[0].idt_base, 0);
+		snprintf(idt, sizeof(idt), "%sIDT=     fffffe00000000x0 00000fff\r\n", one);
+		assert_int_equal(qemu_hmp_parse_registers(idt, r, 2), 1);
+		assert_int_equal(r[0].idt_base, 0);
+	}
 	/* A field missing, cut short or garbled: no vCPU at all, never a half one. */
 	memcpy(buf, one, sizeof(one));
 	memcpy(strstr(buf, "EFER="), "EFEX=", 5);
