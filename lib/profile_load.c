@@ -18,7 +18,8 @@
  * counts are that stream's: both stay out. The recording's END comes with
  * kp_reader_next's 0, not among the records it returns 1 for.
  */
-static int add_file(struct profile *p, const char *path, bool guest, char *err, size_t errlen)
+static int add_file(struct profile *p, const char *path, bool guest, struct kp_rec_task_layout *layout, char *err,
+		    size_t errlen)
 {
 	struct kp_reader *r;
 	struct kp_record rec = { 0 };
@@ -29,6 +30,8 @@ static int add_file(struct profile *p, const char *path, bool guest, char *err, 
 	if (p->state->opt.recover)
 		kp_reader_recover(r);
 	while ((rc = kp_reader_next(r, &rec, err, errlen)) > 0) {
+		if (rec.type == KP_REC_TASK_LAYOUT && !layout->kind)
+			*layout = *rec.layout;
 		if (guest && rec.type == KP_REC_META)
 			continue;
 		added = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
@@ -53,6 +56,7 @@ static int add_file(struct profile *p, const char *path, bool guest, char *err, 
 int profile_load(struct profile **out, const char *path, const struct profile_options *opt, char *err,
 		 size_t errlen)
 {
+	struct kp_rec_task_layout rec_layout = { 0 }, export_layout = { 0 };
 	struct profile *p;
 	int rc = profile_new(&p, opt);
 
@@ -60,9 +64,23 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	rc = add_file(p, path, false, err, errlen);
+	rc = add_file(p, path, false, &rec_layout, err, errlen);
 	if (!rc && opt && opt->guest_export_path)
-		rc = add_file(p, opt->guest_export_path, true, err, errlen);
+		rc = add_file(p, opt->guest_export_path, true, &export_layout, err, errlen);
+	/*
+	 * The recording keeps the task layout it named processes with. Another
+	 * export's differs when the kernel moved (KASLR, a new boot): its
+	 * symbols and maps would name the samples wrongly, and silently.
+	 */
+	if (!rc && rec_layout.kind && export_layout.kind &&
+	    (rec_layout.per_cpu_offset != export_layout.per_cpu_offset ||
+	     rec_layout.current_task != export_layout.current_task)) {
+		snprintf(err, errlen, "--guest-export %s is not of the boot %s was recorded in (__per_cpu_offset at 0x%llx "
+				      "there, 0x%llx in the recording): give the export the recording was made with",
+			 opt->guest_export_path, path, (unsigned long long)export_layout.per_cpu_offset,
+			 (unsigned long long)rec_layout.per_cpu_offset);
+		rc = -EINVAL;
+	}
 	if (!rc) {
 		rc = profile_finish(p);
 		if (rc)

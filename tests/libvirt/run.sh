@@ -193,6 +193,17 @@ else
 		"$T/stat" "$T/stat.err"
 fi
 
+# --- top --domain: refreshes of the domain's hottest symbols, the guest's programs among them ---
+"$KVMPROF" top --domain "$WEB" --stdio -d 2 -n 2 --guest-root "$ROOT" >"$T/top" 2>"$T/top.err"
+rc=$?
+blocks=$(grep -c '^kvmprof top: refresh [0-9]*, ' "$T/top")
+if [ $rc = 0 ] && [ "$blocks" = 2 ] && grep -qE '^ +[0-9]+ +[0-9.]+%  guest user +matmul \[[0-9]+\] +matmul +matmul_multiply$' "$T/top" &&
+	grep -qE '(host kernel|VMM user) +qemu-system-x86 \[[0-9]+\] ' "$T/top" && sanitizer_clean "$T/top.err"; then
+	pass "top-domain ($blocks refreshes, matmul_multiply and QEMU's threads in them)"
+else
+	fail top-domain "rc $rc, $blocks refreshes (want 2, with matmul's matmul_multiply and QEMU's threads)" "$T/top" "$T/top.err"
+fi
+
 # --- bad input: one line, a non-zero exit (usage errors, exit 2: the line, then the usage) ---
 # expect_one_line NAME CODE PATTERN ARGS...
 expect_one_line() {
@@ -364,6 +375,9 @@ INIT
 		"$KVMPROF" record --domain "$LINUX2" --guest-export "$T/linux2.export" --duration 1 -q -o "$T/fresh.data" \
 			>"$T/fresh.out" 2>"$T/fresh.err"
 		frc=$?
+		# The second boot's recording read with the first boot's export: refused as well.
+		"$KVMPROF" report -i "$T/fresh.data" --guest-export "$T/linux.export" >/dev/null 2>"$T/stale-report.err"
+		rrc=$?
 		pf1=$(pf_of "$T/$LINUX.console") pf2=$(pf_of "$T/$LINUX2.console")
 		if [ -n "$pf1" ] && [ "$pf1" = "$pf2" ]; then
 			if [ $src = 0 ] && [ $frc = 0 ]; then
@@ -373,11 +387,12 @@ INIT
 			fi
 		elif [ $src = 1 ] && [ $frc = 0 ] && [ "$(wc -l <"$T/stale.err")" = 1 ] &&
 			grep -q "^kvmprof: --guest-export $T/linux.export is not of the boot domain '$LINUX2' runs now: .*KASLR" "$T/stale.err" &&
-			[ ! -e "$T/stale.data" ] && sanitizer_clean "$T/fresh.err"; then
+			[ ! -e "$T/stale.data" ] && sanitizer_clean "$T/fresh.err" && [ $rrc = 1 ] &&
+			[ "$(wc -l <"$T/stale-report.err")" = 1 ] && grep -q "^kvmprof: --guest-export $T/linux.export is not of the boot $T/fresh.data was recorded in" "$T/stale-report.err"; then
 			pass "stale-export (asm_exc_page_fault ${pf1:-?} in the first boot, ${pf2:-?} in the second: $(sed 's/.*runs now: //; s/; the kernel moves.*//' "$T/stale.err"))"
 		else
-			fail stale-export "the first boot's export in the second: record exited $src (want 1, one line, no file); the second boot's own: $frc (want 0); asm_exc_page_fault ${pf1:-?} and ${pf2:-?}" \
-				"$T/stale.err" "$T/fresh.err"
+			fail stale-export "the first boot's export in the second: record exited $src (want 1, one line, no file); the second boot's own: $frc (want 0); its recording reported with the first's: $rrc (want 1, one line); asm_exc_page_fault ${pf1:-?} and ${pf2:-?}" \
+				"$T/stale.err" "$T/fresh.err" "$T/stale-report.err"
 		fi
 	else
 		fail stale-export "the Linux domain did not boot a second time and export" "$T/$LINUX2.create" "$T/$LINUX2.console"

@@ -302,6 +302,58 @@ static void test_guest_debug_files(void **state)
 	profile_free(p);
 }
 
+/* A recording and an export, each with a task layout whose __per_cpu_offset is the one given. */
+static void write_layout_files(const char *rec, const char *exp, uint64_t rec_pco, uint64_t exp_pco)
+{
+	struct kp_rec_task_layout lx = { .kind = KP_LAYOUT_LINUX_X86_64, .current_task = 0x1ad00, .task_pid = 0x9c0,
+					 .task_tgid = 0x9c4, .task_comm = 0xbb8, .task_comm_size = 16, .task_size = 0x2700 };
+	struct kp_writer *w;
+	int fd;
+
+	w = fx_writer(rec, &fd);
+	assert_non_null(w);
+	lx.per_cpu_offset = rec_pco;
+	assert_int_equal(kp_writer_add(w, KP_REC_TASK_LAYOUT, &lx, sizeof(lx)), 0);
+	assert_int_equal(guest_sample(w, 12, FX_ALPHA, KP_CPL_USER), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+	w = fx_writer(exp, &fd);
+	assert_non_null(w);
+	lx.per_cpu_offset = exp_pco;
+	assert_int_equal(kp_writer_add(w, KP_REC_TASK_LAYOUT, &lx, sizeof(lx)), 0);
+	assert_int_equal(kp_writer_close(w, 0, 0), 0);
+	close(fd);
+}
+
+/*
+ * An export of another boot than the recording's (KASLR moved the kernel,
+ * and __per_cpu_offset with it) would name its samples wrongly: refused,
+ * naming both addresses. The recording's own export, or one from before
+ * task layouts, is read.
+ */
+static void test_export_of_another_boot(void **state)
+{
+	char rec[700], exp[700], err[512];
+	struct profile_options opt = { .guest_root = dir, .guest_export_path = exp };
+	struct profile *p;
+
+	(void)state;
+	snprintf(rec, sizeof(rec), "%s/boot.data", dir);
+	snprintf(exp, sizeof(exp), "%s/boot.export", dir);
+	write_layout_files(rec, exp, 0xffffffff9b413880ULL, 0xffffffff8e213880ULL);
+	assert_int_equal(profile_load(&p, rec, &opt, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "is not of the boot"));
+	assert_non_null(strstr(err, "0xffffffff8e213880 there, 0xffffffff9b413880 in the recording"));
+	write_layout_files(rec, exp, 0xffffffff9b413880ULL, 0xffffffff9b413880ULL);
+	assert_int_equal(profile_load(&p, rec, &opt, err, sizeof(err)), 0);
+	assert_int_equal(p->nr_samples, 1);
+	profile_free(p);
+	/* An export without a layout (an agent older than sample file 1.3): nothing to compare. */
+	opt.guest_export_path = export_path;
+	write_files();
+	assert_int_equal(profile_load(&p, rec, &opt, err, sizeof(err)), 0);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_guest_kernel_elf),
 		cmocka_unit_test(test_guest_root_confinement),
 		cmocka_unit_test(test_guest_debug_files),
+		cmocka_unit_test(test_export_of_another_boot),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
