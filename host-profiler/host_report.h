@@ -42,6 +42,13 @@ enum host_layer host_layer_of(const struct profile_sample *s);
  */
 int host_report_add_unsampled(struct profile *p);
 
+/*
+ * Under the table, with a guest export: the guest processes whose user
+ * samples no memory map covers (the export holds the maps of the processes
+ * running when it was taken), by name with their samples, and the remedy.
+ */
+void host_report_unmapped_note(FILE *out, const struct profile *p);
+
 /* kvmprof report's --sort keys: perf's, and the guest process. */
 #define HOST_REPORT_KEYS (REPORT_KEYS_COMMON | REPORT_KEY_BIT(REPORT_KEY_PROCESS))
 

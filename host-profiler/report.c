@@ -367,6 +367,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, con
 	rc = report_table_print(out, p, &t, 0, t.nr, whole, &o, REPORT_STYLE_HOST);
 	if (!rc && p->unresolved)
 		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);
+	if (!rc)
+		host_report_unmapped_note(out, p);
 	shown = report_table_shown(&t, 0, t.nr, whole, &o);
 	if (!rc && opt->callgraph && shown) {
 		fputs("\nCallers of the top rows (outermost first):\n", out);

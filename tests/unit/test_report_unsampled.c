@@ -6,6 +6,8 @@
  *   - guest time with no register sample near it (META
  *     guest_time_unattributed) is a row of the table, "[guest] [not
  *     sampled]", and of the folded stacks, so every share is of the whole;
+ *   - with a guest export, the guest processes whose pid has no memory map
+ *     in it are named under the table, with the remedy; one with maps is not.
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -27,11 +29,11 @@
 
 #define PERIOD 1000000u /* cpu-clock's ns per sample */
 #define VMM_PID 500u
-#define HOTLOOP_PID 7u
-#define LATE_PID 9u
+#define HOTLOOP_PID 7u /* in the export, with /bin/fx mapped */
+#define LATE_PID 9u    /* started after the export: named, no map */
 
 static char *dir; /* the fixture's ELF as the guest's /bin/fx, the files */
-static char rec_path[300], out_path[300];
+static char rec_path[300], export_path[300], out_path[300];
 
 static int setup(void **state)
 {
@@ -40,6 +42,7 @@ static int setup(void **state)
 	if (!dir || fx_build(dir, NULL))
 		return -1;
 	snprintf(rec_path, sizeof(rec_path), "%s/rec.data", dir);
+	snprintf(export_path, sizeof(export_path), "%s/guest.export", dir);
 	snprintf(out_path, sizeof(out_path), "%s/report.out", dir);
 	return 0;
 }
@@ -105,6 +108,20 @@ static void write_recording(uint64_t unattributed, const char *in_guest)
 		assert_int_equal(kp_writer_meta(w, "host_samples_in_guest", in_guest), 0);
 	assert_int_equal(kp_writer_meta_u64(w, "guest_time_unattributed", unattributed), 0);
 	assert_int_equal(kp_writer_close(w, 0, t), 0);
+	close(fd);
+}
+
+/* The guest's export, taken while hotloop ran and before late started: hotloop's comm and map only. */
+static void write_export(void)
+{
+	struct kp_writer *w;
+	int fd = open(export_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(kp_writer_open(&w, fd, KP_SOURCE_LINUX_AGENT), 0);
+	comm(w, HOTLOOP_PID, "hotloop", 0);
+	assert_int_equal(fx_mmap(w, HOTLOOP_PID, 1, 0x40000000, 0x40000, 0, "/bin/fx", NULL, 0), 0);
+	assert_int_equal(kp_writer_close(w, 0, 1), 0);
 	close(fd);
 }
 
@@ -243,6 +260,35 @@ static void test_all_domains_column(void **state)
 	assert_true(b);
 }
 
+/*
+ * With the export: late [9], which it has no map of, is named under the
+ * table with its 2 samples and the remedy; hotloop [7], which it maps
+ * (its samples in alpha), is not.
+ */
+static void test_unmapped_process_note(void **state)
+{
+	char *text, expect[600];
+
+	(void)state;
+	write_recording(0, "8");
+	write_export();
+	text = report("--guest-export", export_path);
+	assert_non_null(strstr(text, "[guest] hotloop [7]"));
+	assert_non_null(strstr(text, "alpha"));
+	snprintf(expect, sizeof(expect),
+		 "\nguest processes with no memory map in the guest export, their code without symbols: late [9] "
+		 "(2 samples)\n(started after the export %s was taken: run kvmprof-agent export in the guest while it runs, "
+		 "and report with that export)\n", export_path);
+	assert_non_null(strstr(text, expect));
+	assert_null(strstr(text, "hotloop [7] ("));
+	free(text);
+
+	/* Without an export every process lacks maps, and this remedy is not the one: no note. */
+	text = report(NULL, NULL);
+	assert_null(strstr(text, "no memory map in the guest export"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_no_unattributed_no_row),
 		cmocka_unit_test(test_contradicted_count_not_a_row),
 		cmocka_unit_test(test_all_domains_column),
+		cmocka_unit_test(test_unmapped_process_note),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
