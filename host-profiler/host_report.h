@@ -15,13 +15,39 @@
 enum host_layer {
 	HOST_LAYER_GUEST_USER,
 	HOST_LAYER_GUEST_KERNEL,
+	HOST_LAYER_GUEST_UNKNOWN, /* guest time with no register sample near it (host_report_add_unsampled) */
 	HOST_LAYER_VMM_USER,
 	HOST_LAYER_HOST_KERNEL,
 	HOST_LAYER_COUNT,
 };
 
+/*
+ * The privilege level of the samples host_report_add_unsampled adds: guest
+ * time whose mode nobody saw (no record says KP_CPL_KERNEL or KP_CPL_USER
+ * for it). Their layer is HOST_LAYER_GUEST_UNKNOWN.
+ */
+#define HOST_CPL_UNKNOWN 0xff
+
 /* The one domain a sample is in: guest or native (the VMM's threads), by its privilege level. */
 enum host_layer host_layer_of(const struct profile_sample *s);
+
+/*
+ * A libvirt recording's guest time with no register sample near it (META
+ * guest_time_unattributed) as samples of their own: command "[not sampled]"
+ * (tagged "[guest] [not sampled]"), pid 0, layer HOST_LAYER_GUEST_UNKNOWN,
+ * one frame "[not sampled]", so that the table's shares, the folded
+ * stacks' and pprof's totals are of all the guest's time. Call once, after
+ * profile_load. 0 (also when there is nothing to add, or a count the
+ * recording contradicts: said on stderr, nothing added) or -errno.
+ */
+int host_report_add_unsampled(struct profile *p);
+
+/*
+ * Under the table, with a guest export: the guest processes whose user
+ * samples no memory map covers (the export holds the maps of the processes
+ * running when it was taken), by name with their samples, and the remedy.
+ */
+void host_report_unmapped_note(FILE *out, const struct profile *p);
 
 /* kvmprof report's --sort keys: perf's, and the guest process. */
 #define HOST_REPORT_KEYS (REPORT_KEYS_COMMON | REPORT_KEY_BIT(REPORT_KEY_PROCESS))

@@ -91,13 +91,15 @@ static const char help[] =
 	"      --no-demangle       C++ and Rust function names as the files have them\n"
 	"                          (_ZN2ns3fooEv); by default they are demangled (ns::foo)\n";
 
-static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
-							   "host kernel" };
+static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "guest unknown",
+							   "VMM user", "host kernel" };
 /* The tag a sample's process frame carries in folded stacks and flame graphs. */
-static const char *const layer_tags[HOST_LAYER_COUNT] = { "[guest]", "[guest-kernel]", "[vmm]", "[host]" };
+static const char *const layer_tags[HOST_LAYER_COUNT] = { "[guest]", "[guest-kernel]", "[guest]", "[vmm]", "[host]" };
 
 enum host_layer host_layer_of(const struct profile_sample *s)
 {
+	if (s->domain == KP_DOMAIN_GUEST && s->cpl == HOST_CPL_UNKNOWN)
+		return HOST_LAYER_GUEST_UNKNOWN;
 	if (s->domain == KP_DOMAIN_GUEST)
 		return s->cpl == KP_CPL_KERNEL ? HOST_LAYER_GUEST_KERNEL : HOST_LAYER_GUEST_USER;
 	return s->cpl == KP_CPL_KERNEL ? HOST_LAYER_HOST_KERNEL : HOST_LAYER_VMM_USER;
@@ -365,6 +367,8 @@ static int print_text(FILE *out, const struct profile *p, const char *input, con
 	rc = report_table_print(out, p, &t, 0, t.nr, whole, &o, REPORT_STYLE_HOST);
 	if (!rc && p->unresolved)
 		fprintf(out, "\n%" PRIu64 " of %zu samples have no symbol\n", p->unresolved, p->nr_samples);
+	if (!rc)
+		host_report_unmapped_note(out, p);
 	shown = report_table_shown(&t, 0, t.nr, whole, &o);
 	if (!rc && opt->callgraph && shown) {
 		fputs("\nCallers of the top rows (outermost first):\n", out);
@@ -425,7 +429,9 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 		return host_report_drill(out, p, own->drill_start, own->drill_threshold);
 	if (own->exits)
 		return host_report_exits(out, p);
-	rc = tag_commands(p, stacks, by_layer);
+	rc = host_report_add_unsampled(p);
+	if (!rc)
+		rc = tag_commands(p, stacks, by_layer);
 	if (rc)
 		return rc;
 	if (stacks)

@@ -82,14 +82,20 @@ static void summarize(struct domain_file *f)
 static void print_summary(FILE *out, const char *dir, const struct domain_file *files, size_t n)
 {
 	uint64_t cpu_all = 0;
+	bool unknown = false; /* a guest unknown column, as the header's row: only where some domain has such time */
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		cpu_all += files[i].cpu_ms;
+		unknown |= files[i].p && files[i].by_layer[HOST_LAYER_GUEST_UNKNOWN];
+	}
 	fprintf(out, "kvmprof all-domains profile: %s, %zu domain%s\n\n", dir, n, n == 1 ? "" : "s");
 	fprintf(out, "host CPU per domain (QEMU's user and system time while recording, as the kernel accounts it;\n"
 		     "samples by where their time went):\n\n");
-	fprintf(out, "%-24s %12s %7s %10s %11s %13s %9s %12s\n", "domain", "QEMU CPU s", "%", "samples", "guest user",
-		"guest kernel", "VMM user", "host kernel");
+	fprintf(out, "%-24s %12s %7s %10s %11s %13s", "domain", "QEMU CPU s", "%", "samples", "guest user",
+		"guest kernel");
+	if (unknown)
+		fprintf(out, " %14s", "guest unknown");
+	fprintf(out, " %9s %12s\n", "VMM user", "host kernel");
 	for (size_t i = 0; i < n; i++) {
 		const struct domain_file *f = &files[i];
 
@@ -102,9 +108,12 @@ static void print_summary(FILE *out, const char *dir, const struct domain_file *
 				cpu_all ? 100.0 * (double)f->cpu_ms / (double)cpu_all : 0.0);
 		else
 			fprintf(out, "%-24s %12s %7s", f->name, "?", "");
-		fprintf(out, " %10" PRIu64 " %11" PRIu64 " %13" PRIu64 " %9" PRIu64 " %12" PRIu64 "\n", f->total,
-			f->by_layer[HOST_LAYER_GUEST_USER], f->by_layer[HOST_LAYER_GUEST_KERNEL],
-			f->by_layer[HOST_LAYER_VMM_USER], f->by_layer[HOST_LAYER_HOST_KERNEL]);
+		fprintf(out, " %10" PRIu64 " %11" PRIu64 " %13" PRIu64, f->total, f->by_layer[HOST_LAYER_GUEST_USER],
+			f->by_layer[HOST_LAYER_GUEST_KERNEL]);
+		if (unknown)
+			fprintf(out, " %14" PRIu64, f->by_layer[HOST_LAYER_GUEST_UNKNOWN]);
+		fprintf(out, " %9" PRIu64 " %12" PRIu64 "\n", f->by_layer[HOST_LAYER_VMM_USER],
+			f->by_layer[HOST_LAYER_HOST_KERNEL]);
 	}
 	fprintf(out, "%-24s %12.2f\n", "all", (double)cpu_all / 1e3);
 }
@@ -131,6 +140,10 @@ int host_report_domains(FILE *out, const char *dir, const struct profile_options
 			bad++;
 			continue;
 		}
+		/* Its guest time with no register sample near it counts in its total and its table, as in one domain's report. */
+		rc = host_report_add_unsampled(files[i].p);
+		if (rc)
+			goto out;
 		summarize(&files[i]);
 	}
 	print_summary(out, dir, files, n);
@@ -140,6 +153,7 @@ int host_report_domains(FILE *out, const char *dir, const struct profile_options
 		fprintf(out, "\n== domain %s (%s)\n", files[i].name, files[i].path);
 		rc = host_report_text(out, files[i].p, files[i].path, opt);
 	}
+out:
 	for (size_t i = 0; i < n; i++)
 		if (files[i].p)
 			profile_free(files[i].p);

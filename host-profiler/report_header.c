@@ -15,8 +15,8 @@
 #include "keymap.h"
 #include "utf8.h"
 
-static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "VMM user",
-							   "host kernel" };
+static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "guest unknown",
+							   "VMM user", "host kernel" };
 
 static double percent(uint64_t n, uint64_t total)
 {
@@ -121,14 +121,36 @@ out:
 }
 
 /* What each domain is, for a reader who meets the word here first. */
-static void print_domain_legend(FILE *out, const struct profile *p)
+static void print_domain_legend(FILE *out, const struct profile *p, bool unknown)
 {
 	const char *vmm = profile_meta(p, "vmm");
 	const char *vmm_name = vmm && !strcmp(vmm, "qemu") ? "QEMU" : "kvmprof-vmm";
 
-	fprintf(out, "(guest user: the guest's programs; guest kernel: the guest's kernel; VMM user: %s's own code "
+	fprintf(out, "(guest user: the guest's programs; guest kernel: the guest's kernel; %sVMM user: %s's own code "
 		     "on the host, device models and vPMU included; host kernel: Linux on the host, KVM included)\n",
-		vmm_name);
+		unknown ? "guest unknown: the guest's time with no register sample near it, whose process and code "
+			  "nobody saw ([guest] [not sampled]); " : "", vmm_name);
+}
+
+/*
+ * The guest time kvmprof record could not attribute (no register sample
+ * near it), and where it is: the table's "[guest] [not sampled]" row when
+ * host_report_add_unsampled made it (as many samples as counted), else
+ * nowhere but here.
+ */
+static void print_unattributed(FILE *out, const struct profile *p, const uint64_t by_layer[HOST_LAYER_COUNT])
+{
+	const char *v = profile_meta(p, "guest_time_unattributed");
+	uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+
+	if (!n)
+		return;
+	if (by_layer[HOST_LAYER_GUEST_UNKNOWN] == n)
+		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
+			     "failed; in the table as [guest] [not sampled], so that its shares are of all the time)\n", v);
+	else
+		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
+			     "failed; not in the table)\n", v);
 }
 
 void host_report_header(FILE *out, const struct profile *p, const char *input,
@@ -148,9 +170,7 @@ void host_report_header(FILE *out, const struct profile *p, const char *input,
 		fprintf(out, "host samples taken while guest code ran: %s (left out at record time: the guest's own "
 			     "samples stand for that time; told apart by %s)\n",
 			in_guest, (v = profile_meta(p, "host_guest_rule")) ? v : "?");
-	if ((v = profile_meta(p, "guest_time_unattributed")) && strtoull(v, NULL, 10))
-		fprintf(out, "guest time with no register sample near it: %s host samples (QEMU's monitor fell behind or "
-			     "failed; not in the table)\n", v);
+	print_unattributed(out, p, by_layer);
 	if (p->exits_recorded) {
 		/* The host's samples: its two layers. */
 		uint64_t host = by_layer[HOST_LAYER_VMM_USER] + by_layer[HOST_LAYER_HOST_KERNEL];
@@ -162,12 +182,15 @@ void host_report_header(FILE *out, const struct profile *p, const char *input,
 	print_guest_profiler_cost(out, p, total);
 
 	fprintf(out, "\n%-14s %10s %8s\n", "domain", "samples", "%");
+	/* Every sample in one row, the total their sum; guest unknown only where there is some. */
 	for (int l = 0; l < HOST_LAYER_COUNT; l++)
-		fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", layer_names[l], by_layer[l], percent(by_layer[l], total));
+		if (l != HOST_LAYER_GUEST_UNKNOWN || by_layer[l])
+			fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", layer_names[l], by_layer[l],
+				percent(by_layer[l], total));
 	fprintf(out, "%-14s %10" PRIu64 " %7.2f%%\n", "total", total, total ? 100.0 : 0.0);
-	print_domain_legend(out, p);
+	print_domain_legend(out, p, by_layer[HOST_LAYER_GUEST_UNKNOWN] != 0);
 	if (in_guest && strtoull(in_guest, NULL, 10) && !by_layer[HOST_LAYER_GUEST_USER] &&
-	    !by_layer[HOST_LAYER_GUEST_KERNEL])
+	    !by_layer[HOST_LAYER_GUEST_KERNEL] && !by_layer[HOST_LAYER_GUEST_UNKNOWN])
 		fprintf(out, "(not in the table: %s host samples of guest time, which only the VMM's guest sampler can "
 			     "attribute)\n", in_guest);
 }

@@ -83,6 +83,7 @@ static const char *domain(const struct profile *p, const struct profile_sample *
 	static const char *const words[HOST_LAYER_COUNT] = {
 		[HOST_LAYER_GUEST_USER] = "guest-user",
 		[HOST_LAYER_GUEST_KERNEL] = "guest-kernel",
+		[HOST_LAYER_GUEST_UNKNOWN] = "guest-unknown", /* a record's own cpl can say 0xff too */
 		[HOST_LAYER_VMM_USER] = "vmm-user",
 		[HOST_LAYER_HOST_KERNEL] = "host-kernel",
 	};

@@ -93,6 +93,11 @@ const char *profile_meta(const struct profile *p, const char *key)
 	return v;
 }
 
+const char *profile_guest_export(const struct profile *p)
+{
+	return p->state->opt.guest_export_path;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');

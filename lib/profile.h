@@ -256,6 +256,38 @@ uint32_t profile_comm(struct profile *p, const char *name);
 /* The recording's META value for key (the last one wins), or NULL. */
 const char *profile_meta(const struct profile *p, const char *key);
 
+/* The guest export profile_load read after the recording (profile_options.guest_export_path), or NULL. */
+const char *profile_guest_export(const struct profile *p);
+
+/*
+ * Whether process pid of domain ever had a memory mapping (an MMAP record,
+ * its own or copied at a FORK, in the recording or a guest export): a
+ * process without one is named, but its user code has no image to be
+ * symbolized in. For a finished profile.
+ */
+bool profile_process_mapped(const struct profile *p, uint32_t pid, uint8_t domain);
+
+/* What profile_add_pseudo_samples adds: one kind of sample no record gave. */
+struct profile_pseudo {
+	uint32_t event;     /* index into events */
+	uint64_t period;    /* what each one weighs, as a recorded sample's period */
+	uint32_t pid;       /* pid and tid */
+	uint8_t cpl, domain;
+	const char *comm;   /* its command */
+	const char *image;  /* its one frame: the pseudo function func of the pseudo image image */
+	const char *func;
+};
+
+/*
+ * n samples that no record gave, added to a finished profile: time the
+ * recording counted without knowing where it went (kvmprof report's guest
+ * time with no register sample near it). They have time 0, no VM exit and
+ * the one frame what says, and count in their event's samples and weight.
+ * 0, -EINVAL (not finished, no such event), -EOVERFLOW (past the 2^32
+ * samples a profile indexes) or -ENOMEM.
+ */
+int profile_add_pseudo_samples(struct profile *p, uint64_t n, const struct profile_pseudo *what);
+
 /*
  * An exit as its frame names it: "io out 0x3f8", "mmio write 0xfee000b0",
  * "msr read 0xc1", "hlt", "signal", "kvm debug" (KVM's reason by name where

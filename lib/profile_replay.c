@@ -61,6 +61,18 @@ static uint32_t current_mm(struct profile *p, uint32_t pid, uint8_t domain)
 	return new_mm(p, pid, domain);
 }
 
+bool profile_process_mapped(const struct profile *p, uint32_t pid, uint8_t domain)
+{
+	const struct profile_state *ps = p->state;
+	int64_t v = keymap_get(&ps->mm_by_pid, pid, domain);
+
+	/* Its address spaces, newest first: one per exec, or per pid reused after an exit. */
+	for (uint32_t m = v >= 0 ? (uint32_t)v : PROFILE_NONE; m != PROFILE_NONE; m = ps->mms[m].prev)
+		if (ps->mms[m].nr)
+			return true;
+	return false;
+}
+
 int profile_replay_mmap(struct profile *p, const struct op *op)
 {
 	struct profile_state *ps = p->state;
