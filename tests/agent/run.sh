@@ -831,7 +831,10 @@ printf '\002\000' | dd of="$T/version.data" bs=1 seek=8 conv=notrunc status=none
 damaged wrong-version "$T/version.data" 'version 2\.[0-9]+, this build reads version 1'
 
 # ---- a recording cut short (kill -9): report refuses and points to
-# --recover, which reads every whole record before the cut (issue 10)
+# --recover, which reads every whole record before the cut (issue 10).
+# --recover's one line may come with the report's own warning about call
+# chains cut at garbage frame pointers: killed this early, the recording
+# may hold samples from before main, in the dynamic loader (CI saw 7 of 691).
 "$AGENT" record -q -g -F 4000 -o "$T/k9.data" -- "$FIX/split" 100000000 >/dev/null 2>"$T/k9.err" &
 rec=$!
 k9_ready=false
@@ -857,7 +860,7 @@ else
 	"$AGENT" report --recover -i "$T/k9.data" >"$T/k9r.rep" 2>"$T/k9r.err"
 	rrc=$?
 	if [ $rc = 1 ] && [ "$(grep -c . "$T/k9.rerr")" = 1 ] && grep -q 'k9.data: offset [0-9]*: .*--recover' "$T/k9.rerr" &&
-		[ $rrc = 0 ] && [ "$(grep -c . "$T/k9r.err")" = 1 ] &&
+		[ $rrc = 0 ] && [ "$(grep -vc 'call chains were cut where a caller lies in no mapping' "$T/k9r.err")" = 1 ] &&
 		grep -q 'k9.data: read [0-9]* intact records ([1-9][0-9]* samples); at offset [0-9]*: .*; [0-9]* bytes from there on not used; no valid END record' "$T/k9r.err" &&
 		[ -n "$(pct_of "$T/k9r.rep" split split_three_quarters)" ] && sanitizer_clean "$T/k9.rerr" && sanitizer_clean "$T/k9r.err"; then
 		pass "kill9-recover ($(cat "$T/k9r.err"))"
