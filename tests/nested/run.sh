@@ -18,14 +18,16 @@
 #   --l1-only  no VMM: prove L1 boots, the modules load and /dev/kvm works
 #   -v         stream L1's serial console while it runs
 # Environment: BUILD (build), VMM ($BUILD/kvmprof-vmm-static), CPUS (2),
-#   L2_MEM (256M), QEMU_TIMEOUT (seconds for the whole QEMU run, 170),
-#   L2_TIMEOUT (seconds per VMM run inside L1, 60), L2_APPEND (extra L2
+#   L2_MEM (256M), QEMU_TIMEOUT (seconds for the whole QEMU run, 450),
+#   L2_TIMEOUT (seconds per VMM run inside L1, 180), L2_APPEND (extra L2
 #   kernel parameters), L1_APPEND (extra L1 kernel parameters), CASES
 #   ("bzimage pvh agent"; agent is skipped if AGENT is missing), AGENT
 #   ($BUILD/kvmprof-agent, static), HOTLOOP_MS (CPU time of the agent
 #   case's workload, 1500), EXPORT_TIMEOUT (seconds `kvmprof-agent export`
-#   may take in L2, 180, a hang guard: it takes ~50 s; the agent case's VMM run gets L2_TIMEOUT plus
-#   this, and QEMU_TIMEOUT defaults to 170 plus it), L2_FLAVOUR (cloud-amd64, or amd64: Debian's generic
+#   may take in L2, 600, a hang guard: it takes 50-75 s here), EXPORT_STALL (seconds
+#   of no byte sent on L2's ttyS1 before the export counts as hung, 120); the agent case's
+#   VMM run gets L2_TIMEOUT plus EXPORT_TIMEOUT, and QEMU_TIMEOUT defaults to 450 plus
+#   EXPORT_TIMEOUT), L2_FLAVOUR (cloud-amd64, or amd64: Debian's generic
 #   kernel as L2, which finds CPUs through an MP table; the cloud kernel has
 #   CONFIG_X86_MPPARSE unset and needs an ACPI MADT to see more than 1 CPU),
 #   KVMPROF ($BUILD/kvmprof-static: system-wide profiling of L2 from L1 in
@@ -41,13 +43,14 @@ BUILD=${BUILD:-build}
 VMM=${VMM:-$BUILD/kvmprof-vmm-static}
 CPUS=${CPUS:-2}
 L2_MEM=${L2_MEM:-256M}
-L2_TIMEOUT=${L2_TIMEOUT:-60}
+L2_TIMEOUT=${L2_TIMEOUT:-180}
 L2_APPEND=${L2_APPEND:-}
 L1_APPEND=${L1_APPEND:-}
 CASES=${CASES:-bzimage pvh agent}
 AGENT=${AGENT:-$BUILD/kvmprof-agent}
 HOTLOOP_MS=${HOTLOOP_MS:-1500}
-EXPORT_TIMEOUT=${EXPORT_TIMEOUT:-180}
+EXPORT_TIMEOUT=${EXPORT_TIMEOUT:-600}
+EXPORT_STALL=${EXPORT_STALL:-120}
 L2_FLAVOUR=${L2_FLAVOUR:-cloud-amd64}
 KVMPROF=${KVMPROF:-$BUILD/kvmprof-static}
 SYSPROF_SECS=${SYSPROF_SECS:-3}
@@ -117,10 +120,14 @@ if [ "$AGENT_CASE" = 1 ]; then
 fi
 # The export crawls through the emulated UART (one VM exit per byte, which
 # costs ~95 us in this nested stack), so the agent case gets more time.
+# Every limit here is a hang guard with room for a host slowed down by
+# others: the whole run took 200 s beside two busy L1s here, and a loaded CI
+# host ran it 2.7 times slower (an agent case of 282 s: the old limits of
+# 60 s per VMM run, 180 s for the export and 390 s in all killed it).
 if [ "$AGENT_CASE" = 1 ]; then
-	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$((170 + EXPORT_TIMEOUT + 40 * SYSPROF))}
+	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$((450 + EXPORT_TIMEOUT + 40 * SYSPROF))}
 else
-	QEMU_TIMEOUT=${QEMU_TIMEOUT:-170}
+	QEMU_TIMEOUT=${QEMU_TIMEOUT:-450}
 fi
 
 "$TOP/tests/debian-kernel.sh" "$BUILD" || die "tests/debian-kernel.sh failed"
@@ -202,11 +209,32 @@ if [ "${kvmprof_case:-}" = agent ]; then
 	fi
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	echo "KVMPROF-L2-AGENT-EXPORT-BEGIN uptime=$t0"
-	timeout ${kvmprof_export_timeout:-60} /bin/kvmprof-agent export
+	# Hang guards that slowness cannot trip (a loaded CI host ran this
+	# stack 2.7 times slower than an idle one): the export is killed when
+	# ttyS1 has sent nothing for kvmprof_export_stall seconds (its longest
+	# silence, reading and compressing kallsyms before the first byte, is
+	# a few seconds), or after kvmprof_export_timeout in all; either says
+	# rc=124 and why=.
+	/bin/kvmprof-agent export &
+	ep=$!
+	last= guard=
+	s0=$(cut -d. -f1 /proc/uptime)
+	moved=$s0
+	while kill -0 $ep 2>/dev/null; do
+		sleep 1
+		now=$(cut -d. -f1 /proc/uptime)
+		tx=$(sed -n 's/^1:.* tx:\([0-9]*\).*/\1/p' /proc/tty/driver/serial)
+		[ "$tx" = "$last" ] || last=$tx moved=$now
+		if [ $((now - moved)) -ge ${kvmprof_export_stall:-120} ]; then guard="stalled: ttyS1 sent nothing for $((now - moved))s"; break; fi
+		if [ $((now - s0)) -ge ${kvmprof_export_timeout:-600} ]; then guard="ran $((now - s0))s"; break; fi
+	done
+	[ -n "$guard" ] && kill -9 $ep
+	wait $ep
 	rc=$?
+	[ -n "$guard" ] && rc=124
 	[ $rc = 0 ] || status=1
 	# tx: what ttyS1's UART sent so far, the rate's numerator.
-	echo "KVMPROF-L2-AGENT-EXPORT-END rc=$rc start=$t0 end=$(cut -d' ' -f1 /proc/uptime) limit=${kvmprof_export_timeout:-60} $(grep -o '^1:.* tx:[0-9]*' /proc/tty/driver/serial | sed 's/.* tx:/tx=/')"
+	echo "KVMPROF-L2-AGENT-EXPORT-END rc=$rc start=$t0 end=$(cut -d' ' -f1 /proc/uptime) limit=${kvmprof_export_timeout:-600} $(grep -o '^1:.* tx:[0-9]*' /proc/tty/driver/serial | sed 's/.* tx:/tx=/')${guard:+ why=$guard}"
 	if [ -n "$hl" ]; then
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		echo "KVMPROF-L2-SYSPROF-RUN-BEGIN pid=$hl uptime=$t0"
@@ -339,7 +367,7 @@ for c in $CASES; do
 			# NMI; an L1 once died silently right then (TCG's nested SVM).
 			# The stall report says nothing about the agent: suppress it.
 			k=/l2/bzImage initrd=/l2/initrd-agent.cpio
-			cmdline="$cmdline rcupdate.rcu_cpu_stall_suppress=1 kvmprof_case=agent kvmprof_hotloop_ms=$HOTLOOP_MS kvmprof_export_timeout=$EXPORT_TIMEOUT"
+			cmdline="$cmdline rcupdate.rcu_cpu_stall_suppress=1 kvmprof_case=agent kvmprof_hotloop_ms=$HOTLOOP_MS kvmprof_export_timeout=$EXPORT_TIMEOUT kvmprof_export_stall=$EXPORT_STALL"
 			limit=$((L2_TIMEOUT + EXPORT_TIMEOUT))
 			rm -f /tmp/agent-channel /tmp/vm.sock /tmp/sysprof.data
 			set -- --agent-channel /tmp/agent-channel
@@ -509,7 +537,7 @@ check_agent() { # section-log end-line
 	why=
 	if [ -z "$expl" ]; then why=${vmm:-no KVMPROF-L2-AGENT-EXPORT-END marker}
 	elif echo "$expl" | grep -q -E ' rc=(124|143) '; then
-		why="kvmprof-agent export did not finish within $(echo "$expl" | sed -n 's/.* limit=\([0-9]*\).*/\1/p')s (EXPORT_TIMEOUT): ttyS1 sent ${rate:-?} of a ~420 KB export (tests/nested/README.md, \"The agent case\")"
+		why="kvmprof-agent export killed by its hang guard ($(echo "$expl" | sed -n 's/.* why=//p'); EXPORT_STALL, EXPORT_TIMEOUT $(echo "$expl" | sed -n 's/.* limit=\([0-9]*\).*/\1/p')s): ttyS1 sent ${rate:-?} of a ~420 KB export (tests/nested/README.md, \"The agent case\")"
 	elif ! echo "$expl" | grep -q ' rc=0 '; then why="kvmprof-agent export failed ($expl)"
 	elif [ -z "$copyl" ]; then why="L1 never copied the agent channel out (no KVMPROF-L1-AGENT-COPY line)"
 	elif ! echo "$copyl" | grep -q 'COPY ok'; then why="L1 could not copy the agent channel to its ttyS1: $copyl"
