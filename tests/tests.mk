@@ -216,7 +216,7 @@ export KVMPROF_ASAN_UNIT_TESTS = $(ASAN_UNIT_TESTS)
 # tests/kvmhost (the emulated KVM host for machines without /dev/kvm): its own cases, about two minutes.
 test-kvmhost:
 	@bash tests/kvmhost/test.sh
-test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm guest
+test-host: $(BUILD)/kvmprof $(BUILD)/asan/kvmprof $(BUILD)/kvmprof-vmm $(BUILD)/tests/e2e/control_client guest
 	@KVMPROF_SUITES=host bash tests/run-all.sh
 
 test-docs: $(BUILD)/kvmprof-vmm $(BUILD)/kvmprof-agent $(BUILD)/kvmprof guest
