@@ -7,11 +7,29 @@
 
 /*
  * Exceptions every x86-64 Linux installs a handler of its own for, each
- * its own function (asm_exc_divide_error, ..., asm_exc_page_fault since
- * 5.8; divide_error, ..., page_fault before). External interrupt vectors
+ * its own function, named since 5.8 and before. External interrupt vectors
  * are left out: they enter through stubs inside one symbol.
  */
-static const unsigned int fit_vectors[] = { 0, 3, 6, 13, 14 };
+static const struct {
+	unsigned int vec;
+	const char *name[2];
+} fit_handlers[] = {
+	{ 0, { "asm_exc_divide_error", "divide_error" } },
+	{ 3, { "asm_exc_int3", "int3" } },
+	{ 6, { "asm_exc_invalid_op", "invalid_op" } },
+	{ 13, { "asm_exc_general_protection", "general_protection" } },
+	{ 14, { "asm_exc_page_fault", "page_fault" } },
+};
+
+#define FIT_NHANDLERS (sizeof(fit_handlers) / sizeof(fit_handlers[0]))
+
+const char *linux_kernel_fit_handler_name(unsigned int vec, unsigned int era)
+{
+	for (size_t i = 0; i < FIT_NHANDLERS; i++)
+		if (fit_handlers[i].vec == vec)
+			return era < 2 ? fit_handlers[i].name[era] : NULL;
+	return NULL;
+}
 
 enum linux_kernel_fit linux_kernel_fit(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t idt_base,
 				       uint16_t idt_limit, linux_symbol_start_fn is_start, void *ctx,
@@ -19,12 +37,12 @@ enum linux_kernel_fit linux_kernel_fit(const struct vmi_mem *mem, const struct g
 {
 	enum linux_kernel_fit fit = LINUX_KERNEL_UNKNOWN;
 
-	for (size_t i = 0; i < sizeof(fit_vectors) / sizeof(fit_vectors[0]); i++) {
-		uint64_t h = guest_idt_handler(mem, pg, idt_base, idt_limit, fit_vectors[i]);
+	for (size_t i = 0; i < FIT_NHANDLERS; i++) {
+		uint64_t h = guest_idt_handler(mem, pg, idt_base, idt_limit, fit_handlers[i].vec);
 
 		if (!h)
 			continue;
-		*vec = fit_vectors[i];
+		*vec = fit_handlers[i].vec;
 		*handler = h;
 		if (!is_start(h, ctx))
 			return LINUX_KERNEL_MOVED;

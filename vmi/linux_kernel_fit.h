@@ -39,4 +39,11 @@ enum linux_kernel_fit linux_kernel_fit(const struct vmi_mem *mem, const struct g
 				       uint16_t idt_limit, linux_symbol_start_fn is_start, void *ctx,
 				       unsigned int *vec, uint64_t *handler);
 
+/*
+ * The function Linux names the handler of exception vector vec, for era 0
+ * (5.8 and later, asm_exc_page_fault) or era 1 (before, page_fault); NULL
+ * for a vector linux_kernel_fit does not check or an era past 1.
+ */
+const char *linux_kernel_fit_handler_name(unsigned int vec, unsigned int era);
+
 #endif

@@ -156,10 +156,8 @@ static bool export_symbol_start(uint64_t addr, void *ctx)
  */
 static int check_export_boot(struct domain_target *d, const struct record_session *s)
 {
-	const char *names[] = { "asm_exc_divide_error", "asm_exc_int3", "asm_exc_invalid_op", "asm_exc_general_protection",
-				"asm_exc_page_fault" };
-	static const unsigned int name_vec[] = { 0, 3, 6, 13, 14 };
 	const struct kallsyms_sym *k = NULL;
+	const char *name;
 	unsigned int vec = 0;
 	uint64_t handler = 0;
 	char was[160] = "";
@@ -168,9 +166,8 @@ static int check_export_boot(struct domain_target *d, const struct record_sessio
 	    domain_sampler_kernel_fit(&d->ds, export_symbol_start, (void *)s->layout_ksyms, &vec, &handler) !=
 		    LINUX_KERNEL_MOVED)
 		return 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !k; i++)
-		if (name_vec[i] == vec)
-			k = kallsyms_find(s->layout_ksyms, names[i], KALLSYMS_IMAGE);
+	for (unsigned int era = 0; !k && (name = linux_kernel_fit_handler_name(vec, era)); era++)
+		k = kallsyms_find(s->layout_ksyms, name, KALLSYMS_IMAGE);
 	if (k)
 		snprintf(was, sizeof(was), ", the export's %s at 0x%" PRIx64 " (moved by %s0x%" PRIx64 ")", k->name, k->addr,
 			 handler >= k->addr ? "+" : "-", handler >= k->addr ? handler - k->addr : k->addr - handler);

@@ -85,10 +85,25 @@ static void test_fit(void **state)
 	free(ram);
 }
 
+/* The names the stale-export message looks the moved handler up by: each checked vector's, in both eras. */
+static void test_handler_names(void **state)
+{
+	(void)state;
+	assert_string_equal(linux_kernel_fit_handler_name(0, 0), "asm_exc_divide_error");
+	assert_string_equal(linux_kernel_fit_handler_name(14, 0), "asm_exc_page_fault");
+	assert_string_equal(linux_kernel_fit_handler_name(14, 1), "page_fault");
+	assert_string_equal(linux_kernel_fit_handler_name(13, 1), "general_protection");
+	assert_null(linux_kernel_fit_handler_name(14, 2));
+	assert_null(linux_kernel_fit_handler_name(2, 0)); /* NMI: not checked */
+	for (unsigned int v = 0; v < 256; v++)
+		assert_true(!linux_kernel_fit_handler_name(v, 0) == !(v == 0 || v == 3 || v == 6 || v == 13 || v == 14));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_handler_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
