@@ -6,7 +6,8 @@
 # recordings of one program never hold the same number of samples.
 #   agent-work   the bench's own program (bench/agent_work.c), ~SAMPLES samples,
 #                flat and with call chains;
-#   python3      held out: Debian's /usr/bin/python3 running a loop (the
+#   python3      held out: Debian's /usr/bin/python3 running a loop for
+#                HELD_CPU_S seconds of CPU (the
 #                interpreter's own symbols, libc, ld.so, the kernel);
 #   gcc -O2      held out: Debian's gcc compiling a generated C file (three
 #                processes: the driver, cc1 with its large symbol table, as).
@@ -16,7 +17,8 @@
 # the queue for the CPU as much as the report (on 2026-11-29 a 0.45 s CPU
 # report took 1.9-5.1 s of wall), while CPU time counts the report's own work.
 # %U and %S have 10 ms steps: ~3% of a 0.3 s report.
-#   RUNS=N (default 5), SAMPLES=N (default 1000000), HELD_OUT=0 skips the held-out programs
+#   RUNS=N (default 5), SAMPLES=N (default 1000000), HELD_CPU_S=N (the python
+#   loop's CPU seconds, default 5), HELD_OUT=0 skips the held-out programs
 set -u
 cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=bench/lib.sh
@@ -25,6 +27,7 @@ BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 SAMPLES=${SAMPLES:-1000000}
 HELD_OUT=${HELD_OUT:-1}
+HELD_CPU_S=${HELD_CPU_S:-5}
 AGENT=$BUILD/kvmprof-agent
 WORK=$BUILD/bench/agent-work
 PYTHON=/usr/bin/python3
@@ -39,10 +42,15 @@ command -v perf >/dev/null || fail "perf is not installed (apt-get install linux
 [ -x /usr/bin/time ] || fail "GNU time is not installed (apt-get install time)"
 
 # The held-out programs' inputs: fixed, so every run of the bench records the same work.
-cat >"$tmp/loop.py" <<'PY'
-s = 0
-for i in range(300000):
-    s += len(str(i * i)) + len(repr(float(i) / 7))
+# The python loop stops at HELD_CPU_S seconds of its own CPU time (~10^5
+# samples a second at -c 10000), whatever the host's speed.
+cat >"$tmp/loop.py" <<PY
+import time
+s = i = 0
+while time.process_time() < $HELD_CPU_S:
+    for _ in range(1000):
+        s += len(str(i * i)) + len(repr(float(i) / 7))
+        i += 1
 print(s)
 PY
 for i in $(seq 400); do
@@ -84,7 +92,7 @@ if [ "$HELD_OUT" != 0 ]; then
 	for g in plain callgraph; do
 		gtext=$([ $g = plain ] && echo flat || echo 'call chains (-g)')
 		record python $g "$PYTHON" "$tmp/loop.py"
-		label[python.$g]="held out: python3 loop, $gtext"
+		label[python.$g]="held out: python3 loop, $HELD_CPU_S s of CPU, $gtext"
 		record gcc $g "$GCC" -O2 -c -o "$tmp/gen.o" "$tmp/gen.c"
 		label[gcc.$g]="held out: gcc -O2 -c of 400 generated functions, $gtext"
 	done
