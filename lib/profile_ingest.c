@@ -142,11 +142,19 @@ static int agg_release(struct profile *p, uint64_t t)
 	size_t kept = 0;
 	int rc = 0;
 
+	/* Nothing waiting is that early: most records come before their process's samples. */
+	if (!a->nr_wait || t < a->min_wait_time)
+		return 0;
+	a->min_wait_time = UINT64_MAX;
 	for (size_t i = 0; i < a->nr_wait; i++) {
 		struct agg_pending *w = &a->wait[(a->head + i) & (AGG_WINDOW - 1)];
 
 		if (w->s.time > t) {
-			a->wait[(a->head + kept++) & (AGG_WINDOW - 1)] = *w;
+			if (kept != i)
+				a->wait[(a->head + kept) & (AGG_WINDOW - 1)] = *w;
+			kept++;
+			if (w->s.time < a->min_wait_time)
+				a->min_wait_time = w->s.time;
 			continue;
 		}
 		if (!rc && !a->broken)
@@ -174,6 +182,8 @@ static int agg_wait(struct profile *p, const struct profile_sample *s, uint64_t 
 		if (!a->wait)
 			return -ENOMEM;
 	}
+	if (!a->nr_wait || s->time < a->min_wait_time)
+		a->min_wait_time = s->time;
 	a->wait[(a->head + a->nr_wait++) & (AGG_WINDOW - 1)] = (struct agg_pending){ *s, ip, a->nr_seen++ };
 	return 0;
 }

@@ -179,6 +179,7 @@ struct agg_state {
 	size_t counts_cap, epoch_cap, first_cap;
 	struct agg_pending *wait; /* a ring of AGG_WINDOW from head, nr_wait of them, in stream order */
 	size_t head, nr_wait;
+	uint64_t min_wait_time; /* no sample waiting is earlier (one let out of a full window may have been it) */
 	uint64_t *op_times; /* the process-state records' times so far, sorted */
 	size_t nr_op_times, op_times_cap;
 	uint64_t max_released_time;
