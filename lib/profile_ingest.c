@@ -16,25 +16,34 @@
  * ---- profile_options.aggregate ----
  *
  * A group is the samples a flat table cannot tell apart that replay puts
- * in one epoch (between the same two process-state records in (time,
- * stream) order), so that resolving one of them resolves them all, in the
- * order replay would have met the first of them.
+ * in one epoch (after the same process-state records in (time, stream)
+ * order), so that resolving one of them resolves them all, in the order
+ * plain loading would have met the first of them.
  *
  * The recorders drain their per-CPU rings in turn: each ring's records
- * are in time order, but a sample of one CPU's ring may come in the file
- * before a process-state record (an mmap, say) of another CPU's that is
- * earlier in time, which replay puts before it. So samples wait in a
- * window of at most AGG_WINDOW, in stream order; a process-state record
- * at time t first lets through (to grouping, in stream order) every
- * waiting sample of time <= t, the later ones waiting on. A sample let
- * through is then later than every record still to come, and its epoch
- * is the number of records so far of time <= its own (equal times: the
- * record came first in the stream, as replay orders them). That holds
- * unless a record comes earlier in time than a sample let through before
- * it (pushed out of a full window, or records themselves out of order):
- * that is checked, and breaks aggregation (profile_load reads the file
- * again without it). Records keep their stream order.
+ * are in time order, but a record of one CPU (an exec, an mmap) may come
+ * in the file after samples of another CPU that are later in time, which
+ * replay puts after it; records too come out of time order among
+ * themselves. So samples wait in a window of AGG_WINDOW, first in, first
+ * out, and are grouped as they leave it (when it is full, and at the
+ * end): a sample's epoch is then the number of records so far that replay
+ * puts before it (agg_key_before), and records still to come must be
+ * later than it. That is checked for every record against the latest
+ * sample let through; a record earlier than that (it came more than a
+ * window of samples late) breaks aggregation, and profile_load reads the
+ * file again without it. Records are added as they come, in stream
+ * order, as in plain loading: images and commands are made in its order.
  */
+
+/*
+ * Whether x comes before y in replay's order: by time, then by place in
+ * the stream (seen: the samples before it; a record with seen <= a
+ * sample's seq came before that sample).
+ */
+static inline bool agg_key_before(const struct agg_op_key *x, const struct agg_op_key *y)
+{
+	return x->time < y->time || (x->time == y->time && x->seen < y->seen);
+}
 
 static void agg_break(struct profile *p, const char *why)
 {
@@ -84,18 +93,23 @@ static int agg_group(struct profile *p, const struct agg_pending *w)
 {
 	struct profile_state *ps = p->state;
 	struct agg_state *a = &ps->agg;
-	uint32_t epoch = (uint32_t)a->nr_op_times;
+	struct agg_op_key me = { w->s.time, w->seq };
+	uint32_t epoch = (uint32_t)a->nr_op_keys;
 	size_t i, g;
 	int rc;
 
-	/* Its epoch: the records so far of time <= its own (most samples are later than all). */
-	if (epoch && w->s.time < a->op_times[epoch - 1]) {
+	/*
+	 * Its epoch: the records so far before it, by time, equal times by
+	 * stream order (a record before the seq-th sample came before it);
+	 * most samples are later than all.
+	 */
+	if (epoch && agg_key_before(&me, &a->op_keys[epoch - 1])) {
 		uint32_t lo = 0, hi = epoch;
 
 		while (lo < hi) {
 			uint32_t mid = lo + (hi - lo) / 2;
 
-			if (a->op_times[mid] <= w->s.time)
+			if (!agg_key_before(&me, &a->op_keys[mid]))
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -132,35 +146,15 @@ static int agg_group(struct profile *p, const struct agg_pending *w)
 	return 0;
 }
 
-/*
- * Lets through the waiting samples of time <= t (UINT64_MAX: all), in
- * stream order; the others keep theirs. 0 or -ENOMEM.
- */
-static int agg_release(struct profile *p, uint64_t t)
+/* Lets every waiting sample through, in stream order. 0 or -ENOMEM. */
+static int agg_release_all(struct profile *p)
 {
 	struct agg_state *a = &p->state->agg;
-	size_t kept = 0;
 	int rc = 0;
 
-	/* Nothing waiting is that early: most records come before their process's samples. */
-	if (!a->nr_wait || t < a->min_wait_time)
-		return 0;
-	a->min_wait_time = UINT64_MAX;
-	for (size_t i = 0; i < a->nr_wait; i++) {
-		struct agg_pending *w = &a->wait[(a->head + i) & (AGG_WINDOW - 1)];
-
-		if (w->s.time > t) {
-			if (kept != i)
-				a->wait[(a->head + kept) & (AGG_WINDOW - 1)] = *w;
-			kept++;
-			if (w->s.time < a->min_wait_time)
-				a->min_wait_time = w->s.time;
-			continue;
-		}
-		if (!rc && !a->broken)
-			rc = agg_group(p, w);
-	}
-	a->nr_wait = kept;
+	for (size_t i = 0; i < a->nr_wait && !rc && !a->broken; i++)
+		rc = agg_group(p, &a->wait[(a->head + i) & (AGG_WINDOW - 1)]);
+	a->nr_wait = 0;
 	return rc;
 }
 
@@ -182,40 +176,66 @@ static int agg_wait(struct profile *p, const struct profile_sample *s, uint64_t 
 		if (!a->wait)
 			return -ENOMEM;
 	}
-	if (!a->nr_wait || s->time < a->min_wait_time)
-		a->min_wait_time = s->time;
 	a->wait[(a->head + a->nr_wait++) & (AGG_WINDOW - 1)] = (struct agg_pending){ *s, ip, a->nr_seen++ };
 	return 0;
 }
 
-/* A process-state record at time t: the samples before it in time go first. 0 or -ENOMEM. */
+/*
+ * A process-state record at time t, the samples_before-th of the stream's
+ * samples (its op's index: nr_ops), comes: it must not be earlier than a
+ * sample already let through.
+ */
 static int agg_op(struct profile *p, uint64_t t)
 {
 	struct agg_state *a = &p->state->agg;
-	int rc = agg_release(p, t);
+	struct agg_op_key k = { t, a->nr_seen };
 	size_t i;
 
-	if (rc)
-		return rc;
 	if (t < a->max_released_time)
 		agg_break(p, "a process-state record earlier than a sample let through before it");
-	/* The records' times, sorted: a sample's epoch is how many are <= its time. */
-	if (grow_array(&a->op_times, &a->op_times_cap, a->nr_op_times + 1, sizeof(*a->op_times)))
+	/* The records' (time, place), sorted: a sample's epoch is how many are before its own. */
+	if (grow_array(&a->op_keys, &a->op_keys_cap, a->nr_op_keys + 1, sizeof(*a->op_keys)) ||
+	    grow_array(&a->op_seen, &a->op_seen_cap, p->state->nr_ops + 1, sizeof(*a->op_seen)))
 		return -ENOMEM;
-	for (i = a->nr_op_times; i && a->op_times[i - 1] > t; i--)
-		a->op_times[i] = a->op_times[i - 1];
-	a->op_times[i] = t;
-	a->nr_op_times++;
+	a->op_seen[p->state->nr_ops] = a->nr_seen;
+	for (i = a->nr_op_keys; i && agg_key_before(&k, &a->op_keys[i - 1]); i--)
+		a->op_keys[i] = a->op_keys[i - 1];
+	a->op_keys[i] = k;
+	a->nr_op_keys++;
 	return 0;
 }
 
 int profile_agg_flush(struct profile *p)
 {
-	struct agg_state *a = &p->state->agg;
+	struct profile_state *ps = p->state;
+	struct agg_state *a = &ps->agg;
+	int rc;
 
 	if (!a->on || a->broken)
 		return 0;
-	return agg_release(p, UINT64_MAX);
+	rc = agg_release_all(p);
+	if (rc || a->broken)
+		return rc;
+	/*
+	 * Each record's samples_before, which replay orders it by against a
+	 * sample of the same time, counted in groups: the groups whose first
+	 * sample came before it (groups are made in their first samples'
+	 * order, the window being first in, first out).
+	 */
+	for (size_t k = 0; k < ps->nr_ops; k++) {
+		size_t lo = 0, hi = p->nr_samples;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (a->first[mid] < a->op_seen[k])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		ps->ops[k].samples_before = (uint32_t)lo;
+	}
+	return 0;
 }
 
 static int cmp_first(const void *x, const void *y, void *ctx)
@@ -254,11 +274,13 @@ void profile_agg_free(struct profile *p)
 	a->first = NULL;
 	a->first_cap = 0;
 	free(a->wait);
-	free(a->op_times);
+	free(a->op_keys);
+	free(a->op_seen);
 	a->slots = a->epoch = NULL;
 	a->wait = NULL;
-	a->op_times = NULL;
-	a->nr_slots = a->epoch_cap = a->nr_wait = a->head = a->nr_op_times = a->op_times_cap = 0;
+	a->op_keys = NULL;
+	a->op_seen = NULL;
+	a->nr_slots = a->epoch_cap = a->nr_wait = a->head = a->nr_op_keys = a->op_keys_cap = a->op_seen_cap = 0;
 }
 
 static int add_op(struct profile *p, const struct op *op)

@@ -169,6 +169,9 @@ struct agg_pending {
 	struct profile_sample s; /* event: the recorded id */
 	uint64_t ip, seq;        /* seq: its place among the stream's samples */
 };
+struct agg_op_key {
+	uint64_t time, seen; /* seen: the stream's samples before the record */
+};
 struct agg_state {
 	bool on, broken;
 	uint32_t *slots; /* group index + 1; 0: empty */
@@ -179,9 +182,10 @@ struct agg_state {
 	size_t counts_cap, epoch_cap, first_cap;
 	struct agg_pending *wait; /* a ring of AGG_WINDOW from head, nr_wait of them, in stream order */
 	size_t head, nr_wait;
-	uint64_t min_wait_time; /* no sample waiting is earlier (one let out of a full window may have been it) */
-	uint64_t *op_times; /* the process-state records' times so far, sorted */
-	size_t nr_op_times, op_times_cap;
+	struct agg_op_key *op_keys; /* the process-state records' so far, sorted (agg_key_before) */
+	size_t nr_op_keys, op_keys_cap;
+	uint64_t *op_seen; /* each op's (ps->ops, stream order) seen */
+	size_t op_seen_cap;
 	uint64_t max_released_time;
 	const char *why; /* what broke it */
 };

@@ -5,7 +5,8 @@
  * and the flat buckets (command, pid, tid, image, function, privilege
  * level: the table's keys) must hold the same counts; whether aggregation
  * held or profile_load fell back to the plain path (sample_counts NULL) is
- * checked too. Records out of time order within the window, a sample
+ * checked too, and the functions' and commands' order (the table's last
+ * tie-breaks). Records out of time order within the window, a sample
  * earlier than its mmap (before it or after it in the file), fork/comm/exit between samples, a process table
  * written after the samples, and a window overflowed.
  */
@@ -224,10 +225,10 @@ static void test_sample_before_mmap(void **state)
 }
 
 /*
- * A sample let through before one that came earlier in the file: beta
- * (time 30) waits, alpha (time 10) goes when the record of time 20 comes.
- * The groups are still resolved in the file's order: beta's function is
- * made first, as plain loading makes it.
+ * A sample earlier than a record before it in the file (beta at 30 and
+ * alpha at 10 come before a renaming at 20): alpha's epoch is before the
+ * record, beta's after it; groups are resolved in the file's order, so
+ * beta's function is made first, as plain loading makes it.
  */
 static void test_first_sample_order(void **state)
 {
