@@ -187,6 +187,34 @@ static void test_out_of_order_in_window(void **state)
 }
 
 /*
+ * agent-work's recording: CPU 0's ring (samples from time 100, an mmap at
+ * 105) is written before CPU 1's, which holds the exec at 50. Records out
+ * of time order among themselves, within the window: it still
+ * aggregates, and the exec's empty address space is replayed before the
+ * mmap, which comes after it in time.
+ */
+static void test_records_out_of_order(void **state)
+{
+	static char b[1 << 16];
+	struct kp_writer *w;
+	int fd;
+
+	(void)state;
+	w = fx_writer(data_path, &fd);
+	assert_non_null(w);
+	assert_int_equal(fx_sample(w, 1, 13, 100, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_mmap(w, 13, 105, 0x40000000, 0x40000, 0, "/bin/fx", NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 13, 110, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_sample(w, 1, 13, 111, FX_BETA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_comm(w, 13, 13, 50, KP_COMM_EXEC, "exe"), 0);
+	assert_int_equal(fx_sample(w, 1, 13, 60, FX_ALPHA, KP_CPL_USER, NULL, 0), 0);
+	assert_int_equal(fx_close(w, fd), 0);
+	check_same(true, b, sizeof(b));
+	assert_string_equal(b, "exe 13 13 fx alpha 3: 3\n"
+			       "exe 13 13 fx beta 3: 1\n");
+}
+
+/*
  * Samples earlier in time than their process's only mmap, in the file
  * before it and after it (a sample of time 5 after an mmap of time 10):
  * as the plain path has them (a process's maps recorded after its samples
@@ -379,6 +407,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_out_of_order_in_window),
+		cmocka_unit_test(test_records_out_of_order),
 		cmocka_unit_test(test_sample_before_mmap),
 		cmocka_unit_test(test_first_sample_order),
 		cmocka_unit_test(test_fork_exec_exit_between),
