@@ -88,19 +88,19 @@ struct profile_options {
 	/*
 	 * profile_load only: samples that a flat table cannot tell apart (same
 	 * event, pid, tid, cpu, privilege level, domain, period and ip, no call
-	 * chain, and no process-state record between them in the stream) are
-	 * held once, with a count (profile.sample_counts), instead of once
-	 * each: a flat table of 10^6 samples then holds a few thousand. It is
-	 * exact only where the stream's order of samples against process-state
-	 * records (COMM, MMAP, FORK, EXIT) is their time order for the
-	 * process concerned (and for the kernel's maps: every process); where
-	 * it is not (records of several per-CPU buffers interleaved late, a
-	 * process table written after the samples), or a sample has a call
-	 * chain or a stack copy, or a VM exit comes, profile_load reads the
-	 * file again the usual way. Only for reports that need no sample's
-	 * own time, order or stack: not call chains, flame graphs, pprof,
-	 * script or annotate. Ignored for standard input, which cannot be
-	 * read twice.
+	 * chain, and the same process-state records before them in replay's
+	 * (time, stream) order) are held once, with a count
+	 * (profile.sample_counts), instead of once each: a flat table of 10^6
+	 * samples then holds a few thousand. Samples wait in a window of 65,536
+	 * (per-CPU buffers written in turn put records after later samples of
+	 * other CPUs); where a record comes later than that, or a sample has a
+	 * call chain or a stack copy, or a VM exit comes, profile_load reads the
+	 * file again the usual way. The profile is then the plain one's with
+	 * samples merged: same events, counts, functions and commands, made in
+	 * the same order. Only for reports that need no sample's own time,
+	 * order or stack: not call chains, flame graphs, pprof, script or
+	 * annotate. Ignored for standard input, which cannot be read twice, and
+	 * with guest_export_path.
 	 */
 	bool aggregate;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */

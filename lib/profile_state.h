@@ -159,12 +159,11 @@ struct exit_store {
 /*
  * profile_options.aggregate (profile_ingest.c): samples a flat table cannot
  * tell apart held once, with a count. A group is found by a hash of its
- * fields and its epoch (the process-state records before it in the
- * stream); broken: the stream's order is not the time order where it
- * matters (or a record came that aggregation cannot take), and the file
- * must be read again without it.
+ * fields and its epoch (the process-state records replay puts before it);
+ * broken: a record came later than the window allows (or one that
+ * aggregation cannot take), and the file must be read again without it.
  */
-#define AGG_WINDOW (1u << 16) /* samples waiting for the process-state records of their time */
+#define AGG_WINDOW (1u << 16) /* samples waiting, first in first out, for records written late */
 struct agg_pending {
 	struct profile_sample s; /* event: the recorded id */
 	uint64_t ip, seq;        /* seq: its place among the stream's samples */
