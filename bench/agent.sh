@@ -11,10 +11,9 @@
 #   3. guest ring-0 instructions and handler VM exits per PMI, and per LAPIC
 #      timer tick for scale: measured by single-stepping the handlers
 #      (--vpmu-trace-pmi / --vpmu-trace-tick, vmm/profiling/pmi_trace.c);
-#   4. time to report ~10^6 samples on this host: kvmprof-agent report of a
-#      kvmprof-agent recording against perf report of a perf recording of the
-#      same program at the same period, alternating, medians; with call chains
-#      too; samples per second of each, and each report's peak RSS (one run).
+#   4. time to report recordings of the bench's own program (~10^6 samples)
+#      and of held-out programs (python3, gcc -O2): bench/agent_reports.sh,
+#      which needs no KVM and runs when 1-3 cannot.
 # This host has no hardware PMU, so the guest's cycles come from the clock
 # backend (vCPU thread run time at 1 GHz), and the host recordings use cpu-clock.
 #   RUNS=N (default 5), SAMPLES=N (default 1000000)
@@ -26,8 +25,6 @@ BUILD=${BUILD:-build}
 RUNS=${RUNS:-5}
 SAMPLES=${SAMPLES:-1000000}
 VMM=$BUILD/kvmprof-vmm
-AGENT=$BUILD/kvmprof-agent
-WORK=$BUILD/bench/agent-work
 WORKLOAD=/bin/matmul+128+900 # ~1.1 s of guest ring 3 on this host
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -36,6 +33,12 @@ fail() { echo "bench-agent: $*" >&2; exit 1; }
 spread() { sed -n "s/.*$1 *min \\([0-9]*\\), median \\([0-9]*\\), max \\([0-9]*\\).*/\\1 \\2 \\3/p" "$2" | head -n 1; }
 
 command -v perf >/dev/null || fail "perf is not installed (apt-get install linux-perf)"
+# 1-3 boot the bundled guest; 4 is a native comparison and runs either way.
+if ! [ -r /dev/kvm ] || ! [ -w /dev/kvm ]; then
+	echo "bench-agent: no usable /dev/kvm: skipping 1-3 (the bundled guest); 4 (reports) runs without it" >&2
+	printf '\nGuest-wide profiling (1-3): not run, this host has no usable /dev/kvm.\n'
+	exec bash bench/agent_reports.sh
+fi
 echo "bench-agent: 1-3 bundled guest, clock backend, 1 vCPU, $RUNS runs each way..." >&2
 
 # 1 and 2. Sampled and unsampled runs of the same workload, alternating.
@@ -86,63 +89,6 @@ fi
 npmi=$(sed -n 's/.*PMI trace: [0-9]* single-stepped.*(\([0-9]*\) struck ring 3.*/\1/p' "$tmp/tpmi.err")
 ntick=$(sed -n 's/.*tick trace: [0-9]* single-stepped.*(\([0-9]*\) struck ring 3.*/\1/p' "$tmp/ttick.err")
 
-# 4. Reports of ~SAMPLES samples: calibrate the host's cpu-clock sampling rate first.
-echo "bench-agent: 4 recording ~$SAMPLES samples with kvmprof-agent and perf..." >&2
-"$AGENT" record -q -e cpu-clock -c 10000 -o "$tmp/cal.data" -- "$WORK" 500 >/dev/null 2>"$tmp/cal.err" ||
-	fail "kvmprof-agent record failed: $(tail -n 3 "$tmp/cal.err")"
-cal=$(sed -n 's/.*: \([0-9]*\) samples.*/\1/p' "$tmp/cal.err" | head -n 1)
-work_ms=$(awk -v s="$SAMPLES" -v c="${cal:-0}" 'BEGIN { if (c < 1) c = 1; printf "%d", s * 500 / c }')
-declare -A nsamp size
-for g in plain callgraph; do
-	if [ $g = plain ]; then gflag=(); else gflag=(-g); fi
-	"$AGENT" record -q -e cpu-clock -c 10000 "${gflag[@]}" -o "$tmp/k.$g" -- "$WORK" "$work_ms" >/dev/null 2>"$tmp/rec.err" ||
-		fail "kvmprof-agent record failed: $(tail -n 3 "$tmp/rec.err")"
-	perf record -q -e cpu-clock -c 10000 "${gflag[@]}" -o "$tmp/p.$g" -- "$WORK" "$work_ms" >/dev/null 2>"$tmp/rec.err" ||
-		fail "perf record failed: $(tail -n 3 "$tmp/rec.err")"
-	nsamp[k.$g]=$("$AGENT" report -i "$tmp/k.$g" 2>/dev/null | sed -n 's/^Event.*: \([0-9]*\) samples.*/\1/p' | head -n 1)
-	nsamp[p.$g]=$(perf report -i "$tmp/p.$g" --stats 2>/dev/null | sed -n 's/^ *SAMPLE events: *\([0-9]*\).*/\1/p' | head -n 1)
-	size[k.$g]=$(stat -c %s "$tmp/k.$g")
-	size[p.$g]=$(stat -c %s "$tmp/p.$g")
-done
-echo "bench-agent: 4 timing the reports, $RUNS runs each..." >&2
-for _ in $(seq "$RUNS"); do
-	for g in plain callgraph; do
-		if [ $g = plain ]; then kflag=(); pflag=(); else kflag=(--callgraph); pflag=(-g); fi
-		t0=$(now_ns)
-		"$AGENT" report -i "$tmp/k.$g" "${kflag[@]}" >/dev/null 2>&1 || fail "kvmprof-agent report failed"
-		t1=$(now_ns)
-		perf report -i "$tmp/p.$g" --stdio --sort dso,sym "${pflag[@]}" >/dev/null 2>&1 || fail "perf report failed"
-		t2=$(now_ns)
-		echo $(((t1 - t0) / 1000000)) >>"$tmp/rk.$g"
-		echo $(((t2 - t1) / 1000000)) >>"$tmp/rp.$g"
-	done
-done
-# Peak RSS of each report, once (GNU time's %M, KiB), apart from the timed runs.
-declare -A rss
-for g in plain callgraph; do
-	if [ $g = plain ]; then kflag=(); pflag=(); else kflag=(--callgraph); pflag=(-g); fi
-	/usr/bin/time -f %M -o "$tmp/rss" "$AGENT" report -i "$tmp/k.$g" "${kflag[@]}" >/dev/null 2>&1 ||
-		fail "kvmprof-agent report failed"
-	rss[k.$g]=$(tail -n 1 "$tmp/rss")
-	/usr/bin/time -f %M -o "$tmp/rss" perf report -i "$tmp/p.$g" --stdio --sort dso,sym "${pflag[@]}" >/dev/null 2>&1 ||
-		fail "perf report failed"
-	rss[p.$g]=$(tail -n 1 "$tmp/rss")
-done
-row() { # g label
-	local k p
-	k=$(median <"$tmp/rk.$1")
-	p=$(median <"$tmp/rp.$1")
-	printf '| %s | %s samples, %.1f MB: %s ms, %s k samples/s, %s MB peak RSS | %s samples, %.1f MB: %s ms, %s k samples/s, %s MB peak RSS | %s |\n' "$2" \
-		"${nsamp[k.$1]}" "$(awk -v b="${size[k.$1]}" 'BEGIN { print b / 1e6 }')" "$k" \
-		"$(awk -v n="${nsamp[k.$1]}" -v ms="$k" 'BEGIN { printf "%.0f", n / ms }')" \
-		"$(awk -v r="${rss[k.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
-		"${nsamp[p.$1]}" "$(awk -v b="${size[p.$1]}" 'BEGIN { print b / 1e6 }')" "$p" \
-		"$(awk -v n="${nsamp[p.$1]}" -v ms="$p" 'BEGIN { printf "%.0f", n / ms }')" \
-		"$(awk -v r="${rss[p.$1]}" 'BEGIN { printf "%.0f", r / 1024 }')" \
-		"$(awk -v r="$(ratio_per_run "$tmp/rp.$1" "$tmp/rk.$1")" -v nk="${nsamp[k.$1]}" -v np="${nsamp[p.$1]}" \
-			'BEGIN { printf "%.2f", r * nk / np }')"
-}
-
 cat <<TABLE
 
 Guest-wide profiling, bundled guest on 1 vCPU, clock backend (no hardware PMU here:
@@ -158,10 +104,5 @@ cycles = vCPU thread run time at 1 GHz), host $(uname -r), $RUNS runs each way (
 | after the workload: writing the sample file to COM2 | $io_ps port-I/O exits per sample ($bytes_ps bytes per sample) |
 | one LAPIC timer tick, for scale ($ntick ticks, unsampled run) | median $ti_med ring-0 instructions (min $ti_min, max $ti_max), $te_med VM exits |
 
-Time to report ~$SAMPLES samples on this host (cpu-clock every 10 µs of $WORK, $work_ms ms of CPU):
-
-| report | kvmprof-agent report | perf report --stdio --sort dso,sym | kvmprof's samples/s / perf's |
-|---|---|---|---|
-$(row plain "flat")
-$(row callgraph "call chains (record -g; report --callgraph / -g)")
 TABLE
+exec bash bench/agent_reports.sh

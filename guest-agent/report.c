@@ -93,6 +93,21 @@ void agent_report_profile_options(const struct report_cli_args *a, struct profil
 	popt->kallsyms_path = own->kallsyms;
 }
 
+/*
+ * The report's own: a flat text table needs no sample's time, order or
+ * chain, so samples it cannot tell apart are held once with a count
+ * (profile_options.aggregate). Every sample is held for --callgraph (each
+ * sample's chain), folded, svg and pprof (stacks), and in script and
+ * annotate, which do not come here.
+ */
+static void report_profile_options(const struct report_cli_args *a, struct profile_options *popt, void *ctx)
+{
+	const struct agent_report_args *own = ctx;
+
+	agent_report_profile_options(a, popt, ctx);
+	popt->aggregate = a->format == REPORT_FORMAT_TEXT && !own->opt.callgraph;
+}
+
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
 	const struct agent_report_args *own = ctx;
@@ -135,7 +150,7 @@ int agent_report_main(int argc, char **argv)
 	const struct report_cli cli = {
 		.prog = "kvmprof-agent", .cmd = "kvmprof-agent report", .usage = report_usage, .help = report_help,
 		.own_shortopts = REPORT_TABLE_SHORTOPTS "gk:", .own_longopts = own_longopts, .own_option = agent_report_option,
-		.profile_options = agent_report_profile_options, .render = render, .note_unresolved = true, .ctx = &own,
+		.profile_options = report_profile_options, .render = render, .note_unresolved = true, .ctx = &own,
 	};
 
 	return report_cli_main(&cli, argc, argv);

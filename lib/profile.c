@@ -173,6 +173,7 @@ int profile_new(struct profile **out, const struct profile_options *opt)
 	}
 	if (opt)
 		p->state->opt = *opt;
+	p->state->agg.on = p->state->opt.aggregate;
 	for (int d = 0; d < NR_DOMAINS; d++) {
 		p->state->dom[d].kernel_mm = PROFILE_NONE;
 		p->state->root_fd[d] = -2;
@@ -324,7 +325,7 @@ static uint32_t event_of(struct profile *p, uint32_t id, uint32_t *last_id, uint
 int profile_finish(struct profile *p)
 {
 	struct profile_state *ps = p->state;
-	uint32_t *sample_mm = NULL, last_id = 0, last_ev = PROFILE_NONE;
+	uint32_t *sample_mm = NULL, *agg_order = NULL, last_id = 0, last_ev = PROFILE_NONE;
 	size_t i, nr;
 	int rc = -ENOMEM;
 
@@ -332,6 +333,16 @@ int profile_finish(struct profile *p)
 		return -EINVAL;
 	ps->finished = true;
 	p->lost = ps->lost_sum > ps->end_lost ? ps->lost_sum : ps->end_lost;
+	/* Aggregation's grouping is done: the groups are samples with counts now. */
+	rc = profile_agg_flush(p);
+	if (!rc && ps->agg.broken)
+		rc = -EAGAIN; /* not in time order: profile_load reads the file again without aggregate */
+	/* Groups are resolved in their first samples' stream order: functions and commands are made in plain loading's order. */
+	if (!rc && ps->agg.on)
+		rc = profile_agg_order(p, &agg_order);
+	profile_agg_free(p);
+	if (rc)
+		return rc;
 	rc = setup_domains(p);
 	if (rc)
 		return rc;
@@ -354,7 +365,9 @@ int profile_finish(struct profile *p)
 		goto out;
 	rc = -ENOMEM;
 
-	for (i = 0; i < nr; i++) {
+	for (size_t k = 0; k < nr; k++) {
+		/* Aggregated: no exits (they break aggregation), and groups in their first samples' order. */
+		i = agg_order && k < p->nr_samples ? agg_order[k] : k;
 		struct profile_sample xs, *s = i < p->nr_samples ? &p->samples[i] : NULL; /* no array with no samples */
 		int64_t mm = sample_mm[i];
 		bool resolve = true;
@@ -402,12 +415,13 @@ int profile_finish(struct profile *p)
 		if (s->event == PROFILE_NONE)
 			goto out;
 		struct profile_event *e = &p->events[s->event];
+		uint32_t count = profile_sample_count(p, i);
 
-		e->samples++;
-		e->weight += s->period;
+		e->samples += count;
+		e->weight += s->period * count;
 		if (!profile_func_known(p, p->locs[p->frames[s->first_frame]].func)) {
-			e->unresolved++;
-			p->unresolved++;
+			e->unresolved += count;
+			p->unresolved += count;
 		}
 	}
 	if (profile_join_exits(p))
@@ -428,6 +442,7 @@ int profile_finish(struct profile *p)
 	rc = 0;
 out:
 	free(sample_mm);
+	free(agg_order);
 	/* The stack copies and the unwinder's open files are needed no more. */
 	profile_unwind_free(p);
 	free(ps->ustacks);
@@ -575,8 +590,10 @@ void profile_free(struct profile *p)
 		keymap_free(&ps->comm_by_str);
 		keymap_free(&ps->strs);
 		keymap_free(&ps->mm_by_pid);
+		profile_agg_free(p);
 		free(ps);
 	}
+	free(p->sample_counts);
 	free(p->events);
 	free(p->images);
 	free(p->funcs);

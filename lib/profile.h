@@ -85,6 +85,24 @@ struct profile_options {
 	 * --no-demangle. Off: C++ and Rust names are demangled (symtab_demangle).
 	 */
 	bool no_demangle;
+	/*
+	 * profile_load only: samples that a flat table cannot tell apart (same
+	 * event, pid, tid, cpu, privilege level, domain, period and ip, no call
+	 * chain, and the same process-state records before them in replay's
+	 * (time, stream) order) are held once, with a count
+	 * (profile.sample_counts), instead of once each: a flat table of 10^6
+	 * samples then holds a few thousand. Samples wait in a window of 65,536
+	 * (per-CPU buffers written in turn put records after later samples of
+	 * other CPUs); where a record comes later than that, or a sample has a
+	 * call chain or a stack copy, or a VM exit comes, profile_load reads the
+	 * file again the usual way. The profile is then the plain one's with
+	 * samples merged: same events, counts, functions and commands, made in
+	 * the same order. Only for reports that need no sample's own time,
+	 * order or stack: not call chains, flame graphs, pprof, script or
+	 * annotate. Ignored for standard input, which cannot be read twice, and
+	 * with guest_export_path.
+	 */
+	bool aggregate;
 	/* Called once per problem worth telling the user (missing file, build-id mismatch). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -185,6 +203,11 @@ struct profile {
 	size_t nr_locs;
 	struct profile_sample *samples;
 	size_t nr_samples;
+	/*
+	 * With profile_options.aggregate: how many recorded samples each of
+	 * samples stands for (profile_sample_count); NULL: one each.
+	 */
+	uint32_t *sample_counts;
 	struct profile_exit *exits; /* in recorded order; with exits_joined_only, those kept */
 	size_t nr_exits;
 	size_t exits_recorded;      /* every VM exit record (nr_exits unless exits_joined_only) */
@@ -310,6 +333,12 @@ ssize_t profile_image_code(struct profile *p, uint32_t img, uint64_t vaddr, void
 int profile_func_extent(struct profile *p, uint32_t func, uint64_t *start, uint64_t *size);
 /* 0 and *out to pass to symtab_src_line and symtab_src_close (symtab.h), or -errno as above. */
 int profile_image_src(struct profile *p, uint32_t img, struct symtab_src **out);
+
+/* How many recorded samples samples[i] stands for (profile_options.aggregate). */
+static inline uint32_t profile_sample_count(const struct profile *p, size_t i)
+{
+	return p->sample_counts ? p->sample_counts[i] : 1;
+}
 
 /* Whether a function is the image's "[unknown]". */
 static inline bool profile_func_known(const struct profile *p, uint32_t func)

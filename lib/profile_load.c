@@ -7,8 +7,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "profile_state.h"
 #include "sample_file.h"
 
@@ -35,8 +37,12 @@ static int add_file(struct profile *p, const char *path, bool guest, struct kp_r
 		if (guest && rec.type == KP_REC_META)
 			continue;
 		added = guest ? profile_add_guest_record(p, &rec) : profile_add_record(p, &rec);
-		if (added)
+		if (added || p->state->agg.broken)
 			break;
+	}
+	if (p->state->agg.broken) {
+		kp_reader_close(r);
+		return 0; /* profile_load reads it again */
 	}
 	if (!rc && !guest && rec.type == KP_REC_END)
 		added = profile_add_record(p, &rec);
@@ -53,9 +59,45 @@ static int add_file(struct profile *p, const char *path, bool guest, struct kp_r
 	return rc;
 }
 
-int profile_load(struct profile **out, const char *path, const struct profile_options *opt, char *err,
-		 size_t errlen)
+/*
+ * profile_options.aggregate: the warnings of a read that may be thrown
+ * away (its order checks fail), held until it is kept.
+ */
+struct held_warnings {
+	char **msgs;
+	size_t n, cap;
+	bool failed;
+};
+
+static void hold_warning(void *ctx, const char *msg)
 {
+	struct held_warnings *h = ctx;
+	char *copy = strdup(msg);
+
+	if (!copy || grow_array(&h->msgs, &h->cap, h->n + 1, sizeof(*h->msgs))) {
+		free(copy);
+		h->failed = true;
+		return;
+	}
+	h->msgs[h->n++] = copy;
+}
+
+/* Tells the held warnings through opt (flush) or drops them. */
+static void release_warnings(struct held_warnings *h, const struct profile_options *opt, bool flush)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		if (flush && opt->warn)
+			opt->warn(opt->warn_ctx, h->msgs[i]);
+		free(h->msgs[i]);
+	}
+	free(h->msgs);
+	*h = (struct held_warnings){ 0 };
+}
+
+static int load(struct profile **out, const char *path, const struct profile_options *opt, char *err,
+		size_t errlen, bool *again)
+{
+	struct held_warnings held = { 0 };
 	struct kp_rec_task_layout rec_layout = { 0 }, export_layout = { 0 };
 	struct profile *p;
 	int rc = profile_new(&p, opt);
@@ -64,9 +106,27 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
+	if (p->state->agg.on) {
+		p->state->opt.warn = hold_warning;
+		p->state->opt.warn_ctx = &held;
+	}
 	rc = add_file(p, path, false, &rec_layout, err, errlen);
-	if (!rc && opt && opt->guest_export_path)
+	if (!rc && opt && opt->guest_export_path && !p->state->agg.broken)
 		rc = add_file(p, opt->guest_export_path, true, &export_layout, err, errlen);
+	if (p->state->agg.on) {
+		/* The samples still waiting let through: the last of the order checks. */
+		if (!rc && profile_agg_flush(p))
+			rc = -ENOMEM, snprintf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		p->state->opt.warn = opt->warn;
+		p->state->opt.warn_ctx = opt->warn_ctx;
+		if (p->state->agg.broken || held.failed) {
+			release_warnings(&held, opt, false);
+			profile_free(p);
+			*again = true;
+			return 0;
+		}
+		release_warnings(&held, opt, true);
+	}
 	/*
 	 * The recording keeps the task layout it named processes with. Another
 	 * export's differs when the kernel moved (KASLR, a new boot): its
@@ -92,4 +152,22 @@ int profile_load(struct profile **out, const char *path, const struct profile_op
 	}
 	*out = p;
 	return 0;
+}
+
+int profile_load(struct profile **out, const char *path, const struct profile_options *opt, char *err,
+		 size_t errlen)
+{
+	struct profile_options plain;
+	bool again = false;
+	int rc;
+
+	if (!opt || !opt->aggregate)
+		return load(out, path, opt, err, errlen, &again);
+	plain = *opt;
+	plain.aggregate = false;
+	/* Standard input cannot be read twice; a guest export's records are the guest's, which the checks do not know. */
+	if (!strcmp(path, "-") || opt->guest_export_path)
+		return load(out, path, &plain, err, errlen, &again);
+	rc = load(out, path, opt, err, errlen, &again);
+	return again ? load(out, path, &plain, err, errlen, &again) : rc;
 }

@@ -156,8 +156,42 @@ struct exit_store {
 	size_t nr_kept, kept_cap;
 };
 
+/*
+ * profile_options.aggregate (profile_ingest.c): samples a flat table cannot
+ * tell apart held once, with a count. A group is found by a hash of its
+ * fields and its epoch (the process-state records replay puts before it);
+ * broken: a record came later than the window allows (or one that
+ * aggregation cannot take), and the file must be read again without it.
+ */
+#define AGG_WINDOW (1u << 16) /* samples waiting, first in first out, for records written late */
+struct agg_pending {
+	struct profile_sample s; /* event: the recorded id */
+	uint64_t ip, seq;        /* seq: its place among the stream's samples */
+};
+struct agg_op_key {
+	uint64_t time, seen; /* seen: the stream's samples before the record */
+};
+struct agg_state {
+	bool on, broken;
+	uint32_t *slots; /* group index + 1; 0: empty */
+	size_t nr_slots;
+	uint32_t *epoch; /* each group's: the process-state records before it in replay */
+	uint64_t *first; /* each group's first sample's place among the stream's samples */
+	uint64_t nr_seen; /* samples so far */
+	size_t counts_cap, epoch_cap, first_cap;
+	struct agg_pending *wait; /* a ring of AGG_WINDOW from head, nr_wait of them, in stream order */
+	size_t head, nr_wait;
+	struct agg_op_key *op_keys; /* the process-state records' so far, sorted (agg_key_before) */
+	size_t nr_op_keys, op_keys_cap;
+	uint64_t *op_seen; /* each op's (ps->ops, stream order) seen */
+	size_t op_seen_cap;
+	uint64_t max_released_time;
+	const char *why; /* what broke it */
+};
+
 struct profile_state {
 	struct profile_options opt;
+	struct agg_state agg;
 	size_t events_cap, images_cap, funcs_cap, locs_cap, samples_cap, comms_cap, meta_cap;
 	struct keymap event_by_id, image_by_key, func_by_key, loc_by_key, comm_by_str, strs;
 	char **str_list;
@@ -228,6 +262,19 @@ static inline int profile_raw_room(struct profile *p, size_t n)
 		return -ENOMEM;
 	return grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n, sizeof(*ps->raw));
 }
+
+/* profile_ingest.c */
+/* profile_options.aggregate: the samples still waiting let through (profile_finish). 0 or -ENOMEM. */
+int profile_agg_flush(struct profile *p);
+/*
+ * profile_options.aggregate: the groups in the order of their first
+ * samples in the stream, the order plain loading resolves samples in (and
+ * so makes functions, locations and commands in), in *out (the caller
+ * frees it). 0 or -ENOMEM.
+ */
+int profile_agg_order(struct profile *p, uint32_t **out);
+/* profile_options.aggregate's grouping state freed (p->sample_counts stays). */
+void profile_agg_free(struct profile *p);
 
 /* profile_exits.c */
 /* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */

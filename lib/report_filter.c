@@ -136,10 +136,14 @@ size_t report_filter_profile(struct profile *p, const struct report_filter *f)
 
 		if (!report_filter_keeps(f, p, s))
 			continue;
+		uint32_t count = profile_sample_count(p, i);
+
 		if (s->event < p->nr_events) {
-			p->events[s->event].samples++;
-			p->events[s->event].weight += s->period;
+			p->events[s->event].samples += count;
+			p->events[s->event].weight += s->period * count;
 		}
+		if (p->sample_counts)
+			p->sample_counts[n] = count;
 		p->samples[n++] = *s;
 	}
 	p->nr_samples = n;

@@ -218,12 +218,14 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 		uint64_t a, b;
 		int64_t v;
 
+		uint32_t count = profile_sample_count(p, i);
+
 		if (t->sample_row)
 			t->sample_row[i] = PROFILE_NONE;
-		t->total[ev]++;
+		t->total[ev] += count;
 		if (filtered && !report_filter_keeps(&o->filter, p, s))
 			continue;
-		t->kept[ev]++;
+		t->kept[ev] += count;
 		/* Domains are small numbers (8 bits of the key): two layers or four. */
 		if (by_domain)
 			r.domain = domain_of(o, p, s) & 0xff;
@@ -236,7 +238,7 @@ int report_table_build(struct report_table *t, const struct profile *p, const st
 			t->rows[t->nr] = r;
 			v = (int64_t)t->nr++;
 		}
-		t->rows[v].count++;
+		t->rows[v].count += count;
 		if (t->sample_row)
 			t->sample_row[i] = (uint32_t)v;
 		last = v, last_a = a, last_b = b;
