@@ -16,6 +16,11 @@
 #                at 10 µs, on a host where the sampling interrupt costs about
 #                as much as the period (a PVM guest under load), cc1 barely
 #                ran (1.6 s of CPU in a 300 s recording that did not end).
+#                The python loop with call chains is sampled every
+#                HELD_G_PERIOD ns (default 100000) for the same reason: at
+#                10 µs neither kvmprof-agent nor perf record had let it have
+#                3 s of CPU after 90 s (2026-11-29, loaded host), at 100 µs it
+#                had them in 19 s.
 # Each report run is timed by GNU time: wall, CPU (user + system) and peak
 # RSS, every run. The ratios are of samples per CPU second, the median of
 # each run's own: on a host shared with other work the wall time measures
@@ -23,7 +28,7 @@
 # report took 1.9-5.1 s of wall), while CPU time counts the report's own work.
 # %U and %S have 10 ms steps: ~3% of a 0.3 s report.
 #   RUNS=N (default 5), SAMPLES=N (default 1000000), HELD_CPU_S=N (the python
-#   loop's CPU seconds, default 5), GCC_PERIOD=NS, HELD_OUT=0 skips the
+#   loop's CPU seconds, default 5), GCC_PERIOD=NS, HELD_G_PERIOD=NS, HELD_OUT=0 skips the
 #   held-out programs
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -35,6 +40,7 @@ SAMPLES=${SAMPLES:-1000000}
 HELD_OUT=${HELD_OUT:-1}
 HELD_CPU_S=${HELD_CPU_S:-5}
 GCC_PERIOD=${GCC_PERIOD:-100000}
+HELD_G_PERIOD=${HELD_G_PERIOD:-100000}
 AGENT=$BUILD/kvmprof-agent
 WORK=$BUILD/bench/agent-work
 PYTHON=/usr/bin/python3
@@ -99,8 +105,9 @@ if [ "$HELD_OUT" != 0 ]; then
 	echo "bench-agent: 4 recording the held-out programs (python3, gcc -O2)..." >&2
 	for g in plain callgraph; do
 		gtext=$([ $g = plain ] && echo flat || echo 'call chains (-g)')
-		record python $g 10000 "$PYTHON" "$tmp/loop.py"
-		label[python.$g]="held out: python3 loop, $HELD_CPU_S s of CPU, $gtext"
+		pyp=$([ $g = plain ] && echo 10000 || echo "$HELD_G_PERIOD")
+		record python $g "$pyp" "$PYTHON" "$tmp/loop.py"
+		label[python.$g]="held out: python3 loop, $HELD_CPU_S s of CPU, every $((pyp / 1000)) µs, $gtext"
 		record gcc $g "$GCC_PERIOD" "$GCC" -O2 -c -o "$tmp/gen.o" "$tmp/gen.c"
 		label[gcc.$g]="held out: gcc -O2 -c of 400 generated functions, every $((GCC_PERIOD / 1000)) µs, $gtext"
 	done
