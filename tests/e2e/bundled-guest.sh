@@ -61,15 +61,32 @@ if [ -n "${TAG:-}" ]; then
 elif command -v qemu-system-x86_64 >/dev/null; then
 	accel=tcg
 	[ -w /dev/kvm ] && accel=kvm
+	# Each boot takes a few seconds (the part, 17 s in the emulated KVM host); the
+	# limit only guards against a hang. There, QEMU's KVM runs on TCG's emulated
+	# nested SVM, which now and then hangs on its own (tests/run-all.sh, the nested
+	# suite): one such hang (-M pc, 2026-11-29) is why a hang there is tried once
+	# more and, if the second boot powers off, counted as FLAKY with the first
+	# console's tail; natively, and on any other failure, the first result counts.
+	tries=1
+	[ "${KVMHOST_L1:-0}" = 1 ] && tries=2
 	for machine in pc q35; do
-		rm -f "$TMP/qemu.console"
-		timeout $((120 * HANG)) qemu-system-x86_64 -M "$machine" -accel "$accel" -m 256 -smp 2 -display none -no-reboot \
-			-kernel "$BUILD/guest/kernel.elf" -initrd "$BUILD/guest/initrd.cpio" -append "start=/bin/hello" \
-			-serial "file:$TMP/qemu.console" >"$TMP/qemu.out" 2>&1
-		rc=$?
+		hung=0 first=
+		for try in $(seq $tries); do
+			rm -f "$TMP/qemu.console"
+			timeout $((30 * HANG)) qemu-system-x86_64 -M "$machine" -accel "$accel" -m 256 -smp 2 -display none -no-reboot \
+				-kernel "$BUILD/guest/kernel.elf" -initrd "$BUILD/guest/initrd.cpio" -append "start=/bin/hello" \
+				-serial "file:$TMP/qemu.console" >"$TMP/qemu.out" 2>&1
+			rc=$?
+			[ $rc = 124 ] && [ "$try" -lt $tries ] || break
+			hung=1 first=$(tail -n 4 "$TMP/qemu.console" 2>/dev/null | tr '\n' '|')
+		done
 		if [ $rc = 0 ] && grep -q 'all processes exited, status 0' "$TMP/qemu.console"; then
+			[ $hung = 1 ] && echo "FLAKY guest-acpi-poweroff-qemu-$machine: the first boot did not power off within $((30 * HANG)) s (console's end: ${first:-nothing})"
 			pass "guest-acpi-poweroff-qemu-$machine"
-		else fail "guest-acpi-poweroff-qemu-$machine" "qemu -M $machine -accel $accel: rc=$rc (124: the guest did not power off)"; fi
+		else
+			fail "guest-acpi-poweroff-qemu-$machine" "qemu -M $machine -accel $accel: rc=$rc (124: the guest did not power off within $((30 * HANG)) s)$([ $hung = 1 ] && echo "; the try before hung too")" \
+				"$TMP/qemu.console" "$TMP/qemu.out"
+		fi
 	done
 else
 	skip guest-acpi-poweroff-qemu "qemu-system-x86_64 is not installed (make deps)"
