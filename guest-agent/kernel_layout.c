@@ -38,11 +38,12 @@ static int layout_fail(char why[LAYOUT_WHY_MAX], int rc, const char *fmt, ...)
  */
 static bool layout_symbol(const struct kallsyms *ks, const char *name, uint64_t *addr)
 {
-	const struct kallsyms_sym *s = kallsyms_find(ks, name, KALLSYMS_IMAGE);
+	struct kallsyms_sym s;
 
-	if (s)
-		*addr = s->addr;
-	return s != NULL;
+	if (!kallsyms_find(ks, name, KALLSYMS_IMAGE, &s))
+		return false;
+	*addr = s.addr;
+	return true;
 }
 
 /*

@@ -43,7 +43,6 @@
 #include "convert.h"
 #include "emit.h"
 #include "events.h"
-#include "grow.h"
 #include "kallsyms.h"
 #include "perf_open.h"
 #include "perf_rings.h"
@@ -254,11 +253,12 @@ static void find_guest_entry(struct hrec *R, const char *text, size_t len)
 		return;
 	for (size_t i = 0; i < NR_GUEST_ENTRY; i++) {
 		/* The hypervisor's entry code may be a module's (kvm-pvm). */
-		const struct kallsyms_sym *s = kallsyms_find(ks, guest_entry_symbols[i], KALLSYMS_IMAGE_OR_MODULE);
+		struct kallsyms_sym s;
 
-		if (s && kallsyms_is_text(s->type) && s->end > s->addr) {
-			R->entry_lo[i] = s->addr;
-			R->entry_hi[i] = s->end;
+		if (kallsyms_find(ks, guest_entry_symbols[i], KALLSYMS_IMAGE_OR_MODULE, &s) && kallsyms_is_text(s.type) &&
+		    s.end > s.addr) {
+			R->entry_lo[i] = s.addr;
+			R->entry_hi[i] = s.end;
 			R->entry_known = true;
 		}
 	}
@@ -418,15 +418,16 @@ static int read_guest_layout(struct hrec *R)
 	struct kp_reader *rd;
 	struct kp_record rec;
 	char err[512], why[KP_META_MAX] = "the export has none (an agent older than sample file 1.3?)";
-	char *ksyms = NULL;
-	size_t ksyms_len = 0, ksyms_cap = 0;
-	bool ksyms_failed = false;
+	struct kallsyms *ksyms = kallsyms_new();
+	size_t ksyms_len = 0;
+	bool ksyms_failed = !ksyms;
 	int r;
 
 	if (!path)
 		return 0;
 	if (kp_reader_open(&rd, path, err, sizeof(err))) {
 		fprintf(stderr, "kvmprof: --guest-export: %s\n", err);
+		kallsyms_free(ksyms);
 		return 1;
 	}
 	while ((r = kp_reader_next(rd, &rec, err, sizeof(err))) > 0) {
@@ -435,16 +436,9 @@ static int read_guest_layout(struct hrec *R)
 
 			if (n > rec.payload_len - sizeof(*rec.ksyms))
 				n = rec.payload_len - sizeof(*rec.ksyms);
-			/* Room for a newline between chunks and the NUL kallsyms_parse_owned puts at the end. */
-			if (ksyms_len + n + 2 > EXPORT_KSYMS_MAX ||
-			    grow_array(&ksyms, &ksyms_cap, ksyms_len + n + 2, 1)) {
-				ksyms_failed = true;
-				continue;
-			}
-			memcpy(ksyms + ksyms_len, rec.ksyms->text, n);
 			ksyms_len += n;
-			if (n && ksyms[ksyms_len - 1] != '\n')
-				ksyms[ksyms_len++] = '\n';
+			if (ksyms_len > EXPORT_KSYMS_MAX || kallsyms_add(ksyms, rec.ksyms->text, n))
+				ksyms_failed = true;
 		} else if (rec.type == KP_REC_TASK_LAYOUT && !R->has_layout) {
 			if (rec.layout->kind == KP_LAYOUT_LINUX_X86_64) {
 				R->layout = *rec.layout;
@@ -460,15 +454,15 @@ static int read_guest_layout(struct hrec *R)
 	if (r < 0) {
 		fprintf(stderr, "kvmprof: --guest-export: %s\n", err);
 		R->has_layout = false;
-		free(ksyms);
+		kallsyms_free(ksyms);
 		return 1;
 	}
 	/* Without the symbols (an export cut to its layout, or too big) the boot cannot be checked: no failure. */
-	if (R->has_layout && ksyms && !ksyms_failed) {
-		if (kallsyms_parse_owned(&R->export_ksyms, ksyms, ksyms_len)) /* it freed ksyms */
-			R->export_ksyms = NULL;
+	if (R->has_layout && ksyms_len && !ksyms_failed) {
+		kallsyms_finish(ksyms);
+		R->export_ksyms = ksyms;
 	} else {
-		free(ksyms);
+		kallsyms_free(ksyms);
 	}
 	if (!R->has_layout)
 		fprintf(stderr, "kvmprof: no task layout in %s (%s): guest samples will not name Linux processes\n",

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "kallsyms.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,15 +17,38 @@
  */
 #define KALLSYMS_LAST_SPAN 0x10000
 
-struct kallsyms {
-	struct kallsyms_sym *all; /* every symbol in text order, for kallsyms_find */
-	size_t nr_all;
-	uint32_t *syms; /* the text symbols' indexes in all, by address, for kallsyms_lookup */
-	size_t nr;
-	char *strings; /* names and module names, NUL-separated */
-	size_t malformed;
-	int nonzero;   /* some address was not zero */
+/*
+ * One symbol, 24 bytes: a kernel has ~10^5 of them and every byte of a
+ * report's memory is paid for in page faults. The type letter is kept in
+ * the byte before the name; the end is found at lookup.
+ */
+struct kallsyms_ent {
+	uint64_t addr;
+	const char *name;   /* name[-1] is the type letter */
+	const char *module; /* NULL for the kernel image */
 };
+
+struct kallsyms {
+	struct kallsyms_ent *all; /* every symbol in text order, for kallsyms_find */
+	size_t nr_all, cap_all;
+	uint32_t *syms; /* the text symbols' indexes in all, by address once finished */
+	size_t nr, cap;
+	/*
+	 * Names and module names, NUL-separated, in one block per piece of
+	 * text added: a block never moves, so names can point into it.
+	 */
+	char **blocks;
+	size_t nr_blocks, cap_blocks;
+	const char *module; /* the last line's module: runs of one module share its copy */
+	size_t malformed;
+	int nonzero; /* some address was not zero */
+	int finished;
+};
+
+static char ent_type(const struct kallsyms_ent *e)
+{
+	return e->name[-1];
+}
 
 /*
  * Text symbols by address; of one address, by name, then in text order
@@ -34,7 +56,7 @@ struct kallsyms {
  */
 static int cmp_addr(const void *a, const void *b, void *arg)
 {
-	const struct kallsyms_sym *all = arg, *x = &all[*(const uint32_t *)a], *y = &all[*(const uint32_t *)b];
+	const struct kallsyms_ent *all = arg, *x = &all[*(const uint32_t *)a], *y = &all[*(const uint32_t *)b];
 	int c;
 
 	if (x->addr != y->addr)
@@ -46,82 +68,171 @@ static int cmp_addr(const void *a, const void *b, void *arg)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* The character at p of a line that ends at end; '\0' past it, as at a NUL in it. */
+static char at(const char *p, const char *end)
+{
+	return p < end ? *p : '\0';
+}
+
 /*
  * A hexadecimal address as strtoull(p, end, 16) reads one that starts
  * with a hex digit (an optional 0x); -1 past 64 bits. Hand-rolled: a
  * kernel has ~10^5 symbols and strtoull was a third of their parse.
  */
-static int parse_hex(const char *p, uint64_t *out, const char **end)
+static int parse_hex(const char *p, const char *end, uint64_t *out, const char **stop)
 {
 	uint64_t v = 0;
-	int digits = 0;
+	int digits = 0, d;
 
-	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && isxdigit((unsigned char)p[2]))
+	if (at(p, end) == '0' && (at(p + 1, end) == 'x' || at(p + 1, end) == 'X') && hex_digit(at(p + 2, end)) >= 0)
 		p += 2;
-	while (*p == '0' && isxdigit((unsigned char)p[1]))
+	while (at(p, end) == '0' && hex_digit(at(p + 1, end)) >= 0)
 		p++;
-	for (;; p++, digits++) {
-		unsigned int d;
-
-		if (*p >= '0' && *p <= '9')
-			d = (unsigned int)(*p - '0');
-		else if (*p >= 'a' && *p <= 'f')
-			d = (unsigned int)(*p - 'a' + 10);
-		else if (*p >= 'A' && *p <= 'F')
-			d = (unsigned int)(*p - 'A' + 10);
-		else
-			break;
+	for (; (d = hex_digit(at(p, end))) >= 0; p++, digits++) {
 		if (digits == 16)
 			return -1;
-		v = v << 4 | d;
+		v = v << 4 | (unsigned int)d;
 	}
 	*out = v;
-	*end = p;
+	*stop = p;
 	return 0;
 }
 
-/* Splits one line into its fields in place; 0 if it is a kallsyms line. */
-static int parse_line(char *line, uint64_t *addr, char *type, char **name, char **module)
+struct kallsyms_line {
+	uint64_t addr;
+	const char *name, *module;
+	size_t name_len, module_len; /* module_len 0: the kernel image's */
+	char type;
+};
+
+/*
+ * Reads one line, [p, end) with no newline in it, as "ADDR TYPE NAME
+ * [MODULE]"; an embedded NUL cuts it short. 0 if it is such a line.
+ */
+static int parse_line(const char *p, const char *end, struct kallsyms_line *l)
 {
-	char *p = line;
-	const char *end;
-	uint64_t v;
+	const char *close;
 
-	if (!isxdigit((unsigned char)*p))
+	if (hex_digit(at(p, end)) < 0 || parse_hex(p, end, &l->addr, &p) || !is_blank(at(p, end)))
 		return -1;
-	if (parse_hex(p, &v, &end) || (*end != ' ' && *end != '\t'))
-		return -1;
-	p = line + (end - line);
-	while (*p == ' ' || *p == '\t')
+	while (is_blank(at(p, end)))
 		p++;
-	if (!isalpha((unsigned char)*p) || (p[1] != ' ' && p[1] != '\t'))
+	l->type = at(p, end);
+	if (!((l->type >= 'a' && l->type <= 'z') || (l->type >= 'A' && l->type <= 'Z')) || !is_blank(at(p + 1, end)))
 		return -1;
-	*type = *p;
 	p += 2;
-	while (*p == ' ' || *p == '\t')
+	while (is_blank(at(p, end)))
 		p++;
-	if (!*p)
+	if (!at(p, end))
 		return -1;
-	*name = p;
-	while (*p && *p != ' ' && *p != '\t')
+	for (l->name = p; at(p, end) && !is_blank(*p); p++)
+		;
+	l->name_len = (size_t)(p - l->name);
+	l->module_len = 0;
+	while (is_blank(at(p, end)))
 		p++;
-	*module = NULL;
-	if (*p) {
-		*p++ = '\0';
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p == '[') {
-			char *close = strchr(p, ']');
+	if (!at(p, end))
+		return 0;
+	if (*p != '[')
+		return -1;
+	/* Whatever follows the closing bracket is not looked at. */
+	for (close = ++p; at(close, end) && *close != ']'; close++)
+		;
+	if (at(close, end) != ']' || close == p)
+		return -1;
+	l->module = p;
+	l->module_len = (size_t)(close - p);
+	return 0;
+}
 
-			if (!close || close == p + 1)
-				return -1;
-			*close = '\0';
-			*module = p + 1;
-		} else if (*p) {
-			return -1;
-		}
+struct kallsyms *kallsyms_new(void)
+{
+	return calloc(1, sizeof(struct kallsyms));
+}
+
+/* Keeps one parsed line: its strings go to the block at *out. */
+static int keep_line(struct kallsyms *ks, const struct kallsyms_line *l, char **out)
+{
+	struct kallsyms_ent *e;
+
+	if (grow_array(&ks->all, &ks->cap_all, ks->nr_all + 1, sizeof(*ks->all)))
+		return -ENOMEM;
+	if (kallsyms_is_text(l->type)) {
+		if (ks->nr_all >= UINT32_MAX || grow_array(&ks->syms, &ks->cap, ks->nr + 1, sizeof(*ks->syms)))
+			return -ENOMEM;
+		ks->syms[ks->nr++] = (uint32_t)ks->nr_all;
 	}
-	*addr = v;
+	e = &ks->all[ks->nr_all++];
+	e->addr = l->addr;
+	if (l->addr)
+		ks->nonzero = 1;
+	*(*out)++ = l->type;
+	e->name = *out;
+	memcpy(*out, l->name, l->name_len);
+	*out += l->name_len;
+	*(*out)++ = '\0';
+	e->module = NULL;
+	if (l->module_len) {
+		if (!ks->module || strlen(ks->module) != l->module_len || memcmp(ks->module, l->module, l->module_len)) {
+			ks->module = *out;
+			memcpy(*out, l->module, l->module_len);
+			*out += l->module_len;
+			*(*out)++ = '\0';
+		}
+		e->module = ks->module;
+	}
+	return 0;
+}
+
+int kallsyms_add(struct kallsyms *ks, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	char *block, *out;
+
+	if (!len || ks->finished)
+		return 0;
+	/*
+	 * A line keeps its type, name and module with their NULs in fewer bytes
+	 * than it has, so len bytes hold them all; and kallsyms lines are longer
+	 * than 32 bytes but for toy ones. What is not written of the block or
+	 * the array is never touched, so costs no memory.
+	 */
+	if (grow_array(&ks->blocks, &ks->cap_blocks, ks->nr_blocks + 1, sizeof(*ks->blocks)) ||
+	    grow_array(&ks->all, &ks->cap_all, ks->nr_all + len / 32, sizeof(*ks->all)))
+		return -ENOMEM;
+	block = out = malloc(len);
+	if (!block)
+		return -ENOMEM;
+	ks->blocks[ks->nr_blocks++] = block;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *eol = nl ? nl : end;
+		struct kallsyms_line l;
+
+		/* Empty lines, and lines an embedded NUL empties, are skipped, not counted. */
+		if (p < eol && *p) {
+			if (parse_line(p, eol, &l))
+				ks->malformed++;
+			else if (keep_line(ks, &l, &out))
+				return -ENOMEM;
+		}
+		p = nl ? nl + 1 : end;
+	}
 	return 0;
 }
 
@@ -130,10 +241,11 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name, char 
  * but for some aliases: runs of one address are sorted on their own when
  * the whole is in order, else everything is.
  */
-static void sort_syms(struct kallsyms *ks)
+void kallsyms_finish(struct kallsyms *ks)
 {
 	size_t i, j;
 
+	ks->finished = 1;
 	for (i = 1; i < ks->nr; i++)
 		if (ks->all[ks->syms[i]].addr < ks->all[ks->syms[i - 1]].addr)
 			break;
@@ -151,85 +263,13 @@ static void sort_syms(struct kallsyms *ks)
 
 int kallsyms_parse(struct kallsyms **out, const char *text, size_t len)
 {
-	char *copy = malloc(len + 1);
+	struct kallsyms *ks = kallsyms_new();
 
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, text, len);
-	return kallsyms_parse_owned(out, copy, len);
-}
-
-int kallsyms_parse_owned(struct kallsyms **out, char *text, size_t len)
-{
-	struct kallsyms *ks = calloc(1, sizeof(*ks));
-	size_t i, lines = 1;
-	char *p, *end;
-
-	if (!ks) {
-		free(text);
-		return -ENOMEM;
-	}
-	/* The text becomes the string storage: names point into it. */
-	ks->strings = text;
-	ks->strings[len] = '\0';
-	/* Room for a symbol a line, counted first: no array grows. */
-	for (p = ks->strings, end = p + len; p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
-		lines++;
-	if (lines > UINT32_MAX) {
+	if (!ks || kallsyms_add(ks, text, len)) {
 		kallsyms_free(ks);
 		return -ENOMEM;
 	}
-	ks->all = malloc(lines * sizeof(*ks->all));
-	ks->syms = malloc(lines * sizeof(*ks->syms));
-	if (!ks->all || !ks->syms) {
-		kallsyms_free(ks);
-		return -ENOMEM;
-	}
-
-	for (p = ks->strings, end = p + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		char *line = p, *name, *module;
-		uint64_t addr;
-		char type;
-
-		if (nl)
-			*nl = '\0';
-		p = nl ? nl + 1 : end;
-		if (!*line)
-			continue;
-		/* An embedded NUL cuts the line short; the parse below sees what precedes it. */
-		if (parse_line(line, &addr, &type, &name, &module)) {
-			ks->malformed++;
-			continue;
-		}
-		if (addr)
-			ks->nonzero = 1;
-		ks->all[ks->nr_all] = (struct kallsyms_sym){
-			.addr = addr, .end = addr, .name = name, .module = module, .type = type
-		};
-		if (kallsyms_is_text(type))
-			ks->syms[ks->nr++] = (uint32_t)ks->nr_all;
-		ks->nr_all++;
-	}
-	sort_syms(ks);
-	/*
-	 * Each text symbol ends where the next distinct address begins (aliases
-	 * share an address and an end). With every address zero, lookups find
-	 * nothing and the symbols keep end = addr.
-	 */
-	for (i = 0; ks->nonzero && i < ks->nr;) {
-		uint64_t a = ks->all[ks->syms[i]].addr, e;
-		size_t j = i + 1;
-
-		while (j < ks->nr && ks->all[ks->syms[j]].addr == a)
-			j++;
-		if (j < ks->nr)
-			e = ks->all[ks->syms[j]].addr;
-		else
-			e = a > UINT64_MAX - KALLSYMS_LAST_SPAN ? UINT64_MAX : a + KALLSYMS_LAST_SPAN;
-		for (; i < j; i++)
-			ks->all[ks->syms[i]].end = e;
-	}
+	kallsyms_finish(ks);
 	*out = ks;
 	return 0;
 }
@@ -262,60 +302,89 @@ int kallsyms_load(struct kallsyms **out, const char *path)
 			break;
 		len += (size_t)n;
 	}
-	if (grow_array(&buf, &cap, len + 1, 1)) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	close(fd);
-	return kallsyms_parse_owned(out, buf, len);
+	rc = kallsyms_parse(out, buf, len);
 out:
 	free(buf);
 	close(fd);
 	return rc;
 }
 
-const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t addr)
+/* The first of syms[lo, hi) whose address is above addr (upper) or not below it (!upper). */
+static size_t bound(const struct kallsyms *ks, uint64_t addr, int upper)
 {
 	size_t lo = 0, hi = ks->nr;
-	const struct kallsyms_sym *s;
 
-	if (!ks->nonzero)
-		return NULL;
-	/* The last symbol whose address is <= addr. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		uint64_t a = ks->all[ks->syms[mid]].addr;
 
-		if (ks->all[ks->syms[mid]].addr <= addr)
+		if (upper ? a <= addr : a < addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo)
-		return NULL;
-	lo--;
-	/* Of aliases at one address, report the first (sorted by name). */
-	while (lo && ks->all[ks->syms[lo - 1]].addr == ks->all[ks->syms[lo]].addr)
-		lo--;
-	s = &ks->all[ks->syms[lo]];
-	/* An end saturated at the top of the address space includes the last byte. */
-	return addr < s->end || s->end == UINT64_MAX ? s : NULL;
+	return lo;
 }
 
-const struct kallsyms_sym *kallsyms_find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope)
+/*
+ * Each text symbol ends where the next distinct address begins (aliases
+ * share an address and an end); the last, KALLSYMS_LAST_SPAN past it.
+ */
+static uint64_t text_end(const struct kallsyms *ks, uint64_t addr)
 {
-	const struct kallsyms_sym *in_module = NULL;
+	size_t next = bound(ks, addr, 1);
+
+	if (next < ks->nr)
+		return ks->all[ks->syms[next]].addr;
+	return addr > UINT64_MAX - KALLSYMS_LAST_SPAN ? UINT64_MAX : addr + KALLSYMS_LAST_SPAN;
+}
+
+static void fill(const struct kallsyms *ks, const struct kallsyms_ent *e, struct kallsyms_sym *out)
+{
+	*out = (struct kallsyms_sym){
+		.addr = e->addr, .end = e->addr, .name = e->name, .module = e->module, .type = ent_type(e),
+	};
+	/* With every address zero, lookups find nothing and the symbols keep end = addr. */
+	if (kallsyms_is_text(out->type) && ks->nonzero)
+		out->end = text_end(ks, e->addr);
+}
+
+int kallsyms_lookup(const struct kallsyms *ks, uint64_t addr, struct kallsyms_sym *out)
+{
+	size_t i;
+
+	if (!ks->nonzero || !ks->finished)
+		return 0;
+	/* The last symbol whose address is <= addr; of aliases at it, the first (sorted by name). */
+	i = bound(ks, addr, 1);
+	if (!i)
+		return 0;
+	i = bound(ks, ks->all[ks->syms[i - 1]].addr, 0);
+	fill(ks, &ks->all[ks->syms[i]], out);
+	/* An end saturated at the top of the address space includes the last byte. */
+	return addr < out->end || out->end == UINT64_MAX;
+}
+
+int kallsyms_find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope, struct kallsyms_sym *out)
+{
+	const struct kallsyms_ent *in_module = NULL;
 
 	for (size_t i = 0; i < ks->nr_all; i++) {
-		const struct kallsyms_sym *s = &ks->all[i];
+		const struct kallsyms_ent *e = &ks->all[i];
 
-		if (strcmp(s->name, name) != 0)
+		if (strcmp(e->name, name) != 0)
 			continue;
-		if (!s->module)
-			return s;
+		if (!e->module) {
+			fill(ks, e, out);
+			return 1;
+		}
 		if (!in_module)
-			in_module = s;
+			in_module = e;
 	}
-	return scope == KALLSYMS_IMAGE_OR_MODULE ? in_module : NULL;
+	if (scope != KALLSYMS_IMAGE_OR_MODULE || !in_module)
+		return 0;
+	fill(ks, in_module, out);
+	return 1;
 }
 
 int kallsyms_is_text(char type)
@@ -342,8 +411,10 @@ void kallsyms_free(struct kallsyms *ks)
 {
 	if (!ks)
 		return;
+	for (size_t i = 0; i < ks->nr_blocks; i++)
+		free(ks->blocks[i]);
+	free(ks->blocks);
 	free(ks->syms);
 	free(ks->all);
-	free(ks->strings);
 	free(ks);
 }

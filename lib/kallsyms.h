@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A symbol as lookups hand it out. */
 struct kallsyms_sym {
 	uint64_t addr;
 	/*
@@ -16,7 +17,7 @@ struct kallsyms_sym {
 	 * sizes). Other symbols: addr (they are found by name, never by address).
 	 */
 	uint64_t end;
-	const char *name;
+	const char *name;   /* lives as long as the kallsyms; one pointer per symbol */
 	const char *module; /* "ext4" for "[ext4]", NULL for the kernel image */
 	char type;          /* nm's letter: T, t, W, w are text */
 };
@@ -30,27 +31,29 @@ enum kallsyms_scope {
 struct kallsyms;
 
 /*
- * Parses kallsyms text (need not be NUL-terminated). Every symbol is kept
- * for kallsyms_find; address lookups see text symbols only (types t, T, w,
- * W). Lines that don't parse are counted, not fatal. 0 or -ENOMEM.
+ * Built from pieces of text as they come (a recording's KSYMS chunks):
+ * kallsyms_new, kallsyms_add for each piece, then kallsyms_finish before
+ * any lookup. A piece is whole lines; its end ends a line. Every symbol is
+ * kept for kallsyms_find; address lookups see text symbols only (types t,
+ * T, w, W). Lines that don't parse are counted, not fatal. Only names are
+ * copied: the text may go once added (a kernel's kallsyms is ~5 MB, its
+ * names ~3).
  */
+struct kallsyms *kallsyms_new(void); /* NULL without memory */
+int kallsyms_add(struct kallsyms *ks, const char *text, size_t len); /* 0 or -ENOMEM; ignored once finished */
+void kallsyms_finish(struct kallsyms *ks);
+/* The three at once, for text in one piece (need not be NUL-terminated). 0 or -ENOMEM. */
 int kallsyms_parse(struct kallsyms **out, const char *text, size_t len);
-/*
- * The same without a copy: text is malloc'd with room for len + 1 bytes
- * and becomes the symbols' (their names point into it), freed with them,
- * or at once on failure. A kernel's kallsyms is ~5 MB.
- */
-int kallsyms_parse_owned(struct kallsyms **out, char *text, size_t len);
 /* Reads and parses a file. 0 or -errno. */
 int kallsyms_load(struct kallsyms **out, const char *path);
-/* The text symbol covering addr, or NULL. */
-const struct kallsyms_sym *kallsyms_lookup(const struct kallsyms *ks, uint64_t addr);
+/* The text symbol covering addr into *out: 1, or 0 if there is none. */
+int kallsyms_lookup(const struct kallsyms *ks, uint64_t addr, struct kallsyms_sym *out);
 /*
  * The symbol called name, of any type (per-CPU variables and arrays too),
- * within scope; of several with one name, the first in the text. NULL if
- * there is none.
+ * within scope, into *out: 1, or 0 if there is none. Of several with one
+ * name, the first in the text.
  */
-const struct kallsyms_sym *kallsyms_find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope);
+int kallsyms_find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope, struct kallsyms_sym *out);
 /* Whether an nm type letter is a text (code) symbol's. */
 int kallsyms_is_text(char type);
 /* Text symbols, the ones kallsyms_lookup sees. */

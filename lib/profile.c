@@ -580,7 +580,6 @@ void profile_free(struct profile *p)
 		for (int d = 0; d < NR_DOMAINS; d++) {
 			if (ps->root_fd[d] >= 0)
 				close(ps->root_fd[d]);
-			free(ps->dom[d].ksyms);
 			kallsyms_free(ps->dom[d].ks);
 		}
 		keymap_free(&ps->event_by_id);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kallsyms.h"
 #include "grow.h"
 #include "profile_state.h"
 
@@ -382,15 +383,14 @@ static int add_ksyms(struct profile *p, const struct kp_rec_ksyms *k, size_t pay
 		ps->ksyms_warned = true;
 		return 0;
 	}
-	/* Room for a newline and the NUL kallsyms_parse_owned puts at the end. */
-	if (grow_array(&ps->ksyms, &ps->ksyms_cap, ps->ksyms_len + len + 2, 1))
+	/* Symbols come before samples; any after the kernel's symbols were set up (profile_update) are not used. */
+	if (!len || (domain ? p->state->guest_ready : p->state->native_ready))
+		return 0;
+	/* Parsed as they come: only the names are kept, not the text. */
+	if (!ps->ks && !(ps->ks = kallsyms_new()))
 		return -ENOMEM;
-	memcpy(ps->ksyms + ps->ksyms_len, k->text, len);
 	ps->ksyms_len += len;
-	/* Chunks end at line ends, but a hostile one might not: keep lines apart. */
-	if (len && k->text[len - 1] != '\n')
-		ps->ksyms[ps->ksyms_len++] = '\n';
-	return 0;
+	return kallsyms_add(ps->ks, k->text, len);
 }
 
 static int add_meta(struct profile *p, const char *text)

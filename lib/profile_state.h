@@ -96,10 +96,9 @@ struct image_state {
 
 /* What each namespace (enum kp_domain) has of its own kernel. */
 struct domain_state {
-	char *ksyms;
-	size_t ksyms_len, ksyms_cap;
+	size_t ksyms_len; /* bytes of KSYMS text added to ks */
 	bool ksyms_warned;
-	struct kallsyms *ks;
+	struct kallsyms *ks; /* from KSYMS records as they come, or --kallsyms */
 	uint32_t kernel_image, unknown_image, kernel_mm;
 };
 

@@ -235,20 +235,19 @@ static inline struct resolve_cache_entry *cache_slot(struct profile *p, enum loo
 static uint32_t resolve_kernel_uncached(struct profile *p, uint8_t domain, uint64_t addr)
 {
 	struct domain_state *ps = &p->state->dom[domain];
-	const struct kallsyms_sym *ks;
+	struct kallsyms_sym ks;
 	const struct map *m;
 	uint32_t img;
 	int64_t v;
 
 	if (ps->ks) {
-		ks = kallsyms_lookup(ps->ks, addr);
-		if (!ks)
+		if (!kallsyms_lookup(ps->ks, addr, &ks))
 			return PROFILE_NONE;
 		img = ps->kernel_image;
-		if (ks->module) {
+		if (ks.module) {
 			char name[256];
 
-			snprintf(name, sizeof(name), "[%s]", ks->module);
+			snprintf(name, sizeof(name), "[%s]", ks.module);
 			img = profile_image_id(p, NULL, name, NULL, 0, true, domain);
 			if (img == PROFILE_NONE)
 				return PROFILE_NONE;
@@ -256,7 +255,8 @@ static uint32_t resolve_kernel_uncached(struct profile *p, uint8_t domain, uint6
 		v = keymap_get(&p->state->loc_by_key, img, addr);
 		if (v >= 0)
 			return (uint32_t)v;
-		return add_loc(p, img, addr, addr, func_id(p, img, ks, ks->name, ks->addr));
+		/* A symbol's name is its own copy: its address names the symbol. */
+		return add_loc(p, img, addr, addr, func_id(p, img, ks.name, ks.name, ks.addr));
 	}
 	if (ps->kernel_mm != PROFILE_NONE && (m = mm_find_map(&p->state->mms[ps->kernel_mm], addr)))
 		return resolve_in_map(p, m, addr);
@@ -324,11 +324,12 @@ static bool kernel_knows(struct profile *p, uint8_t domain, uint64_t addr)
 	struct domain_state *ps = &p->state->dom[domain];
 	bool hit, known;
 	struct resolve_cache_entry *e = cache_slot(p, LOOKUP_KERNEL_KNOWS, domain, 0, 0, addr, &hit);
+	struct kallsyms_sym s;
 
 	if (hit)
 		return e->val;
 	if (ps->ks)
-		known = kallsyms_lookup(ps->ks, addr) != NULL;
+		known = kallsyms_lookup(ps->ks, addr, &s);
 	else
 		known = ps->kernel_mm != PROFILE_NONE && mm_find_map(&p->state->mms[ps->kernel_mm], addr);
 	if (e)
@@ -431,11 +432,9 @@ int profile_load_kernel_symbols(struct profile *p, uint8_t domain)
 	const char *what = domain ? "guest " : "";
 	int rc = 0;
 
-	if (ps->ksyms_len) {
-		/* The KSYMS records' text, kept for this: the symbols take it over. */
-		rc = kallsyms_parse_owned(&ps->ks, ps->ksyms, ps->ksyms_len);
-		ps->ksyms = NULL;
-		ps->ksyms_len = ps->ksyms_cap = 0;
+	if (ps->ks) {
+		/* Built from the KSYMS records as they came. */
+		kallsyms_finish(ps->ks);
 	} else if (path) {
 		rc = kallsyms_load(&ps->ks, path);
 		if (rc && rc != -ENOMEM) {

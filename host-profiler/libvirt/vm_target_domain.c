@@ -144,9 +144,9 @@ static void pick_process_source(struct domain_target *d, struct record_session *
 
 static bool export_symbol_start(uint64_t addr, void *ctx)
 {
-	const struct kallsyms_sym *k = kallsyms_lookup(ctx, addr);
+	struct kallsyms_sym k;
 
-	return k && k->addr == addr && !k->module;
+	return kallsyms_lookup(ctx, addr, &k) && k.addr == addr && !k.module;
 }
 
 /*
@@ -156,7 +156,8 @@ static bool export_symbol_start(uint64_t addr, void *ctx)
  */
 static int check_export_boot(struct domain_target *d, const struct record_session *s)
 {
-	const struct kallsyms_sym *k = NULL;
+	struct kallsyms_sym k;
+	bool found = false;
 	const char *name;
 	unsigned int vec = 0;
 	uint64_t handler = 0;
@@ -166,11 +167,11 @@ static int check_export_boot(struct domain_target *d, const struct record_sessio
 	    domain_sampler_kernel_fit(&d->ds, export_symbol_start, (void *)s->layout_ksyms, &vec, &handler) !=
 		    LINUX_KERNEL_MOVED)
 		return 0;
-	for (unsigned int era = 0; !k && (name = linux_kernel_fit_handler_name(vec, era)); era++)
-		k = kallsyms_find(s->layout_ksyms, name, KALLSYMS_IMAGE);
-	if (k)
-		snprintf(was, sizeof(was), ", the export's %s at 0x%" PRIx64 " (moved by %s0x%" PRIx64 ")", k->name, k->addr,
-			 handler >= k->addr ? "+" : "-", handler >= k->addr ? handler - k->addr : k->addr - handler);
+	for (unsigned int era = 0; !found && (name = linux_kernel_fit_handler_name(vec, era)); era++)
+		found = kallsyms_find(s->layout_ksyms, name, KALLSYMS_IMAGE, &k);
+	if (found)
+		snprintf(was, sizeof(was), ", the export's %s at 0x%" PRIx64 " (moved by %s0x%" PRIx64 ")", k.name, k.addr,
+			 handler >= k.addr ? "+" : "-", handler >= k.addr ? handler - k.addr : k.addr - handler);
 	fprintf(stderr, "kvmprof: --guest-export %s is not of the boot domain '%s' runs now: its vector %u handler is at "
 			"0x%" PRIx64 ", where the export has no function%s; the kernel moves at every boot (KASLR): run "
 			"kvmprof-agent export in the guest again\n",

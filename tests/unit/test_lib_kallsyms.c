@@ -14,6 +14,21 @@
 
 #include "kallsyms.h"
 
+/* The lookups as pointers, NULL when they find nothing: the cases read as before. */
+static const struct kallsyms_sym *lookup(const struct kallsyms *ks, uint64_t addr)
+{
+	static struct kallsyms_sym s;
+
+	return kallsyms_lookup(ks, addr, &s) ? &s : NULL;
+}
+
+static const struct kallsyms_sym *find(const struct kallsyms *ks, const char *name, enum kallsyms_scope scope)
+{
+	static struct kallsyms_sym s;
+
+	return kallsyms_find(ks, name, scope, &s) ? &s : NULL;
+}
+
 static const char text[] =
 	"ffffffff81000000 T _text\n"
 	"ffffffff81000000 T startup_64\n"
@@ -42,30 +57,30 @@ static void test_parse_and_lookup(void **state)
 	assert_false(kallsyms_hidden(ks));
 
 	/* Aliases: one name per address, deterministically the first by name. */
-	s = kallsyms_lookup(ks, 0xffffffff81000010);
+	s = lookup(ks, 0xffffffff81000010);
 	assert_non_null(s);
 	assert_string_equal(s->name, "_text");
 	assert_null(s->module);
 	assert_int_equal(s->end, 0xffffffff81001000);
-	s = kallsyms_lookup(ks, 0xffffffff81001fff);
+	s = lookup(ks, 0xffffffff81001fff);
 	assert_string_equal(s->name, "do_one_thing");
 	/* The data symbol is gone: do_one_thing runs up to weak_func. */
-	s = kallsyms_lookup(ks, 0xffffffff81002800);
+	s = lookup(ks, 0xffffffff81002800);
 	assert_string_equal(s->name, "do_one_thing");
-	s = kallsyms_lookup(ks, 0xffffffff81003000);
+	s = lookup(ks, 0xffffffff81003000);
 	assert_string_equal(s->name, "weak_func");
-	s = kallsyms_lookup(ks, 0xffffffff81005001);
+	s = lookup(ks, 0xffffffff81005001);
 	assert_string_equal(s->name, "after_bad");
-	s = kallsyms_lookup(ks, 0xffffffffc0a00050);
+	s = lookup(ks, 0xffffffffc0a00050);
 	assert_string_equal(s->name, "ext4_fill_super");
 	assert_string_equal(s->module, "ext4");
-	s = kallsyms_lookup(ks, 0xffffffffc0a00210);
+	s = lookup(ks, 0xffffffffc0a00210);
 	assert_string_equal(s->name, "ext4_last");
 	assert_string_equal(s->module, "ext4");
 	/* Below the first symbol and far past the last: nothing. */
-	assert_null(kallsyms_lookup(ks, 0xffffffff80ffffff));
-	assert_null(kallsyms_lookup(ks, 0));
-	assert_null(kallsyms_lookup(ks, 0xffffffffc0b00000));
+	assert_null(lookup(ks, 0xffffffff80ffffff));
+	assert_null(lookup(ks, 0));
+	assert_null(lookup(ks, 0xffffffffc0b00000));
 	kallsyms_free(ks);
 }
 
@@ -78,12 +93,12 @@ static void test_hidden_and_empty(void **state)
 	(void)state;
 	assert_int_equal(kallsyms_parse(&ks, hidden, strlen(hidden)), 0);
 	assert_true(kallsyms_hidden(ks));
-	assert_null(kallsyms_lookup(ks, 0));
-	assert_null(kallsyms_lookup(ks, 5));
+	assert_null(lookup(ks, 0));
+	assert_null(lookup(ks, 5));
 	kallsyms_free(ks);
 	assert_int_equal(kallsyms_parse(&ks, "", 0), 0);
 	assert_int_equal(kallsyms_count(ks), 0);
-	assert_null(kallsyms_lookup(ks, 0x1000));
+	assert_null(lookup(ks, 0x1000));
 	kallsyms_free(ks);
 	assert_int_equal(kallsyms_parse(&ks, junk, sizeof(junk) - 1), 0);
 	assert_int_equal(kallsyms_count(ks), 0);
@@ -99,7 +114,7 @@ static void test_top_of_address_space(void **state)
 
 	(void)state;
 	assert_int_equal(kallsyms_parse(&ks, top, strlen(top)), 0);
-	assert_string_equal(kallsyms_lookup(ks, UINT64_MAX)->name, "at_the_top");
+	assert_string_equal(lookup(ks, UINT64_MAX)->name, "at_the_top");
 	kallsyms_free(ks);
 }
 
@@ -128,12 +143,12 @@ static void test_addresses_and_aliases(void **state)
 	assert_int_equal(kallsyms_parse(&ks, syms, strlen(syms)), 0);
 	assert_int_equal(kallsyms_count(ks), 6);
 	assert_int_equal(kallsyms_malformed(ks), 3);
-	s = kallsyms_lookup(ks, 0xffffffff81000180);
+	s = lookup(ks, 0xffffffff81000180);
 	assert_string_equal(s->name, "alpha");
 	assert_int_equal(s->end, 0xffffffff81000200);
-	assert_int_equal(kallsyms_find(ks, "zeta", KALLSYMS_IMAGE)->end, 0xffffffff81000200);
-	assert_string_equal(kallsyms_lookup(ks, 0xffffffff81000200)->name, "with_prefix");
-	s = kallsyms_lookup(ks, 0xffffffff81000300);
+	assert_int_equal(find(ks, "zeta", KALLSYMS_IMAGE)->end, 0xffffffff81000200);
+	assert_string_equal(lookup(ks, 0xffffffff81000200)->name, "with_prefix");
+	s = lookup(ks, 0xffffffff81000300);
 	assert_string_equal(s->name, "zeros");
 	assert_int_equal(s->end, 0xffffffff81000300 + 0x10000);
 	kallsyms_free(ks);
@@ -163,35 +178,105 @@ static void test_find_by_name(void **state)
 	assert_int_equal(kallsyms_parse(&ks, syms, strlen(syms)), 0);
 	/* Address lookups still see only code. */
 	assert_int_equal(kallsyms_count(ks), 7);
-	assert_null(kallsyms_lookup(ks, 0x20ac0));
+	assert_null(lookup(ks, 0x20ac0));
 
-	s = kallsyms_find(ks, "current_task", KALLSYMS_IMAGE);
+	s = find(ks, "current_task", KALLSYMS_IMAGE);
 	assert_non_null(s);
 	assert_int_equal(s->addr, 0x20ac0);
 	assert_int_equal(s->type, 'D');
 	assert_false(kallsyms_is_text(s->type));
-	s = kallsyms_find(ks, "__per_cpu_offset", KALLSYMS_IMAGE);
+	s = find(ks, "__per_cpu_offset", KALLSYMS_IMAGE);
 	assert_non_null(s);
 	assert_int_equal(s->addr, 0xffffffff82000000);
 
 	/* The image's symbol wins over a module's; of two in the image, the first. */
-	s = kallsyms_find(ks, "shared_name", KALLSYMS_IMAGE_OR_MODULE);
+	s = find(ks, "shared_name", KALLSYMS_IMAGE_OR_MODULE);
 	assert_non_null(s);
 	assert_null(s->module);
 	assert_int_equal(s->addr, 0xffffffff81000100);
 	assert_int_equal(s->end, 0xffffffff81000200);
 
 	/* A module's symbol only when asked for. */
-	assert_null(kallsyms_find(ks, "pvm_entry", KALLSYMS_IMAGE));
-	s = kallsyms_find(ks, "pvm_entry", KALLSYMS_IMAGE_OR_MODULE);
+	assert_null(find(ks, "pvm_entry", KALLSYMS_IMAGE));
+	s = find(ks, "pvm_entry", KALLSYMS_IMAGE_OR_MODULE);
 	assert_non_null(s);
 	assert_string_equal(s->module, "kvm_pvm");
 	assert_int_equal(s->end, 0xffffffffc0200080);
 
 	/* Whole names only. */
-	assert_null(kallsyms_find(ks, "shared", KALLSYMS_IMAGE_OR_MODULE));
-	assert_null(kallsyms_find(ks, "current_task_", KALLSYMS_IMAGE_OR_MODULE));
-	assert_null(kallsyms_find(ks, "", KALLSYMS_IMAGE_OR_MODULE));
+	assert_null(find(ks, "shared", KALLSYMS_IMAGE_OR_MODULE));
+	assert_null(find(ks, "current_task_", KALLSYMS_IMAGE_OR_MODULE));
+	assert_null(find(ks, "", KALLSYMS_IMAGE_OR_MODULE));
+	kallsyms_free(ks);
+}
+
+#define piece(s) (s), strlen(s)
+
+/*
+ * Built piece by piece, as a recording's KSYMS chunks come: the same
+ * symbols as the text in one piece, whatever the cuts; a piece's end ends
+ * a line (a hostile chunk cut mid-line makes two lines, not one); the text
+ * may go once added; pieces after kallsyms_finish are not taken.
+ */
+static void test_pieces(void **state)
+{
+	struct kallsyms *whole, *ks;
+	size_t len = strlen(text);
+
+	(void)state;
+	assert_int_equal(kallsyms_parse(&whole, text, len), 0);
+	for (size_t cut = 0; cut <= len; cut++) {
+		char *copy = malloc(len + 1);
+		const char *nl = cut ? memchr(text + cut - 1, '\n', len - cut + 1) : text;
+		size_t at = nl ? (size_t)(nl - text) + (cut ? 1 : 0) : len;
+
+		assert_non_null(copy);
+		memcpy(copy, text, len);
+		/* Cut at the line end at or after `cut`, so each piece holds whole lines. */
+		ks = kallsyms_new();
+		assert_non_null(ks);
+		assert_int_equal(kallsyms_add(ks, copy, at), 0);
+		assert_int_equal(kallsyms_add(ks, copy + at, len - at), 0);
+		memset(copy, 'x', len); /* the names are the symbols' own */
+		free(copy);
+		kallsyms_finish(ks);
+		assert_int_equal(kallsyms_count(ks), kallsyms_count(whole));
+		assert_int_equal(kallsyms_malformed(ks), kallsyms_malformed(whole));
+		for (uint64_t a = 0xffffffff81000000; a < 0xffffffff81006000; a += 0x400) {
+			const struct kallsyms_sym *w = lookup(whole, a);
+			struct kallsyms_sym k;
+
+			if (!w) {
+				assert_false(kallsyms_lookup(ks, a, &k));
+				continue;
+			}
+			assert_true(kallsyms_lookup(ks, a, &k));
+			assert_string_equal(k.name, w->name);
+			assert_int_equal(k.end, w->end);
+		}
+		assert_string_equal(lookup(ks, 0xffffffffc0a00210)->module, "ext4");
+		kallsyms_free(ks);
+	}
+	kallsyms_free(whole);
+
+	/* A line cut in two: "ffffffff8100" is malformed, "1000 T tail" is a symbol at 0x1000. */
+	ks = kallsyms_new();
+	assert_non_null(ks);
+	assert_int_equal(kallsyms_add(ks, piece("ffffffff81000000 T head\nffffffff8100")), 0);
+	assert_int_equal(kallsyms_add(ks, piece("1000 T tail\n")), 0);
+	kallsyms_finish(ks);
+	assert_int_equal(kallsyms_count(ks), 2);
+	assert_int_equal(kallsyms_malformed(ks), 1);
+	assert_string_equal(lookup(ks, 0x1000)->name, "tail");
+	/* Nothing is looked up before kallsyms_finish, nothing is taken after it. */
+	assert_int_equal(kallsyms_add(ks, piece("ffffffff81000100 T late\n")), 0);
+	assert_int_equal(kallsyms_count(ks), 2);
+	assert_string_equal(lookup(ks, 0xffffffff81000100)->name, "head");
+	kallsyms_free(ks);
+	ks = kallsyms_new();
+	assert_non_null(ks);
+	assert_int_equal(kallsyms_add(ks, piece("ffffffff81000000 T head\n")), 0);
+	assert_null(lookup(ks, 0xffffffff81000000));
 	kallsyms_free(ks);
 }
 
@@ -220,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_top_of_address_space),
 		cmocka_unit_test(test_find_by_name),
 		cmocka_unit_test(test_addresses_and_aliases),
+		cmocka_unit_test(test_pieces),
 		cmocka_unit_test(test_load),
 	};
 
