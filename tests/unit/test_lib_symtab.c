@@ -256,6 +256,51 @@ static void test_shared_library(void **state)
 }
 
 /*
+ * A stripped file of this machine finds its symbols through its
+ * debuglink, beside it in .debug/, when the CRC matches; and with no
+ * DEBUGINFOD_URLS, a debug file not found here does not bring in
+ * libdebuginfod (libdwfl's standard search dlopens it, and libcurl with
+ * it, whether or not a server is named).
+ */
+static void test_host_debuglink(void **state)
+{
+	char cmd[2048], good[600], bad[600], nodebug[600];
+	struct symtab *st;
+
+	(void)state;
+	unsetenv("DEBUGINFOD_URLS");
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; mkdir -p host/.debug; "
+		 "objcopy -R .note.gnu.build-id -S bin/fx host/good; "
+		 "objcopy --only-keep-debug -R .note.gnu.build-id bin/fx host/.debug/good.debug; "
+		 "objcopy --add-gnu-debuglink=host/.debug/good.debug host/good; "
+		 "objcopy -R .note.gnu.build-id -S bin/fx host/bad; cp host/.debug/good.debug host/.debug/bad.debug; "
+		 "objcopy --add-gnu-debuglink=host/.debug/bad.debug host/bad; printf x >> host/.debug/bad.debug; "
+		 "objcopy -S bin/fx host/nodebug",
+		 dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(good, sizeof(good), "%s/host/good", dir);
+	snprintf(bad, sizeof(bad), "%s/host/bad", dir);
+	snprintf(nodebug, sizeof(nodebug), "%s/host/nodebug", dir);
+
+	assert_int_equal(symtab_open(&st, good, NULL, 0), 0);
+	assert_string_equal(name_at(st, FX_ALPHA), "alpha");
+	assert_string_equal(name_at(st, FX_BETA + 1), "beta");
+	symtab_close(st);
+	/* bad.debug grew a byte after its debuglink was made: another CRC. */
+	if (symtab_open(&st, bad, NULL, 0) == 0) {
+		assert_null(name_at(st, FX_ALPHA));
+		symtab_close(st);
+	}
+	/* A build-id and no debug file for it here: a server would be asked, if one were named. */
+	if (symtab_open(&st, nodebug, NULL, 0) == 0) {
+		assert_null(name_at(st, FX_ALPHA));
+		symtab_close(st);
+	}
+	assert_null(dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_NOLOAD));
+}
+
+/*
  * A library linked by lld (issue 31). lld packs segments without padding:
  * the code's mapping begins with read-only data that shares its first page
  * and ends with writable data that shares its last, and the code is linked
@@ -310,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_self_pie),
 		cmocka_unit_test(test_shared_library),
 		cmocka_unit_test(test_lld_layout),
+		cmocka_unit_test(test_host_debuglink),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
