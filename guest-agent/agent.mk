@@ -15,7 +15,9 @@ $(AGENT_OBJS) $(AGENT_ASAN_OBJS): | $(BUILD)/gen/profile.pb-c.h
 AGENT_LIBS := -lbpf $(LIB_LIBS)
 
 # The link warns that libdw's debuginfod client calls dlopen: in the static
-# agent that dlopen simply fails, so debuginfod is never used; symbols come
+# agent it loads the system's shared libdebuginfod, libcurl and libc beside
+# the static libc, so lib/symtab.c lets libdwfl's standard search (the only
+# caller) run only when DEBUGINFOD_URLS names a server; otherwise symbols come
 # from the files on disk (or under --guest-root) only. The plain agent is
 # static and the ASan one dynamic, so the two links are written out.
 $(BUILD)/kvmprof-agent: $(AGENT_OBJS) $(LIB_A)

@@ -6,6 +6,7 @@
  * status 2 with "prog: what" and the usage. The report command loads the
  * file (END included), hands the program's options to the loader, renders
  * to -o, and says what went wrong as "prog: ..." with exit status 1.
+ * lib/cli_command: a program's command table, its usage and --help.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "cli_command.h"
 #include "lib_fixture.h"
 #include "record_cli.h"
 #include "report_cli.h"
@@ -457,6 +459,81 @@ static void test_report_refusals(void **state)
 	assert_int_equal(own.renders, 0);
 }
 
+/* ---- the command table ---- */
+
+static char ran_argv0[32];
+static int ran_argc;
+
+static int cmd_one(int argc, char **argv)
+{
+	snprintf(ran_argv0, sizeof(ran_argv0), "%s", argv[0]);
+	ran_argc = argc;
+	return 7;
+}
+
+static int cmd_two(int argc, char **argv)
+{
+	(void)argc;
+	snprintf(ran_argv0, sizeof(ran_argv0), "%s", argv[0]);
+	return 0;
+}
+
+static const struct cli_command table[] = {
+	{ "one", "[-x] FILE", "the first command", cmd_one },
+	{ "second", "--all", "the second, whose summary\ntakes two lines", cmd_two },
+	{ 0 },
+};
+
+static const struct cli_program program = { .name = "prog", .about = "What prog does.\n", .commands = table };
+
+static const char table_usage[] = "usage: prog one [-x] FILE\n"
+				  "       prog second --all\n"
+				  "       prog --help | --version\n";
+
+static void test_command_table(void **state)
+{
+	char *argv_one[] = { "prog", "one", "a", "b", NULL }, *argv_two[] = { "prog", "second", NULL };
+	char *argv_none[] = { "prog", NULL }, *argv_bad[] = { "prog", "on", NULL }, *argv_help[] = { "prog", "help", NULL };
+	char *argv_version[] = { "prog", "-V", NULL };
+	const char *unknown = "prog: unknown subcommand 'on'\n";
+	int rc;
+
+	(void)state;
+	/* A row's command runs with argv from its name on; its status is the program's. */
+	CAPTURE(1, cli_program_main(&program, 4, argv_one));
+	assert_int_equal(rc, 7);
+	assert_string_equal(ran_argv0, "one");
+	assert_int_equal(ran_argc, 3);
+	CAPTURE(1, cli_program_main(&program, 2, argv_two));
+	assert_int_equal(rc, 0);
+	assert_string_equal(ran_argv0, "second");
+
+	/* No command, or one not in the table (no prefixes): the usage, status 2. */
+	CAPTURE(2, cli_program_main(&program, 1, argv_none));
+	assert_int_equal(rc, 2);
+	assert_string_equal(captured, table_usage);
+	ran_argv0[0] = '\0';
+	CAPTURE(2, cli_program_main(&program, 2, argv_bad));
+	assert_int_equal(rc, 2);
+	assert_string_equal(ran_argv0, "");
+	assert_true(!strncmp(captured, unknown, strlen(unknown)));
+	assert_string_equal(captured + strlen(unknown), table_usage);
+
+	/* --help: the usage, the paragraph, a line per row (further lines under the first). */
+	CAPTURE(1, cli_program_main(&program, 2, argv_help));
+	assert_int_equal(rc, 0);
+	assert_true(!strncmp(captured, table_usage, strlen(table_usage)));
+	assert_string_equal(captured + strlen(table_usage), "\nWhat prog does.\n\n"
+							     "  one      the first command\n"
+							     "  second   the second, whose summary\n"
+							     "           takes two lines\n"
+							     "\n`prog COMMAND --help` describes each command's options.\n");
+	CAPTURE(1, cli_program_main(&program, 2, argv_version));
+	assert_int_equal(rc, 0);
+	assert_true(!strncmp(captured, "prog ", 5));
+	assert_non_null(strstr(captured, " (sample format "));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_report_loads_and_renders),
 		cmocka_unit_test(test_report_damaged_file),
 		cmocka_unit_test(test_report_refusals),
+		cmocka_unit_test(test_command_table),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
