@@ -105,32 +105,41 @@ static void report_profile_options(const struct report_cli_args *a, struct profi
 	const struct agent_report_args *own = ctx;
 
 	agent_report_profile_options(a, popt, ctx);
-	popt->aggregate = a->format == REPORT_FORMAT_TEXT && !own->opt.callgraph;
+	popt->aggregate = !a->format->stacks && !own->opt.callgraph;
 }
+
+/* Stacks show the first event with samples, and say so when others had some. */
+static uint32_t stack_event(struct profile *p, const struct report_format *f, void *ctx)
+{
+	uint32_t ev = report_folded_event(p);
+	size_t others = 0;
+
+	(void)ctx;
+	for (size_t i = 0; i < p->nr_events; i++)
+		others += i != ev && p->events[i].samples;
+	if (others)
+		fprintf(stderr, "kvmprof-agent: %s of event %s only (%zu more events have samples)\n", f->what,
+			p->events[ev].name, others);
+	return ev;
+}
+
+static int text(FILE *out, struct profile *p, void *ctx)
+{
+	const struct agent_report_args *own = ctx;
+
+	return report_text(out, p, &own->opt);
+}
+
+/* kvmprof-agent's view of every format: report_svg's and report_pprof's defaults. */
+static const struct report_view view = { .stack_event = stack_event, .text = text };
 
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
 	const struct agent_report_args *own = ctx;
-	uint32_t ev;
-	size_t i, others = 0;
 
-	if (a->format != REPORT_FORMAT_TEXT)
+	if (a->format->stacks)
 		report_filter_profile(p, &own->opt.table.filter);
-	switch (a->format) {
-	case REPORT_FORMAT_FOLDED:
-	case REPORT_FORMAT_SVG:
-		ev = report_folded_event(p);
-		for (i = 0; i < p->nr_events; i++)
-			others += i != ev && p->events[i].samples;
-		if (others)
-			fprintf(stderr, "kvmprof-agent: %s of event %s only (%zu more events have samples)\n",
-				a->format == REPORT_FORMAT_SVG ? "flame graph" : "folded stacks", p->events[ev].name, others);
-		return a->format == REPORT_FORMAT_SVG ? report_svg(out, p, ev, NULL) : report_folded(out, p, ev);
-	case REPORT_FORMAT_PPROF:
-		return report_pprof(out, p, NULL);
-	default:
-		return report_text(out, p, &own->opt);
-	}
+	return a->format->render(out, p, a->format, &view, ctx);
 }
 
 int agent_report_main(int argc, char **argv)

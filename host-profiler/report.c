@@ -407,7 +407,7 @@ static int render_directory(FILE *out, const struct report_cli_args *a, const st
 {
 	const struct host_report_args *own = ctx;
 
-	if (a->format != REPORT_FORMAT_TEXT || own->drill || own->exits) {
+	if (a->format->stacks || own->drill || own->exits) {
 		fprintf(stderr, "kvmprof report: %s is an --all-domains recording: its report is the text table; for "
 				"%s, report one domain's file (%s/NAME.data)\n", a->input,
 			own->drill ? "--drill" : own->exits ? "--exits" : "other formats", a->input);
@@ -416,13 +416,42 @@ static int render_directory(FILE *out, const struct report_cli_args *a, const st
 	return host_report_domains(out, a->input, popt, &own->opt);
 }
 
+/* What kvmprof's view of the formats needs of one report. */
+struct render_call {
+	const struct host_report_args *own;
+	const char *input;
+	const uint64_t *by_layer;
+};
+
+static uint32_t stack_event(struct profile *p, const struct report_format *f, void *ctx)
+{
+	(void)f, (void)ctx;
+	return merge_events(p);
+}
+
+static void pprof_options(const struct profile *p, struct report_pprof_options *o, void *ctx)
+{
+	(void)ctx;
+	*o = (struct report_pprof_options){ .domain = profile_meta(p, "domain"), .labels = pprof_labels };
+}
+
+static int text(FILE *out, struct profile *p, void *ctx)
+{
+	const struct render_call *c = ctx;
+
+	return print_text(out, p, c->input, &c->own->opt, c->by_layer);
+}
+
+/* kvmprof's view of every format: one stack per sample across the layers, each in its colour. */
+static const struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
+static const struct report_view view = { .stack_event = stack_event, .svg = &svg, .pprof = pprof_options, .text = text };
+
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
 	const struct host_report_args *own = ctx;
-	struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
-	bool stacks = a->format != REPORT_FORMAT_TEXT;
+	bool stacks = a->format->stacks;
 	uint64_t by_layer[HOST_LAYER_COUNT] = { 0 };
-	uint32_t ev;
+	struct render_call call = { .own = own, .input = a->input, .by_layer = by_layer };
 	int rc;
 
 	if (own->drill)
@@ -436,21 +465,7 @@ static int render(FILE *out, struct profile *p, const struct report_cli_args *a,
 		return rc;
 	if (stacks)
 		report_filter_profile(p, &own->opt.table.filter);
-	switch (a->format) {
-	case REPORT_FORMAT_FOLDED:
-		ev = merge_events(p);
-		return report_folded(out, p, ev);
-	case REPORT_FORMAT_SVG:
-		ev = merge_events(p);
-		return report_svg(out, p, ev, &svg);
-	case REPORT_FORMAT_PPROF: {
-		const struct report_pprof_options po = { .domain = profile_meta(p, "domain"), .labels = pprof_labels };
-
-		return report_pprof(out, p, &po);
-	}
-	default:
-		return print_text(out, p, a->input, &own->opt, by_layer);
-	}
+	return a->format->render(out, p, a->format, &view, &call);
 }
 
 int host_report_main(int argc, char **argv)

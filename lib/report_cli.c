@@ -21,39 +21,6 @@ static const struct option shared_longopts[] = {
 };
 #define NR_SHARED (sizeof(shared_longopts) / sizeof(shared_longopts[0]))
 
-static const char *const format_names[] = {
-	[REPORT_FORMAT_TEXT] = "text",
-	[REPORT_FORMAT_FOLDED] = "folded",
-	[REPORT_FORMAT_PPROF] = "pprof",
-	[REPORT_FORMAT_SVG] = "svg",
-};
-
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), t = strlen(tail);
-
-	return n > t && !strcmp(s + n - t, tail);
-}
-
-/*
- * The format an output file's name asks for: 1 with *out set (.pb.gz,
- * .folded, .svg), 0 for any other name (text, unless -f says otherwise),
- * -1 for a name that says gzip or protobuf without saying which (.gz, .pb):
- * writing text there would be a file its name lies about.
- */
-static int format_of_name(const char *path, enum report_format *out)
-{
-	if (ends_with(path, ".pb.gz"))
-		*out = REPORT_FORMAT_PPROF;
-	else if (ends_with(path, ".folded"))
-		*out = REPORT_FORMAT_FOLDED;
-	else if (ends_with(path, ".svg"))
-		*out = REPORT_FORMAT_SVG;
-	else
-		return ends_with(path, ".gz") || ends_with(path, ".pb") ? -1 : 0;
-	return 1;
-}
-
 /*
  * -o's name picks the format when -f is not given; a -f that contradicts
  * the name is refused rather than writing, say, folded stacks into x.svg.
@@ -61,33 +28,21 @@ static int format_of_name(const char *path, enum report_format *out)
  */
 static int check_output_name(const struct report_cli *cli, struct report_cli_args *a, bool format_given)
 {
-	enum report_format named;
+	const struct report_format *named = NULL;
 	int k;
 
 	if (cli->one_format || !a->output)
 		return -1;
-	k = format_of_name(a->output, &named);
+	k = report_format_of_name(a->output, &named);
 	if (k < 0 && !format_given)
 		return cli_usage_error(cli->cmd, cli->usage,
 				       "-o %s: which format? name it .pb.gz for pprof, or give --format", a->output);
 	if (k > 0 && format_given && named != a->format)
 		return cli_usage_error(cli->cmd, cli->usage, "-o %s is named for %s, but --format is %s", a->output,
-				       format_names[named], format_names[a->format]);
+				       named->name, a->format->name);
 	if (k > 0)
 		a->format = named;
 	return -1;
-}
-
-/* "text", "folded", "pprof" or "svg". 0 or -EINVAL. */
-static int parse_format(const char *name, enum report_format *out)
-{
-	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
-		if (!strcmp(name, format_names[i])) {
-			*out = (enum report_format)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* -1 to go on, else the exit status. */
@@ -106,7 +61,7 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 	cli_merge_longopts(longopts, shared, nshared, cli->own_longopts);
 	snprintf(shortopts, sizeof(shortopts), ":i:%so:r:h%s", cli->one_format ? "" : "f:",
 		 cli->own_shortopts ? cli->own_shortopts : "");
-	*a = (struct report_cli_args){ .input = "kvmprof.data", .format = REPORT_FORMAT_TEXT };
+	*a = (struct report_cli_args){ .input = "kvmprof.data", .format = report_format_default() };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
@@ -115,9 +70,13 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 			a->input = optarg;
 			continue;
 		case 'f':
-			if (parse_format(optarg, &a->format))
-				return cli_usage_error(cli->cmd, cli->usage, "unknown format '%s' (text, folded, pprof or svg)",
-						       optarg);
+			a->format = report_format_find(optarg);
+			if (!a->format) {
+				char names[128];
+
+				report_format_names(names, sizeof(names));
+				return cli_usage_error(cli->cmd, cli->usage, "unknown format '%s' (%s)", optarg, names);
+			}
 			format_given = true;
 			continue;
 		case 'o':
@@ -160,12 +119,12 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 	return cli->check ? cli->check(cli->ctx) : -1;
 }
 
-/* pprof is binary: without -o it must not go to a terminal. 0 or 2. */
-static int check_output(const char *cmd, enum report_format format, const char *output)
+/* A binary format (pprof) without -o must not go to a terminal. 0 or 2. */
+static int check_output(const char *cmd, const struct report_format *format, const char *output)
 {
 	/* Checked before the (possibly long) load, so the mistake is told at once. */
-	if (format == REPORT_FORMAT_PPROF && !output && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "%s: pprof output is binary: give -o FILE or redirect it\n", cmd);
+	if (format->binary && !output && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "%s: %s output is binary: give -o FILE or redirect it\n", cmd, format->name);
 		return 2;
 	}
 	return 0;
@@ -182,7 +141,7 @@ static int write_report(const struct report_cli *cli, const struct report_cli_ar
 	int rc, status = 0;
 
 	if (a->output) {
-		out = fopen(a->output, a->format == REPORT_FORMAT_PPROF ? "wb" : "w");
+		out = fopen(a->output, a->format->binary ? "wb" : "w");
 		if (!out) {
 			fprintf(stderr, "%s: %s: %s\n", cli->prog, a->output, strerror(errno));
 			return 1;
@@ -252,7 +211,7 @@ int report_cli_main(const struct report_cli *cli, int argc, char **argv)
 		return 1;
 	}
 	status = write_report(cli, &a, p, &popt);
-	if (!status && cli->note_unresolved && a.format != REPORT_FORMAT_TEXT && p->unresolved)
+	if (!status && cli->note_unresolved && a.format->stacks && p->unresolved)
 		fprintf(stderr, "%s: %" PRIu64 " of %zu samples have no symbol\n", cli->prog, p->unresolved,
 			p->nr_samples);
 	profile_free(p);

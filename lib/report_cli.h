@@ -17,8 +17,7 @@
 #include <stdio.h>
 
 #include "profile.h"
-
-enum report_format { REPORT_FORMAT_TEXT, REPORT_FORMAT_FOLDED, REPORT_FORMAT_PPROF, REPORT_FORMAT_SVG };
+#include "report_format.h"
 
 /* The shared options, parsed. */
 struct report_cli_args {
@@ -27,7 +26,7 @@ struct report_cli_args {
 	const char *root;   /* -r, --guest-root: where the recorded system's files are */
 	bool recover;       /* --recover */
 	bool no_demangle;   /* --no-demangle: C++ and Rust names as mangled */
-	enum report_format format; /* -f */
+	const struct report_format *format; /* -f, or the -o name's; text by default */
 };
 
 struct report_cli {

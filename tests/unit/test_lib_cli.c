@@ -379,7 +379,7 @@ static void test_report_loads_and_renders(void **state)
 	assert_int_equal(rc, 0);
 	assert_int_equal(own.renders, 1);
 	assert_string_equal(own.seen.input, data_path);
-	assert_int_equal(own.seen.format, REPORT_FORMAT_FOLDED);
+	assert_ptr_equal(own.seen.format, report_format_find("folded"));
 	assert_false(own.seen.recover);
 	/* The program's own option reached the loader, next to the shared --guest-root. */
 	assert_string_equal(own.popt.root, dir);
@@ -457,6 +457,37 @@ static void test_report_refusals(void **state)
 	assert_int_equal(rc, 1);
 	assert_string_equal(captured, "prog: out of memory\n");
 	assert_int_equal(own.renders, 0);
+}
+
+/* The formats' rows: found by name, picked by an -o name's ending, listed for messages. */
+static void test_report_formats(void **state)
+{
+	const struct report_format *f = NULL;
+	char names[128];
+
+	(void)state;
+	assert_string_equal(report_format_default()->name, "text");
+	assert_false(report_format_default()->stacks);
+	assert_null(report_format_find("xml"));
+	assert_null(report_format_find(""));
+	assert_true(report_format_find("pprof")->binary);
+	assert_false(report_format_find("svg")->binary);
+	assert_true(report_format_find("folded")->stacks);
+	assert_int_equal(report_format_of_name("out.pb.gz", &f), 1);
+	assert_ptr_equal(f, report_format_find("pprof"));
+	assert_int_equal(report_format_of_name("a/b.folded", &f), 1);
+	assert_ptr_equal(f, report_format_find("folded"));
+	assert_int_equal(report_format_of_name("x.svg", &f), 1);
+	assert_ptr_equal(f, report_format_find("svg"));
+	/* gzip or protobuf without saying which; a bare suffix is no name */
+	assert_int_equal(report_format_of_name("x.gz", &f), -1);
+	assert_int_equal(report_format_of_name("x.pb", &f), -1);
+	assert_int_equal(report_format_of_name(".svg", &f), 0);
+	assert_int_equal(report_format_of_name("report.txt", &f), 0);
+	report_format_names(names, sizeof(names));
+	assert_string_equal(names, "text, folded, pprof or svg");
+	report_format_names(names, 8);
+	assert_string_equal(names, "text, f");
 }
 
 /* ---- the command table ---- */
@@ -545,6 +576,7 @@ int main(void)
 		cmocka_unit_test(test_report_loads_and_renders),
 		cmocka_unit_test(test_report_damaged_file),
 		cmocka_unit_test(test_report_refusals),
+		cmocka_unit_test(test_report_formats),
 		cmocka_unit_test(test_command_table),
 	};
 
