@@ -54,8 +54,9 @@ $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%): $(BUILD)/asan/tests/%: tests/unit/%.c
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(EMU_LIBS) -lpthread
 
 # The vCPU exit dispatch with the port devices that stop a guest; the test
-# stands in for the vPMU and debug-exit hooks, which need a live vCPU.
-VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/ioport.c vmm/exit_port.c vmm/reset.c vmm/acpi_pm.c vmm/trace.c
+# registers stand-in features for the vPMU's MSR and the debug-exit hooks,
+# which need a live vCPU, and a dummy one that logs every hook.
+VCPU_EXIT_TEST_SRCS := vmm/vcpu_exit.c vmm/vcpu_hooks.c vmm/ioport.c vmm/exit_port.c vmm/reset.c vmm/acpi_pm.c vmm/trace.c
 UNIT_TESTS += $(BUILD)/tests/test_vcpu_exit
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_vcpu_exit
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vcpu_hooks.h"
 #include "backend_kvm.h"
 #include "kick.h"
 #include "kvmprof/vpmu_sbuf.h"
@@ -428,3 +429,31 @@ void vmm_pmu_print_stats(struct vm *vm)
 			100.0 * (double)s.time_running_ns / (double)s.time_enabled_ns,
 			s.time_running_ns < s.time_enabled_ns ? " (counts are partial)" : "");
 }
+
+static int pmu_vcpu_init(struct vcpu *vcpu)
+{
+	int rc = vcpu_pmu_init(vcpu);
+
+	if (rc)
+		fprintf(stderr, "kvmprof-vmm: vPMU of vCPU %u: %s\n", vcpu->id, strerror(-rc));
+	return rc;
+}
+
+/* The MSR exits are the vPMU's: KVM's MSR filter (vmm_pmu_setup) sends only its registers here. */
+static bool pmu_msr_exit(struct vcpu *vcpu)
+{
+	vcpu_pmu_handle_msr(vcpu);
+	return true;
+}
+
+const struct vcpu_hooks vmm_pmu_hooks = {
+	.name = "vpmu",
+	.vm_setup = vmm_pmu_setup,
+	.cpuid = vmm_pmu_cpuid,
+	.init = pmu_vcpu_init,
+	.destroy = vcpu_pmu_destroy,
+	.before_run = vcpu_pmu_before_run,
+	.after_run = vcpu_pmu_after_run,
+	.msr_exit = pmu_msr_exit,
+	.print_stats = vmm_pmu_print_stats,
+};

@@ -73,4 +73,7 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu);
 
 void vmm_pmu_print_stats(struct vm *vm);
 
+/* The vPMU's place in each vCPU's life (vcpu_hooks.h). */
+extern const struct vcpu_hooks vmm_pmu_hooks;
+
 #endif

@@ -13,6 +13,7 @@
 
 #include "kick.h"
 #include "vcpu_exit.h"
+#include "vcpu_hooks.h"
 #include "vm.h"
 
 #define X86_CR0_PE 0x1ULL
@@ -97,21 +98,11 @@ int vcpu_create(struct vm *vm, unsigned int id)
 		return -ENOMEM;
 	memcpy(cpuid, vm->cpuid, cpuid_size);
 	cpuid_adjust_for_vcpu(cpuid, id, vm->cfg->ncpus);
-	cpuid = vmm_pmu_cpuid(vm, cpuid);
-	rc = vcpu_pmu_init(vcpu);
+	cpuid = vm_hooks_cpuid(vm, cpuid);
+	if (!cpuid)
+		return -ENOMEM;
+	rc = vcpu_hooks_init(vcpu);
 	if (rc) {
-		fprintf(stderr, "kvmprof-vmm: vPMU of vCPU %u: %s\n", id, strerror(-rc));
-		free(cpuid);
-		return rc;
-	}
-	rc = vcpu_exact_init(vcpu);
-	if (rc) {
-		free(cpuid);
-		return rc;
-	}
-	rc = pmi_trace_init(vcpu);
-	if (rc) {
-		fprintf(stderr, "kvmprof-vmm: --vpmu-trace-pmi: %s\n", strerror(-rc));
 		free(cpuid);
 		return rc;
 	}
@@ -133,9 +124,8 @@ int vcpu_create(struct vm *vm, unsigned int id)
 
 void vcpu_destroy(struct vcpu *vcpu)
 {
-	vcpu_pmu_destroy(vcpu);
-	vcpu_exact_destroy(vcpu);
-	pmi_trace_destroy(vcpu);
+	if (vcpu->vm) /* a vCPU never created has no features to tear down */
+		vcpu_hooks_destroy(vcpu);
 	if (vcpu->run)
 		munmap(vcpu->run, vcpu->vm->run_size);
 	vcpu->run = NULL;
@@ -328,22 +318,20 @@ void *vcpu_thread(void *arg)
 		bool kvm_ran = true;
 		int err;
 
-		vcpu_pmu_before_run(vcpu);
+		vcpu_hooks_before_run(vcpu);
 		vcpu_sync_regs(vcpu);
 		TRACE(vm_entry);
-		/* The exact vPMU backend runs counting vCPUs in its emulator, and KVM in steps. */
-		if (vcpu_exact_active(vcpu))
-			rc = vcpu_exact_run(vcpu, &kvm_ran);
-		else
+		/* A feature may run the vCPU itself (the exact backend's engine, and KVM in steps). */
+		if (!vcpu_hooks_run(vcpu, &rc, &kvm_ran))
 			rc = ioctl(vcpu->fd, KVM_RUN, 0);
 		err = rc < 0 ? errno : 0;
 		vcpu_run_ended(vcpu, kvm_ran, err);
-		vcpu_pmu_after_run(vcpu);
+		vcpu_hooks_after_run(vcpu);
 		if (!kvm_ran)
 			continue; /* the emulator stopped (a slice's end, an overflow): no exit to handle */
 		if (rc < 0) {
 			if (err == EINTR) {
-				vcpu_exact_after_exit(vcpu);
+				vcpu_hooks_after_exit(vcpu);
 				continue;
 			}
 			if (err == EAGAIN) {
@@ -366,7 +354,7 @@ void *vcpu_thread(void *arg)
 		if (!vcpu_act(vcpu, vcpu_handle_exit(vcpu)))
 			break;
 		if (vcpu->run->exit_reason != KVM_EXIT_DEBUG)
-			vcpu_exact_after_exit(vcpu);
+			vcpu_hooks_after_exit(vcpu);
 	}
 	TRACE(vcpu_stop);
 	trace_ctx_unregister(&vcpu->trace_ctx);

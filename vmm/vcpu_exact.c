@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vcpu_hooks.h"
 #include "backend_exact.h"
 #include "exact_guest.h"
 #include "exact_lapic.h"
@@ -794,3 +795,21 @@ void vcpu_exact_print_stats(struct vm *vm)
 		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
 			(unsigned long long)t.events_by_vmm, (unsigned long long)t.ack_runs);
 }
+
+/* Counting vCPUs run in the engine instead of KVM. */
+static bool exact_run(struct vcpu *vcpu, int *rc, bool *kvm_ran)
+{
+	if (!vcpu_exact_active(vcpu))
+		return false;
+	*rc = vcpu_exact_run(vcpu, kvm_ran);
+	return true;
+}
+
+const struct vcpu_hooks vcpu_exact_hooks = {
+	.name = "exact",
+	.init = vcpu_exact_init,
+	.destroy = vcpu_exact_destroy,
+	.run = exact_run,
+	.after_exit = vcpu_exact_after_exit,
+	.debug_exit = vcpu_exact_debug_exit,
+};

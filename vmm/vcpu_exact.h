@@ -98,4 +98,7 @@ void vcpu_exact_after_exit(struct vcpu *vcpu);
 
 void vcpu_exact_print_stats(struct vm *vm);
 
+/* The engine's place in each vCPU's life (vcpu_hooks.h): it takes the runs of counting vCPUs. */
+extern const struct vcpu_hooks vcpu_exact_hooks;
+
 #endif

@@ -5,6 +5,7 @@
 #include "reset.h"
 #include "trace.h"
 #include "vcpu_exit.h"
+#include "vcpu_hooks.h"
 #include "vm.h"
 
 /* An access's value, from the 1, 2 or 4 little-endian bytes KVM passes. */
@@ -62,13 +63,14 @@ struct vcpu_outcome vcpu_handle_exit(struct vcpu *vcpu)
 	case KVM_EXIT_INTR:
 		return vcpu_continue(); /* a kick or a timer signal: the run loop looks at why */
 	case KVM_EXIT_DEBUG:
-		if (vcpu_exact_debug_exit(vcpu) || pmi_trace_debug_exit(vcpu))
+		if (vcpu_hooks_debug_exit(vcpu))
 			return vcpu_continue();
 		return vcpu_crash("unexpected debug exit");
 	case KVM_EXIT_X86_RDMSR:
 	case KVM_EXIT_X86_WRMSR:
-		vcpu_pmu_handle_msr(vcpu);
-		return vcpu_continue();
+		if (vcpu_hooks_msr_exit(vcpu))
+			return vcpu_continue();
+		return vcpu_crash("unexpected MSR exit");
 	case KVM_EXIT_SYSTEM_EVENT:
 		return vcpu_handle_system_event(run);
 	case KVM_EXIT_SHUTDOWN:

@@ -17,6 +17,7 @@
 #include "exit_port.h"
 #include "kick.h"
 #include "reset.h"
+#include "vcpu_hooks.h"
 #include "vm.h"
 
 #define KVM_TSS_ADDR 0xfffbd000
@@ -181,8 +182,6 @@ static int vm_create_devices(struct vm *vm)
 		rc = reset_init(&vm->io);
 	if (!rc)
 		rc = acpi_pm_init(&vm->acpi_pm, &vm->io);
-	if (!rc)
-		rc = guest_sampler_init(vm);
 	return rc;
 }
 
@@ -191,6 +190,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	int rc;
 
 	vm->cfg = cfg;
+	vm->hooks = vm_features;
 	vm->kvm_fd = vm->vm_fd = vm->console_fd = vm->agent_fd = -1;
 	pthread_mutex_init(&vm->stop_lock, NULL);
 	rc = vm_open_kvm(vm);
@@ -203,7 +203,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	if (!rc)
 		rc = vm_create_devices(vm);
 	if (!rc)
-		rc = vmm_pmu_setup(vm);
+		rc = vm_hooks_setup(vm);
 	for (unsigned int i = 0; !rc && i < cfg->ncpus; i++)
 		rc = vcpu_create(vm, i);
 	return rc;
@@ -211,10 +211,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 
 void vm_destroy(struct vm *vm)
 {
-	if (vm->ran) {
-		vmm_pmu_print_stats(vm);
-		pmi_trace_print(vm);
-	}
+	if (vm->ran)
+		vm_hooks_print_stats(vm);
 	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
 		vcpu_destroy(&vm->vcpu[i]);
 	serial_destroy(&vm->com1);

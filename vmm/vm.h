@@ -74,6 +74,7 @@ struct vcpu {
 
 struct vm {
 	const struct vm_config *cfg;
+	const struct vcpu_hooks *const *hooks; /* the features' tables (vcpu_hooks.h), NULL-terminated */
 	int kvm_fd;
 	int vm_fd;
 	size_t run_size;

@@ -4,8 +4,10 @@
  * struct kvm_run, built by hand, and the outcome the run loop gets for it
  * (continue, stop with a status, crash with a reason), as Firecracker's
  * test_handle_kvm_exit does. The port devices that stop the guest (the
- * exit port, the reset controls) are the real ones; the vPMU's MSR handler
- * and the debug-exit users need a live vCPU and are stand-ins here. No KVM:
+ * exit port, the reset controls) are the real ones; the features that take
+ * MSR and debug exits need a live vCPU and are stand-in features here,
+ * registered through the hook table (vcpu_hooks.h) as the real ones are;
+ * a dummy feature sees every hook called, in order. No KVM:
  * nothing in the dispatch may stop the VM itself, and this test links no
  * vm_request_stop that it could call.
  */
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -22,18 +25,19 @@
 #include "kvmprof/platform.h"
 #include "reset.h"
 #include "vcpu_exit.h"
+#include "vcpu_hooks.h"
 #include "vm.h"
 
-/* --- stand-ins for what needs a live vCPU ----------------------------------- */
+/* --- stand-in features for what needs a live vCPU ------------------------- */
 
-bool vcpu_exact_debug_exit(struct vcpu *vcpu)
+static bool exact_standin_debug(struct vcpu *vcpu)
 {
 	(void)vcpu;
 	function_called();
 	return mock_type(bool);
 }
 
-bool pmi_trace_debug_exit(struct vcpu *vcpu)
+static bool tracer_standin_debug(struct vcpu *vcpu)
 {
 	(void)vcpu;
 	function_called();
@@ -42,11 +46,18 @@ bool pmi_trace_debug_exit(struct vcpu *vcpu)
 
 static struct vcpu *msr_handled_for;
 
-void vcpu_pmu_handle_msr(struct vcpu *vcpu)
+static bool pmu_standin_msr(struct vcpu *vcpu)
 {
 	msr_handled_for = vcpu;
 	vcpu->run->msr.data = 0x1234;
+	return true;
 }
+
+/* In vm_features' order: the vPMU, the engine, the tracer. */
+static const struct vcpu_hooks pmu_standin = { .name = "vpmu", .msr_exit = pmu_standin_msr };
+static const struct vcpu_hooks exact_standin = { .name = "exact", .debug_exit = exact_standin_debug };
+static const struct vcpu_hooks tracer_standin = { .name = "pmi-trace", .debug_exit = tracer_standin_debug };
+static const struct vcpu_hooks *const standins[] = { &pmu_standin, &exact_standin, &tracer_standin, NULL };
 
 /* --- the machine ------------------------------------------------------------ */
 
@@ -92,6 +103,7 @@ static int setup(void **state)
 	assert_int_equal(reset_init(&vm.io), 0);
 	assert_int_equal(acpi_pm_init(&vm.acpi_pm, &vm.io), 0);
 	assert_int_equal(ioport_register(&vm.io, TEST_DEVICE_PORT, 1, test_device_io, &device), 0);
+	vm.hooks = standins;
 	vcpu = (struct vcpu){ .vm = &vm, .run = &area.run };
 	return 0;
 }
@@ -358,12 +370,23 @@ static void test_msr_exits_go_to_the_vpmu(void **state)
 	assert_ptr_equal(msr_handled_for, &vcpu);
 }
 
+static void test_msr_exit_nobody_takes_crashes(void **state)
+{
+	static const struct vcpu_hooks *const none[] = { &exact_standin, NULL };
+
+	(void)state;
+	vm.hooks = none;
+	set_exit(KVM_EXIT_X86_WRMSR);
+	assert_crash(vcpu_handle_exit(&vcpu), "unexpected MSR exit");
+	assert_null(msr_handled_for);
+}
+
 static void test_debug_exit_of_the_exact_backend(void **state)
 {
 	(void)state;
 	set_exit(KVM_EXIT_DEBUG);
-	expect_function_call(vcpu_exact_debug_exit);
-	will_return(vcpu_exact_debug_exit, true);
+	expect_function_call(exact_standin_debug);
+	will_return(exact_standin_debug, true);
 	assert_continue(vcpu_handle_exit(&vcpu)); /* the tracer is not asked */
 }
 
@@ -371,10 +394,10 @@ static void test_debug_exit_of_the_pmi_tracer(void **state)
 {
 	(void)state;
 	set_exit(KVM_EXIT_DEBUG);
-	expect_function_call(vcpu_exact_debug_exit);
-	will_return(vcpu_exact_debug_exit, false);
-	expect_function_call(pmi_trace_debug_exit);
-	will_return(pmi_trace_debug_exit, true);
+	expect_function_call(exact_standin_debug);
+	will_return(exact_standin_debug, false);
+	expect_function_call(tracer_standin_debug);
+	will_return(tracer_standin_debug, true);
 	assert_continue(vcpu_handle_exit(&vcpu));
 }
 
@@ -382,11 +405,132 @@ static void test_debug_exit_nobody_asked_for_crashes(void **state)
 {
 	(void)state;
 	set_exit(KVM_EXIT_DEBUG);
-	expect_function_call(vcpu_exact_debug_exit);
-	will_return(vcpu_exact_debug_exit, false);
-	expect_function_call(pmi_trace_debug_exit);
-	will_return(pmi_trace_debug_exit, false);
+	expect_function_call(exact_standin_debug);
+	will_return(exact_standin_debug, false);
+	expect_function_call(tracer_standin_debug);
+	will_return(tracer_standin_debug, false);
 	assert_crash(vcpu_handle_exit(&vcpu), "unexpected debug exit");
+}
+
+
+/*
+ * A dummy feature registered beside another sees each of its hooks called
+ * in the VM's and the vCPU's order; of two that take runs or debug exits,
+ * the first that claims one has it.
+ */
+static char hook_log[512];
+
+static void logf_hook(const char *who, const char *what)
+{
+	size_t n = strlen(hook_log);
+
+	snprintf(hook_log + n, sizeof(hook_log) - n, "%s%s.%s", n ? " " : "", who, what);
+}
+
+#define DUMMY_HOOKS(tag, claims)                                                                 \
+	static int tag##_setup(struct vm *v)                                                     \
+	{                                                                                        \
+		(void)v;                                                                         \
+		logf_hook(#tag, "setup");                                                        \
+		return 0;                                                                        \
+	}                                                                                        \
+	static struct kvm_cpuid2 *tag##_cpuid(const struct vm *v, struct kvm_cpuid2 *c)         \
+	{                                                                                        \
+		(void)v;                                                                         \
+		logf_hook(#tag, "cpuid");                                                        \
+		return c;                                                                        \
+	}                                                                                        \
+	static int tag##_init(struct vcpu *c)                                                    \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "init");                                                         \
+		return 0;                                                                        \
+	}                                                                                        \
+	static void tag##_destroy(struct vcpu *c)                                                \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "destroy");                                                      \
+	}                                                                                        \
+	static void tag##_before(struct vcpu *c)                                                 \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "before");                                                       \
+	}                                                                                        \
+	static void tag##_after(struct vcpu *c)                                                  \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "after");                                                        \
+	}                                                                                        \
+	static bool tag##_run(struct vcpu *c, int *rc, bool *ran)                                \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "run");                                                          \
+		if (claims) {                                                                    \
+			*rc = 0;                                                                 \
+			*ran = false;                                                            \
+		}                                                                                \
+		return claims;                                                                   \
+	}                                                                                        \
+	static void tag##_after_exit(struct vcpu *c)                                             \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "after_exit");                                                   \
+	}                                                                                        \
+	static bool tag##_debug(struct vcpu *c)                                                  \
+	{                                                                                        \
+		(void)c;                                                                         \
+		logf_hook(#tag, "debug");                                                        \
+		return claims;                                                                   \
+	}                                                                                        \
+	static void tag##_stats(struct vm *v)                                                    \
+	{                                                                                        \
+		(void)v;                                                                         \
+		logf_hook(#tag, "stats");                                                        \
+	}                                                                                        \
+	static const struct vcpu_hooks tag##_hooks = {                                           \
+		.name = #tag, .vm_setup = tag##_setup, .cpuid = tag##_cpuid, .init = tag##_init,  \
+		.destroy = tag##_destroy, .before_run = tag##_before, .after_run = tag##_after,    \
+		.run = tag##_run, .after_exit = tag##_after_exit, .debug_exit = tag##_debug,      \
+		.print_stats = tag##_stats,                                                       \
+	}
+
+DUMMY_HOOKS(a, false);
+DUMMY_HOOKS(b, true);
+
+static void test_hooks_called_in_order(void **state)
+{
+	static const struct vcpu_hooks *const features[] = { &a_hooks, &b_hooks, NULL };
+	struct kvm_cpuid2 cpuid = { 0 };
+	bool ran = true;
+	int rc = -1;
+
+	(void)state;
+	vm.hooks = features;
+	hook_log[0] = '\0';
+	assert_int_equal(vm_hooks_setup(&vm), 0);
+	assert_ptr_equal(vm_hooks_cpuid(&vm, &cpuid), &cpuid);
+	assert_int_equal(vcpu_hooks_init(&vcpu), 0);
+	vcpu_hooks_before_run(&vcpu);
+	assert_true(vcpu_hooks_run(&vcpu, &rc, &ran));
+	assert_int_equal(rc, 0);
+	assert_false(ran);
+	vcpu_hooks_after_run(&vcpu);
+	vcpu_hooks_after_exit(&vcpu);
+	assert_true(vcpu_hooks_debug_exit(&vcpu));
+	assert_false(vcpu_hooks_msr_exit(&vcpu)); /* neither has an MSR hook */
+	vcpu_hooks_destroy(&vcpu);
+	vm_hooks_print_stats(&vm);
+	assert_string_equal(hook_log, "a.setup b.setup a.cpuid b.cpuid a.init b.init a.before b.before a.run b.run "
+				      "a.after b.after a.after_exit b.after_exit a.debug b.debug a.destroy b.destroy "
+				      "a.stats b.stats");
+
+	/* Nobody takes the run: KVM_RUN's. */
+	static const struct vcpu_hooks *const only_a[] = { &a_hooks, NULL };
+	vm.hooks = only_a;
+	hook_log[0] = '\0';
+	assert_false(vcpu_hooks_run(&vcpu, &rc, &ran));
+	assert_false(vcpu_hooks_debug_exit(&vcpu));
+	assert_string_equal(hook_log, "a.run a.debug");
 }
 
 static void test_system_event_shutdown_powers_off(void **state)
@@ -564,6 +708,8 @@ int main(void)
 		cmocka_unit_test_setup(test_mmio_write_is_dropped, setup),
 		cmocka_unit_test_setup(test_intr_continues, setup),
 		cmocka_unit_test_setup(test_msr_exits_go_to_the_vpmu, setup),
+		cmocka_unit_test_setup(test_msr_exit_nobody_takes_crashes, setup),
+		cmocka_unit_test_setup(test_hooks_called_in_order, setup),
 		cmocka_unit_test_setup(test_debug_exit_of_the_exact_backend, setup),
 		cmocka_unit_test_setup(test_debug_exit_of_the_pmi_tracer, setup),
 		cmocka_unit_test_setup(test_debug_exit_nobody_asked_for_crashes, setup),

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vcpu_hooks.h"
 #include "desc_reader.h"
 #include "guest_attrib.h"
 #include "guest_stack.h"
@@ -665,3 +666,8 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 	gs_release(vm);
 	return 0;
 }
+
+const struct vcpu_hooks guest_sampler_hooks = {
+	.name = "guest-sampler",
+	.vm_setup = guest_sampler_init,
+};

@@ -126,6 +126,9 @@ struct guest_sampler_totals {
 /* At VM creation: the descriptor port, the sampling signal. 0 or -errno (message printed). */
 int guest_sampler_init(struct vm *vm);
 
+/* The sampler's place in the VM's life (vcpu_hooks.h). */
+extern const struct vcpu_hooks guest_sampler_hooks;
+
 /*
  * Control thread: starts sampling every vCPU. On success *memfd is a new
  * descriptor of the ring set (the caller passes it on and closes it) of

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "vcpu_hooks.h"
 #include "guest_idt.h"
 #include "guest_walk.h"
 #include "vm.h"
@@ -369,3 +370,20 @@ void pmi_trace_print(struct vm *vm)
 		fprintf(stderr, "%s %s %llu", r ? "," : "", reason_names[r], (unsigned long long)by_reason[r]);
 	fputc('\n', stderr);
 }
+
+static int pmi_trace_vcpu_init(struct vcpu *vcpu)
+{
+	int rc = pmi_trace_init(vcpu);
+
+	if (rc)
+		fprintf(stderr, "kvmprof-vmm: --vpmu-trace-pmi: %s\n", strerror(-rc));
+	return rc;
+}
+
+const struct vcpu_hooks pmi_trace_hooks = {
+	.name = "pmi-trace",
+	.init = pmi_trace_vcpu_init,
+	.destroy = pmi_trace_destroy,
+	.debug_exit = pmi_trace_debug_exit,
+	.print_stats = pmi_trace_print,
+};

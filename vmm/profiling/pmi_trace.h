@@ -48,4 +48,7 @@ void pmi_trace_injected(struct vcpu *vcpu);
 bool pmi_trace_debug_exit(struct vcpu *vcpu);
 void pmi_trace_print(struct vm *vm);
 
+/* The tracer's place in each vCPU's life (vcpu_hooks.h). */
+extern const struct vcpu_hooks pmi_trace_hooks;
+
 #endif
