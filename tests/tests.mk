@@ -91,7 +91,7 @@ PLUGIN_HOST_SRCS := vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_static.c
 # The control socket's requests and commands, without its connections; the
 # test stands in for the guest sampler. The plugin commands use the real
 # plugin host, with the test plugins.
-CONTROL_TEST_SRCS := vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/guest_sampler_events.c vmm/profiling/control_plugins.c \
+CONTROL_TEST_SRCS := vmm/vcpu_hooks.c vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/guest_sampler_events.c vmm/profiling/control_plugins.c \
                      vmm/profiling/control_exit_stats.c vmm/profiling/exit_stats.c lib/kvm_exit_name.c \
                      $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_regs.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
@@ -109,7 +109,7 @@ $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_
 
 # The plugin host (vmm/plugin_host.c): loading, refusing, unloading while
 # another thread dispatches, output.
-PLUGIN_HOST_TEST_SRCS := $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_regs.c vmm/trace.c lib/trace_event_table.c
+PLUGIN_HOST_TEST_SRCS := $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_hooks.c vmm/vcpu_regs.c vmm/trace.c lib/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_plugin_host
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_host
 

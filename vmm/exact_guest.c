@@ -5,6 +5,8 @@
  * the guest kernel's PMU MSR accesses, RDTSC(P), and the interrupt frames
  * a KVM step leaves. Every guest address goes through vmi's page walker.
  */
+#include "vcpu_exact.h"
+#include "pmu.h"
 #include "exact_guest.h"
 
 #include <errno.h>
@@ -149,14 +151,14 @@ bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
 
 	if (st->sregs.cs.dpl != 0 || exact_paging(st, &pg) ||
 	    exact_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
-	    !vpmu_msr_owned(&vcpu->vm->pmu.cfg, msr))
+	    !vpmu_msr_owned(&vmm_pmu_of(vcpu->vm)->cfg, msr))
 		return false;
 	if (b[1] == 0x30) {
 		/* A write that #GPs changes nothing: KVM then runs it and the VMM answers again, with the #GP. */
 		val = (st->regs.rdx << 32) | (uint32_t)st->regs.rax;
-		rc = vpmu_msr_write(&vcpu->pmu.v, msr, val);
+		rc = vpmu_msr_write(&vcpu_pmu_of(vcpu)->v, msr, val);
 	} else {
-		rc = vpmu_msr_read(&vcpu->pmu.v, msr, &val);
+		rc = vpmu_msr_read(&vcpu_pmu_of(vcpu)->v, msr, &val);
 		if (rc == VPMU_MSR_OK) {
 			st->regs.rax = (uint32_t)val;
 			st->regs.rdx = val >> 32;
@@ -170,7 +172,7 @@ bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
 	else
 		TRACE(msr_read, msr, val, 0);
 	st->regs.rip += 2;
-	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
+	vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
 	return true;
 }
 
@@ -207,7 +209,7 @@ bool exact_rdtsc(struct vcpu *vcpu, struct emu_state *st)
 	if (len == 3)
 		st->regs.rcx = (uint32_t)m.e[1].data;
 	st->regs.rip += len;
-	vpmu_exact_add(&vcpu->pmu.v, VPMU_EXACT_INSNS,
+	vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, VPMU_EXACT_INSNS,
 		       st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL, 1);
 	return true;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The guest's LAPIC as the exact backend sees it (exact_lapic.h). */
+#include "vcpu_exact.h"
 #include "exact_lapic.h"
 
 #include <string.h>
@@ -31,7 +32,7 @@ static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
  */
 static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	uint32_t lvtt = lapic_reg(l, APIC_LVTT), cur = lapic_reg(l, APIC_TMCCT);
 	bool periodic = ((lvtt >> 17) & 3) == 1;
 
@@ -80,7 +81,7 @@ int exact_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector)
 			isr = 32 * i + 31 - __builtin_clz(s);
 	}
 	memcpy(&tpr, lapic.regs + APIC_TPR, 4);
-	vcpu->exact.irr_vector = irr;
+	vcpu_exact_of(vcpu)->irr_vector = irr;
 	/* An expired timer is an IRR bit KVM will set at the next entry. */
 	if (timer > irr)
 		irr = timer;

@@ -9,7 +9,7 @@ struct vcpu;
 /*
  * The highest vector requested in the LAPIC's IRR or by its expired timer,
  * or -1; *deliverable if its class beats TPR and ISR; *timer_vector: the
- * LAPIC timer's, or -1. Records the highest IRR bit in vcpu->exact.irr_vector.
+ * LAPIC timer's, or -1. Records the highest IRR bit in the engine's irr_vector.
  */
 int exact_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector);
 

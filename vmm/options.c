@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pmi_trace.h"
 #include "control.h"
 #include "kvmprof/plugin.h"
 #include "kvmprof/sample_format.h"

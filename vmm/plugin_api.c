@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "guest_sampler.h"
 #include "guest_procs.h"
 #include "guest_walk.h"
 #include "plugin_api.h"
@@ -96,6 +97,8 @@ static int api_ctx_read_virt(const struct kvmprof_plugin_ctx *pctx, uint64_t gva
 static int api_ctx_process(const struct kvmprof_plugin_ctx *pctx, struct kvmprof_plugin_process *out)
 {
 	struct vcpu *v = ctx_vcpu_of(pctx);
+	const struct guest_sampler *gs;
+	const struct guest_sampler_vcpu *gv;
 	struct guest_os os = { 0 };
 	struct guest_task task;
 	struct guest_paging pg;
@@ -106,10 +109,12 @@ static int api_ctx_process(const struct kvmprof_plugin_ctx *pctx, struct kvmprof
 		return -ENODEV;
 	memset(out, 0, sizeof(*out));
 	/* A Linux task layout is the sampler's, and stable only while its sampling runs on this vCPU. */
-	if (__atomic_load_n(&v->sampler.active, __ATOMIC_ACQUIRE) && v->vm->sampler.has_lx)
-		os.linux_layout = &v->vm->sampler.lx;
-	else if (guest_sampler_has_desc(v->vm))
-		os.desc = &v->vm->sampler.desc;
+	gs = guest_sampler_of(v->vm);
+	gv = guest_sampler_vcpu_of(v);
+	if (gs && gv && __atomic_load_n(&gv->active, __ATOMIC_ACQUIRE) && gs->has_lx)
+		os.linux_layout = &gs->lx;
+	else if (gs && guest_sampler_has_desc(v->vm))
+		os.desc = &gs->desc;
 	else
 		return -ENOENT;
 	rc = vcpu_paging(v, &pg);

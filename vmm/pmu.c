@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vcpu_exact.h"
+#include "pmi_trace.h"
 #include "vcpu_hooks.h"
 #include "backend_kvm.h"
 #include "kick.h"
@@ -43,7 +45,7 @@ static int pmu_install_msr_filter(struct vm *vm)
 {
 	static uint8_t deny[(2 * VPMU_AMD_MAX_GP + 7) / 8 + 8]; /* all zero: deny = exit */
 	struct vpmu_msr_range r[VPMU_MAX_MSR_RANGES];
-	unsigned int n = vpmu_msr_ranges(&vm->pmu.cfg, r);
+	unsigned int n = vpmu_msr_ranges(&vmm_pmu_of(vm)->cfg, r);
 	struct kvm_enable_cap cap = { .cap = KVM_CAP_X86_USER_SPACE_MSR,
 				      .args = { KVM_MSR_EXIT_REASON_FILTER } };
 	struct kvm_msr_filter filter = { .flags = KVM_MSR_FILTER_DEFAULT_ALLOW };
@@ -66,7 +68,7 @@ static int pmu_install_msr_filter(struct vm *vm)
 int vmm_pmu_setup(struct vm *vm)
 {
 	const struct vmm_vpmu_options *o = &vm->cfg->vpmu;
-	struct vmm_pmu *pmu = &vm->pmu;
+	struct vmm_pmu *pmu = vmm_pmu_of(vm);
 	enum vpmu_host_vendor host = vpmu_host_vendor();
 	enum vpmu_model model = o->model >= 0 ? (enum vpmu_model)o->model :
 				host == VPMU_HOST_INTEL ? VPMU_MODEL_INTEL :
@@ -178,7 +180,7 @@ static bool pmu_inject_pmi(void *ctx)
 	}
 	pmi_trace_injected(vcpu);
 	TRACE(pmi_inject, (lvtpc & APIC_DM_MASK) == APIC_DM_NMI, (lvtpc & APIC_DM_MASK) == APIC_DM_NMI ? 2 : lvtpc & 0xff);
-	if (vcpu->vm->pmu.cfg.model == VPMU_MODEL_INTEL) {
+	if (vmm_pmu_of(vcpu->vm)->cfg.model == VPMU_MODEL_INTEL) {
 		lvtpc |= APIC_LVT_MASKED;
 		memcpy(lapic.regs + APIC_LVTPC, &lvtpc, 4);
 		ioctl(vcpu->fd, KVM_SET_LAPIC, &lapic);
@@ -188,26 +190,26 @@ static bool pmu_inject_pmi(void *ctx)
 
 int vcpu_pmu_init(struct vcpu *vcpu)
 {
-	struct vcpu_pmu *p = &vcpu->pmu;
+	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
 
 	p->sbuf_desc_entry = -1;
 	/* Counter overflows kick the vCPU thread out of KVM_RUN (kick.h). */
 	vpmu_perf_backend_init(&p->perf, KICK_SIGNO);
 	vpmu_exact_backend_init(&p->exact, KICK_SIGNO);
-	if (vcpu->vm->pmu.backend == VPMU_BACKEND_EXACT)
-		vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
+	if (vmm_pmu_of(vcpu->vm)->backend == VPMU_BACKEND_EXACT)
+		vpmu_vcpu_init(&p->v, &vmm_pmu_of(vcpu->vm)->cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
 	else
-		vpmu_vcpu_init(&p->v, &vcpu->vm->pmu.cfg, vcpu->id,
-			       vcpu->vm->pmu.backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
+		vpmu_vcpu_init(&p->v, &vmm_pmu_of(vcpu->vm)->cfg, vcpu->id,
+			       vmm_pmu_of(vcpu->vm)->backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
 			       &p->perf, pmu_inject_pmi, vcpu);
 	return 0;
 }
 
 void vcpu_pmu_destroy(struct vcpu *vcpu)
 {
-	struct vcpu_pmu *p = &vcpu->pmu;
+	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
 
-	if (!vcpu->vm || !vmm_pmu_emulating(&vcpu->vm->pmu))
+	if (!vcpu->vm || !vmm_pmu_emulating(vmm_pmu_of(vcpu->vm)))
 		return;
 	vpmu_perf_backend_stats(&p->v);
 	vpmu_vcpu_release(&p->v);
@@ -237,7 +239,7 @@ static struct kvm_cpuid2 *cpuid_add(struct kvm_cpuid2 *c, uint32_t function)
 struct kvm_cpuid2 *vmm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid)
 {
 	static const uint32_t leaves[] = { 0x1, 0xa, 0x80000001, 0x80000022, KP_CPUID_LEAF, KP_CPUID_FEATURES };
-	const struct vpmu_config *cfg = &vm->pmu.cfg;
+	const struct vpmu_config *cfg = &vmm_pmu_of(vm)->cfg;
 
 	for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
 		struct kvm_cpuid_entry2 *e = cpuid_find(cpuid, leaves[i]);
@@ -302,7 +304,7 @@ static void pmu_arm_exit_timer(struct vcpu_pmu *p, uint64_t deadline_ns)
 
 void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns)
 {
-	pmu_arm_exit_timer(&vcpu->pmu, ns);
+	pmu_arm_exit_timer(vcpu_pmu_of(vcpu), ns);
 }
 
 /* Overflows are found at a run's end and while MSR exits read counters: the event carries those since the last one. */
@@ -318,10 +320,10 @@ static void pmu_trace_overflows(struct vcpu_pmu *p)
 
 void vcpu_pmu_before_run(struct vcpu *vcpu)
 {
-	struct vcpu_pmu *p = &vcpu->pmu;
+	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
 	uint64_t now, deadline;
 
-	if (!vmm_pmu_emulating(&vcpu->vm->pmu))
+	if (!vmm_pmu_emulating(vmm_pmu_of(vcpu->vm)))
 		return;
 	uint64_t reprograms = p->v.stats.reprograms;
 
@@ -334,7 +336,7 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 	/* After the reprogramming: a counter enabled by this exit's WRMSR needs its timer now. */
 	deadline = vpmu_vcpu_exit_deadline(&p->v, now);
 	/* A KVM step of the exact backend must come back even if the guest leaves it: see vcpu_exact.h. */
-	if (vcpu->exact.stepping && (!deadline || deadline > 1000000))
+	if (vcpu_exact_of(vcpu)->stepping && (!deadline || deadline > 1000000))
 		deadline = 1000000;
 	pmu_arm_exit_timer(p, deadline);
 	vpmu_vcpu_enter(&p->v, now);
@@ -342,14 +344,14 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 
 void vcpu_pmu_after_run(struct vcpu *vcpu)
 {
-	if (!vmm_pmu_emulating(&vcpu->vm->pmu))
+	if (!vmm_pmu_emulating(vmm_pmu_of(vcpu->vm)))
 		return;
 	uint64_t now = now_ns();
 
-	vcpu->pmu.exits++;
-	vpmu_vcpu_after_run(&vcpu->pmu.v, now);
+	vcpu_pmu_of(vcpu)->exits++;
+	vpmu_vcpu_after_run(&vcpu_pmu_of(vcpu)->v, now);
 	vcpu_pmu_sbuf_flush(vcpu, now);
-	pmu_trace_overflows(&vcpu->pmu);
+	pmu_trace_overflows(vcpu_pmu_of(vcpu));
 }
 
 void vcpu_pmu_handle_msr(struct vcpu *vcpu)
@@ -359,14 +361,14 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 
 	if (run->exit_reason == KVM_EXIT_X86_RDMSR) {
 		uint64_t val = 0;
-		rc = vpmu_msr_read(&vcpu->pmu.v, run->msr.index, &val);
+		rc = vpmu_msr_read(&vcpu_pmu_of(vcpu)->v, run->msr.index, &val);
 		run->msr.data = val;
 		TRACE(msr_read, run->msr.index, val, rc != VPMU_MSR_OK);
 	} else {
-		rc = vpmu_msr_write(&vcpu->pmu.v, run->msr.index, run->msr.data);
+		rc = vpmu_msr_write(&vcpu_pmu_of(vcpu)->v, run->msr.index, run->msr.data);
 		/* The guest read its clock just before this exit: records' times run on from here. */
 		if (rc == VPMU_MSR_OK && run->msr.index == KP_MSR_SBUF_TIME)
-			vcpu->pmu.v.sbuf.guest_time_at = now_ns();
+			vcpu_pmu_of(vcpu)->v.sbuf.guest_time_at = now_ns();
 		TRACE(msr_write, run->msr.index, run->msr.data, rc != VPMU_MSR_OK);
 	}
 	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
@@ -380,14 +382,14 @@ void vmm_pmu_print_stats(struct vm *vm)
 
 	if (!vm->cfg->vpmu.stats)
 		return;
-	if (!vmm_pmu_emulating(&vm->pmu)) {
+	if (!vmm_pmu_emulating(vmm_pmu_of(vm))) {
 		fprintf(stderr, "kvmprof-vmm: vPMU statistics: no emulated vPMU in this run\n");
 		return;
 	}
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		vpmu_perf_backend_stats(&vm->vcpu[i].pmu.v);
-		vpmu_stats_add(&s, &vm->vcpu[i].pmu.v.stats);
-		exits += vm->vcpu[i].pmu.exits;
+		vpmu_perf_backend_stats(&vcpu_pmu_of(&vm->vcpu[i])->v);
+		vpmu_stats_add(&s, &vcpu_pmu_of(&vm->vcpu[i])->v.stats);
+		exits += vcpu_pmu_of(&vm->vcpu[i])->exits;
 	}
 	fprintf(stderr,
 		"kvmprof-vmm: vPMU statistics (%s model, %s, %u vCPU%s)\n"
@@ -396,8 +398,8 @@ void vmm_pmu_print_stats(struct vm *vm)
 		"  counter overflows        %llu\n"
 		"  PMIs injected            %llu (%llu dropped: LVTPC masked)\n"
 		"  counter reprogrammings   %llu (%llu events filtered, %llu not countable here, %llu host failures)\n",
-		vpmu_model_name(vm->pmu.cfg.model),
-		vpmu_mode_name(vm->pmu.cfg.mode), vm->cfg->ncpus, vm->cfg->ncpus == 1 ? "" : "s",
+		vpmu_model_name(vmm_pmu_of(vm)->cfg.model),
+		vpmu_mode_name(vmm_pmu_of(vm)->cfg.mode), vm->cfg->ncpus, vm->cfg->ncpus == 1 ? "" : "s",
 		(unsigned long long)exits, (unsigned long long)s.msr_reads, (unsigned long long)s.msr_writes,
 		(unsigned long long)s.msr_gp, (unsigned long long)s.overflows,
 		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked,
@@ -448,6 +450,8 @@ static bool pmu_msr_exit(struct vcpu *vcpu)
 
 const struct vcpu_hooks vmm_pmu_hooks = {
 	.name = "vpmu",
+	.vm_size = sizeof(struct vmm_pmu),
+	.vcpu_size = sizeof(struct vcpu_pmu),
 	.vm_setup = vmm_pmu_setup,
 	.cpuid = vmm_pmu_cpuid,
 	.init = pmu_vcpu_init,

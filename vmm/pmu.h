@@ -8,21 +8,13 @@
 #include "backend_exact.h"
 #include "backend_perf.h"
 #include "vpmu.h"
+#include "vcpu_hooks.h"
 #include "vpmu_names.h"
 
 struct vm;
 struct vcpu;
 
 /* What the command line asked for. */
-struct vmm_vpmu_options {
-	int model;                /* enum vpmu_model, or -1: the host's vendor */
-	unsigned int counters;    /* 0: the model's maximum */
-	enum vpmu_backend_choice backend;
-	enum vpmu_mode mode;
-	const char *filter_path;
-	bool stats;
-};
-
 /* Per-VM state: the resolved configuration. */
 struct vmm_pmu {
 	struct vpmu_config cfg;
@@ -73,7 +65,17 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu);
 
 void vmm_pmu_print_stats(struct vm *vm);
 
-/* The vPMU's place in each vCPU's life (vcpu_hooks.h). */
+/* The vPMU's place in each vCPU's life (vcpu_hooks.h), and its state there. */
 extern const struct vcpu_hooks vmm_pmu_hooks;
+
+static inline struct vmm_pmu *vmm_pmu_of(const struct vm *vm)
+{
+	return vm_feature(vm, &vmm_pmu_hooks);
+}
+
+static inline struct vcpu_pmu *vcpu_pmu_of(const struct vcpu *vcpu)
+{
+	return vcpu_feature(vcpu, &vmm_pmu_hooks);
+}
 
 #endif

@@ -9,6 +9,9 @@
  */
 #include <string.h>
 
+#include "pmu.h"
+#include "vcpu_exact.h"
+#include "guest_sampler.h"
 #include "guest_procs.h"
 #include "guest_stack.h"
 #include "kvmprof/vpmu_sbuf.h"
@@ -19,9 +22,9 @@
 static bool sbuf_regs(struct vcpu *vcpu, struct kvm_regs *rbuf, struct kvm_sregs *sbuf,
 		      const struct kvm_regs **regs, const struct kvm_sregs **sregs)
 {
-	if (vcpu->exact.enabled && vcpu->exact.state_valid) {
-		*regs = &vcpu->exact.state.regs;
-		*sregs = &vcpu->exact.state.sregs;
+	if (vcpu_exact_of(vcpu)->enabled && vcpu_exact_of(vcpu)->state_valid) {
+		*regs = &vcpu_exact_of(vcpu)->state.regs;
+		*sregs = &vcpu_exact_of(vcpu)->state.sregs;
 		return true;
 	}
 	return vcpu_exit_regs(vcpu, rbuf, sbuf, regs, sregs);
@@ -30,7 +33,7 @@ static bool sbuf_regs(struct vcpu *vcpu, struct kvm_regs *rbuf, struct kvm_sregs
 /* Builds the sample record at this exit into rec; returns its size. */
 static uint32_t sbuf_record(struct vcpu *vcpu, uint8_t *rec, uint64_t now_ns)
 {
-	struct vpmu_vcpu *v = &vcpu->pmu.v;
+	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
 	struct kp_rec_sample *smp = (struct kp_rec_sample *)(rec + sizeof(struct kp_rec_header));
 	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 	const struct guest_os os = guest_sampler_os(vcpu->vm);
@@ -51,7 +54,7 @@ static uint32_t sbuf_record(struct vcpu *vcpu, uint8_t *rec, uint64_t now_ns)
 	smp->cpl = vcpu_cpl(sregs) == 3 ? KP_CPL_USER : KP_CPL_KERNEL;
 	pg_ok = guest_paging_init(&pg, sregs->cr0, sregs->cr3, sregs->cr4, sregs->efer) == 0;
 	if (pg_ok && (os.desc || os.linux_layout))
-		guest_procs_current(&os, &ram, &pg, vcpu->id, &vcpu->pmu.sbuf_desc_entry, &task);
+		guest_procs_current(&os, &ram, &pg, vcpu->id, &vcpu_pmu_of(vcpu)->sbuf_desc_entry, &task);
 	smp->pid = task.pid;
 	smp->tid = task.tid;
 	if (pg_ok && (v->sbuf.ctl & KP_SBUF_CTL_CALLCHAIN))
@@ -65,7 +68,7 @@ seal:
 
 void vcpu_pmu_sbuf_flush(struct vcpu *vcpu, uint64_t now_ns)
 {
-	struct vpmu_vcpu *v = &vcpu->pmu.v;
+	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
 	uint8_t rec[sizeof(struct kp_rec_header) + sizeof(struct kp_rec_sample) + KP_CALLCHAIN_MAX * sizeof(uint64_t)]
 		__attribute__((aligned(8)));
 	uint8_t *page;

@@ -101,7 +101,9 @@ int vcpu_create(struct vm *vm, unsigned int id)
 	cpuid = vm_hooks_cpuid(vm, cpuid);
 	if (!cpuid)
 		return -ENOMEM;
-	rc = vcpu_hooks_init(vcpu);
+	rc = vcpu_hooks_alloc(vcpu);
+	if (!rc)
+		rc = vcpu_hooks_init(vcpu);
 	if (rc) {
 		free(cpuid);
 		return rc;
@@ -124,8 +126,10 @@ int vcpu_create(struct vm *vm, unsigned int id)
 
 void vcpu_destroy(struct vcpu *vcpu)
 {
-	if (vcpu->vm) /* a vCPU never created has no features to tear down */
+	if (vcpu->vm) { /* a vCPU never created has no features to tear down */
 		vcpu_hooks_destroy(vcpu);
+		vcpu_hooks_free(vcpu);
+	}
 	if (vcpu->run)
 		munmap(vcpu->run, vcpu->vm->run_size);
 	vcpu->run = NULL;
@@ -248,7 +252,7 @@ static void vcpu_sync_regs(struct vcpu *vcpu)
 	uint32_t want = __atomic_load_n(&vcpu->sync_regs, __ATOMIC_RELAXED);
 
 	if (TRACE_ON(vm_exit))
-		want |= vcpu->vm->sampler.sync_mask;
+		want |= vcpu->vm->sync_regs_cap & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS);
 
 	if (__builtin_expect(vcpu->run->kvm_valid_regs != want, 0))
 		vcpu->run->kvm_valid_regs = want;

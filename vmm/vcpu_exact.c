@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pmu.h"
+#include "vcpu_exact.h"
 #include "vcpu_hooks.h"
 #include "backend_exact.h"
 #include "exact_guest.h"
@@ -28,10 +30,10 @@
 
 int vcpu_exact_init(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
 	memset(x, 0, sizeof(*x));
-	x->enabled = vcpu->vm->pmu.backend == VPMU_BACKEND_EXACT && vcpu->vm->pmu.cfg.model != VPMU_MODEL_OFF;
+	x->enabled = vmm_pmu_of(vcpu->vm)->backend == VPMU_BACKEND_EXACT && vmm_pmu_of(vcpu->vm)->cfg.model != VPMU_MODEL_OFF;
 	return 0;
 }
 
@@ -48,7 +50,7 @@ static void probe_debug_caps(void)
 /* The engine comes with the first counter that needs it: a guest that counts nothing pays nothing. */
 static int engine_start(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	char err[160];
 	int rc;
 
@@ -78,10 +80,10 @@ static int engine_start(struct vcpu *vcpu)
 
 void vcpu_exact_destroy(struct vcpu *vcpu)
 {
-	emu_destroy(vcpu->exact.emu);
-	emu_decoder_close(vcpu->exact.dec);
-	vcpu->exact.emu = NULL;
-	vcpu->exact.dec = NULL;
+	emu_destroy(vcpu_exact_of(vcpu)->emu);
+	emu_decoder_close(vcpu_exact_of(vcpu)->dec);
+	vcpu_exact_of(vcpu)->emu = NULL;
+	vcpu_exact_of(vcpu)->dec = NULL;
 }
 
 /*
@@ -91,7 +93,7 @@ void vcpu_exact_destroy(struct vcpu *vcpu)
  */
 static int state_to_kvm(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
 	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 ||
 			     ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu) < 0)) {
@@ -106,9 +108,9 @@ static int state_to_kvm(struct vcpu *vcpu)
 
 bool vcpu_exact_active(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
-	if (!x->enabled || (!x->stepping && !vpmu_exact_rings(&vcpu->pmu.v))) {
+	if (!x->enabled || (!x->stepping && !vpmu_exact_rings(&vcpu_pmu_of(vcpu)->v))) {
 		state_to_kvm(vcpu); /* KVM runs the vCPU next */
 		return false;
 	}
@@ -142,7 +144,7 @@ static uint64_t now_ns(void)
 /* Whether the vector exact_lapic_pending() last returned is an IRR bit, not a tick KVM still holds. */
 static bool irq_in_irr(struct vcpu *vcpu)
 {
-	return vcpu->exact.irr_vector >= 16;
+	return vcpu_exact_of(vcpu)->irr_vector >= 16;
 }
 
 static void add_bp(struct vcpu_exact *x, uint64_t addr, bool taken, int vector)
@@ -181,7 +183,7 @@ static bool has_rep_prefix(const uint8_t *code, size_t n)
  */
 static int step_enter(struct vcpu *vcpu, bool flush, int event)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
 	x->stepping = true;
 	if (flush)
@@ -213,7 +215,7 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
  */
 static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool *kvm_ran)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
 	struct emu_insn_info in = { .vector = -1 };
 	struct guest_paging pg;
@@ -280,7 +282,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
  */
 static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
 	struct emu_insn_info in = { .vector = -1 };
 	struct guest_paging pg;
@@ -369,9 +371,9 @@ static void step_end(struct vcpu *vcpu)
 	struct kvm_guest_debug off = { 0 };
 
 	ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &off);
-	vcpu->exact.stats.step_ns += now_ns() - vcpu->exact.step_start_ns;
-	vcpu->exact.stepping = false;
-	vcpu->exact.nbp = 0;
+	vcpu_exact_of(vcpu)->stats.step_ns += now_ns() - vcpu_exact_of(vcpu)->step_start_ns;
+	vcpu_exact_of(vcpu)->stepping = false;
+	vcpu_exact_of(vcpu)->nbp = 0;
 }
 
 /*
@@ -382,7 +384,7 @@ static void step_end(struct vcpu *vcpu)
  */
 static void count_completed(struct vcpu *vcpu, bool taken)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
 	x->owed_ring = x->step_ring;
 	x->owed[VPMU_EXACT_INSNS]++;
@@ -396,17 +398,17 @@ static void count_completed(struct vcpu *vcpu, bool taken)
 
 static void pay_owed(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
 	for (unsigned int k = VPMU_EXACT_INSNS; k <= VPMU_EXACT_TAKEN; k++) {
-		vpmu_exact_add(&vcpu->pmu.v, (enum vpmu_exact_kind)k, x->owed_ring, x->owed[k]);
+		vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, (enum vpmu_exact_kind)k, x->owed_ring, x->owed[k]);
 		x->owed[k] = 0;
 	}
 }
 
 bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	uint64_t pc = vcpu->run->debug.arch.pc, dr6 = vcpu->run->debug.arch.dr6;
 	unsigned int hit;
 
@@ -459,7 +461,7 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 
 void vcpu_exact_after_exit(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	struct kvm_sregs s;
 	struct kvm_regs r;
 
@@ -511,10 +513,10 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 /* The IRETQ done by iret_to_user retired in ring 0, a taken far branch. */
 static void count_iret(struct vcpu *vcpu)
 {
-	vcpu->exact.step_ring = VPMU_EXACT_RING_KERNEL;
-	vcpu->exact.step_branch = true;
+	vcpu_exact_of(vcpu)->step_ring = VPMU_EXACT_RING_KERNEL;
+	vcpu_exact_of(vcpu)->step_branch = true;
 	count_completed(vcpu, true);
-	vcpu->exact.stats.irets++;
+	vcpu_exact_of(vcpu)->stats.irets++;
 }
 
 static enum emu_event emu_event_of(enum vpmu_exact_kind k)
@@ -530,8 +532,8 @@ static void add_counts(struct vcpu *vcpu, const struct emu_counts *c)
 	};
 
 	for (unsigned int e = 0; e < EMU_EV_COUNT; e++) {
-		vpmu_exact_add(&vcpu->pmu.v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
-		vpmu_exact_add(&vcpu->pmu.v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
+		vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
+		vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
 	}
 }
 
@@ -545,7 +547,7 @@ static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu
 	ev->nmi.masked = 1; /* until the handler's IRETQ */
 	ev->flags = KVM_VCPUEVENT_VALID_NMI_PENDING;
 	ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, ev);
-	vcpu->exact.stats.events_by_vmm++;
+	vcpu_exact_of(vcpu)->stats.events_by_vmm++;
 	return true;
 }
 
@@ -566,7 +568,7 @@ static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu
 static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev,
 			   struct emu_run_args *a, int *rc)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	bool deliverable;
 	int irq, timer_vector;
 
@@ -621,7 +623,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 
 int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 {
-	struct vcpu_exact *x = &vcpu->exact;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 	struct vpmu_exact_watch w[VPMU_MAX_COUNTERS];
 	/*
 	 * immediate_exit: a stop request sets it, as for KVM_RUN. The kicks of
@@ -691,7 +693,7 @@ engine:
 		emu_invalidate(x->emu);
 		x->flush = false;
 	}
-	n = vpmu_exact_watches(&vcpu->pmu.v, w);
+	n = vpmu_exact_watches(&vcpu_pmu_of(vcpu)->v, w);
 	for (unsigned int i = 0; i < n && a.nwatch < EMU_MAX_WATCHES; i++)
 		a.watch[a.nwatch++] = (struct emu_watch){ emu_event_of(w[i].kind),
 							  (w[i].rings & VPMU_EXACT_RING_USER ? EMU_RING_USER : 0) |
@@ -750,7 +752,7 @@ void vcpu_exact_print_stats(struct vm *vm)
 	bool any = false;
 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		const struct vcpu_exact *x = &vm->vcpu[i].exact;
+		const struct vcpu_exact *x = vcpu_exact_of(&vm->vcpu[i]);
 		struct emu_stats s;
 
 		if (!x->emu)
@@ -789,7 +791,7 @@ void vcpu_exact_print_stats(struct vm *vm)
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",
 			debug_caps.hw_bp[0] ? "fire" : "do not fire", debug_caps.hw_bp[1] ? "fire" : "do not fire",
 			debug_caps.single_step[0] ? "fire" : "do not fire", debug_caps.single_step[1] ? "fire" : "do not fire",
-			vm->vcpu[0].exact.vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
+			vcpu_exact_of(&vm->vcpu[0])->vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
 						       "KVM steps stop at breakpoints");
 	if (t.events_by_vmm || t.ack_runs)
 		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
@@ -807,6 +809,7 @@ static bool exact_run(struct vcpu *vcpu, int *rc, bool *kvm_ran)
 
 const struct vcpu_hooks vcpu_exact_hooks = {
 	.name = "exact",
+	.vcpu_size = sizeof(struct vcpu_exact),
 	.init = vcpu_exact_init,
 	.destroy = vcpu_exact_destroy,
 	.run = exact_run,

@@ -24,8 +24,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vpmu.h"
 #include "emu.h"
+#include "vcpu_hooks.h"
+#include "vpmu.h"
 
 struct vcpu;
 struct vm;
@@ -98,7 +99,12 @@ void vcpu_exact_after_exit(struct vcpu *vcpu);
 
 void vcpu_exact_print_stats(struct vm *vm);
 
-/* The engine's place in each vCPU's life (vcpu_hooks.h): it takes the runs of counting vCPUs. */
+/* The engine's place in each vCPU's life (vcpu_hooks.h): it takes the runs of counting vCPUs. Its state there. */
 extern const struct vcpu_hooks vcpu_exact_hooks;
+
+static inline struct vcpu_exact *vcpu_exact_of(const struct vcpu *vcpu)
+{
+	return vcpu_feature(vcpu, &vcpu_exact_hooks);
+}
 
 #endif

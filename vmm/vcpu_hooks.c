@@ -2,9 +2,80 @@
 /* Calling the VM's features' hooks (vcpu_hooks.h) in table order. */
 #include "vcpu_hooks.h"
 
+#include <errno.h>
+#include <stdlib.h>
+
 #include "vm.h"
 
 #define EACH(h, vm) for (const struct vcpu_hooks *const *h = (vm)->hooks; h && *h; h++)
+
+/* h's place in the VM's table, or -1. A handful of entries: a scan costs less than a KVM exit's noise. */
+static int slot_of(const struct vm *vm, const struct vcpu_hooks *h)
+{
+	for (int i = 0; vm->hooks && vm->hooks[i] && i < VM_FEATURES_MAX; i++)
+		if (vm->hooks[i] == h)
+			return i;
+	return -1;
+}
+
+void *vm_feature(const struct vm *vm, const struct vcpu_hooks *h)
+{
+	int i = slot_of(vm, h);
+
+	return i < 0 ? NULL : vm->feature[i];
+}
+
+void *vcpu_feature(const struct vcpu *vcpu, const struct vcpu_hooks *h)
+{
+	int i = vcpu->vm ? slot_of(vcpu->vm, h) : -1;
+
+	return i < 0 ? NULL : vcpu->feature[i];
+}
+
+/* Zeroed blocks of each feature's size (vcpu_size or vm_size) into state[]. */
+static int alloc_states(const struct vm *vm, void **state, bool per_vcpu)
+{
+	int i = 0;
+
+	EACH(h, vm) {
+		size_t size = per_vcpu ? (*h)->vcpu_size : (*h)->vm_size;
+
+		if (i == VM_FEATURES_MAX)
+			return -E2BIG;
+		if (size && !state[i] && !(state[i] = calloc(1, size)))
+			return -ENOMEM;
+		i++;
+	}
+	return 0;
+}
+
+static void free_states(void **state)
+{
+	for (int i = 0; i < VM_FEATURES_MAX; i++) {
+		free(state[i]);
+		state[i] = NULL;
+	}
+}
+
+int vm_hooks_alloc(struct vm *vm)
+{
+	return alloc_states(vm, vm->feature, false);
+}
+
+void vm_hooks_free(struct vm *vm)
+{
+	free_states(vm->feature);
+}
+
+int vcpu_hooks_alloc(struct vcpu *vcpu)
+{
+	return alloc_states(vcpu->vm, vcpu->feature, true);
+}
+
+void vcpu_hooks_free(struct vcpu *vcpu)
+{
+	free_states(vcpu->feature);
+}
 
 int vm_hooks_setup(struct vm *vm)
 {
@@ -47,9 +118,13 @@ int vcpu_hooks_init(struct vcpu *vcpu)
 
 void vcpu_hooks_destroy(struct vcpu *vcpu)
 {
+	int i = 0;
+
 	EACH(h, vcpu->vm) {
-		if ((*h)->destroy)
+		/* A state that was never allocated (creation failed first) has nothing to tear down. */
+		if ((*h)->destroy && (!(*h)->vcpu_size || vcpu->feature[i]))
 			(*h)->destroy(vcpu);
+		i++;
 	}
 }
 

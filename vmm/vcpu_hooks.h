@@ -5,19 +5,27 @@
  * table of hooks. The VM takes its features' tables when it is created
  * (vm_features.c lists them, kvmtool's dev_init lists in spirit); vm.c,
  * vcpu.c and vcpu_exit.c call the hooks in table order and name no
- * feature. Every hook may be NULL.
+ * feature. Every hook may be NULL. A feature's state is its own: the core
+ * allocates vm_size bytes for the VM and vcpu_size for each vCPU, zeroed,
+ * before vm_setup and init, frees them after the VM and each vCPU, and
+ * the feature finds them with vm_feature / vcpu_feature.
  */
 #ifndef KVMPROF_VCPU_HOOKS_H
 #define KVMPROF_VCPU_HOOKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct kvm_cpuid2;
 struct vcpu;
 struct vm;
 
+/* The most features one VM takes. */
+#define VM_FEATURES_MAX 8
+
 struct vcpu_hooks {
 	const char *name;
+	size_t vm_size, vcpu_size; /* the feature's state: 0 for none */
 	/* Once, after the devices and before the vCPUs: 0 or -errno (having said why). */
 	int (*vm_setup)(struct vm *vm);
 	/* A vCPU's CPUID before KVM_SET_CPUID2: the same or a larger copy, NULL when out of memory (cpuid freed). */
@@ -47,6 +55,16 @@ struct vcpu_hooks {
 
 /* The table the VM takes at creation: NULL-terminated, in calling order. */
 extern const struct vcpu_hooks *const vm_features[];
+
+/* vm->hooks' states: vm_hooks_alloc before vm_hooks_setup, vm_hooks_free at the end. 0 or -ENOMEM. */
+int vm_hooks_alloc(struct vm *vm);
+void vm_hooks_free(struct vm *vm);
+/* A vCPU's: before vcpu_hooks_init, and after vcpu_hooks_destroy. 0 or -ENOMEM. */
+int vcpu_hooks_alloc(struct vcpu *vcpu);
+void vcpu_hooks_free(struct vcpu *vcpu);
+/* The feature h's state in this VM or vCPU; NULL when the VM has no such feature or state. */
+void *vm_feature(const struct vm *vm, const struct vcpu_hooks *h);
+void *vcpu_feature(const struct vcpu *vcpu, const struct vcpu_hooks *h);
 
 int vm_hooks_setup(struct vm *vm);
 struct kvm_cpuid2 *vm_hooks_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid);

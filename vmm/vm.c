@@ -71,6 +71,9 @@ static int vm_open_kvm(struct vm *vm)
 	vm->run_size = (size_t)ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if ((long)vm->run_size <= 0)
 		return vm_fail("KVM_GET_VCPU_MMAP_SIZE", errno);
+	/* Optional: without it, registers at an exit cost KVM_GET_REGS and KVM_GET_SREGS. */
+	version = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+	vm->sync_regs_cap = version > 0 ? (uint32_t)version : 0;
 	return 0;
 }
 
@@ -203,6 +206,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	if (!rc)
 		rc = vm_create_devices(vm);
 	if (!rc)
+		rc = vm_hooks_alloc(vm);
+	if (!rc)
 		rc = vm_hooks_setup(vm);
 	for (unsigned int i = 0; !rc && i < cfg->ncpus; i++)
 		rc = vcpu_create(vm, i);
@@ -227,6 +232,7 @@ void vm_destroy(struct vm *vm)
 		close(vm->kvm_fd);
 	free(vm->cpuid);
 	vm->cpuid = NULL;
+	vm_hooks_free(vm);
 }
 
 void vm_request_stop(struct vm *vm, int exit_code)

@@ -10,17 +10,14 @@
 
 #include "acpi_pm.h"
 #include "boot.h"
-#include "exit_stats.h"
 #include "guest_mem.h"
-#include "guest_sampler.h"
-#include "vcpu_exact.h"
 #include "ioport.h"
 #include "kvmprof/platform.h"
-#include "pmi_trace.h"
-#include "pmu.h"
 #include "rtc.h"
 #include "serial.h"
 #include "trace.h"
+#include "vcpu_hooks.h"
+#include "vpmu_names.h"
 
 /* Exit codes of kvmprof-vmm other than the guest's own power-off status. */
 #define VMM_EXIT_SETUP 1        /* the VM could not be set up */
@@ -30,6 +27,16 @@
 #define VMM_EXIT_INTERRUPTED 130 /* SIGINT / SIGTERM */
 
 #define VMM_PLUGINS_MAX 8 /* --plugin: PLUGIN_MAX (plugin_host.h) */
+
+/* --vpmu-*: the vPMU's options (the vPMU itself: pmu.h). */
+struct vmm_vpmu_options {
+	int model;                /* enum vpmu_model, or -1: the host's vendor */
+	unsigned int counters;    /* 0: the model's maximum */
+	enum vpmu_backend_choice backend;
+	enum vpmu_mode mode;
+	const char *filter_path;
+	bool stats;
+};
 
 struct vm_config {
 	const char *kernel_path;   /* NULL: the embedded bundled guest */
@@ -63,10 +70,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	pid_t tid;  /* the vCPU thread's id, for the control socket: 0 until it runs */
-	struct vcpu_pmu pmu;
-	struct pmi_trace_vcpu trace;
-	struct guest_sampler_vcpu sampler; /* guest sampling for the host profiler */
-	struct vcpu_exact exact;           /* the exact vPMU backend's engine and KVM steps */
+	void *feature[VM_FEATURES_MAX];    /* each feature's state (vcpu_hooks.h: vcpu_feature) */
 	struct trace_ctx trace_ctx;        /* what this vCPU's trace events carry (trace.h) */
 	uint32_t sync_regs;                /* atomic: KVM_SYNC_X86_* sets wanted in kvm_run at exits, set before each entry */
 	unsigned int kicks;                /* vCPU thread: the kicks (kick.h KICK_*) that ended the last run */
@@ -74,14 +78,14 @@ struct vcpu {
 
 struct vm {
 	const struct vm_config *cfg;
-	const struct vcpu_hooks *const *hooks; /* the features' tables (vcpu_hooks.h), NULL-terminated */
 	int kvm_fd;
 	int vm_fd;
 	size_t run_size;
 	struct guest_mem mem;
 	struct boot_entry entry;
 	struct kvm_cpuid2 *cpuid;
-	struct vmm_pmu pmu;
+	const struct vcpu_hooks *const *hooks; /* the features' tables (vcpu_hooks.h), NULL-terminated */
+	void *feature[VM_FEATURES_MAX];        /* their states (vm_feature) */
 	struct vcpu vcpu[KVMPROF_MAX_CPUS];
 	struct ioport_bus io;
 	struct serial com1, com2;
@@ -90,9 +94,7 @@ struct vm {
 	int console_fd, agent_fd;
 	pthread_t main_thread;
 	struct control *control; /* NULL without --control; served while vm_run runs */
-	struct guest_sampler sampler;
-	struct exit_stats exit_stats; /* VM exits by reason while a control connection asks (exit-stats) */
-	struct trace_subscriber pmi_trace; /* --vpmu-trace-pmi/-tick's vm_run_end subscriber (pmi_trace.c) */
+	uint32_t sync_regs_cap; /* KVM_CAP_SYNC_REGS: the register sets KVM can copy into kvm_run */
 	bool ran; /* vm_run was called: there are statistics to print */
 
 	/* Stopping: the first reason wins; later ones are ignored. */

@@ -6,6 +6,7 @@
  * debug exit goes to the engine's breakpoints before the tracer's. A new
  * feature is its own file with a struct vcpu_hooks, and a row here.
  */
+#include "exit_stats.h"
 #include "guest_sampler.h"
 #include "pmi_trace.h"
 #include "pmu.h"
@@ -17,5 +18,6 @@ const struct vcpu_hooks *const vm_features[] = {
 	&vmm_pmu_hooks,
 	&vcpu_exact_hooks,
 	&pmi_trace_hooks,
+	&exit_stats_hooks,
 	NULL,
 };

@@ -19,7 +19,10 @@
 
 #include "control.h"
 #include "control_session.h"
+#include "exit_stats.h"
+#include "guest_sampler.h"
 #include "plugins/probe.h"
+#include "pmu.h"
 #include "vm.h"
 
 /* --- stand-ins for the live VM --------------------------------------------- */
@@ -72,6 +75,13 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 
 /* --- the VM and one connection ----------------------------------------------- */
 
+/* The features whose state the commands read, as the VM takes them (their code stands in above or is not needed). */
+const struct vcpu_hooks vmm_pmu_hooks = { .name = "vpmu", .vm_size = sizeof(struct vmm_pmu),
+					  .vcpu_size = sizeof(struct vcpu_pmu) };
+const struct vcpu_hooks guest_sampler_hooks = { .name = "guest-sampler", .vm_size = sizeof(struct guest_sampler),
+						.vcpu_size = sizeof(struct guest_sampler_vcpu) };
+static const struct vcpu_hooks *const features[] = { &guest_sampler_hooks, &vmm_pmu_hooks, &exit_stats_hooks, NULL };
+
 static struct vm vm;
 static struct vm_config cfg;
 static struct control_session ses;
@@ -79,9 +89,9 @@ static char out[CONTROL_OUT_MAX];
 
 static void set_vpmu(enum vpmu_model model, enum vpmu_backend_choice backend)
 {
-	vm.pmu.cfg.model = model;
-	vm.pmu.cfg.n_gp = model == VPMU_MODEL_OFF ? 0 : 6;
-	vm.pmu.backend = backend;
+	vmm_pmu_of(&vm)->cfg.model = model;
+	vmm_pmu_of(&vm)->cfg.n_gp = model == VPMU_MODEL_OFF ? 0 : 6;
+	vmm_pmu_of(&vm)->backend = backend;
 }
 
 static int setup(void **state)
@@ -90,6 +100,12 @@ static int setup(void **state)
 	memset(&vm, 0, sizeof(vm));
 	cfg = (struct vm_config){ .ncpus = 2, .mem_size = 256u << 20 };
 	vm.cfg = &cfg;
+	vm.hooks = features;
+	assert_int_equal(vm_hooks_alloc(&vm), 0);
+	for (unsigned int i = 0; i < cfg.ncpus; i++) {
+		vm.vcpu[i].vm = &vm;
+		assert_int_equal(vcpu_hooks_alloc(&vm.vcpu[i]), 0);
+	}
 	set_vpmu(VPMU_MODEL_AMD, VPMU_BACKEND_CLOCK);
 	vm.vcpu[0].tid = 100;
 	sampler_on = stopping = false;
@@ -102,6 +118,9 @@ static int teardown(void **state)
 	(void)state;
 	control_session_end(&ses);
 	assert_false(sampler_on); /* the connection's sampling ends with it */
+	for (unsigned int i = 0; i < cfg.ncpus; i++)
+		vcpu_hooks_free(&vm.vcpu[i]);
+	vm_hooks_free(&vm);
 	return 0;
 }
 
@@ -146,7 +165,7 @@ static void test_status_names_the_exact_backend(void **state)
 	(void)state;
 	/* The copy of the names control.c used to keep said "none" here. */
 	set_vpmu(VPMU_MODEL_INTEL, VPMU_BACKEND_EXACT);
-	vm.pmu.cfg.mode = VPMU_MODE_DOMAIN_SWITCH;
+	vmm_pmu_of(&vm)->cfg.mode = VPMU_MODE_DOMAIN_SWITCH;
 	assert_contains(ask("{\"cmd\":\"status\"}"),
 			"\"vpmu\":{\"model\":\"intel\",\"backend\":\"exact\",\"mode\":\"domain-switch\",");
 }
@@ -168,8 +187,8 @@ static void test_vcpus(void **state)
 static void test_vpmu_stats_of_each_backend(void **state)
 {
 	(void)state;
-	vm.vcpu[0].pmu.exits = 5;
-	vm.vcpu[1].pmu.exits = 6;
+	vcpu_pmu_of(&vm.vcpu[0])->exits = 5;
+	vcpu_pmu_of(&vm.vcpu[1])->exits = 6;
 	assert_starts(ask("{\"cmd\":\"vpmu-stats\"}"),
 		      "{\"ok\":true,\"model\":\"amd\",\"backend\":\"clock\",\"mode\":\"cpu-switch\",\"vcpus\":2,"
 		      "\"vm_exits\":11,");
@@ -249,7 +268,7 @@ static void test_exit_stats(void **state)
 	size_t n;
 
 	(void)state;
-	vm.exit_stats.now_ns = fake_clock;
+	exit_stats_of(&vm)->now_ns = fake_clock;
 	assert_string_equal(ask("{\"cmd\":\"exit-stats\"}"),
 			    "{\"ok\":true,\"counting\":false,\"holders\":0,\"exits\":0,\"host_ns\":0,\"reasons\":[],"
 			    "\"vcpus\":[{\"index\":0,\"exits\":0,\"host_ns\":0},{\"index\":1,\"exits\":0,\"host_ns\":0}]}");
@@ -300,7 +319,7 @@ static void test_exit_stats(void **state)
 	/* The connection's end drops its hold (teardown ends it). */
 	ask("{\"cmd\":\"exit-stats\",\"start\":true}");
 	control_session_end(&ses);
-	assert_false(exit_stats_counting(&vm.exit_stats));
+	assert_false(exit_stats_counting(exit_stats_of(&vm)));
 	assert_false(trace_event_on(KVMPROF_TRACE_vm_entry));
 }
 

@@ -23,8 +23,13 @@
 #include "plugins/probe.h"
 #include "plugin_host.h"
 #include "trace.h"
+#include "vcpu_hooks.h"
 
-/* plugin_api.c asks the guest sampler whether the guest registered its processes: it did not. */
+/*
+ * plugin_api.c asks the guest sampler whether the guest registered its
+ * processes: it did not; no VM here takes the sampler as a feature.
+ */
+const struct vcpu_hooks guest_sampler_hooks = { .name = "guest-sampler" };
 bool guest_sampler_has_desc(struct vm *vm);
 bool guest_sampler_has_desc(struct vm *vm)
 {

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pmu.h"
+#include "guest_sampler.h"
 #include "control_exit_stats.h"
 #include "control_json.h"
 #include "control_plugins.h"
@@ -31,7 +33,7 @@ uint64_t control_now_ns(void)
 /* Model off: no backend at all, whatever the command line asked for. */
 static const char *control_backend_name(const struct vm *vm)
 {
-	return vm->pmu.cfg.model == VPMU_MODEL_OFF ? "none" : vpmu_backend_name(vm->pmu.backend);
+	return vmm_pmu_of(vm)->cfg.model == VPMU_MODEL_OFF ? "none" : vpmu_backend_name(vmm_pmu_of(vm)->backend);
 }
 
 static const char *control_status(struct control_session *ses, struct json_object *req, struct json_object *r,
@@ -57,11 +59,11 @@ static const char *control_status(struct control_session *ses, struct json_objec
 	control_put_str(r, "kernel", cfg->kernel_path);
 	control_put(r, "bundled_guest", json_object_new_boolean(!cfg->kernel_path));
 	control_put_str(r, "initrd", cfg->initrd_embedded ? NULL : cfg->initrd_path);
-	control_put_str(vpmu, "model", vpmu_model_name(vm->pmu.cfg.model));
+	control_put_str(vpmu, "model", vpmu_model_name(vmm_pmu_of(vm)->cfg.model));
 	control_put_str(vpmu, "backend", control_backend_name(vm));
-	control_put_str(vpmu, "mode", vpmu_mode_name(vm->pmu.cfg.mode));
-	control_put_u64(vpmu, "counters", vm->pmu.cfg.model == VPMU_MODEL_OFF ? 0 : vm->pmu.cfg.n_gp);
-	control_put_u64(vpmu, "fixed_counters", vm->pmu.cfg.model == VPMU_MODEL_OFF ? 0 : vm->pmu.cfg.n_fixed);
+	control_put_str(vpmu, "mode", vpmu_mode_name(vmm_pmu_of(vm)->cfg.mode));
+	control_put_u64(vpmu, "counters", vmm_pmu_of(vm)->cfg.model == VPMU_MODEL_OFF ? 0 : vmm_pmu_of(vm)->cfg.n_gp);
+	control_put_u64(vpmu, "fixed_counters", vmm_pmu_of(vm)->cfg.model == VPMU_MODEL_OFF ? 0 : vmm_pmu_of(vm)->cfg.n_fixed);
 	control_put(r, "vpmu", vpmu);
 	control_put(r, "sampling", json_object_new_boolean(guest_sampler_running(ses->vm)));
 	control_put(r, "guest_descriptor", json_object_new_boolean(guest_sampler_has_desc(ses->vm)));
@@ -123,15 +125,15 @@ static const char *control_vpmu_stats(struct control_session *ses, struct json_o
 	(void)req;
 	(void)buf;
 	(void)bufsz;
-	if (!vmm_pmu_emulating(&vm->pmu)) {
+	if (!vmm_pmu_emulating(vmm_pmu_of(vm))) {
 		json_object_put(upper);
 		json_object_put(counts);
 		json_object_put(hist);
-		return vm->pmu.cfg.model == VPMU_MODEL_OFF ? "no vPMU in this run (model off)" :
+		return vmm_pmu_of(vm)->cfg.model == VPMU_MODEL_OFF ? "no vPMU in this run (model off)" :
 		       "no emulated vPMU in this run: KVM's in-kernel vPMU keeps no figures here";
 	}
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		const struct vcpu_pmu *p = &vm->vcpu[i].pmu;
+		const struct vcpu_pmu *p = vcpu_pmu_of(&vm->vcpu[i]);
 		struct vpmu_stats one;
 
 		control_load_stats(&one, &p->v.stats);
@@ -143,9 +145,9 @@ static const char *control_vpmu_stats(struct control_session *ses, struct json_o
 		vpmu_stats_add(&s, &one);
 		exits += control_load(&p->exits);
 	}
-	control_put_str(r, "model", vpmu_model_name(vm->pmu.cfg.model));
+	control_put_str(r, "model", vpmu_model_name(vmm_pmu_of(vm)->cfg.model));
 	control_put_str(r, "backend", control_backend_name(vm));
-	control_put_str(r, "mode", vpmu_mode_name(vm->pmu.cfg.mode));
+	control_put_str(r, "mode", vpmu_mode_name(vmm_pmu_of(vm)->cfg.mode));
 	control_put_u64(r, "vcpus", vm->cfg->ncpus);
 	control_put_u64(r, "vm_exits", exits);
 	control_put_u64(r, "msr_reads", s.msr_reads);

@@ -5,6 +5,7 @@
  * totals so far, per reason and per vCPU. The counting is on while any
  * connection holds it.
  */
+#include "exit_stats.h"
 #include "control_exit_stats.h"
 
 #include <errno.h>
@@ -33,7 +34,7 @@ static bool get_flag(struct json_object *req, const char *key, bool *v, char *bu
 
 static void put_totals(struct control_session *ses, struct json_object *r)
 {
-	const struct exit_stats *es = &ses->vm->exit_stats;
+	const struct exit_stats *es = exit_stats_of(ses->vm);
 	unsigned int ncpus = ses->vm->cfg->ncpus < KVMPROF_MAX_CPUS ? ses->vm->cfg->ncpus : KVMPROF_MAX_CPUS;
 	struct exit_stats_slot all = { 0 }, per_vcpu[KVMPROF_MAX_CPUS] = { { 0 } };
 	struct json_object *reasons = json_object_new_array(), *vcpus = json_object_new_array();
@@ -88,7 +89,7 @@ const char *control_exit_stats(struct control_session *ses, struct json_object *
 	if (start && stop)
 		return "give \"start\" or \"stop\", not both";
 	if (start && !ses->exit_stats) {
-		rc = exit_stats_get(&ses->vm->exit_stats);
+		rc = exit_stats_get(exit_stats_of(ses->vm));
 		if (rc == -ENOTSUP)
 			return "exit-stats needs the VMM's trace events: " TRACE_COMPILED_OUT_MESSAGE;
 		if (rc)
@@ -107,6 +108,6 @@ const char *control_exit_stats(struct control_session *ses, struct json_object *
 void control_exit_stats_end(struct control_session *ses)
 {
 	if (ses->exit_stats)
-		exit_stats_put(&ses->vm->exit_stats);
+		exit_stats_put(exit_stats_of(ses->vm));
 	ses->exit_stats = false;
 }

@@ -4,6 +4,7 @@
  * internal subscriber of vm_run_end (an exit's end: count it, note the time)
  * and vm_entry (the next entry: add the time since).
  */
+#include "vcpu_hooks.h"
 #include "exit_stats.h"
 #include "kvm_exit_name.h"
 
@@ -126,3 +127,9 @@ struct exit_stats_slot exit_stats_read(const struct exit_stats *es, unsigned int
 	return (struct exit_stats_slot){ .count = __atomic_load_n(&s->count, __ATOMIC_RELAXED),
 					 .host_ns = __atomic_load_n(&s->host_ns, __ATOMIC_RELAXED) };
 }
+
+/* Only state: the counters control connections share (exit_stats_get). */
+const struct vcpu_hooks exit_stats_hooks = {
+	.name = "exit-stats",
+	.vm_size = sizeof(struct exit_stats),
+};

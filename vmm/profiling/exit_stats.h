@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vcpu_hooks.h"
 #include "kvmprof/platform.h"
 #include "trace.h"
 
@@ -79,5 +80,13 @@ unsigned int exit_stats_slot_of(uint64_t reason, uint64_t err, uint64_t emulated
 
 /* One vCPU's slot, read from another thread (relaxed atomic loads: each number whole). */
 struct exit_stats_slot exit_stats_read(const struct exit_stats *es, unsigned int vcpu, unsigned int slot);
+
+/* The VM's counters (vcpu_hooks.h: a feature with state only). */
+extern const struct vcpu_hooks exit_stats_hooks;
+
+static inline struct exit_stats *exit_stats_of(const struct vm *vm)
+{
+	return vm_feature(vm, &exit_stats_hooks);
+}
 
 #endif

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest_sampler.h"
 #include "vcpu_hooks.h"
 #include "desc_reader.h"
 #include "guest_attrib.h"
@@ -48,7 +49,7 @@ static uint64_t gs_now(void)
 static void gs_desc_write(void *opaque, uint16_t offset, uint8_t *data, unsigned int size, bool is_write)
 {
 	struct vm *vm = opaque;
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 	struct kp_guest_desc d;
 	char why[GUEST_DESC_WHY_MAX] = "";
 	uint32_t gpa = 0;
@@ -84,25 +85,21 @@ static struct vcpu_outcome gs_desc_port(void *opaque, uint16_t offset, uint8_t *
 
 int guest_sampler_init(struct vm *vm)
 {
-	struct guest_sampler *gs = &vm->sampler;
-	int mask;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 
 	pthread_mutex_init(&gs->desc_lock, NULL);
-	for (unsigned int i = 0; i < KVMPROF_MAX_CPUS; i++)
-		vm->vcpu[i].sampler.perf_fd = -1;
-	mask = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
-	gs->sync_mask = mask > 0 ? (uint32_t)mask & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS) : 0;
+	gs->sync_mask = vm->sync_regs_cap & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS);
 	return ioport_register(&vm->io, KVMPROF_GUEST_DESC_PORT, 4, gs_desc_port, vm);
 }
 
 bool guest_sampler_has_desc(struct vm *vm)
 {
-	return __atomic_load_n(&vm->sampler.desc_valid, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&guest_sampler_of(vm)->desc_valid, __ATOMIC_ACQUIRE);
 }
 
 struct guest_os guest_sampler_os(struct vm *vm)
 {
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 	struct guest_os os = { 0 };
 
 	/* Linux: kernel addresses are mapped in every process's tables, so the sampled CR3 reaches them. */
@@ -115,7 +112,7 @@ struct guest_os guest_sampler_os(struct vm *vm)
 
 bool guest_sampler_running(const struct vm *vm)
 {
-	return vm->sampler.running;
+	return guest_sampler_of(vm)->running;
 }
 
 /* --- the ring --------------------------------------------------------------- */
@@ -234,7 +231,7 @@ static void gs_sample(struct vcpu *vcpu, struct guest_sampler_vcpu *s, uint64_t 
 		      const struct kp_rec_vm_exit *x)
 {
 	struct vm *vm = vcpu->vm;
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 	struct kvm_regs regs_buf;
 	struct kvm_sregs sregs_buf;
 	const struct kvm_regs *regs;
@@ -353,7 +350,7 @@ static void gs_exit_begin(struct vcpu *vcpu, struct guest_sampler_vcpu *s, const
 				      .cpl = vcpu_cpl(sregs) == 3 ? KP_CPL_USER : KP_CPL_KERNEL };
 	gs_exit_kind(vcpu->run, args[1], x);
 	gs_attribute(vcpu, s, sregs, &pg, &pg_ok, t0, &x->pid, &x->tid);
-	if (vm->sampler.callgraph && pg_ok)
+	if (guest_sampler_of(vm)->callgraph && pg_ok)
 		x->nr_callchain = (uint16_t)guest_callchain(&ram, &pg, x->cpl == KP_CPL_USER, regs->rsp, regs->rbp,
 							    sregs->tr.base, x->callchain, KP_CALLCHAIN_MAX);
 	s->exit_pending = true;
@@ -401,7 +398,7 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 	(void)opaque, (void)nargs;
 	if (!vcpu)
 		return;
-	s = &vcpu->sampler;
+	s = guest_sampler_vcpu_of(vcpu);
 	if (event == KVMPROF_TRACE_vm_entry) {
 		gs_exit_end(s); /* the record begun at the exit, if any: sealed even if stop came in between */
 		return;
@@ -410,14 +407,14 @@ static void gs_run_end(void *opaque, const struct trace_ctx *ctx, unsigned int e
 	active = __atomic_load_n(&s->active, __ATOMIC_ACQUIRE);
 	if (!active)
 		return;
-	if (vcpu->vm->sampler.exits)
+	if (guest_sampler_of(vcpu->vm)->exits)
 		gs_exit_begin(vcpu, s, args);
 	if (!(vcpu->kicks & KICK_SAMPLER))
 		return;
 	__atomic_store_n(&s->kick_exits, s->kick_exits + 1, __ATOMIC_RELAXED);
 	if (read(s->perf_fd, &count, sizeof(count)) != (ssize_t)sizeof(count))
 		return;
-	periods = count / vcpu->vm->sampler.period;
+	periods = count / guest_sampler_of(vcpu->vm)->period;
 	if (periods > s->periods_seen) {
 		gs_sample(vcpu, s, periods - s->periods_seen,
 			  s->exit_pending ? (const struct kp_rec_vm_exit *)(s->xrec + sizeof(struct kp_rec_header)) : NULL);
@@ -463,10 +460,10 @@ static int gs_open_clock(pid_t tid, uint32_t type, uint64_t config, uint64_t per
 /* Frees what start set up; no vCPU samples (gs_run_end is not subscribed). */
 static void gs_release(struct vm *vm)
 {
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
+		struct guest_sampler_vcpu *s = guest_sampler_vcpu_of(&vm->vcpu[i]);
 
 		if (s->perf_fd >= 0)
 			close(s->perf_fd);
@@ -484,7 +481,7 @@ static void gs_release(struct vm *vm)
 /* The memfd, sealed against resizing: a client that truncates it cannot make the VMM fault. */
 static int gs_create_rings(struct vm *vm, int *memfd)
 {
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 	unsigned int n = vm->cfg->ncpus;
 	uint64_t stride = KP_RING_PAGE + GUEST_SAMPLER_DATA_SIZE;
 	size_t size = KP_RING_PAGE + n * stride;
@@ -515,7 +512,7 @@ static int gs_create_rings(struct vm *vm, int *memfd)
 	h->file_version_major = KP_FILE_VERSION_MAJOR;
 	h->file_version_minor = KP_FILE_VERSION_MINOR;
 	for (unsigned int i = 0; i < n; i++) {
-		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
+		struct guest_sampler_vcpu *s = guest_sampler_vcpu_of(&vm->vcpu[i]);
 
 		s->ctl = (struct kp_ring_ctl *)((uint8_t *)gs->map + KP_RING_PAGE + i * stride);
 		s->data = (uint8_t *)s->ctl + KP_RING_PAGE;
@@ -542,7 +539,7 @@ static bool gs_wait_tids(struct vm *vm)
 int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, int *memfd,
 			size_t *ring_size, char err[GUEST_SAMPLER_ERR_MAX])
 {
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 	const struct guest_sampler_event *ev = guest_sampler_event(req->event);
 	uint32_t type;
 	uint64_t config;
@@ -579,7 +576,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 		gs->lx = *req->lx;
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		struct vcpu *v = &vm->vcpu[i];
-		struct guest_sampler_vcpu *s = &v->sampler;
+		struct guest_sampler_vcpu *s = guest_sampler_vcpu_of(v);
 
 		s->head = s->written = s->lost = s->periods_seen = s->samples = 0;
 		s->capture_ns = s->capture_max = s->sreg_ioctls = s->captures = 0;
@@ -624,7 +621,7 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		/* Synced registers cost KVM a copy per exit: only while sampling. */
 		__atomic_store_n(&vm->vcpu[i].sync_regs, gs->sync_mask, __ATOMIC_RELAXED);
-		__atomic_store_n(&vm->vcpu[i].sampler.active, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&guest_sampler_vcpu_of(&vm->vcpu[i])->active, 1, __ATOMIC_SEQ_CST);
 	}
 	*memfd = fd;
 	*ring_size = gs->map_size;
@@ -633,20 +630,20 @@ int guest_sampler_start(struct vm *vm, const struct guest_sampler_request *req, 
 
 int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 {
-	struct guest_sampler *gs = &vm->sampler;
+	struct guest_sampler *gs = guest_sampler_of(vm);
 	uint64_t ns = 0, nsamples = 0;
 
 	memset(t, 0, sizeof(*t));
 	if (!gs->running)
 		return -ESRCH;
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		__atomic_store_n(&vm->vcpu[i].sampler.active, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&guest_sampler_vcpu_of(&vm->vcpu[i])->active, 0, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&vm->vcpu[i].sync_regs, 0, __ATOMIC_RELAXED);
 	}
 	/* Waits out samples in progress: they take microseconds and never block. */
 	trace_unsubscribe(&gs->sub);
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		struct guest_sampler_vcpu *s = &vm->vcpu[i].sampler;
+		struct guest_sampler_vcpu *s = guest_sampler_vcpu_of(&vm->vcpu[i]);
 
 		/* The exit in progress at the stop: its record ends now (the vCPU no longer writes the ring). */
 		gs_exit_end(s);
@@ -667,7 +664,16 @@ int guest_sampler_stop(struct vm *vm, struct guest_sampler_totals *t)
 	return 0;
 }
 
+static int guest_sampler_vcpu_init(struct vcpu *vcpu)
+{
+	guest_sampler_vcpu_of(vcpu)->perf_fd = -1;
+	return 0;
+}
+
 const struct vcpu_hooks guest_sampler_hooks = {
 	.name = "guest-sampler",
+	.vm_size = sizeof(struct guest_sampler),
+	.vcpu_size = sizeof(struct guest_sampler_vcpu),
 	.vm_setup = guest_sampler_init,
+	.init = guest_sampler_vcpu_init,
 };

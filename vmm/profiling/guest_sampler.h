@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vcpu_hooks.h"
 #include "guest_attrib.h"
 #include "kvmprof/guest_desc.h"
 #include "kvmprof/guest_ring.h"
@@ -45,7 +46,7 @@ struct vcpu;
 #define GUEST_SAMPLER_XREC_MAX (sizeof(struct kp_rec_header) + sizeof(struct kp_rec_vm_exit) + \
 				KP_CALLCHAIN_MAX * sizeof(uint64_t))
 
-/* Per-vCPU state (struct vcpu.sampler). */
+/* Per-vCPU state (guest_sampler_vcpu_of). */
 struct guest_sampler_vcpu {
 	/* Set by the control thread while inactive; published by active. */
 	int active; /* atomic: ring and clock are set up, the vCPU thread may sample */
@@ -71,7 +72,7 @@ struct guest_sampler_vcpu {
 	uint8_t xrec[GUEST_SAMPLER_XREC_MAX] __attribute__((aligned(8)));
 };
 
-/* Per-VM state (struct vm.sampler). */
+/* Per-VM state (guest_sampler_of). */
 struct guest_sampler {
 	/* Control thread only. */
 	bool running;
@@ -126,8 +127,18 @@ struct guest_sampler_totals {
 /* At VM creation: the descriptor port, the sampling signal. 0 or -errno (message printed). */
 int guest_sampler_init(struct vm *vm);
 
-/* The sampler's place in the VM's life (vcpu_hooks.h). */
+/* The sampler's place in the VM's life (vcpu_hooks.h), and its state there. */
 extern const struct vcpu_hooks guest_sampler_hooks;
+
+static inline struct guest_sampler *guest_sampler_of(const struct vm *vm)
+{
+	return vm_feature(vm, &guest_sampler_hooks);
+}
+
+static inline struct guest_sampler_vcpu *guest_sampler_vcpu_of(const struct vcpu *vcpu)
+{
+	return vcpu_feature(vcpu, &guest_sampler_hooks);
+}
 
 /*
  * Control thread: starts sampling every vCPU. On success *memfd is a new

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "pmi_trace.h"
 #include "vcpu_hooks.h"
 #include "guest_idt.h"
 #include "guest_walk.h"
@@ -36,8 +37,8 @@ static void pmi_trace_run_end(void *opaque, const struct trace_ctx *ctx, unsigne
 
 int pmi_trace_init(struct vcpu *vcpu)
 {
-	struct pmi_trace_vcpu *t = &vcpu->trace;
-	struct trace_subscriber *sub = &vcpu->vm->pmi_trace;
+	struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(vcpu);
+	struct trace_subscriber *sub = pmi_trace_sub_of(vcpu->vm);
 	const unsigned int n[T_KINDS] = { vcpu->vm->cfg->trace_pmi, vcpu->vm->cfg->trace_tick };
 
 	memset(t, 0, sizeof(*t));
@@ -64,14 +65,14 @@ int pmi_trace_init(struct vcpu *vcpu)
 
 void pmi_trace_destroy(struct vcpu *vcpu)
 {
-	if (vcpu->vm && vcpu->vm->pmi_trace.cb) {
-		trace_unsubscribe(&vcpu->vm->pmi_trace);
-		vcpu->vm->pmi_trace.cb = NULL;
+	if (vcpu->vm && pmi_trace_sub_of(vcpu->vm)->cb) {
+		trace_unsubscribe(pmi_trace_sub_of(vcpu->vm));
+		pmi_trace_sub_of(vcpu->vm)->cb = NULL;
 	}
 	for (unsigned int k = 0; k < T_KINDS; k++) {
-		free(vcpu->trace.steps_of[k]);
-		free(vcpu->trace.exits_of[k]);
-		vcpu->trace.steps_of[k] = vcpu->trace.exits_of[k] = NULL;
+		free(pmi_trace_vcpu_of(vcpu)->steps_of[k]);
+		free(pmi_trace_vcpu_of(vcpu)->exits_of[k]);
+		pmi_trace_vcpu_of(vcpu)->steps_of[k] = pmi_trace_vcpu_of(vcpu)->exits_of[k] = NULL;
 	}
 }
 
@@ -108,8 +109,8 @@ static int set_debug(struct vcpu *vcpu, uint32_t control, uint64_t dr7)
 {
 	struct kvm_guest_debug dbg = { .control = control };
 
-	dbg.arch.debugreg[0] = vcpu->trace.entry[T_PMI];
-	dbg.arch.debugreg[1] = vcpu->trace.entry[T_TICK];
+	dbg.arch.debugreg[0] = pmi_trace_vcpu_of(vcpu)->entry[T_PMI];
+	dbg.arch.debugreg[1] = pmi_trace_vcpu_of(vcpu)->entry[T_TICK];
 	dbg.arch.debugreg[7] = dr7;
 	return ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
 }
@@ -118,8 +119,8 @@ static bool wanted(const struct vcpu *vcpu, unsigned int kind)
 {
 	const struct vm_config *cfg = vcpu->vm->cfg;
 
-	return kind == T_PMI ? cfg->trace_pmi_on && vcpu->trace.traced[T_PMI] < cfg->trace_pmi :
-			       cfg->trace_tick_on && vcpu->trace.traced[T_TICK] < cfg->trace_tick;
+	return kind == T_PMI ? cfg->trace_pmi_on && pmi_trace_vcpu_of(vcpu)->traced[T_PMI] < cfg->trace_pmi :
+			       cfg->trace_tick_on && pmi_trace_vcpu_of(vcpu)->traced[T_TICK] < cfg->trace_tick;
 }
 
 /*
@@ -132,7 +133,7 @@ static bool wanted(const struct vcpu *vcpu, unsigned int kind)
  */
 static void arm(struct vcpu *vcpu)
 {
-	struct pmi_trace_vcpu *t = &vcpu->trace;
+	struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(vcpu);
 	struct kvm_sregs sregs;
 	uint64_t dr7 = 0;
 
@@ -161,8 +162,8 @@ static void arm(struct vcpu *vcpu)
 void pmi_trace_injected(struct vcpu *vcpu)
 {
 	/* A PMI that lands inside a traced tick would add its handler to the tick's count. */
-	if (tracing(vcpu) && vcpu->trace.stepping && vcpu->trace.kind == T_TICK)
-		vcpu->trace.disturbed = true;
+	if (tracing(vcpu) && pmi_trace_vcpu_of(vcpu)->stepping && pmi_trace_vcpu_of(vcpu)->kind == T_TICK)
+		pmi_trace_vcpu_of(vcpu)->disturbed = true;
 }
 
 /*
@@ -173,7 +174,7 @@ void pmi_trace_injected(struct vcpu *vcpu)
  */
 static void finish(struct vcpu *vcpu, bool complete)
 {
-	struct pmi_trace_vcpu *t = &vcpu->trace;
+	struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(vcpu);
 	struct kvm_regs regs;
 	uint64_t frame[2] = { 0, 0 }; /* the IRETQ frame's RIP and CS */
 	unsigned int k = t->kind;
@@ -216,7 +217,7 @@ static void pmi_trace_run_end(void *opaque, const struct trace_ctx *ctx, unsigne
 	/* The exact backend's emulator slices are no exits; a failed KVM_RUN other than a signal is none either. */
 	if (!vcpu || args[2] || (args[1] && args[1] != EINTR))
 		return;
-	t = &vcpu->trace;
+	t = pmi_trace_vcpu_of(vcpu);
 	if (args[1]) {
 		r = R_INTR;
 	} else {
@@ -247,7 +248,7 @@ static void pmi_trace_run_end(void *opaque, const struct trace_ctx *ctx, unsigne
 
 bool pmi_trace_debug_exit(struct vcpu *vcpu)
 {
-	struct pmi_trace_vcpu *t = &vcpu->trace;
+	struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(vcpu);
 	uint64_t pc = vcpu->run->debug.arch.pc;
 	uint8_t insn[2];
 
@@ -308,7 +309,7 @@ static void print_kind(struct vm *vm, unsigned int k, const char *what)
 	uint32_t *steps, *exits;
 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		const struct pmi_trace_vcpu *t = &vm->vcpu[i].trace;
+		const struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(&vm->vcpu[i]);
 		n += t->traced[k];
 		n3 += t->traced3[k];
 		stray += (unsigned int)t->stray;
@@ -326,7 +327,7 @@ static void print_kind(struct vm *vm, unsigned int k, const char *what)
 		/* Ring-3 windows first, then ring-0 ones: each group contiguous. */
 		for (int ring3 = 1; ring3 >= 0; ring3--) {
 			for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-				const struct pmi_trace_vcpu *t = &vm->vcpu[i].trace;
+				const struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(&vm->vcpu[i]);
 				unsigned int from = ring3 ? 0 : t->cap[k] - (t->traced[k] - t->traced3[k]);
 				unsigned int cnt = ring3 ? t->traced3[k] : t->traced[k] - t->traced3[k];
 				memcpy(steps + at, t->steps_of[k] + from, cnt * sizeof(*steps));
@@ -359,8 +360,8 @@ void pmi_trace_print(struct vm *vm)
 		print_kind(vm, T_TICK, "timer tick");
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		for (unsigned int r = 0; r < R_COUNT; r++)
-			by_reason[r] += vm->vcpu[i].trace.by_reason[r];
-		stray += vm->vcpu[i].trace.stray;
+			by_reason[r] += pmi_trace_vcpu_of(&vm->vcpu[i])->by_reason[r];
+		stray += pmi_trace_vcpu_of(&vm->vcpu[i])->stray;
 	}
 	if (stray)
 		fprintf(stderr, "  %llu windows abandoned (no IRETQ within %u steps, or a PMI inside a tick)\n",
@@ -382,6 +383,8 @@ static int pmi_trace_vcpu_init(struct vcpu *vcpu)
 
 const struct vcpu_hooks pmi_trace_hooks = {
 	.name = "pmi-trace",
+	.vm_size = sizeof(struct trace_subscriber),
+	.vcpu_size = sizeof(struct pmi_trace_vcpu),
 	.init = pmi_trace_vcpu_init,
 	.destroy = pmi_trace_destroy,
 	.debug_exit = pmi_trace_debug_exit,

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vcpu_hooks.h"
+
 struct vcpu;
 struct vm;
 
@@ -48,7 +50,17 @@ void pmi_trace_injected(struct vcpu *vcpu);
 bool pmi_trace_debug_exit(struct vcpu *vcpu);
 void pmi_trace_print(struct vm *vm);
 
-/* The tracer's place in each vCPU's life (vcpu_hooks.h). */
+/* The tracer's place in each vCPU's life (vcpu_hooks.h), and its state there: per vCPU, and its vm_run_end subscriber. */
 extern const struct vcpu_hooks pmi_trace_hooks;
+
+static inline struct pmi_trace_vcpu *pmi_trace_vcpu_of(const struct vcpu *vcpu)
+{
+	return vcpu_feature(vcpu, &pmi_trace_hooks);
+}
+
+static inline struct trace_subscriber *pmi_trace_sub_of(const struct vm *vm)
+{
+	return vm_feature(vm, &pmi_trace_hooks);
+}
 
 #endif
