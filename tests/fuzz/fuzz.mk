@@ -77,12 +77,12 @@ $(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_ALL_SRCS:%.
 
 # The control socket's requests and commands, without its connections; the
 # harness stands in for the VM calls the commands make.
-FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
+FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/vcpu_hooks.o $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
                      $(FUZZ_OBJ)/vmm/profiling/guest_sampler_events.o \
                      $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/lib/trace_event_table.o \
                      $(FUZZ_OBJ)/vmm/profiling/control_exit_stats.o $(FUZZ_OBJ)/vmm/profiling/exit_stats.o \
                      $(FUZZ_OBJ)/lib/kvm_exit_name.o $(FUZZ_OBJ)/vmm/trace.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
-$(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
+$(FUZZ_OBJ)/vmm/vcpu_hooks.o $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
 $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/vmm/profiling/control_exit_stats.o \
 $(FUZZ_OBJ)/vmm/profiling/exit_stats.o $(FUZZ_OBJ)/vmm/profiling/guest_sampler_events.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
 $(BUILD)/fuzz/fuzz_control: tests/fuzz/fuzz_control.c $(FUZZ_CONTROL_OBJS)

@@ -20,8 +20,18 @@
 
 #include "control.h"
 #include "control_session.h"
+#include "exit_stats.h"
+#include "guest_sampler.h"
 #include "plugin_host.h"
+#include "pmu.h"
 #include "vm.h"
+
+/* The features whose state the commands read, as the VM takes them (their code stands in below or is not needed). */
+const struct vcpu_hooks vmm_pmu_hooks = { .name = "vpmu", .vm_size = sizeof(struct vmm_pmu),
+					  .vcpu_size = sizeof(struct vcpu_pmu) };
+const struct vcpu_hooks guest_sampler_hooks = { .name = "guest-sampler", .vm_size = sizeof(struct guest_sampler),
+						.vcpu_size = sizeof(struct guest_sampler_vcpu) };
+static const struct vcpu_hooks *const features[] = { &guest_sampler_hooks, &vmm_pmu_hooks, &exit_stats_hooks, NULL };
 
 static uint8_t shape;
 static bool sampler_on;
@@ -183,8 +193,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg = (struct vm_config){ .ncpus = 1 + (shape & 7), .mem_size = 256u << 20,
 				  .kernel_path = (shape & 8) ? "/boot/vmlinuz" : NULL };
 	vm.cfg = &cfg;
-	vm.pmu.cfg.model = (enum vpmu_model)((shape >> 3) % 3);
-	vm.pmu.backend = (enum vpmu_backend_choice)((shape >> 4) % 5);
+	vm.hooks = features;
+	if (vm_hooks_alloc(&vm))
+		return 0;
+	for (unsigned int i = 0; i < cfg.ncpus; i++) {
+		vm.vcpu[i].vm = &vm;
+		if (vcpu_hooks_alloc(&vm.vcpu[i]))
+			__builtin_trap();
+	}
+	vmm_pmu_of(&vm)->cfg.model = (enum vpmu_model)((shape >> 3) % 3);
+	vmm_pmu_of(&vm)->backend = (enum vpmu_backend_choice)((shape >> 4) % 5);
 	ses = (struct control_session){ .vm = &vm, .start_ns = control_now_ns(), .pass_fd = -1 };
 	/* Lines as the connection hands them over: each shorter than its input buffer. */
 	while (start < size) {
@@ -206,5 +224,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		start = end + 1;
 	}
 	control_session_end(&ses);
+	for (unsigned int i = 0; i < cfg.ncpus; i++)
+		vcpu_hooks_free(&vm.vcpu[i]);
+	vm_hooks_free(&vm);
 	return 0;
 }
