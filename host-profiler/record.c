@@ -418,13 +418,15 @@ static int read_guest_layout(struct hrec *R)
 	struct kp_reader *rd;
 	struct kp_record rec;
 	char err[512], why[KP_META_MAX] = "the export has none (an agent older than sample file 1.3?)";
-	struct kallsyms *ksyms = kallsyms_new();
+	struct kallsyms *ksyms;
 	size_t ksyms_len = 0;
-	bool ksyms_failed = !ksyms;
+	bool ksyms_failed;
 	int r;
 
 	if (!path)
 		return 0;
+	ksyms = kallsyms_new();
+	ksyms_failed = !ksyms;
 	if (kp_reader_open(&rd, path, err, sizeof(err))) {
 		fprintf(stderr, "kvmprof: --guest-export: %s\n", err);
 		kallsyms_free(ksyms);
