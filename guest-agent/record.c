@@ -145,13 +145,8 @@ static void fill_attr(const struct rec *R, int idx, bool tracking, struct perf_e
 		a->exclude_kernel = 1;
 		a->exclude_hv = 1;
 	}
-	if (tracking) {
-		a->mmap = 1;
-		a->mmap2 = 1;
-		a->comm = 1;
-		a->comm_exec = 1;
-		a->task = 1;
-	}
+	if (tracking)
+		perf_attr_track_tasks(a);
 }
 
 /* Sets the event up as the stand-in clock; the name stays what the user asked for. */

@@ -153,13 +153,8 @@ static void fill_attr(const struct hrec *R, bool tracking, struct perf_event_att
 	/* The clock the guest samplers stamp guest samples with, so both sides share a time line. */
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
-	if (tracking) {
-		a->mmap = 1;
-		a->mmap2 = 1;
-		a->comm = 1;
-		a->comm_exec = 1;
-		a->task = 1;
-	}
+	if (tracking)
+		perf_attr_track_tasks(a);
 }
 
 /* One open decides what the host can do: without a PMU, cpu-clock stands in. */

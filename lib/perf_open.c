@@ -69,3 +69,12 @@ void perf_open_describe_pmu(char *buf, size_t len, bool hardware, const char *ev
 	else
 		snprintf(buf, len, "%s", hardware ? "hardware" : "software events only");
 }
+
+void perf_attr_track_tasks(struct perf_event_attr *attr)
+{
+	attr->mmap = 1;
+	attr->mmap2 = 1;
+	attr->comm = 1;
+	attr->comm_exec = 1;
+	attr->task = 1;
+}

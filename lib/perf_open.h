@@ -26,6 +26,12 @@ int perf_open_signal_thread(int fd, pid_t tid, int signo);
 
 /* Whether an event needs the PMU: everything but software events and tracepoints. */
 bool perf_attr_is_hardware(const struct perf_event_attr *attr);
+/*
+ * The records a recorder needs to name processes and map their code, as
+ * perf record's tracking event asks for them: mmap and mmap2, comm (with
+ * exec), fork and exit.
+ */
+void perf_attr_track_tasks(struct perf_event_attr *attr);
 
 /*
  * Whether opening attr failed with err because the host has no PMU that
