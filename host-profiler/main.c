@@ -9,7 +9,7 @@
 #include "host_list.h"
 #include "host_report.h"
 #include "plugin_cmd.h"
-#include "trace.h"
+#include "host_trace.h"
 
 static const struct cli_command commands[] = {
 	{ "record", "--vm SOCKET | --domain NAME | --all-domains [OPTIONS]",

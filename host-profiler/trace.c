@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trace.h"
+#include "host_trace.h"
 #include "trace_event_table.h"
 #include "trace_read.h"
 

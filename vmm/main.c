@@ -14,7 +14,7 @@
 #include "mptable.h"
 #include "options.h"
 #include "plugin_host.h"
-#include "trace_file.h"
+#include "trace_file_writer.h"
 #include "vm.h"
 
 extern const uint8_t kvmprof_guest_kernel[], kvmprof_guest_initrd[];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The --trace subscriber: per-context rings, a writer thread, a trailer with the losses (trace_file.h). */
+/* The --trace subscriber: per-context rings, a writer thread, a trailer with the losses (trace_file_writer.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 
 #include "kvmprof/trace_file.h"
 #include "trace.h"
-#include "trace_file.h"
+#include "trace_file_writer.h"
 
 /* How often the writer drains: the rings hold far more than this much tracing. */
 #define TRACE_FILE_DRAIN_NS 1000000L

@@ -53,7 +53,7 @@ struct vm_config {
 	struct vmm_vpmu_options vpmu;
 	bool trace_pmi_on, trace_tick_on; /* --vpmu-trace-pmi / -tick N given (vmm/profiling/pmi_trace.h) */
 	unsigned int trace_pmi, trace_tick; /* N: handlers to single-step */
-	const char *trace_path;    /* --trace: the trace file (vmm/trace_file.h); NULL: none */
+	const char *trace_path;    /* --trace: the trace file (vmm/trace_file_writer.h); NULL: none */
 	const char *trace_events;  /* --trace-events: globs; NULL: every event */
 	bool trace_enabled[KVMPROF_TRACE_EVENT_COUNT]; /* the events --trace-events chose */
 	const char *plugins[VMM_PLUGINS_MAX]; /* --plugin FILE.so[,KEY=VALUE...] (vmm/plugin_host.h) */
