@@ -88,6 +88,19 @@ $(BUILD)/tests/plugins/sanitized/good.so: tests/unit/plugins/good.c include/kvmp
 # dlopen, and the built-in plugin of a static build (none in these).
 PLUGIN_HOST_SRCS := vmm/plugin_host.c vmm/plugin_elf.c vmm/plugin_static.c
 
+# The guest debug owner with made-up clients; the test stands in for its one KVM call.
+GUEST_DEBUG_TEST_SRCS := vmm/guest_debug.c vmm/vcpu_hooks.c
+UNIT_TESTS += $(BUILD)/tests/test_guest_debug
+ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_guest_debug
+
+$(BUILD)/tests/test_guest_debug: tests/unit/test_guest_debug.c $(GUEST_DEBUG_TEST_SRCS:%.c=$(BUILD)/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/asan/tests/test_guest_debug: tests/unit/test_guest_debug.c $(GUEST_DEBUG_TEST_SRCS:%.c=$(BUILD)/asan/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $(VMM_CFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
 # The control socket's requests and commands, without its connections; the
 # test stands in for the guest sampler. The plugin commands use the real
 # plugin host, with the test plugins.

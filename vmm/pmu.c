@@ -119,13 +119,9 @@ int vmm_pmu_setup(struct vm *vm)
 			pmu->backend = VPMU_BACKEND_EXACT; /* no hardware counters: the emulator counts */
 		break;
 	}
-	if (pmu->backend == VPMU_BACKEND_EXACT) {
-		if (vm->cfg->trace_pmi_on || vm->cfg->trace_tick_on)
-			return pmu_fail("--vpmu-backend=%s: --vpmu-trace-pmi and --vpmu-trace-tick need the debug "
-					"registers the exact backend uses; use --vpmu-backend=clock with them",
-					o->backend == VPMU_BACKEND_AUTO ? "auto (exact here)" : "exact");
+	/* That the PMI tracer cannot run beside it (both need the debug registers) is the guest debug owner's to say. */
+	if (pmu->backend == VPMU_BACKEND_EXACT)
 		pmu->cfg.exact = true;
-	}
 	if (pmu->backend != VPMU_BACKEND_KVM) {
 		/* The sample buffer is the VMM's own: offered wherever the VMM implements the PMU. */
 		pmu->cfg.sbuf = true;

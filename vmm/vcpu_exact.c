@@ -26,7 +26,6 @@
 #define MSR_EFER 0xc0000080u
 #define MSR_PAT 0x277u
 #define RFLAGS_IF (1ULL << 9)
-#define DR7_L(i) (1ULL << (2 * (i)))
 
 int vcpu_exact_init(struct vcpu *vcpu)
 {
@@ -216,7 +215,6 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
 static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool *kvm_ran)
 {
 	struct vcpu_exact *x = vcpu_exact_of(vcpu);
-	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP };
 	struct emu_insn_info in = { .vector = -1 };
 	struct guest_paging pg;
 	uint8_t code[15];
@@ -262,13 +260,11 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 			return 0;
 		}
 	}
-	if (x->blockirq)
-		dbg.control |= KVM_GUESTDBG_BLOCKIRQ;
 	/* KVM sets TF only while RIP is where it was at KVM_SET_GUEST_DEBUG: the registers go first. */
 	*kvm_ran = true;
 	if (state_to_kvm(vcpu))
 		return -1;
-	if (ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0)
+	if (guest_debug_set(vcpu, &vcpu_exact_debug_client, NULL, 0, true, x->blockirq ? KVM_GUESTDBG_BLOCKIRQ : 0))
 		x->stats.engine_errors++;
 	return step_enter(vcpu, in.flushes_tlb || !in.len || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)), event);
 }
@@ -283,7 +279,6 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
 {
 	struct vcpu_exact *x = vcpu_exact_of(vcpu);
-	struct kvm_guest_debug dbg = { .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
 	struct emu_insn_info in = { .vector = -1 };
 	struct guest_paging pg;
 	uint8_t code[15];
@@ -348,17 +343,11 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)timer_vector), false, timer_vector);
 	if (st->sregs.cs.dpl == 3 && event < 0)
 		add_bp(x, exact_idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
-	for (unsigned int i = 0; i < x->nbp; i++) {
-		dbg.arch.debugreg[i] = x->bp[i];
-		dbg.arch.debugreg[7] |= DR7_L(i);
-	}
-	if (x->single_step)
-		dbg.control |= KVM_GUESTDBG_SINGLESTEP;
 	/* KVM sets TF only while RIP is where it was at KVM_SET_GUEST_DEBUG: the registers go first. */
 	*kvm_ran = true;
 	if (state_to_kvm(vcpu))
 		return -1;
-	if (ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0) {
+	if (guest_debug_set(vcpu, &vcpu_exact_debug_client, x->bp, x->nbp, x->single_step, 0)) {
 		x->stats.engine_errors++;
 		x->nbp = 0;
 	}
@@ -368,9 +357,7 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 
 static void step_end(struct vcpu *vcpu)
 {
-	struct kvm_guest_debug off = { 0 };
-
-	ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &off);
+	guest_debug_clear(vcpu, &vcpu_exact_debug_client);
 	vcpu_exact_of(vcpu)->stats.step_ns += now_ns() - vcpu_exact_of(vcpu)->step_start_ns;
 	vcpu_exact_of(vcpu)->stepping = false;
 	vcpu_exact_of(vcpu)->nbp = 0;
@@ -814,5 +801,20 @@ const struct vcpu_hooks vcpu_exact_hooks = {
 	.destroy = vcpu_exact_destroy,
 	.run = exact_run,
 	.after_exit = vcpu_exact_after_exit,
+};
+
+static bool exact_wanted(const struct vm *vm)
+{
+	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
+
+	return pmu && pmu->backend == VPMU_BACKEND_EXACT && pmu->cfg.model != VPMU_MODEL_OFF;
+}
+
+/* A KVM step: breakpoints where the vCPU can come back to (all four), or a single step. */
+const struct guest_debug_client vcpu_exact_debug_client = {
+	.name = "the exact vPMU backend",
+	.slots = 4,
+	.steps = true,
+	.wanted = exact_wanted,
 	.debug_exit = vcpu_exact_debug_exit,
 };

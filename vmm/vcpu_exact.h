@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "emu.h"
+#include "guest_debug.h"
 #include "vcpu_hooks.h"
 #include "vpmu.h"
 
@@ -101,6 +102,8 @@ void vcpu_exact_print_stats(struct vm *vm);
 
 /* The engine's place in each vCPU's life (vcpu_hooks.h): it takes the runs of counting vCPUs. Its state there. */
 extern const struct vcpu_hooks vcpu_exact_hooks;
+/* Its KVM steps as a client of the guest debug owner (guest_debug.h). */
+extern const struct guest_debug_client vcpu_exact_debug_client;
 
 static inline struct vcpu_exact *vcpu_exact_of(const struct vcpu *vcpu)
 {

@@ -105,14 +105,18 @@ static uint64_t idt_handler(struct vcpu *vcpu, const struct kvm_sregs *sregs, un
 	return guest_idt_handler(&ram, &pg, sregs->idt.base, sregs->idt.limit, vec);
 }
 
-static int set_debug(struct vcpu *vcpu, uint32_t control, uint64_t dr7)
+/* Breakpoints on the handlers' entries (dr7 bit 0: the NMI's, bit 2: the timer's) or a single step, through the debug owner. */
+static int set_debug(struct vcpu *vcpu, bool step, uint64_t dr7)
 {
-	struct kvm_guest_debug dbg = { .control = control };
+	const struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(vcpu);
+	uint64_t addr[2];
+	unsigned int n = 0;
 
-	dbg.arch.debugreg[0] = pmi_trace_vcpu_of(vcpu)->entry[T_PMI];
-	dbg.arch.debugreg[1] = pmi_trace_vcpu_of(vcpu)->entry[T_TICK];
-	dbg.arch.debugreg[7] = dr7;
-	return ioctl(vcpu->fd, KVM_SET_GUEST_DEBUG, &dbg) < 0 ? -errno : 0;
+	if (dr7 & 0x1)
+		addr[n++] = t->entry[T_PMI];
+	if (dr7 & 0x4)
+		addr[n++] = t->entry[T_TICK];
+	return guest_debug_set(vcpu, &pmi_trace_debug_client, addr, n, step, 0);
 }
 
 static bool wanted(const struct vcpu *vcpu, unsigned int kind)
@@ -155,7 +159,7 @@ static void arm(struct vcpu *vcpu)
 		}
 		dr7 |= t->entry[T_TICK] ? 0x4 : 0; /* L1 */
 	}
-	if (dr7 && !set_debug(vcpu, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP, dr7))
+	if (dr7 && !set_debug(vcpu, false, dr7))
 		t->armed = true;
 }
 
@@ -179,7 +183,7 @@ static void finish(struct vcpu *vcpu, bool complete)
 	uint64_t frame[2] = { 0, 0 }; /* the IRETQ frame's RIP and CS */
 	unsigned int k = t->kind;
 
-	set_debug(vcpu, 0, 0);
+	set_debug(vcpu, false, 0);
 	t->stepping = t->armed = false;
 	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) == 0) {
 		if (complete)
@@ -262,7 +266,7 @@ bool pmi_trace_debug_exit(struct vcpu *vcpu)
 		t->stepping = true;
 		t->disturbed = false;
 		t->steps = t->exits = 0;
-		if (set_debug(vcpu, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP, 0))
+		if (set_debug(vcpu, true, 0))
 			finish(vcpu, false);
 		return true;
 	}
@@ -387,6 +391,19 @@ const struct vcpu_hooks pmi_trace_hooks = {
 	.vcpu_size = sizeof(struct pmi_trace_vcpu),
 	.init = pmi_trace_vcpu_init,
 	.destroy = pmi_trace_destroy,
-	.debug_exit = pmi_trace_debug_exit,
 	.print_stats = pmi_trace_print,
+};
+
+static bool pmi_trace_wanted(const struct vm *vm)
+{
+	return vm->cfg->trace_pmi_on || vm->cfg->trace_tick_on;
+}
+
+/* Two breakpoints (the NMI's and the timer's handler entries), then single steps through the handler. */
+const struct guest_debug_client pmi_trace_debug_client = {
+	.name = "--vpmu-trace-pmi/--vpmu-trace-tick",
+	.slots = 2,
+	.steps = true,
+	.wanted = pmi_trace_wanted,
+	.debug_exit = pmi_trace_debug_exit,
 };

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "guest_debug.h"
 #include "vcpu_hooks.h"
 
 struct vcpu;
@@ -48,6 +49,8 @@ void pmi_trace_destroy(struct vcpu *vcpu);
 void pmi_trace_injected(struct vcpu *vcpu);
 /* KVM_EXIT_DEBUG: true if it was a trace step (and is handled). */
 bool pmi_trace_debug_exit(struct vcpu *vcpu);
+/* The tracer as a client of the guest debug owner (guest_debug.h). */
+extern const struct guest_debug_client pmi_trace_debug_client;
 void pmi_trace_print(struct vm *vm);
 
 /* The tracer's place in each vCPU's life (vcpu_hooks.h), and its state there: per vCPU, and its vm_run_end subscriber. */
