@@ -36,10 +36,17 @@ static int client_index(const struct guest_debug_client *c)
 	return -1;
 }
 
+/* "; INSTEAD" of whichever of the two has something to say. */
+static const char *instead(const struct guest_debug_client *a, const struct guest_debug_client *b)
+{
+	return a->instead ? a->instead : b->instead ? b->instead : NULL;
+}
+
 static int guest_debug_setup(struct vm *vm)
 {
 	struct guest_debug_vm *g = vm_feature(vm, &guest_debug_hooks);
 	const struct guest_debug_client *stepper = NULL, *first = NULL;
+	char taken[256] = "";
 	unsigned int slots = 0;
 
 	for (int i = 0; i < MAX_CLIENTS && guest_debug_clients[i]; i++) {
@@ -49,19 +56,21 @@ static int guest_debug_setup(struct vm *vm)
 			continue;
 		if (slots + c->slots > GUEST_DEBUG_SLOTS) {
 			fprintf(stderr, "kvmprof-vmm: %s and %s need %u hardware breakpoints together, a vCPU has %d: use "
-					"one at a time\n",
-				first->name, c->name, slots + c->slots, GUEST_DEBUG_SLOTS);
+					"one at a time%s%s\n",
+				taken, c->name, slots + c->slots, GUEST_DEBUG_SLOTS, instead(first, c) ? "; " : "",
+				instead(first, c) ? instead(first, c) : "");
 			return -EBUSY;
 		}
 		if (c->steps && stepper) {
-			fprintf(stderr, "kvmprof-vmm: %s and %s both single-step the guest: use one at a time\n",
-				stepper->name, c->name);
+			fprintf(stderr, "kvmprof-vmm: %s and %s both single-step the guest: use one at a time%s%s\n",
+				stepper->name, c->name, instead(stepper, c) ? "; " : "", instead(stepper, c) ? instead(stepper, c) : "");
 			return -EBUSY;
 		}
 		if (c->steps)
 			stepper = c;
 		if (!first)
 			first = c;
+		snprintf(taken + strlen(taken), sizeof(taken) - strlen(taken), "%s%s", *taken ? ", " : "", c->name);
 		g->taken[i] = true;
 		g->base[i] = slots;
 		slots += c->slots;

@@ -26,6 +26,7 @@ struct vm;
 
 struct guest_debug_client {
 	const char *name;     /* for messages: the option that asks for it */
+	const char *instead;  /* for a refusal: what leaves the registers free (NULL: nothing to say) */
 	unsigned int slots;   /* breakpoints it sets at most at once */
 	bool steps;           /* it single-steps */
 	bool (*wanted)(const struct vm *vm); /* whether this VM uses it */

@@ -813,6 +813,7 @@ static bool exact_wanted(const struct vm *vm)
 /* A KVM step: breakpoints where the vCPU can come back to (all four), or a single step. */
 const struct guest_debug_client vcpu_exact_debug_client = {
 	.name = "the exact vPMU backend",
+	.instead = "--vpmu-backend=clock counts without them",
 	.slots = 4,
 	.steps = true,
 	.wanted = exact_wanted,

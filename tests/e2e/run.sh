@@ -204,6 +204,13 @@ else
 	else fail vpmu-auto-without-hw-counters-is-exact "rc=$rc: $(head -c 300 "$TMP/err")"; fi
 fi
 
+# The guest debug owner (vmm/guest_debug.c) refuses the exact backend's steps beside the PMI
+# tracer: 4 + 2 breakpoints, a vCPU has 4; the refusal is its last line, after the vPMU's.
+vmm --vpmu-backend=exact --vpmu-trace-pmi 5 --kernel "$FIX/pvh-exit0.elf"
+if [ "$rc" = 1 ] && tail -n 1 "$TMP/err" | grep -q '^kvmprof-vmm: the exact vPMU backend and --vpmu-trace-pmi/--vpmu-trace-tick need 6 hardware breakpoints together, a vCPU has 4: use one at a time; --vpmu-backend=clock counts without them$'; then
+	pass "guest-debug-owner-refuses-exact-with-pmi-trace"
+else fail "guest-debug-owner-refuses-exact-with-pmi-trace" "rc=$rc: $(tail -c 300 "$TMP/err")"; fi
+
 # --- the bundled guest, the control socket, guest sampling ------------------
 # In this order (guest-sampler.sh, forced-exits.sh, hostile-guest.sh, trace.sh, static-plugin.sh and
 # plugin-host.sh use control.sh's client and functions, plugins.sh trace.sh's); a part
