@@ -109,7 +109,7 @@ static uint64_t idt_handler(struct vcpu *vcpu, const struct kvm_sregs *sregs, un
 static int set_debug(struct vcpu *vcpu, bool step, uint64_t dr7)
 {
 	const struct pmi_trace_vcpu *t = pmi_trace_vcpu_of(vcpu);
-	uint64_t addr[2];
+	uint64_t addr[2] = { 0, 0 };
 	unsigned int n = 0;
 
 	if (dr7 & 0x1)
