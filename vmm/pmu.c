@@ -374,7 +374,7 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 void vmm_pmu_print_stats(struct vm *vm)
 {
 	struct vpmu_stats s = { 0 };
-	uint64_t exits = 0;
+	uint64_t exits = 0, pending = 0;
 
 	if (!vm->cfg->vpmu.stats)
 		return;
@@ -386,19 +386,21 @@ void vmm_pmu_print_stats(struct vm *vm)
 		vpmu_perf_backend_stats(&vcpu_pmu_of(&vm->vcpu[i])->v);
 		vpmu_stats_add(&s, &vcpu_pmu_of(&vm->vcpu[i])->v.stats);
 		exits += vcpu_pmu_of(&vm->vcpu[i])->exits;
+		/* Raised after the vCPU's last entry (the VM stopped first): never injected. */
+		pending += vcpu_pmu_of(&vm->vcpu[i])->v.pmi_pending;
 	}
 	fprintf(stderr,
 		"kvmprof-vmm: vPMU statistics (%s model, %s, %u vCPU%s)\n"
 		"  VM exits                 %llu\n"
 		"  PMU MSR exits            %llu reads, %llu writes, %llu #GP\n"
 		"  counter overflows        %llu\n"
-		"  PMIs injected            %llu (%llu dropped: LVTPC masked)\n"
+		"  PMIs injected            %llu (%llu dropped: LVTPC masked, %llu pending when the VM stopped)\n"
 		"  counter reprogrammings   %llu (%llu events filtered, %llu not countable here, %llu host failures)\n",
 		vpmu_model_name(vmm_pmu_of(vm)->cfg.model),
 		vpmu_mode_name(vmm_pmu_of(vm)->cfg.mode), vm->cfg->ncpus, vm->cfg->ncpus == 1 ? "" : "s",
 		(unsigned long long)exits, (unsigned long long)s.msr_reads, (unsigned long long)s.msr_writes,
 		(unsigned long long)s.msr_gp, (unsigned long long)s.overflows,
-		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked,
+		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked, (unsigned long long)pending,
 		(unsigned long long)s.reprograms, (unsigned long long)s.filtered_events,
 		(unsigned long long)s.unsupported_events, (unsigned long long)s.program_failures);
 	if (s.overflows)

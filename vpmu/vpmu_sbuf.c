@@ -116,11 +116,18 @@ void vpmu_sbuf_put(struct vpmu_vcpu *v, uint8_t *ctl_page, const uint8_t *rec, u
 	__atomic_store_n(&ctl->lost, b->lost, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctl->written, b->written, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctl->head, b->head, __ATOMIC_RELEASE);
-	/* A crossing: below the watermark before this record, at or above it (or full) after. */
+	/*
+	 * A crossing: below the watermark before this record, at or above it
+	 * (or full) after. It raises a PMI unless one is pending already:
+	 * another vCPU's reader may drain this buffer between two of this
+	 * vCPU's exits, so two crossings can come before one entry, and the
+	 * guest sees one PMI. Counted as the guest sees them.
+	 */
 	if (was_below && (lost || ring_unread(ctl, b->size, b->head) >= b->watermark)) {
-		v->stats.sbuf_pmis++;
-		if (!v->pmi_pending)
+		if (!v->pmi_pending) {
+			v->stats.sbuf_pmis++;
 			v->pmi_overflow_time = now_ns;
+		}
 		v->pmi_pending = true;
 	}
 }
