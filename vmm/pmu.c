@@ -187,16 +187,17 @@ static bool pmu_inject_pmi(void *ctx)
 int vcpu_pmu_init(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
+	const struct vmm_pmu *pmu = vmm_pmu_of(vcpu->vm);
 
 	p->sbuf_desc_entry = -1;
 	/* Counter overflows kick the vCPU thread out of KVM_RUN (kick.h). */
 	vpmu_perf_backend_init(&p->perf, KICK_SIGNO);
 	vpmu_exact_backend_init(&p->exact, KICK_SIGNO);
-	if (vmm_pmu_of(vcpu->vm)->backend == VPMU_BACKEND_EXACT)
-		vpmu_vcpu_init(&p->v, &vmm_pmu_of(vcpu->vm)->cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
+	if (pmu->backend == VPMU_BACKEND_EXACT)
+		vpmu_vcpu_init(&p->v, &pmu->cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
 	else
-		vpmu_vcpu_init(&p->v, &vmm_pmu_of(vcpu->vm)->cfg, vcpu->id,
-			       vmm_pmu_of(vcpu->vm)->backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
+		vpmu_vcpu_init(&p->v, &pmu->cfg, vcpu->id,
+			       pmu->backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
 			       &p->perf, pmu_inject_pmi, vcpu);
 	return 0;
 }
@@ -340,31 +341,34 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 
 void vcpu_pmu_after_run(struct vcpu *vcpu)
 {
+	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
+
 	if (!vmm_pmu_emulating(vmm_pmu_of(vcpu->vm)))
 		return;
 	uint64_t now = now_ns();
 
-	vcpu_pmu_of(vcpu)->exits++;
-	vpmu_vcpu_after_run(&vcpu_pmu_of(vcpu)->v, now);
+	p->exits++;
+	vpmu_vcpu_after_run(&p->v, now);
 	vcpu_pmu_sbuf_flush(vcpu, now);
-	pmu_trace_overflows(vcpu_pmu_of(vcpu));
+	pmu_trace_overflows(p);
 }
 
 void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;
+	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
 	int rc;
 
 	if (run->exit_reason == KVM_EXIT_X86_RDMSR) {
 		uint64_t val = 0;
-		rc = vpmu_msr_read(&vcpu_pmu_of(vcpu)->v, run->msr.index, &val);
+		rc = vpmu_msr_read(&p->v, run->msr.index, &val);
 		run->msr.data = val;
 		TRACE(msr_read, run->msr.index, val, rc != VPMU_MSR_OK);
 	} else {
-		rc = vpmu_msr_write(&vcpu_pmu_of(vcpu)->v, run->msr.index, run->msr.data);
+		rc = vpmu_msr_write(&p->v, run->msr.index, run->msr.data);
 		/* The guest read its clock just before this exit: records' times run on from here. */
 		if (rc == VPMU_MSR_OK && run->msr.index == KP_MSR_SBUF_TIME)
-			vcpu_pmu_of(vcpu)->v.sbuf.guest_time_at = now_ns();
+			p->v.sbuf.guest_time_at = now_ns();
 		TRACE(msr_write, run->msr.index, run->msr.data, rc != VPMU_MSR_OK);
 	}
 	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
@@ -373,21 +377,24 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 
 void vmm_pmu_print_stats(struct vm *vm)
 {
+	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
 	struct vpmu_stats s = { 0 };
 	uint64_t exits = 0, pending = 0;
 
 	if (!vm->cfg->vpmu.stats)
 		return;
-	if (!vmm_pmu_emulating(vmm_pmu_of(vm))) {
+	if (!vmm_pmu_emulating(pmu)) {
 		fprintf(stderr, "kvmprof-vmm: vPMU statistics: no emulated vPMU in this run\n");
 		return;
 	}
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		vpmu_perf_backend_stats(&vcpu_pmu_of(&vm->vcpu[i])->v);
-		vpmu_stats_add(&s, &vcpu_pmu_of(&vm->vcpu[i])->v.stats);
-		exits += vcpu_pmu_of(&vm->vcpu[i])->exits;
+		struct vcpu_pmu *p = vcpu_pmu_of(&vm->vcpu[i]);
+
+		vpmu_perf_backend_stats(&p->v);
+		vpmu_stats_add(&s, &p->v.stats);
+		exits += p->exits;
 		/* Raised after the vCPU's last entry (the VM stopped first): never injected. */
-		pending += vcpu_pmu_of(&vm->vcpu[i])->v.pmi_pending;
+		pending += p->v.pmi_pending;
 	}
 	fprintf(stderr,
 		"kvmprof-vmm: vPMU statistics (%s model, %s, %u vCPU%s)\n"
@@ -396,8 +403,8 @@ void vmm_pmu_print_stats(struct vm *vm)
 		"  counter overflows        %llu\n"
 		"  PMIs injected            %llu (%llu dropped: LVTPC masked, %llu pending when the VM stopped)\n"
 		"  counter reprogrammings   %llu (%llu events filtered, %llu not countable here, %llu host failures)\n",
-		vpmu_model_name(vmm_pmu_of(vm)->cfg.model),
-		vpmu_mode_name(vmm_pmu_of(vm)->cfg.mode), vm->cfg->ncpus, vm->cfg->ncpus == 1 ? "" : "s",
+		vpmu_model_name(pmu->cfg.model),
+		vpmu_mode_name(pmu->cfg.mode), vm->cfg->ncpus, vm->cfg->ncpus == 1 ? "" : "s",
 		(unsigned long long)exits, (unsigned long long)s.msr_reads, (unsigned long long)s.msr_writes,
 		(unsigned long long)s.msr_gp, (unsigned long long)s.overflows,
 		(unsigned long long)s.pmis_injected, (unsigned long long)s.pmis_masked, (unsigned long long)pending,

@@ -22,9 +22,11 @@
 static bool sbuf_regs(struct vcpu *vcpu, struct kvm_regs *rbuf, struct kvm_sregs *sbuf,
 		      const struct kvm_regs **regs, const struct kvm_sregs **sregs)
 {
-	if (vcpu_exact_of(vcpu)->enabled && vcpu_exact_of(vcpu)->state_valid) {
-		*regs = &vcpu_exact_of(vcpu)->state.regs;
-		*sregs = &vcpu_exact_of(vcpu)->state.sregs;
+	const struct vcpu_exact *x = vcpu_exact_of(vcpu);
+
+	if (x->enabled && x->state_valid) {
+		*regs = &x->state.regs;
+		*sregs = &x->state.sregs;
 		return true;
 	}
 	return vcpu_exit_regs(vcpu, rbuf, sbuf, regs, sregs);

@@ -79,10 +79,12 @@ static int engine_start(struct vcpu *vcpu)
 
 void vcpu_exact_destroy(struct vcpu *vcpu)
 {
-	emu_destroy(vcpu_exact_of(vcpu)->emu);
-	emu_decoder_close(vcpu_exact_of(vcpu)->dec);
-	vcpu_exact_of(vcpu)->emu = NULL;
-	vcpu_exact_of(vcpu)->dec = NULL;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+
+	emu_destroy(x->emu);
+	emu_decoder_close(x->dec);
+	x->emu = NULL;
+	x->dec = NULL;
 }
 
 /*
@@ -357,10 +359,12 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 
 static void step_end(struct vcpu *vcpu)
 {
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+
 	guest_debug_clear(vcpu, &vcpu_exact_debug_client);
-	vcpu_exact_of(vcpu)->stats.step_ns += now_ns() - vcpu_exact_of(vcpu)->step_start_ns;
-	vcpu_exact_of(vcpu)->stepping = false;
-	vcpu_exact_of(vcpu)->nbp = 0;
+	x->stats.step_ns += now_ns() - x->step_start_ns;
+	x->stepping = false;
+	x->nbp = 0;
 }
 
 /*
@@ -500,10 +504,12 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 /* The IRETQ done by iret_to_user retired in ring 0, a taken far branch. */
 static void count_iret(struct vcpu *vcpu)
 {
-	vcpu_exact_of(vcpu)->step_ring = VPMU_EXACT_RING_KERNEL;
-	vcpu_exact_of(vcpu)->step_branch = true;
+	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+
+	x->step_ring = VPMU_EXACT_RING_KERNEL;
+	x->step_branch = true;
 	count_completed(vcpu, true);
-	vcpu_exact_of(vcpu)->stats.irets++;
+	x->stats.irets++;
 }
 
 static enum emu_event emu_event_of(enum vpmu_exact_kind k)
@@ -518,9 +524,11 @@ static void add_counts(struct vcpu *vcpu, const struct emu_counts *c)
 		[EMU_EV_TAKEN] = VPMU_EXACT_TAKEN,
 	};
 
+	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
+
 	for (unsigned int e = 0; e < EMU_EV_COUNT; e++) {
-		vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
-		vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
+		vpmu_exact_add(v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
+		vpmu_exact_add(v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
 	}
 }
 
