@@ -126,7 +126,7 @@ static bool guest_debug_exit(struct vcpu *vcpu)
 }
 
 const struct vcpu_hooks guest_debug_hooks = {
-	.name = "guest-debug",
+	.name = "guest debug owner",
 	.vm_size = sizeof(struct guest_debug_vm),
 	.vcpu_size = sizeof(struct guest_debug_vcpu),
 	.vm_setup = guest_debug_setup,

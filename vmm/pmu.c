@@ -437,15 +437,6 @@ void vmm_pmu_print_stats(struct vm *vm)
 			s.time_running_ns < s.time_enabled_ns ? " (counts are partial)" : "");
 }
 
-static int pmu_vcpu_init(struct vcpu *vcpu)
-{
-	int rc = vcpu_pmu_init(vcpu);
-
-	if (rc)
-		fprintf(stderr, "kvmprof-vmm: vPMU of vCPU %u: %s\n", vcpu->id, strerror(-rc));
-	return rc;
-}
-
 /* The MSR exits are the vPMU's: KVM's MSR filter (vmm_pmu_setup) sends only its registers here. */
 static bool pmu_msr_exit(struct vcpu *vcpu)
 {
@@ -454,12 +445,12 @@ static bool pmu_msr_exit(struct vcpu *vcpu)
 }
 
 const struct vcpu_hooks vmm_pmu_hooks = {
-	.name = "vpmu",
+	.name = "vPMU",
 	.vm_size = sizeof(struct vmm_pmu),
 	.vcpu_size = sizeof(struct vcpu_pmu),
 	.vm_setup = vmm_pmu_setup,
 	.cpuid = vmm_pmu_cpuid,
-	.init = pmu_vcpu_init,
+	.init = vcpu_pmu_init,
 	.destroy = vcpu_pmu_destroy,
 	.before_run = vcpu_pmu_before_run,
 	.after_run = vcpu_pmu_after_run,

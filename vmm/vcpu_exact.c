@@ -803,7 +803,7 @@ static bool exact_run(struct vcpu *vcpu, int *rc, bool *kvm_ran)
 }
 
 const struct vcpu_hooks vcpu_exact_hooks = {
-	.name = "exact",
+	.name = "exact engine",
 	.vcpu_size = sizeof(struct vcpu_exact),
 	.init = vcpu_exact_init,
 	.destroy = vcpu_exact_destroy,

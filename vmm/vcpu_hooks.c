@@ -3,7 +3,9 @@
 #include "vcpu_hooks.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vm.h"
 
@@ -110,8 +112,10 @@ int vcpu_hooks_init(struct vcpu *vcpu)
 	EACH(h, vcpu->vm) {
 		int rc = (*h)->init ? (*h)->init(vcpu) : 0;
 
-		if (rc)
+		if (rc) {
+			fprintf(stderr, "kvmprof-vmm: vCPU %u: %s: %s\n", vcpu->id, (*h)->name, strerror(-rc));
 			return rc;
+		}
 	}
 	return 0;
 }

@@ -30,7 +30,7 @@ struct vcpu_hooks {
 	int (*vm_setup)(struct vm *vm);
 	/* A vCPU's CPUID before KVM_SET_CPUID2: the same or a larger copy, NULL when out of memory (cpuid freed). */
 	struct kvm_cpuid2 *(*cpuid)(const struct vm *vm, struct kvm_cpuid2 *cpuid);
-	/* At vCPU creation: 0 or -errno (having said why). */
+	/* At vCPU creation: 0 or -errno (the core names the feature and the vCPU with it). */
 	int (*init)(struct vcpu *vcpu);
 	/* At vCPU teardown, also after a failed or missing init. */
 	void (*destroy)(struct vcpu *vcpu);

@@ -11,6 +11,7 @@
  * nothing in the dispatch may stop the VM itself, and this test links no
  * vm_request_stop that it could call.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "acpi_pm.h"
@@ -533,6 +535,41 @@ static void test_hooks_called_in_order(void **state)
 	assert_string_equal(hook_log, "a.run a.debug");
 }
 
+static int failing_init(struct vcpu *c)
+{
+	(void)c;
+	logf_hook("fails", "init");
+	return -ENOMEM;
+}
+
+/* A feature whose init fails stops the vCPU's creation there, and the core says which feature and vCPU. */
+static void test_hooks_init_failure_names_the_feature(void **state)
+{
+	static const struct vcpu_hooks fails = { .name = "made-up feature", .init = failing_init };
+	static const struct vcpu_hooks *const features[] = { &a_hooks, &fails, &b_hooks, NULL };
+	FILE *err = tmpfile();
+	char said[256] = "";
+	int saved = dup(STDERR_FILENO);
+
+	(void)state;
+	assert_non_null(err);
+	assert_true(saved >= 0);
+	vm.hooks = features;
+	hook_log[0] = '\0';
+	fflush(stderr);
+	dup2(fileno(err), STDERR_FILENO);
+	int rc = vcpu_hooks_init(&vcpu);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(err);
+	assert_non_null(fgets(said, sizeof(said), err));
+	fclose(err);
+	assert_int_equal(rc, -ENOMEM);
+	assert_string_equal(hook_log, "a.init fails.init");
+	assert_string_equal(said, "kvmprof-vmm: vCPU 0: made-up feature: Cannot allocate memory\n");
+}
+
 static void test_system_event_shutdown_powers_off(void **state)
 {
 	(void)state;
@@ -710,6 +747,7 @@ int main(void)
 		cmocka_unit_test_setup(test_msr_exits_go_to_the_vpmu, setup),
 		cmocka_unit_test_setup(test_msr_exit_nobody_takes_crashes, setup),
 		cmocka_unit_test_setup(test_hooks_called_in_order, setup),
+		cmocka_unit_test_setup(test_hooks_init_failure_names_the_feature, setup),
 		cmocka_unit_test_setup(test_debug_exit_of_the_exact_backend, setup),
 		cmocka_unit_test_setup(test_debug_exit_of_the_pmi_tracer, setup),
 		cmocka_unit_test_setup(test_debug_exit_nobody_asked_for_crashes, setup),

@@ -130,6 +130,6 @@ struct exit_stats_slot exit_stats_read(const struct exit_stats *es, unsigned int
 
 /* Only state: the counters control connections share (exit_stats_get). */
 const struct vcpu_hooks exit_stats_hooks = {
-	.name = "exit-stats",
+	.name = "exit statistics",
 	.vm_size = sizeof(struct exit_stats),
 };

@@ -671,7 +671,7 @@ static int guest_sampler_vcpu_init(struct vcpu *vcpu)
 }
 
 const struct vcpu_hooks guest_sampler_hooks = {
-	.name = "guest-sampler",
+	.name = "guest sampler",
 	.vm_size = sizeof(struct guest_sampler),
 	.vcpu_size = sizeof(struct guest_sampler_vcpu),
 	.vm_setup = guest_sampler_init,

@@ -376,20 +376,11 @@ void pmi_trace_print(struct vm *vm)
 	fputc('\n', stderr);
 }
 
-static int pmi_trace_vcpu_init(struct vcpu *vcpu)
-{
-	int rc = pmi_trace_init(vcpu);
-
-	if (rc)
-		fprintf(stderr, "kvmprof-vmm: --vpmu-trace-pmi: %s\n", strerror(-rc));
-	return rc;
-}
-
 const struct vcpu_hooks pmi_trace_hooks = {
-	.name = "pmi-trace",
+	.name = "PMI tracer",
 	.vm_size = sizeof(struct trace_subscriber),
 	.vcpu_size = sizeof(struct pmi_trace_vcpu),
-	.init = pmi_trace_vcpu_init,
+	.init = pmi_trace_init,
 	.destroy = pmi_trace_destroy,
 	.print_stats = pmi_trace_print,
 };
