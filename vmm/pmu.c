@@ -73,7 +73,7 @@ int vmm_pmu_setup(struct vm *vm)
 	enum vpmu_model model = o->model >= 0 ? (enum vpmu_model)o->model :
 				host == VPMU_HOST_INTEL ? VPMU_MODEL_INTEL :
 				host == VPMU_HOST_AMD ? VPMU_MODEL_AMD : VPMU_MODEL_OFF;
-	char err[VPMU_ERR_MAX], kvm_reason[VPMU_ERR_MAX] = "", perf_reason[VPMU_ERR_MAX] = "";
+	char err[VPMU_ERR_MAX], *kvm_reason = pmu->kvm_reason, perf_reason[VPMU_ERR_MAX] = "";
 	bool kvm_ok = false, perf_ok;
 
 	if (vpmu_config_init(&pmu->cfg, model, o->counters, o->mode, host, err))
@@ -130,13 +130,26 @@ int vmm_pmu_setup(struct vm *vm)
 	if (pmu->backend == VPMU_BACKEND_KVM) {
 		if (vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, pmu->cfg.filter, err))
 			return pmu_fail("vPMU: %s", err);
-		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, kvm backend (in-kernel vPMU), %s\n",
-			vpmu_model_name(model), pmu->cfg.n_gp + pmu->cfg.n_fixed,
-			vpmu_mode_name(o->mode));
 		return 0;
 	}
+	return pmu_install_msr_filter(vm);
+}
+
+/* After every feature's setup: a refusal by another (the guest debug owner's) comes before it. */
+static void vmm_pmu_announce(const struct vm *vm)
+{
+	const struct vmm_vpmu_options *o = &vm->cfg->vpmu;
+	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
+
+	if (pmu->cfg.model == VPMU_MODEL_OFF)
+		return;
+	if (pmu->backend == VPMU_BACKEND_KVM) {
+		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, kvm backend (in-kernel vPMU), %s\n",
+			vpmu_model_name(pmu->cfg.model), pmu->cfg.n_gp + pmu->cfg.n_fixed, vpmu_mode_name(o->mode));
+		return;
+	}
 	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, %s, %s%s%s%s\n",
-		vpmu_model_name(model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
+		vpmu_model_name(pmu->cfg.model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
 		pmu->backend == VPMU_BACKEND_CLOCK ?
 			"clock backend (cycles = vCPU thread run time at 1 GHz, other events read 0)" :
 		pmu->backend == VPMU_BACKEND_EXACT ?
@@ -144,9 +157,8 @@ int vmm_pmu_setup(struct vm *vm)
 			"emulated backend",
 		vpmu_mode_name(o->mode),
 		o->backend == VPMU_BACKEND_AUTO ? " (in-kernel vPMU unusable: " : "",
-		o->backend == VPMU_BACKEND_AUTO ? kvm_reason : "",
+		o->backend == VPMU_BACKEND_AUTO ? pmu->kvm_reason : "",
 		o->backend == VPMU_BACKEND_AUTO ? ")" : "");
-	return pmu_install_msr_filter(vm);
 }
 
 /* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
@@ -449,6 +461,7 @@ const struct vcpu_hooks vmm_pmu_hooks = {
 	.vm_size = sizeof(struct vmm_pmu),
 	.vcpu_size = sizeof(struct vcpu_pmu),
 	.vm_setup = vmm_pmu_setup,
+	.announce = vmm_pmu_announce,
 	.cpuid = vmm_pmu_cpuid,
 	.init = vcpu_pmu_init,
 	.destroy = vcpu_pmu_destroy,

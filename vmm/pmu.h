@@ -20,6 +20,7 @@ struct vmm_pmu {
 	struct vpmu_config cfg;
 	struct vpmu_filter filter;
 	enum vpmu_backend_choice backend; /* resolved: not AUTO (unless the model is off) */
+	char kvm_reason[VPMU_ERR_MAX];    /* why the in-kernel vPMU was not taken, for the banner */
 };
 
 /* Per-vCPU state. */

@@ -87,6 +87,10 @@ int vm_hooks_setup(struct vm *vm)
 		if (rc)
 			return rc;
 	}
+	EACH(h, vm) {
+		if ((*h)->announce)
+			(*h)->announce(vm);
+	}
 	return 0;
 }
 

@@ -28,6 +28,8 @@ struct vcpu_hooks {
 	size_t vm_size, vcpu_size; /* the feature's state: 0 for none */
 	/* Once, after the devices and before the vCPUs: 0 or -errno (having said why). */
 	int (*vm_setup)(struct vm *vm);
+	/* Once every feature's vm_setup succeeded: what the feature will do, on stderr. */
+	void (*announce)(const struct vm *vm);
 	/* A vCPU's CPUID before KVM_SET_CPUID2: the same or a larger copy, NULL when out of memory (cpuid freed). */
 	struct kvm_cpuid2 *(*cpuid)(const struct vm *vm, struct kvm_cpuid2 *cpuid);
 	/* At vCPU creation: 0 or -errno (the core names the feature and the vCPU with it). */
@@ -66,6 +68,7 @@ void vcpu_hooks_free(struct vcpu *vcpu);
 void *vm_feature(const struct vm *vm, const struct vcpu_hooks *h);
 void *vcpu_feature(const struct vcpu *vcpu, const struct vcpu_hooks *h);
 
+/* Every feature's vm_setup in order, up to a failure (0 or its -errno); then, if all succeeded, their announce. */
 int vm_hooks_setup(struct vm *vm);
 struct kvm_cpuid2 *vm_hooks_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid);
 void vm_hooks_print_stats(struct vm *vm);

@@ -436,6 +436,11 @@ static void logf_hook(const char *who, const char *what)
 		logf_hook(#tag, "setup");                                                        \
 		return 0;                                                                        \
 	}                                                                                        \
+	static void tag##_announce(const struct vm *v)                                           \
+	{                                                                                        \
+		(void)v;                                                                         \
+		logf_hook(#tag, "announce");                                                     \
+	}                                                                                        \
 	static struct kvm_cpuid2 *tag##_cpuid(const struct vm *v, struct kvm_cpuid2 *c)         \
 	{                                                                                        \
 		(void)v;                                                                         \
@@ -490,7 +495,8 @@ static void logf_hook(const char *who, const char *what)
 		logf_hook(#tag, "stats");                                                        \
 	}                                                                                        \
 	static const struct vcpu_hooks tag##_hooks = {                                           \
-		.name = #tag, .vm_setup = tag##_setup, .cpuid = tag##_cpuid, .init = tag##_init,  \
+		.name = #tag, .vm_setup = tag##_setup, .announce = tag##_announce,                \
+		.cpuid = tag##_cpuid, .init = tag##_init,                                         \
 		.destroy = tag##_destroy, .before_run = tag##_before, .after_run = tag##_after,    \
 		.run = tag##_run, .after_exit = tag##_after_exit, .debug_exit = tag##_debug,      \
 		.print_stats = tag##_stats,                                                       \
@@ -522,7 +528,7 @@ static void test_hooks_called_in_order(void **state)
 	assert_false(vcpu_hooks_msr_exit(&vcpu)); /* neither has an MSR hook */
 	vcpu_hooks_destroy(&vcpu);
 	vm_hooks_print_stats(&vm);
-	assert_string_equal(hook_log, "a.setup b.setup a.cpuid b.cpuid a.init b.init a.before b.before a.run b.run "
+	assert_string_equal(hook_log, "a.setup b.setup a.announce b.announce a.cpuid b.cpuid a.init b.init a.before b.before a.run b.run "
 				      "a.after b.after a.after_exit b.after_exit a.debug b.debug a.destroy b.destroy "
 				      "a.stats b.stats");
 
@@ -540,6 +546,26 @@ static int failing_init(struct vcpu *c)
 	(void)c;
 	logf_hook("fails", "init");
 	return -ENOMEM;
+}
+
+static int refusing_setup(struct vm *v)
+{
+	(void)v;
+	logf_hook("refuses", "setup");
+	return -EBUSY;
+}
+
+/* A feature that refuses the VM at setup stops it before anything is announced (its one line is the last). */
+static void test_hooks_setup_refusal_announces_nothing(void **state)
+{
+	static const struct vcpu_hooks refuses = { .name = "refuses", .vm_setup = refusing_setup };
+	static const struct vcpu_hooks *const features[] = { &a_hooks, &refuses, &b_hooks, NULL };
+
+	(void)state;
+	vm.hooks = features;
+	hook_log[0] = '\0';
+	assert_int_equal(vm_hooks_setup(&vm), -EBUSY);
+	assert_string_equal(hook_log, "a.setup refuses.setup");
 }
 
 /* A feature whose init fails stops the vCPU's creation there, and the core says which feature and vCPU. */
@@ -747,6 +773,7 @@ int main(void)
 		cmocka_unit_test_setup(test_msr_exits_go_to_the_vpmu, setup),
 		cmocka_unit_test_setup(test_msr_exit_nobody_takes_crashes, setup),
 		cmocka_unit_test_setup(test_hooks_called_in_order, setup),
+		cmocka_unit_test_setup(test_hooks_setup_refusal_announces_nothing, setup),
 		cmocka_unit_test_setup(test_hooks_init_failure_names_the_feature, setup),
 		cmocka_unit_test_setup(test_debug_exit_of_the_exact_backend, setup),
 		cmocka_unit_test_setup(test_debug_exit_of_the_pmi_tracer, setup),
