@@ -43,13 +43,10 @@ static const char usage_text[] =
 	"                        the host's vendor (default: the host's vendor)\n"
 	"  --vpmu-counters N     offer N general-purpose counters (default: the\n"
 	"                        model's maximum, 6 for amd, 8 for intel)\n"
-	"  --vpmu-backend=KIND   emulated (host perf_event per counter), kvm (KVM's\n"
-	"                        in-kernel vPMU), exact (instructions and branches\n"
-	"                        counted by running counting vCPUs in an emulator,\n"
-	"                        cycles from run time; for hosts without hardware\n"
-	"                        counters) or auto (kvm if it works, else emulated,\n"
-	"                        else exact); default auto. clock: cycles from the\n"
-	"                        vCPU thread's run time at 1 GHz, other events 0\n"
+	"  --vpmu-backend=KIND   how the vPMU counts:\n";
+
+/* After the backends, which vpmu_names.c lists. */
+static const char usage_tail[] =
 	"  --vpmu-mode=MODE      cpu-switch (count guest execution only, default) or\n"
 	"                        domain-switch (also the VMM's work for the guest)\n"
 	"  --vpmu-filter FILE    allow or deny list of events (docs/vpmu-filter.md)\n"
@@ -294,7 +291,9 @@ int vmm_options_parse(int argc, char **argv, struct vm_config *cfg, char err[OPT
 			break;
 		}
 		case 'h':
-			printf(usage_text, KVMPROF_MAX_CPUS, VMM_PLUGINS_MAX);
+			printf(usage_text, KVMPROF_MAX_CPUS);
+			vpmu_name_help(&vpmu_backend_names, stdout, 26);
+			printf(usage_tail, VMM_PLUGINS_MAX);
 			return 1;
 		case 'V':
 			printf("kvmprof-vmm %s (sample format %d.%d, plugin API %d)\n", KVMPROF_VERSION,

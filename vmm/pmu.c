@@ -73,8 +73,7 @@ int vmm_pmu_setup(struct vm *vm)
 	enum vpmu_model model = o->model >= 0 ? (enum vpmu_model)o->model :
 				host == VPMU_HOST_INTEL ? VPMU_MODEL_INTEL :
 				host == VPMU_HOST_AMD ? VPMU_MODEL_AMD : VPMU_MODEL_OFF;
-	char err[VPMU_ERR_MAX], *kvm_reason = pmu->kvm_reason, perf_reason[VPMU_ERR_MAX] = "";
-	bool kvm_ok = false, perf_ok;
+	char err[VPMU_ERR_MAX], reason[VPMU_ERR_MAX];
 
 	if (vpmu_config_init(&pmu->cfg, model, o->counters, o->mode, host, err))
 		return pmu_fail("%s", err);
@@ -89,49 +88,43 @@ int vmm_pmu_setup(struct vm *vm)
 		vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, NULL, err);
 		return 0;
 	}
-	if (o->backend == VPMU_BACKEND_AUTO || o->backend == VPMU_BACKEND_KVM)
-		kvm_ok = vpmu_kvm_probe(kvm_reason) == 0;
-	perf_ok = vpmu_perf_probe(perf_reason) == 0;
-	switch (o->backend) {
-	case VPMU_BACKEND_KVM:
-		if (!kvm_ok)
-			return pmu_fail("--vpmu-backend=kvm: the in-kernel vPMU is unavailable: %s", kvm_reason);
-		pmu->backend = VPMU_BACKEND_KVM;
-		break;
-	case VPMU_BACKEND_EMULATED:
-		if (!perf_ok)
-			return pmu_fail("--vpmu-backend=emulated: %s (--vpmu-backend=clock counts cycles from time)",
-					perf_reason);
-		pmu->backend = VPMU_BACKEND_EMULATED;
-		break;
-	case VPMU_BACKEND_CLOCK:
-		pmu->backend = VPMU_BACKEND_CLOCK;
-		break;
-	case VPMU_BACKEND_EXACT:
-		pmu->backend = VPMU_BACKEND_EXACT;
-		break;
-	case VPMU_BACKEND_AUTO:
-		if (kvm_ok)
-			pmu->backend = VPMU_BACKEND_KVM;
-		else if (perf_ok)
-			pmu->backend = VPMU_BACKEND_EMULATED;
-		else
-			pmu->backend = VPMU_BACKEND_EXACT; /* no hardware counters: the emulator counts */
-		break;
+	if (o->backend != VPMU_BACKEND_AUTO) {
+		const struct vpmu_backend_desc *b = vpmu_backend_desc_of(o->backend);
+
+		if (!b)
+			return pmu_fail("--vpmu-backend: no backend %s", vpmu_backend_name(o->backend));
+		if (b->probe && b->probe(reason)) {
+			fprintf(stderr, "kvmprof-vmm: --vpmu-backend=%s: %s%s%s%s%s\n", vpmu_backend_name(b->choice),
+				b->unavailable ? b->unavailable : "", reason, b->instead ? " (" : "",
+				b->instead ? b->instead : "", b->instead ? ")" : "");
+			return -ENODEV;
+		}
+		pmu->backend = b;
+	} else {
+		/* The first that can run here; the last candidate (the exact backend) runs anywhere. */
+		for (const struct vpmu_backend_desc *const *b = vpmu_backends; *b && !pmu->backend; b++) {
+			if (!(*b)->auto_pick)
+				continue;
+			if (!(*b)->probe || !(*b)->probe(reason))
+				pmu->backend = *b;
+			else
+				snprintf(pmu->passed_over + strlen(pmu->passed_over),
+					 sizeof(pmu->passed_over) - strlen(pmu->passed_over), "%s%s unusable: %s",
+					 *pmu->passed_over ? "; " : "", vpmu_backend_name((*b)->choice), reason);
+		}
+		if (!pmu->backend)
+			return pmu_fail("%s", "--vpmu-backend=auto: no backend can run here");
 	}
 	/* That the PMI tracer cannot run beside it (both need the debug registers) is the guest debug owner's to say. */
-	if (pmu->backend == VPMU_BACKEND_EXACT)
-		pmu->cfg.exact = true;
-	if (pmu->backend != VPMU_BACKEND_KVM) {
-		/* The sample buffer is the VMM's own: offered wherever the VMM implements the PMU. */
-		pmu->cfg.sbuf = true;
-		pmu->cfg.ram_size = vm->cfg->mem_size;
-	}
-	if (pmu->backend == VPMU_BACKEND_KVM) {
-		if (vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, pmu->cfg.filter, err))
+	pmu->cfg.exact = pmu->backend->exact;
+	if (pmu->backend->in_kernel) {
+		if (pmu->backend->vm_setup && pmu->backend->vm_setup(vm->vm_fd, &pmu->cfg, err))
 			return pmu_fail("vPMU: %s", err);
 		return 0;
 	}
+	/* The sample buffer is the VMM's own: offered wherever the VMM implements the PMU. */
+	pmu->cfg.sbuf = true;
+	pmu->cfg.ram_size = vm->cfg->mem_size;
 	return pmu_install_msr_filter(vm);
 }
 
@@ -141,24 +134,15 @@ static void vmm_pmu_announce(const struct vm *vm)
 	const struct vmm_vpmu_options *o = &vm->cfg->vpmu;
 	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
 
-	if (pmu->cfg.model == VPMU_MODEL_OFF)
+	if (pmu->cfg.model == VPMU_MODEL_OFF || !pmu->backend)
 		return;
-	if (pmu->backend == VPMU_BACKEND_KVM) {
-		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, kvm backend (in-kernel vPMU), %s\n",
-			vpmu_model_name(pmu->cfg.model), pmu->cfg.n_gp + pmu->cfg.n_fixed, vpmu_mode_name(o->mode));
-		return;
-	}
-	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, %s, %s%s%s%s\n",
-		vpmu_model_name(pmu->cfg.model), pmu->cfg.n_gp, pmu->cfg.n_fixed,
-		pmu->backend == VPMU_BACKEND_CLOCK ?
-			"clock backend (cycles = vCPU thread run time at 1 GHz, other events read 0)" :
-		pmu->backend == VPMU_BACKEND_EXACT ?
-			"exact backend (instructions and branches counted in an emulator, cycles from run time)" :
-			"emulated backend",
-		vpmu_mode_name(o->mode),
-		o->backend == VPMU_BACKEND_AUTO ? " (in-kernel vPMU unusable: " : "",
-		o->backend == VPMU_BACKEND_AUTO ? pmu->kvm_reason : "",
-		o->backend == VPMU_BACKEND_AUTO ? ")" : "");
+	if (pmu->backend->in_kernel)
+		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, %s, %s", vpmu_model_name(pmu->cfg.model),
+			pmu->cfg.n_gp + pmu->cfg.n_fixed, pmu->backend->what, vpmu_mode_name(o->mode));
+	else
+		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, %s, %s", vpmu_model_name(pmu->cfg.model),
+			pmu->cfg.n_gp, pmu->cfg.n_fixed, pmu->backend->what, vpmu_mode_name(o->mode));
+	fprintf(stderr, *pmu->passed_over ? " (%s)\n" : "%s\n", pmu->passed_over);
 }
 
 /* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
@@ -202,15 +186,14 @@ int vcpu_pmu_init(struct vcpu *vcpu)
 	const struct vmm_pmu *pmu = vmm_pmu_of(vcpu->vm);
 
 	p->sbuf_desc_entry = -1;
+	if (!vmm_pmu_emulating(pmu))
+		return 0;
+	p->backend = calloc(1, pmu->backend->state_size);
+	if (!p->backend)
+		return -ENOMEM;
 	/* Counter overflows kick the vCPU thread out of KVM_RUN (kick.h). */
-	vpmu_perf_backend_init(&p->perf, KICK_SIGNO);
-	vpmu_exact_backend_init(&p->exact, KICK_SIGNO);
-	if (pmu->backend == VPMU_BACKEND_EXACT)
-		vpmu_vcpu_init(&p->v, &pmu->cfg, vcpu->id, &vpmu_exact_ops, &p->exact, pmu_inject_pmi, vcpu);
-	else
-		vpmu_vcpu_init(&p->v, &pmu->cfg, vcpu->id,
-			       pmu->backend == VPMU_BACKEND_CLOCK ? &vpmu_clock_ops : &vpmu_perf_ops,
-			       &p->perf, pmu_inject_pmi, vcpu);
+	pmu->backend->state_init(p->backend, KICK_SIGNO);
+	vpmu_vcpu_init(&p->v, &pmu->cfg, vcpu->id, pmu->backend->ops, p->backend, pmu_inject_pmi, vcpu);
 	return 0;
 }
 
@@ -218,13 +201,15 @@ void vcpu_pmu_destroy(struct vcpu *vcpu)
 {
 	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
 
-	if (!vcpu->vm || !vmm_pmu_emulating(vmm_pmu_of(vcpu->vm)))
+	if (!vcpu->vm || !vmm_pmu_emulating(vmm_pmu_of(vcpu->vm)) || !p->backend)
 		return;
 	vpmu_perf_backend_stats(&p->v);
 	vpmu_vcpu_release(&p->v);
 	if (p->timer_created)
 		timer_delete(p->exit_timer);
 	p->timer_created = false;
+	free(p->backend);
+	p->backend = NULL;
 }
 
 static struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t function)

@@ -7,6 +7,7 @@
 
 #include "backend_exact.h"
 #include "backend_perf.h"
+#include "backends.h"
 #include "vpmu.h"
 #include "vcpu_hooks.h"
 #include "vpmu_names.h"
@@ -19,15 +20,14 @@ struct vcpu;
 struct vmm_pmu {
 	struct vpmu_config cfg;
 	struct vpmu_filter filter;
-	enum vpmu_backend_choice backend; /* resolved: not AUTO (unless the model is off) */
-	char kvm_reason[VPMU_ERR_MAX];    /* why the in-kernel vPMU was not taken, for the banner */
+	const struct vpmu_backend_desc *backend; /* the one chosen; NULL when the model is off */
+	char passed_over[2 * VPMU_ERR_MAX];      /* --vpmu-backend=auto: why it took none before, for the banner */
 };
 
 /* Per-vCPU state. */
 struct vcpu_pmu {
 	struct vpmu_vcpu v;
-	struct vpmu_perf_backend perf;
-	struct vpmu_exact_backend exact;
+	void *backend;   /* the VMM's backend's state (its state_size bytes), NULL for KVM's */
 	timer_t exit_timer;
 	bool timer_created, timer_armed;
 	uint64_t exits;
@@ -41,9 +41,19 @@ struct vcpu_pmu {
  */
 static inline bool vmm_pmu_emulating(const struct vmm_pmu *pmu)
 {
-	return pmu->cfg.model != VPMU_MODEL_OFF &&
-	       (pmu->backend == VPMU_BACKEND_EMULATED || pmu->backend == VPMU_BACKEND_CLOCK ||
-		pmu->backend == VPMU_BACKEND_EXACT);
+	return pmu->cfg.model != VPMU_MODEL_OFF && pmu->backend && !pmu->backend->in_kernel;
+}
+
+/* Whether instructions and branches come from the VMM's engine (the exact backend). */
+static inline bool vmm_pmu_counts_in_engine(const struct vmm_pmu *pmu)
+{
+	return pmu->cfg.model != VPMU_MODEL_OFF && pmu->backend && pmu->backend->exact;
+}
+
+/* The backend's name for messages and the control socket: "none" when the model is off. */
+static inline const char *vmm_pmu_backend_name(const struct vmm_pmu *pmu)
+{
+	return pmu->cfg.model == VPMU_MODEL_OFF || !pmu->backend ? "none" : vpmu_backend_name(pmu->backend->choice);
 }
 
 /* Decides model and backend, prints the choice; before any vCPU exists. */

@@ -32,7 +32,7 @@ int vcpu_exact_init(struct vcpu *vcpu)
 	struct vcpu_exact *x = vcpu_exact_of(vcpu);
 
 	memset(x, 0, sizeof(*x));
-	x->enabled = vmm_pmu_of(vcpu->vm)->backend == VPMU_BACKEND_EXACT && vmm_pmu_of(vcpu->vm)->cfg.model != VPMU_MODEL_OFF;
+	x->enabled = vmm_pmu_counts_in_engine(vmm_pmu_of(vcpu->vm));
 	return 0;
 }
 
@@ -815,7 +815,7 @@ static bool exact_wanted(const struct vm *vm)
 {
 	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
 
-	return pmu && pmu->backend == VPMU_BACKEND_EXACT && pmu->cfg.model != VPMU_MODEL_OFF;
+	return pmu && vmm_pmu_counts_in_engine(pmu);
 }
 
 /* A KVM step: breakpoints where the vCPU can come back to (all four), or a single step. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "backend_exact.h"
+#include "backends.h"
 
 #include <errno.h>
 #include <string.h>
@@ -109,3 +110,24 @@ void vpmu_exact_add(struct vpmu_vcpu *v, enum vpmu_exact_kind kind, unsigned int
 		if (b->kind[i] == kind && (b->rings[i] & ring))
 			b->count[i] += n;
 }
+
+static void exact_state_init(void *state, int signo)
+{
+	vpmu_exact_backend_init(state, signo);
+}
+
+static const struct vpmu_perf_backend *exact_times(const void *state)
+{
+	return &((const struct vpmu_exact_backend *)state)->clock;
+}
+
+const struct vpmu_backend_desc vpmu_backend_exact = {
+	.choice = VPMU_BACKEND_EXACT,
+	.what = "exact backend (instructions and branches counted in an emulator, cycles from run time)",
+	.auto_pick = true,
+	.exact = true,
+	.ops = &vpmu_exact_ops,
+	.state_size = sizeof(struct vpmu_exact_backend),
+	.state_init = exact_state_init,
+	.times = exact_times,
+};

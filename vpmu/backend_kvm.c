@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend_kvm.h"
+#include "backends.h"
 #include "vpmu_names.h"
 
 #define PROBE_VALUE 0x1234ULL
@@ -260,3 +261,18 @@ int vpmu_kvm_setup(int vm_fd, const struct vpmu_config *cfg, const struct vpmu_f
 	free(k);
 	return 0;
 }
+
+static int kvm_vm_setup(int vm_fd, const struct vpmu_config *cfg, char err[VPMU_ERR_MAX])
+{
+	return vpmu_kvm_setup(vm_fd, cfg, cfg->filter, err);
+}
+
+const struct vpmu_backend_desc vpmu_backend_kvm = {
+	.choice = VPMU_BACKEND_KVM,
+	.what = "kvm backend (in-kernel vPMU)",
+	.probe = vpmu_kvm_probe,
+	.unavailable = "the in-kernel vPMU is unavailable: ",
+	.auto_pick = true,
+	.in_kernel = true,
+	.vm_setup = kvm_vm_setup,
+};

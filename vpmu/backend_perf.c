@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend_perf.h"
+#include "backends.h"
 #include "perf_open.h"
 
 /* A sampling event whose period is so long it never fires: PERF_EVENT_IOC_PERIOD needs a sampling event. */
@@ -139,3 +140,35 @@ int vpmu_perf_probe(char reason[VPMU_ERR_MAX])
 {
 	return perf_open_probe_pmu(reason, VPMU_ERR_MAX);
 }
+
+static void perf_state_init(void *state, int signo)
+{
+	vpmu_perf_backend_init(state, signo);
+}
+
+static const struct vpmu_perf_backend *perf_times(const void *state)
+{
+	return state;
+}
+
+const struct vpmu_backend_desc vpmu_backend_emulated = {
+	.choice = VPMU_BACKEND_EMULATED,
+	.what = "emulated backend",
+	.probe = vpmu_perf_probe,
+	.unavailable = "",
+	.instead = "--vpmu-backend=clock counts cycles from time",
+	.auto_pick = true,
+	.ops = &vpmu_perf_ops,
+	.state_size = sizeof(struct vpmu_perf_backend),
+	.state_init = perf_state_init,
+	.times = perf_times,
+};
+
+const struct vpmu_backend_desc vpmu_backend_clock = {
+	.choice = VPMU_BACKEND_CLOCK,
+	.what = "clock backend (cycles = vCPU thread run time at 1 GHz, other events read 0)",
+	.ops = &vpmu_clock_ops,
+	.state_size = sizeof(struct vpmu_perf_backend),
+	.state_init = perf_state_init,
+	.times = perf_times,
+};

@@ -3,6 +3,7 @@
 #define KVMPROF_VPMU_NAMES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "vpmu.h"
 
@@ -23,6 +24,7 @@ enum vpmu_backend_choice {
 struct vpmu_name {
 	const char *name;
 	int value;
+	const char *help; /* what --help says of it (lines split by \n), or NULL */
 };
 
 struct vpmu_names {
@@ -38,6 +40,8 @@ extern const struct vpmu_names vpmu_mode_names;    /* enum vpmu_mode */
 const char *vpmu_name_of(const struct vpmu_names *t, int value);
 /* The value named s: 0, or -EINVAL if no row has that name. */
 int vpmu_name_parse(const struct vpmu_names *t, const char *s, int *value);
+/* Every row with a help text, for --help: "  NAME  HELP" lines, each indent spaces in. */
+void vpmu_name_help(const struct vpmu_names *t, FILE *out, int indent);
 /* Every name, for a message: "off, amd or intel". */
 void vpmu_name_choices(const struct vpmu_names *t, char *buf, size_t size);
 

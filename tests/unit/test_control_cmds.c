@@ -91,7 +91,7 @@ static void set_vpmu(enum vpmu_model model, enum vpmu_backend_choice backend)
 {
 	vmm_pmu_of(&vm)->cfg.model = model;
 	vmm_pmu_of(&vm)->cfg.n_gp = model == VPMU_MODEL_OFF ? 0 : 6;
-	vmm_pmu_of(&vm)->backend = backend;
+	vmm_pmu_of(&vm)->backend = vpmu_backend_desc_of(backend);
 }
 
 static int setup(void **state)

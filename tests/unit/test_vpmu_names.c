@@ -9,6 +9,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "vpmu_names.h"
@@ -78,6 +81,29 @@ static void test_choices_as_the_options_list_them(void **state)
 	assert_string_equal(tiny, "emulate");
 }
 
+/* --help lists every backend, its help's later lines under its first, in the name column's width. */
+static void test_backend_help(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(out);
+	vpmu_name_help(&vpmu_backend_names, out, 2);
+	fclose(out);
+	for (size_t i = 0; i < vpmu_backend_names.count; i++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "\n  %-8s  ", vpmu_backend_names.row[i].name);
+		assert_non_null(vpmu_backend_names.row[i].help);
+		assert_non_null(i ? strstr(text, line) : strstr(text, line + 1));
+	}
+	assert_non_null(strstr(text, "  exact     instructions and branches counted by\n            running counting"));
+	assert_null(strstr(text, "off")); /* another table's */
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -86,6 +112,7 @@ int main(void)
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_unknown_names_and_values),
 		cmocka_unit_test(test_choices_as_the_options_list_them),
+		cmocka_unit_test(test_backend_help),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,7 +33,7 @@ uint64_t control_now_ns(void)
 /* Model off: no backend at all, whatever the command line asked for. */
 static const char *control_backend_name(const struct vm *vm)
 {
-	return vmm_pmu_of(vm)->cfg.model == VPMU_MODEL_OFF ? "none" : vpmu_backend_name(vmm_pmu_of(vm)->backend);
+	return vmm_pmu_backend_name(vmm_pmu_of(vm));
 }
 
 static const char *control_status(struct control_session *ses, struct json_object *req, struct json_object *r,
@@ -134,13 +134,15 @@ static const char *control_vpmu_stats(struct control_session *ses, struct json_o
 	}
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		const struct vcpu_pmu *p = vcpu_pmu_of(&vm->vcpu[i]);
+		const struct vpmu_perf_backend *times =
+			p->backend && vmm_pmu_of(vm)->backend->times ? vmm_pmu_of(vm)->backend->times(p->backend) : NULL;
 		struct vpmu_stats one;
 
 		control_load_stats(&one, &p->v.stats);
 		/* Times of counters still open live in the backend until the vCPU folds them in. */
-		for (unsigned int k = 0; k < VPMU_MAX_COUNTERS; k++) {
-			one.time_enabled_ns += control_load(&p->perf.time_enabled[k]);
-			one.time_running_ns += control_load(&p->perf.time_running[k]);
+		for (unsigned int k = 0; times && k < VPMU_MAX_COUNTERS; k++) {
+			one.time_enabled_ns += control_load(&times->time_enabled[k]);
+			one.time_running_ns += control_load(&times->time_running[k]);
 		}
 		vpmu_stats_add(&s, &one);
 		exits += control_load(&p->exits);
