@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vcpu_exact.h"
+#include "engine/engine.h"
 #include "pmi_trace.h"
 #include "vcpu_hooks.h"
 #include "backend_kvm.h"
@@ -205,9 +205,6 @@ void vcpu_pmu_destroy(struct vcpu *vcpu)
 		return;
 	vpmu_perf_backend_stats(&p->v);
 	vpmu_vcpu_release(&p->v);
-	if (p->timer_created)
-		timer_delete(p->exit_timer);
-	p->timer_created = false;
 	free(p->backend);
 	p->backend = NULL;
 }
@@ -274,33 +271,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Forces an exit near the predicted overflow: this host notices counter overflow only at exits. */
-static void pmu_arm_exit_timer(struct vcpu_pmu *p, uint64_t deadline_ns)
-{
-	struct itimerspec its = { 0 };
-
-	if (!deadline_ns && !p->timer_armed)
-		return;
-	if (!p->timer_created) {
-		struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = KICK_SIGNO };
-		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-		/* The default 50 µs timer slack would be most of the PMI latency. */
-		prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-		if (timer_create(CLOCK_MONOTONIC, &sev, &p->exit_timer) < 0)
-			return;
-		p->timer_created = true;
-	}
-	its.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ULL);
-	its.it_value.tv_nsec = (long)(deadline_ns % 1000000000ULL);
-	timer_settime(p->exit_timer, 0, &its, NULL);
-	p->timer_armed = deadline_ns != 0;
-}
-
-void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns)
-{
-	pmu_arm_exit_timer(vcpu_pmu_of(vcpu), ns);
-}
-
 /* Overflows are found at a run's end and while MSR exits read counters: the event carries those since the last one. */
 static void pmu_trace_overflows(struct vcpu_pmu *p)
 {
@@ -327,12 +297,13 @@ void vcpu_pmu_before_run(struct vcpu *vcpu)
 	vpmu_vcpu_prepare_entry(&p->v, now);
 	if (p->v.stats.reprograms != reprograms)
 		TRACE(pmu_counter_program, p->v.stats.reprograms - reprograms);
-	/* After the reprogramming: a counter enabled by this exit's WRMSR needs its timer now. */
+	/*
+	 * After the reprogramming: a counter enabled by this exit's WRMSR needs
+	 * its exit now, near its predicted overflow (this host notices counter
+	 * overflows only at exits).
+	 */
 	deadline = vpmu_vcpu_exit_deadline(&p->v, now);
-	/* A KVM step of the exact backend must come back even if the guest leaves it: see vcpu_exact.h. */
-	if (vcpu_exact_of(vcpu)->stepping && (!deadline || deadline > 1000000))
-		deadline = 1000000;
-	pmu_arm_exit_timer(p, deadline);
+	vcpu_exit_within(vcpu, deadline);
 	vpmu_vcpu_enter(&p->v, now);
 }
 
@@ -350,25 +321,39 @@ void vcpu_pmu_after_run(struct vcpu *vcpu)
 	pmu_trace_overflows(p);
 }
 
+int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
+{
+	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
+	int rc = write ? vpmu_msr_write(&p->v, msr, *val) : vpmu_msr_read(&p->v, msr, val);
+
+	if (rc != VPMU_MSR_OK)
+		return rc;
+	/* The guest read its clock just before this write: records' times run on from here. */
+	if (write && msr == KP_MSR_SBUF_TIME)
+		p->v.sbuf.guest_time_at = now_ns();
+	if (write)
+		TRACE(msr_write, msr, *val, 0);
+	else
+		TRACE(msr_read, msr, *val, 0);
+	return rc;
+}
+
 void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;
-	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
-	int rc;
+	bool write = run->exit_reason == KVM_EXIT_X86_WRMSR;
+	uint64_t val = write ? run->msr.data : 0;
+	int rc = vcpu_pmu_msr(vcpu, run->msr.index, write, &val);
 
-	if (run->exit_reason == KVM_EXIT_X86_RDMSR) {
-		uint64_t val = 0;
-		rc = vpmu_msr_read(&p->v, run->msr.index, &val);
+	if (!write)
 		run->msr.data = val;
-		TRACE(msr_read, run->msr.index, val, rc != VPMU_MSR_OK);
-	} else {
-		rc = vpmu_msr_write(&p->v, run->msr.index, run->msr.data);
-		/* The guest read its clock just before this exit: records' times run on from here. */
-		if (rc == VPMU_MSR_OK && run->msr.index == KP_MSR_SBUF_TIME)
-			p->v.sbuf.guest_time_at = now_ns();
-		TRACE(msr_write, run->msr.index, run->msr.data, rc != VPMU_MSR_OK);
-	}
 	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
+	if (rc != VPMU_MSR_OK) {
+		if (write)
+			TRACE(msr_write, run->msr.index, val, 1);
+		else
+			TRACE(msr_read, run->msr.index, val, 1);
+	}
 	run->msr.error = rc != VPMU_MSR_OK;
 }
 
@@ -427,7 +412,7 @@ void vmm_pmu_print_stats(struct vm *vm)
 			"%llu settings refused (#GP)\n",
 			(unsigned long long)s.sbuf_records, (unsigned long long)s.sbuf_lost,
 			(unsigned long long)s.sbuf_pmis, (unsigned long long)s.sbuf_refused);
-	vcpu_exact_print_stats(vm);
+	engine_print_stats(vm);
 	if (s.time_enabled_ns)
 		fprintf(stderr, "  host multiplexing: counters ran %.1f%% of the time they were enabled%s\n",
 			100.0 * (double)s.time_running_ns / (double)s.time_enabled_ns,

@@ -12,6 +12,8 @@
 #include "vcpu_hooks.h"
 #include "vpmu_names.h"
 
+struct engine_client;
+
 struct vm;
 struct vcpu;
 
@@ -28,8 +30,6 @@ struct vmm_pmu {
 struct vcpu_pmu {
 	struct vpmu_vcpu v;
 	void *backend;   /* the VMM's backend's state (its state_size bytes), NULL for KVM's */
-	timer_t exit_timer;
-	bool timer_created, timer_armed;
 	uint64_t exits;
 	uint64_t overflows_traced; /* stats.overflows when the last pmu_overflow event went out */
 	int sbuf_desc_entry;       /* the guest descriptor's entry of this vCPU, for sample-buffer records (-1: unknown) */
@@ -68,16 +68,23 @@ struct kvm_cpuid2 *vmm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid);
 void vcpu_pmu_before_run(struct vcpu *vcpu);
 void vcpu_pmu_after_run(struct vcpu *vcpu);
 /* Makes KVM_RUN return within ns (a one-shot timer signal to the vCPU thread). */
-void vcpu_pmu_force_exit(struct vcpu *vcpu, uint64_t ns);
 /* Writes the sample-buffer records of the overflows noticed at this exit (vmm/pmu_sbuf.c). */
 void vcpu_pmu_sbuf_flush(struct vcpu *vcpu, uint64_t now_ns);
 /* KVM_EXIT_X86_RDMSR / WRMSR. */
 void vcpu_pmu_handle_msr(struct vcpu *vcpu);
+/*
+ * A guest access to a vPMU register, by an MSR exit or done in the
+ * engine's place (pmu_engine.c): VPMU_MSR_OK (traced), or the #GP it
+ * must raise, with nothing changed and nothing traced.
+ */
+int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
 
 void vmm_pmu_print_stats(struct vm *vm);
 
 /* The vPMU's place in each vCPU's life (vcpu_hooks.h), and its state there. */
 extern const struct vcpu_hooks vmm_pmu_hooks;
+/* The exact backend's use of the emulation engine (pmu_engine.c). */
+extern const struct engine_client vmm_pmu_engine_client;
 
 static inline struct vmm_pmu *vmm_pmu_of(const struct vm *vm)
 {

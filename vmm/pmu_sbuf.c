@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "pmu.h"
-#include "vcpu_exact.h"
+#include "engine/engine.h"
 #include "guest_sampler.h"
 #include "guest_procs.h"
 #include "guest_stack.h"
@@ -18,18 +18,11 @@
 #include "ring_append.h"
 #include "vm.h"
 
-/* The registers at this exit: the exact backend's engine holds them while KVM's copy is stale. */
+/* The registers at this exit: the engine holds them while KVM's copy is stale. */
 static bool sbuf_regs(struct vcpu *vcpu, struct kvm_regs *rbuf, struct kvm_sregs *sbuf,
 		      const struct kvm_regs **regs, const struct kvm_sregs **sregs)
 {
-	const struct vcpu_exact *x = vcpu_exact_of(vcpu);
-
-	if (x->enabled && x->state_valid) {
-		*regs = &x->state.regs;
-		*sregs = &x->state.sregs;
-		return true;
-	}
-	return vcpu_exit_regs(vcpu, rbuf, sbuf, regs, sregs);
+	return engine_regs(vcpu, regs, sregs) || vcpu_exit_regs(vcpu, rbuf, sbuf, regs, sregs);
 }
 
 /* Builds the sample record at this exit into rec; returns its size. */

@@ -130,6 +130,7 @@ void vcpu_destroy(struct vcpu *vcpu)
 		vcpu_hooks_destroy(vcpu);
 		vcpu_hooks_free(vcpu);
 	}
+	vcpu_exit_timer_destroy(vcpu);
 	if (vcpu->run)
 		munmap(vcpu->run, vcpu->vm->run_size);
 	vcpu->run = NULL;
@@ -322,7 +323,9 @@ void *vcpu_thread(void *arg)
 		bool kvm_ran = true;
 		int err;
 
+		vcpu_exit_timer_reset(vcpu);
 		vcpu_hooks_before_run(vcpu);
+		vcpu_exit_timer_arm(vcpu);
 		vcpu_sync_regs(vcpu);
 		TRACE(vm_entry);
 		/* A feature may run the vCPU itself (the exact backend's engine, and KVM in steps). */

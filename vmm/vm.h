@@ -10,6 +10,7 @@
 
 #include "acpi_pm.h"
 #include "boot.h"
+#include "exit_timer.h"
 #include "guest_mem.h"
 #include "ioport.h"
 #include "kvmprof/platform.h"
@@ -74,6 +75,7 @@ struct vcpu {
 	struct trace_ctx trace_ctx;        /* what this vCPU's trace events carry (trace.h) */
 	uint32_t sync_regs;                /* atomic: KVM_SYNC_X86_* sets wanted in kvm_run at exits, set before each entry */
 	unsigned int kicks;                /* vCPU thread: the kicks (kick.h KICK_*) that ended the last run */
+	struct exit_timer exit_timer;      /* forces an exit by the soonest deadline a feature asked for */
 };
 
 struct vm {

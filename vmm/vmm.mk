@@ -5,7 +5,7 @@
 # vmm/ is the machine (VM, vCPUs, loaders, devices, the vPMU's VMM side);
 # vmm/profiling/ is what profiles the guest from the VMM (control socket,
 # guest sampler, PMI tracer), over vmi/'s introspection.
-VMM_SRCS := $(wildcard vmm/*.c vmm/profiling/*.c)
+VMM_SRCS := $(wildcard vmm/*.c vmm/engine/*.c vmm/profiling/*.c)
 # The Linux task-layout check is shared with the agent, which sends the layout (lib/task_layout.h).
 # The trace events' table and --trace-events patterns are shared with kvmprof trace (lib/trace_event_table.h).
 # KVM's exit reasons by name are shared with the reports (lib/kvm_exit_name.h).
@@ -15,13 +15,13 @@ VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/a
                  $(VPMU_ASAN_OBJS)
 # json-c parses and writes the control socket's JSON (vmm/profiling/control.c); Debian ships its .a for the static build.
 VMM_CFLAGS := -Ivmm -Ivmm/profiling $(VPMU_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c) $(VMI_CFLAGS)
-# Unicorn and Capstone: the emulation engine (vmm/emu.c); both ship .a files for the static build.
+# Unicorn and Capstone: the emulation engine (vmm/engine/emu.c); both ship .a files for the static build.
 EMU_LIBS := -lunicorn -lcapstone -lm
 VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c) -lz $(EMU_LIBS) -lpthread -lrt
 
 # The parts of the VMM that need no KVM: unit tests link these (and vmi/'s archive).
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
-                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c vmm/emu.c vmm/emu_decode.c \
+                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c vmm/engine/emu.c vmm/engine/emu_decode.c \
                  $(VMM_LIB_SRCS)
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf

@@ -8,7 +8,7 @@
 /*
  * The exact backend, for hosts without hardware counters: instructions,
  * branches and taken branches are counted by the VMM's emulation engine
- * (vmm/emu.h), which runs a vCPU whenever one of its enabled counters
+ * (vmm/engine/emu.h, driven by vmm/engine/engine.c for the client vmm/pmu_engine.c), which runs a vCPU whenever one of its enabled counters
  * counts them; core and reference cycles come from the clock backend's
  * task clock; every other event reads 0. The counts arrive through
  * vpmu_exact_add() from the VMM, which asks vpmu_exact_watches() where to

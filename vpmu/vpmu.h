@@ -74,7 +74,7 @@ enum vpmu_host_vendor { VPMU_HOST_AMD, VPMU_HOST_INTEL, VPMU_HOST_OTHER };
 #define EVTSEL_CMASK 0xff000000ULL
 #define AMD_EVTSEL_EVENT_HI 0xf00000000ULL /* event select bits 11:8 */
 
-/* Events the exact backend counts by running the guest in an emulator (vmm/emu.h). */
+/* Events the exact backend counts by running the guest in an emulator (vmm/engine/emu.h). */
 enum vpmu_exact_kind {
 	VPMU_EXACT_NONE,
 	VPMU_EXACT_INSNS,    /* instructions retired */

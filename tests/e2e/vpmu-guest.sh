@@ -109,7 +109,7 @@ else
 	skip vpmu-guest-loop-preempted-and-migrated "no hardware counters on this host"
 fi
 
-# --- exact counts on every host: the exact backend (vmm/emu.c) ----------------
+# --- exact counts on every host: the exact backend (vmm/engine/emu.c) ----------------
 # In the emulated KVM host (tests/kvmhost) the emulator runs ~100 times slower than here and
 # the VMM delivers every timer tick of a counted region itself, a few ms each: the cases of
 # millions of instructions or many ticks run on a real KVM host only (loop 1000, rdtsc,

@@ -202,7 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 	}
 	vmm_pmu_of(&vm)->cfg.model = (enum vpmu_model)((shape >> 3) % 3);
-	vmm_pmu_of(&vm)->backend = (enum vpmu_backend_choice)((shape >> 4) % 5);
+	vmm_pmu_of(&vm)->backend = vpmu_backend_desc_of((enum vpmu_backend_choice)((shape >> 4) % 5)); /* NULL for auto */
 	ses = (struct control_session){ .vm = &vm, .start_ns = control_now_ns(), .pass_fd = -1 };
 	/* Lines as the connection hands them over: each shorter than its input buffer. */
 	while (start < size) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The emulation engine (vmm/emu.c) against hand-assembled guest code in a
+ * The emulation engine (vmm/engine/emu.c) against hand-assembled guest code in a
  * fake guest RAM with hand-built 4-level page tables: exact instruction and
  * branch counts (the loops are assembler, so the counts are known), stops
  * at the exact instruction for watches, hand-backs before the instructions
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "emu.h"
+#include "engine/emu.h"
 #include "guest_mem.h"
 
 #define P (1ULL << 0)

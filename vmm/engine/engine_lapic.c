@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The guest's LAPIC as the exact backend sees it (exact_lapic.h). */
-#include "vcpu_exact.h"
-#include "exact_lapic.h"
+/* The guest's LAPIC as the engine sees it (engine_lapic.h). */
+#include "engine.h"
+#include "engine_lapic.h"
 
 #include <string.h>
 #include <sys/ioctl.h>
@@ -32,7 +32,7 @@ static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
  */
 static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	uint32_t lvtt = lapic_reg(l, APIC_LVTT), cur = lapic_reg(l, APIC_TMCCT);
 	bool periodic = ((lvtt >> 17) & 3) == 1;
 
@@ -57,7 +57,7 @@ static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
  * The highest vector requested in the LAPIC's IRR, or -1; *deliverable if
  * its class beats TPR and ISR; *timer_vector: the LAPIC timer's, or -1.
  */
-int exact_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector)
+int engine_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector)
 {
 	struct kvm_lapic_state lapic;
 	int irr = -1, isr = -1, timer;
@@ -81,7 +81,7 @@ int exact_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector)
 			isr = 32 * i + 31 - __builtin_clz(s);
 	}
 	memcpy(&tpr, lapic.regs + APIC_TPR, 4);
-	vcpu_exact_of(vcpu)->irr_vector = irr;
+	engine_of(vcpu)->irr_vector = irr;
 	/* An expired timer is an IRR bit KVM will set at the next entry. */
 	if (timer > irr)
 		irr = timer;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What this host's KVM does with the debug features the exact backend's
- * KVM steps rely on, measured once on a throw-away VM (exact_probe.c).
+ * What this host's KVM does with the debug features the engine's
+ * KVM steps rely on, measured once on a throw-away VM (engine_probe.c).
  * Hosts differ, and the steps must fit the one they run on:
  *
  *   - the PVM hosts: hardware breakpoints fire in guest ring 0 (emulated
@@ -12,12 +12,12 @@
  *     DR7 without arming TCG's breakpoints), and neither INT3 with
  *     KVM_GUESTDBG_USE_SW_BP (TCG does not intercept it).
  */
-#ifndef KVMPROF_EXACT_PROBE_H
-#define KVMPROF_EXACT_PROBE_H
+#ifndef KVMPROF_ENGINE_PROBE_H
+#define KVMPROF_ENGINE_PROBE_H
 
 #include <stdbool.h>
 
-struct exact_debug_caps {
+struct engine_debug_caps {
 	bool probed;         /* the probe ran to its end; else the fields below are guesses */
 	bool hw_bp[2];       /* [0]: ring 0, [1]: ring 3: a KVM_GUESTDBG_USE_HW_BP breakpoint exits */
 	bool single_step[2]; /* KVM_GUESTDBG_SINGLESTEP exits after one instruction */
@@ -25,6 +25,6 @@ struct exact_debug_caps {
 };
 
 /* Measures the host behind kvm_fd (a few KVM_RUNs of tiny VMs). */
-void exact_probe_debug(int kvm_fd, struct exact_debug_caps *caps);
+void engine_probe_debug(int kvm_fd, struct engine_debug_caps *caps);
 
 #endif

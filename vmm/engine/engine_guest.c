@@ -1,21 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the VMM does in the guest's place for the exact backend
- * (vcpu_exact.h): reading the guest's IDT and GDT, IRETQ back to ring 3,
- * the guest kernel's PMU MSR accesses, RDTSC(P), and the interrupt frames
- * a KVM step leaves. Every guest address goes through vmi's page walker.
+ * What the VMM does in the guest's place for the engine (engine.h):
+ * reading the guest's IDT and GDT, IRETQ back to ring 3, the ring-0 MSR
+ * accesses a client answers, RDTSC(P), and the interrupt frames a KVM
+ * step leaves. Every guest address goes through vmi's page walker.
  */
-#include "vcpu_exact.h"
-#include "pmu.h"
-#include "exact_guest.h"
+#include "engine_guest.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "backend_exact.h"
+#include "engine.h"
 #include "guest_idt.h"
-#include "trace.h"
 #include "vm.h"
 
 #define MSR_IA32_TSC 0x10u
@@ -23,12 +20,12 @@
 #define X86_CR4_TSD (1ULL << 2)
 #define X86_CR0_WP (1ULL << 16)
 
-int exact_paging(const struct emu_state *st, struct guest_paging *pg)
+int engine_paging(const struct emu_state *st, struct guest_paging *pg)
 {
 	return guest_paging_init(pg, st->sregs.cr0, st->sregs.cr3, st->sregs.cr4, st->sregs.efer);
 }
 
-int exact_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, void *buf, uint64_t len)
+int engine_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, void *buf, uint64_t len)
 {
 	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 
@@ -36,18 +33,18 @@ int exact_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t g
 }
 
 /* The handler of IDT vector vec (a 64-bit gate), or 0. */
-uint64_t exact_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
+uint64_t engine_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
 {
 	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 	struct guest_paging pg;
 
-	if (exact_paging(st, &pg))
+	if (engine_paging(st, &pg))
 		return 0;
 	return guest_idt_handler(&ram, &pg, st->sregs.idt.base, st->sregs.idt.limit, vec);
 }
 
 /* Vectors whose frame has an error code below RIP. */
-bool exact_pushes_error_code(int vec)
+bool engine_pushes_error_code(int vec)
 {
 	return vec == 8 || (vec >= 10 && vec <= 14) || vec == 17 || vec == 21 || vec == 29 || vec == 30;
 }
@@ -60,7 +57,7 @@ bool exact_pushes_error_code(int vec)
  * guest's IRETQ would bring the VMM's stepping back). Neither means
  * anything else to a guest whose debug registers the VMM holds.
  */
-void exact_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags)
+void engine_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags)
 {
 	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 	struct guest_translation t;
@@ -80,7 +77,7 @@ static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const str
 	uint64_t d;
 
 	if ((sel & 4) || sel < 8 || st->sregs.gdt.limit < (sel & ~7u) + 7u ||
-	    exact_read_virt(vcpu, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
+	    engine_read_virt(vcpu, pg, st->sregs.gdt.base + (sel & ~7u), &d, 8))
 		return false;
 	*out = (struct kvm_segment){
 		.base = ((d >> 16) & 0xffffff) | ((d >> 32) & 0xff000000),
@@ -106,13 +103,13 @@ static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const str
  * there), so the vCPU must reach ring 3 in the engine. Returns false if
  * the frame is not a plain 64-bit return to ring 3 (KVM then runs it).
  */
-bool exact_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
+bool engine_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
 {
 	struct kvm_segment cs, ss;
 	struct kvm_vcpu_events ev;
 	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
 
-	if (exact_read_virt(vcpu, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
+	if (engine_read_virt(vcpu, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
 	    !gdt_segment(vcpu, st, pg, (uint16_t)f[1], &cs) || !gdt_segment(vcpu, st, pg, (uint16_t)f[4], &ss) ||
 	    !cs.s || !(cs.type & 8) || !cs.l || cs.dpl != 3 || !ss.s || (ss.type & 0xa) != 2 || ss.dpl != 3)
 		return false;
@@ -137,42 +134,33 @@ bool exact_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct gu
 }
 
 /*
- * RDMSR or WRMSR of a register the vPMU owns, in ring 0: what KVM would
- * have exited to the VMM for, done without entering KVM. Returns false for
- * anything else, and for an access that must raise #GP (KVM raises it).
+ * RDMSR or WRMSR in ring 0 of a register a client answers (the vPMU's):
+ * what KVM would have exited to the VMM for, done without entering KVM.
+ * Returns false for anything else, and for an access that must raise #GP
+ * (KVM raises it, and the MSR exit answers again).
  */
-bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
+bool engine_msr_in_place(struct vcpu *vcpu, struct emu_state *st)
 {
 	uint32_t msr = (uint32_t)st->regs.rcx;
 	struct guest_paging pg;
-	uint64_t val;
+	uint64_t val = 0;
 	uint8_t b[2];
-	int rc;
+	bool write;
 
-	if (st->sregs.cs.dpl != 0 || exact_paging(st, &pg) ||
-	    exact_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32) ||
-	    !vpmu_msr_owned(&vmm_pmu_of(vcpu->vm)->cfg, msr))
+	if (st->sregs.cs.dpl != 0 || engine_paging(st, &pg) ||
+	    engine_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || (b[1] != 0x30 && b[1] != 0x32))
 		return false;
-	if (b[1] == 0x30) {
-		/* A write that #GPs changes nothing: KVM then runs it and the VMM answers again, with the #GP. */
+	write = b[1] == 0x30;
+	if (write)
 		val = (st->regs.rdx << 32) | (uint32_t)st->regs.rax;
-		rc = vpmu_msr_write(&vcpu_pmu_of(vcpu)->v, msr, val);
-	} else {
-		rc = vpmu_msr_read(&vcpu_pmu_of(vcpu)->v, msr, &val);
-		if (rc == VPMU_MSR_OK) {
-			st->regs.rax = (uint32_t)val;
-			st->regs.rdx = val >> 32;
-		}
-	}
-	if (rc != VPMU_MSR_OK)
+	if (!engine_client_msr(vcpu, msr, write, &val))
 		return false;
-	/* The same events as an MSR exit's (pmu.c): a #GP is left to KVM, whose exit then traces it. */
-	if (b[1] == 0x30)
-		TRACE(msr_write, msr, val, 0);
-	else
-		TRACE(msr_read, msr, val, 0);
+	if (!write) {
+		st->regs.rax = (uint32_t)val;
+		st->regs.rdx = val >> 32;
+	}
 	st->regs.rip += 2;
-	vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_KERNEL, 1);
+	engine_count_insn(vcpu, EMU_RING_KERNEL);
 	return true;
 }
 
@@ -182,7 +170,7 @@ bool exact_pmu_msr(struct vcpu *vcpu, struct emu_state *st)
  * KVM would run them natively there, beyond the reach of a breakpoint.
  * False where CR4.TSD makes them fault in ring 3 (KVM raises the #GP).
  */
-bool exact_rdtsc(struct vcpu *vcpu, struct emu_state *st)
+bool engine_rdtsc(struct vcpu *vcpu, struct emu_state *st)
 {
 	struct {
 		struct kvm_msrs hdr;
@@ -192,11 +180,11 @@ bool exact_rdtsc(struct vcpu *vcpu, struct emu_state *st)
 	uint8_t b[3];
 	unsigned int len;
 
-	if (exact_paging(st, &pg) || exact_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
+	if (engine_paging(st, &pg) || engine_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f)
 		return false;
 	if (b[1] == 0x31)
 		len = 2; /* RDTSC */
-	else if (b[1] == 0x01 && !exact_read_virt(vcpu, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
+	else if (b[1] == 0x01 && !engine_read_virt(vcpu, &pg, st->regs.rip, b, 3) && b[2] == 0xf9)
 		len = 3; /* RDTSCP */
 	else
 		return false;
@@ -209,17 +197,16 @@ bool exact_rdtsc(struct vcpu *vcpu, struct emu_state *st)
 	if (len == 3)
 		st->regs.rcx = (uint32_t)m.e[1].data;
 	st->regs.rip += len;
-	vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, VPMU_EXACT_INSNS,
-		       st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL, 1);
+	engine_count_insn(vcpu, st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL);
 	return true;
 }
 
-bool exact_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
+bool engine_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg)
 {
 	uint8_t b[2];
 
 	/* REX.W IRET (48 cf), the only IRET a 64-bit kernel returns to user mode with. */
-	return !exact_read_virt(vcpu, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
+	return !engine_read_virt(vcpu, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
 }
 
 /* Writes 8 bytes at gva as a ring-0 access would (accessed and dirty bits set); false if the guest refuses it. */
@@ -251,7 +238,7 @@ static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const
  * KVM gets the new registers at once. False, and nothing changed, for
  * anything else: KVM delivers it then.
  */
-bool exact_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
+bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
 			 bool soft)
 {
 	struct guest_paging pg;
@@ -261,8 +248,8 @@ bool exact_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int v
 	unsigned int type, cpl = st->sregs.cs.dpl, n = 0;
 	uint16_t sel;
 
-	if (exact_paging(st, &pg) || st->sregs.idt.limit < vec * 16 + 15 ||
-	    exact_read_virt(vcpu, &pg, st->sregs.idt.base + vec * 16, g, sizeof(g)))
+	if (engine_paging(st, &pg) || st->sregs.idt.limit < vec * 16 + 15 ||
+	    engine_read_virt(vcpu, &pg, st->sregs.idt.base + vec * 16, g, sizeof(g)))
 		return false;
 	type = (g[0] >> 40) & 0xf;
 	sel = (uint16_t)(g[0] >> 16);
@@ -277,7 +264,7 @@ bool exact_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int v
 		unsigned int ist = (g[0] >> 32) & 7;
 		uint64_t off = ist ? 0x24 + 8ULL * (ist - 1) : 4 + 8ULL * cs.dpl;
 
-		if (st->sregs.tr.limit < off + 7 || exact_read_virt(vcpu, &pg, st->sregs.tr.base + off, &rsp, 8))
+		if (st->sregs.tr.limit < off + 7 || engine_read_virt(vcpu, &pg, st->sregs.tr.base + off, &rsp, 8))
 			return false;
 	}
 	rsp &= ~0xfULL;

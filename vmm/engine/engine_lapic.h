@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef KVMPROF_EXACT_LAPIC_H
-#define KVMPROF_EXACT_LAPIC_H
+#ifndef KVMPROF_ENGINE_LAPIC_H
+#define KVMPROF_ENGINE_LAPIC_H
 
 #include <stdbool.h>
 
@@ -11,6 +11,6 @@ struct vcpu;
  * or -1; *deliverable if its class beats TPR and ISR; *timer_vector: the
  * LAPIC timer's, or -1. Records the highest IRR bit in the engine's irr_vector.
  */
-int exact_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector);
+int engine_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector);
 
 #endif

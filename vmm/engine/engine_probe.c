@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The debug-feature probe of the exact backend (exact_probe.h). Each test
+ * The debug-feature probe of the engine (engine_probe.h). Each test
  * runs a few instructions in a VM of its own: flat 64-bit, one 2 MiB
  * identity page, a GDT with ring-0 and ring-3 code. Every path of the
  * guest code ends in an exit (OUT to port 0xf0), so a feature that does not
  * work is seen as that exit instead of a debug exit.
  */
-#include "exact_probe.h"
+#include "engine_probe.h"
 
 #include <errno.h>
 #include <linux/kvm.h>
@@ -162,13 +162,13 @@ out:
 	return ok;
 }
 
-void exact_probe_debug(int kvm_fd, struct exact_debug_caps *caps)
+void engine_probe_debug(int kvm_fd, struct engine_debug_caps *caps)
 {
 	struct kvm_cpuid2 *cpuid = NULL;
 	int flags;
 
 	/* Unknown: what the code was first written for (the PVM hosts). */
-	*caps = (struct exact_debug_caps){ .hw_bp = { true, false } };
+	*caps = (struct engine_debug_caps){ .hw_bp = { true, false } };
 	flags = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SET_GUEST_DEBUG2);
 	caps->blockirq = flags > 0 && (flags & KVM_GUESTDBG_BLOCKIRQ);
 	if (cpuid_get_supported(kvm_fd, &cpuid))

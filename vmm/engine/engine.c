@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The exact vPMU backend in the run loop (vcpu_exact.h). */
+/* The emulation engine in the run loop (engine.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,46 +10,99 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pmu.h"
-#include "vcpu_exact.h"
+#include "engine.h"
 #include "vcpu_hooks.h"
-#include "backend_exact.h"
-#include "exact_guest.h"
-#include "exact_lapic.h"
-#include "exact_probe.h"
+#include "engine_guest.h"
+#include "engine_lapic.h"
+#include "engine_probe.h"
 #include "guest_walk.h"
 #include "kick.h"
 #include "vm.h"
 
 /* Instructions between looks for due interrupts: about a millisecond of guest time in the engine. */
-#define EXACT_SLICE_INSNS 100000
+#define ENGINE_SLICE_INSNS 100000
+/* A KVM step the guest left (an escape) is found by an exit this soon. */
+#define ENGINE_STEP_EXIT_NS 1000000
 #define MSR_EFER 0xc0000080u
 #define MSR_PAT 0x277u
 #define RFLAGS_IF (1ULL << 9)
 
-int vcpu_exact_init(struct vcpu *vcpu)
+/* Every client this VM uses, into out (NULL-terminated); how many. */
+static unsigned int wanted_clients(const struct vm *vm, const struct engine_client **out)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	unsigned int n = 0;
+
+	for (const struct engine_client *const *c = engine_clients; *c && n < ENGINE_CLIENTS_MAX - 1; c++)
+		if (!(*c)->wanted || (*c)->wanted(vm))
+			out[n++] = *c;
+	out[n] = NULL;
+	return n;
+}
+
+int engine_vcpu_init(struct vcpu *vcpu)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
 
 	memset(x, 0, sizeof(*x));
-	x->enabled = vmm_pmu_counts_in_engine(vmm_pmu_of(vcpu->vm));
+	x->enabled = wanted_clients(vcpu->vm, x->client) > 0;
 	return 0;
 }
 
-/* The host's debug features, measured once (exact_probe.h). */
-static struct exact_debug_caps debug_caps;
+#define EACH_CLIENT(c, x) for (const struct engine_client *const *c = (x)->client; *c; c++)
+
+/* Tells every client what retired. */
+static void engine_counted(struct vcpu *vcpu, const struct emu_counts *counts)
+{
+	EACH_CLIENT(c, engine_of(vcpu)) {
+		if ((*c)->counted)
+			(*c)->counted(vcpu, counts);
+	}
+}
+
+/* One instruction the VMM did in the guest's place (an MSR, RDTSC), in ring (EMU_RING_*). */
+void engine_count_insn(struct vcpu *vcpu, unsigned int ring)
+{
+	struct emu_counts one = { 0 };
+
+	one.ev[ring == EMU_RING_USER ? 0 : 1][EMU_EV_INSNS] = 1;
+	engine_counted(vcpu, &one);
+}
+
+/* The rings in which some client needs the vCPU in the engine now. */
+static unsigned int engine_rings(struct vcpu *vcpu)
+{
+	unsigned int rings = 0;
+
+	EACH_CLIENT(c, engine_of(vcpu)) {
+		if ((*c)->rings)
+			rings |= (*c)->rings(vcpu);
+	}
+	return rings;
+}
+
+bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
+{
+	EACH_CLIENT(c, engine_of(vcpu)) {
+		if ((*c)->msr && (*c)->msr(vcpu, msr, write, val))
+			return true;
+	}
+	return false;
+}
+
+/* The host's debug features, measured once (engine_probe.h). */
+static struct engine_debug_caps debug_caps;
 static pthread_once_t debug_caps_once = PTHREAD_ONCE_INIT;
 static int debug_caps_kvm_fd = -1;
 
 static void probe_debug_caps(void)
 {
-	exact_probe_debug(debug_caps_kvm_fd, &debug_caps);
+	engine_probe_debug(debug_caps_kvm_fd, &debug_caps);
 }
 
 /* The engine comes with the first counter that needs it: a guest that counts nothing pays nothing. */
 static int engine_start(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	char err[160];
 	int rc;
 
@@ -57,7 +110,7 @@ static int engine_start(struct vcpu *vcpu)
 	pthread_once(&debug_caps_once, probe_debug_caps);
 	/*
 	 * Breakpoints that do not fire in ring 0, where every handler starts:
-	 * single steps only, and the VMM delivers events (vcpu_exact.h).
+	 * single steps only, and the VMM delivers events (engine.h).
 	 */
 	x->vmm_events = debug_caps.probed && !debug_caps.hw_bp[0] && debug_caps.single_step[0] &&
 			debug_caps.single_step[1];
@@ -65,21 +118,21 @@ static int engine_start(struct vcpu *vcpu)
 
 	rc = emu_create(&x->emu, &vcpu->vm->mem, vcpu->vm->cfg->ncpus > 1, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "kvmprof-vmm: exact vPMU backend: %s\n", err);
+		fprintf(stderr, "kvmprof-vmm: emulation engine: %s\n", err);
 		return rc;
 	}
 	rc = emu_decoder_open(&x->dec);
 	if (rc) {
-		fprintf(stderr, "kvmprof-vmm: exact vPMU backend: cannot open an instruction decoder\n");
+		fprintf(stderr, "kvmprof-vmm: emulation engine: cannot open an instruction decoder\n");
 		emu_destroy(x->emu);
 		x->emu = NULL;
 	}
 	return rc;
 }
 
-void vcpu_exact_destroy(struct vcpu *vcpu)
+void engine_vcpu_destroy(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
 	emu_destroy(x->emu);
 	emu_decoder_close(x->dec);
@@ -94,11 +147,11 @@ void vcpu_exact_destroy(struct vcpu *vcpu)
  */
 static int state_to_kvm(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
 	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 ||
 			     ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu) < 0)) {
-		fprintf(stderr, "kvmprof-vmm: vCPU %u: exact backend: cannot give the state back to KVM: %s\n",
+		fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: cannot give the state back to KVM: %s\n",
 			vcpu->id, strerror(errno));
 		return -errno;
 	}
@@ -107,16 +160,16 @@ static int state_to_kvm(struct vcpu *vcpu)
 	return 0;
 }
 
-bool vcpu_exact_active(struct vcpu *vcpu)
+bool engine_active(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
-	if (!x->enabled || (!x->stepping && !vpmu_exact_rings(&vcpu_pmu_of(vcpu)->v))) {
+	if (!x->enabled || (!x->stepping && !engine_rings(vcpu))) {
 		state_to_kvm(vcpu); /* KVM runs the vCPU next */
 		return false;
 	}
 	if (!x->emu && engine_start(vcpu)) {
-		/* Without its engine the vCPU runs in KVM and exact counters stay where they are. */
+		/* Without its engine the vCPU runs in KVM, and what the clients count stays where it is. */
 		x->enabled = false;
 		return false;
 	}
@@ -142,13 +195,13 @@ static uint64_t now_ns(void)
 #define DR6_BS (1ULL << 14)
 
 /* A breakpoint after the instruction (it completed; taken: at a branch target) or on a handler. */
-/* Whether the vector exact_lapic_pending() last returned is an IRR bit, not a tick KVM still holds. */
+/* Whether the vector engine_lapic_pending() last returned is an IRR bit, not a tick KVM still holds. */
 static bool irq_in_irr(struct vcpu *vcpu)
 {
-	return vcpu_exact_of(vcpu)->irr_vector >= 16;
+	return engine_of(vcpu)->irr_vector >= 16;
 }
 
-static void add_bp(struct vcpu_exact *x, uint64_t addr, bool taken, int vector)
+static void add_bp(struct engine_vcpu *x, uint64_t addr, bool taken, int vector)
 {
 	if (!addr || x->nbp == 4)
 		return;
@@ -184,7 +237,7 @@ static bool has_rep_prefix(const uint8_t *code, size_t n)
  */
 static int step_enter(struct vcpu *vcpu, bool flush, int event)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
 	x->stepping = true;
 	if (flush)
@@ -199,8 +252,9 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
 	 */
 	x->timer_due = false;
 	x->timer_seen = false;
-	/* If nothing brings the vCPU back, an exit within 1 ms does (vcpu_exact_after_exit). */
-	vcpu_pmu_force_exit(vcpu, 1000000);
+	/* If nothing brings the vCPU back, an exit within 1 ms does (engine_after_exit). */
+	vcpu_exit_within(vcpu, ENGINE_STEP_EXIT_NS);
+	vcpu_exit_timer_arm(vcpu);
 	return ioctl(vcpu->fd, KVM_RUN, 0);
 }
 
@@ -212,11 +266,11 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
  * interrupt delivered meanwhile (KVM_GUESTDBG_BLOCKIRQ). What KVM still
  * delivers in a step (an exception the instruction raises, an interrupt
  * on a KVM without BLOCKIRQ) runs its handler natively: an escape, found
- * at the next exit (vcpu_exact_after_exit).
+ * at the next exit (engine_after_exit).
  */
 static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool *kvm_ran)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	struct emu_insn_info in = { .vector = -1 };
 	struct guest_paging pg;
 	uint8_t code[15];
@@ -231,9 +285,9 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 	x->step_rep = false;
 	x->single_step = true;
 	x->step_branch = false;
-	x->step_ring = st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL;
-	if (!exact_paging(st, &pg)) {
-		while (n && exact_read_virt(vcpu, &pg, rip, code, n))
+	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
+	if (!engine_paging(st, &pg)) {
+		while (n && engine_read_virt(vcpu, &pg, rip, code, n))
 			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
 		if (n) {
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
@@ -247,7 +301,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 		struct emu_state ns = *st;
 		bool trap = in.vector != 6;
 
-		if (exact_deliver_event(vcpu, &ns, (unsigned int)in.vector, trap ? rip + in.len : rip, -1, trap)) {
+		if (engine_deliver_event(vcpu, &ns, (unsigned int)in.vector, trap ? rip + in.len : rip, -1, trap)) {
 			if (trap)
 				count_completed(vcpu, false);
 			else
@@ -266,26 +320,26 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 	*kvm_ran = true;
 	if (state_to_kvm(vcpu))
 		return -1;
-	if (guest_debug_set(vcpu, &vcpu_exact_debug_client, NULL, 0, true, x->blockirq ? KVM_GUESTDBG_BLOCKIRQ : 0))
+	if (guest_debug_set(vcpu, &engine_debug_client, NULL, 0, true, x->blockirq ? KVM_GUESTDBG_BLOCKIRQ : 0))
 		x->stats.engine_errors++;
 	return step_enter(vcpu, in.flushes_tlb || !in.len || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)), event);
 }
 
 /*
  * Enters KVM for one instruction, or one event delivery, and comes back
- * where the vCPU goes next: see vcpu_exact.h. Guest ring 3 runs natively
+ * where the vCPU goes next: see engine.h. Guest ring 3 runs natively
  * on this host and execution breakpoints there do not fire, so an
  * instruction that should complete in ring 3 (or an IRETQ to ring 3) is
  * single-stepped; in ring 0 (emulated by KVM) breakpoints after it do.
  */
 static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	struct emu_insn_info in = { .vector = -1 };
 	struct guest_paging pg;
 	uint8_t code[15];
 	uint64_t rip = st->regs.rip;
-	bool irq_deliverable, paging_ok = !exact_paging(st, &pg);
+	bool irq_deliverable, paging_ok = !engine_paging(st, &pg);
 	int irq, timer_vector;
 
 	if (x->vmm_events)
@@ -296,13 +350,13 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 	x->step_len = 0;
 	x->single_step = false;
 	x->step_branch = false;
-	x->step_ring = st->sregs.cs.dpl == 3 ? VPMU_EXACT_RING_USER : VPMU_EXACT_RING_KERNEL;
+	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
 	/* An event KVM may not deliver after all: in ring 0 the breakpoints after the instruction catch that. */
 	if ((event < 0 || st->sregs.cs.dpl == 0) && paging_ok) {
 		/* As many bytes as can be read, up to the instruction's longest. */
 		size_t n = sizeof(code);
 
-		while (n && exact_read_virt(vcpu, &pg, rip, code, n))
+		while (n && engine_read_virt(vcpu, &pg, rip, code, n))
 			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
 		if (n)
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
@@ -312,8 +366,8 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 
 		x->step_len = in.len;
 		x->step_branch = in.branch != EMU_BR_NONE || in.is_iret;
-		if (in.is_iret && exact_read_virt(vcpu, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
-			exact_clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
+		if (in.is_iret && engine_read_virt(vcpu, &pg, st->regs.rsp, frame, sizeof(frame)) == 0) {
+			engine_clear_frame_flags(vcpu, &pg, st->regs.rsp + 16, RFLAGS_RF);
 			if ((frame[1] & 3) == 3)
 				x->single_step = true; /* back to ring 3 */
 			else
@@ -321,7 +375,7 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 		} else if (st->sregs.cs.dpl == 3 && in.vector < 0) {
 			x->single_step = true;
 		} else if (in.is_ret && paging_ok &&
-			   exact_read_virt(vcpu, &pg, st->regs.rsp, frame, 8) == 0) {
+			   engine_read_virt(vcpu, &pg, st->regs.rsp, frame, 8) == 0) {
 			add_bp(x, frame[0], true, -1);
 		} else if (!in.is_ret && in.vector < 0) {
 			add_bp(x, rip + in.len, false, -1);
@@ -332,24 +386,24 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 	x->bp_after = x->nbp;
 	/* Handlers: the event being delivered, the instruction's own exception, a page fault. */
 	if (event >= 0)
-		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)event), false, event);
+		add_bp(x, engine_idt_handler(vcpu, st, (unsigned int)event), false, event);
 	if (in.vector >= 0)
-		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)in.vector), false, in.vector);
+		add_bp(x, engine_idt_handler(vcpu, st, (unsigned int)in.vector), false, in.vector);
 	if (why == EMU_HB_FAULT || (event < 0 && !in.len))
-		add_bp(x, exact_idt_handler(vcpu, st, 14), false, 14);
-	irq = exact_lapic_pending(vcpu, &irq_deliverable, &timer_vector);
+		add_bp(x, engine_idt_handler(vcpu, st, 14), false, 14);
+	irq = engine_lapic_pending(vcpu, &irq_deliverable, &timer_vector);
 	if (irq >= 0)
-		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)irq), false, irq);
+		add_bp(x, engine_idt_handler(vcpu, st, (unsigned int)irq), false, irq);
 	/* The timer may expire while KVM runs the instruction (an I/O exit, say). */
 	if (timer_vector >= 0)
-		add_bp(x, exact_idt_handler(vcpu, st, (unsigned int)timer_vector), false, timer_vector);
+		add_bp(x, engine_idt_handler(vcpu, st, (unsigned int)timer_vector), false, timer_vector);
 	if (st->sregs.cs.dpl == 3 && event < 0)
-		add_bp(x, exact_idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
+		add_bp(x, engine_idt_handler(vcpu, st, 13), false, 13); /* #GP: a privileged instruction in ring 3 */
 	/* KVM sets TF only while RIP is where it was at KVM_SET_GUEST_DEBUG: the registers go first. */
 	*kvm_ran = true;
 	if (state_to_kvm(vcpu))
 		return -1;
-	if (guest_debug_set(vcpu, &vcpu_exact_debug_client, x->bp, x->nbp, x->single_step, 0)) {
+	if (guest_debug_set(vcpu, &engine_debug_client, x->bp, x->nbp, x->single_step, 0)) {
 		x->stats.engine_errors++;
 		x->nbp = 0;
 	}
@@ -359,9 +413,9 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 
 static void step_end(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
-	guest_debug_clear(vcpu, &vcpu_exact_debug_client);
+	guest_debug_clear(vcpu, &engine_debug_client);
 	x->stats.step_ns += now_ns() - x->step_start_ns;
 	x->stepping = false;
 	x->nbp = 0;
@@ -375,31 +429,36 @@ static void step_end(struct vcpu *vcpu)
  */
 static void count_completed(struct vcpu *vcpu, bool taken)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
 	x->owed_ring = x->step_ring;
-	x->owed[VPMU_EXACT_INSNS]++;
+	x->owed[EMU_EV_INSNS]++;
 	if (x->step_branch) {
-		x->owed[VPMU_EXACT_BRANCHES]++;
+		x->owed[EMU_EV_BRANCHES]++;
 		if (taken)
-			x->owed[VPMU_EXACT_TAKEN]++;
+			x->owed[EMU_EV_TAKEN]++;
 	}
 	x->stats.step_insns++;
 }
 
 static void pay_owed(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct emu_counts owed = { 0 };
+	bool any = false;
 
-	for (unsigned int k = VPMU_EXACT_INSNS; k <= VPMU_EXACT_TAKEN; k++) {
-		vpmu_exact_add(&vcpu_pmu_of(vcpu)->v, (enum vpmu_exact_kind)k, x->owed_ring, x->owed[k]);
-		x->owed[k] = 0;
+	for (unsigned int e = 0; e < EMU_EV_COUNT; e++) {
+		owed.ev[x->owed_ring == EMU_RING_USER ? 0 : 1][e] = x->owed[e];
+		any |= x->owed[e] != 0;
+		x->owed[e] = 0;
 	}
+	if (any)
+		engine_counted(vcpu, &owed);
 }
 
-bool vcpu_exact_debug_exit(struct vcpu *vcpu)
+bool engine_debug_exit(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	uint64_t pc = vcpu->run->debug.arch.pc, dr6 = vcpu->run->debug.arch.dr6;
 	unsigned int hit;
 
@@ -428,17 +487,17 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 		struct emu_state st;
 		struct guest_paging pg;
 		int vec = x->bp_vector[hit];
-		uint64_t off = exact_pushes_error_code(vec) ? 8 : 0, frame_rip;
+		uint64_t off = engine_pushes_error_code(vec) ? 8 : 0, frame_rip;
 
-		if (!get_state(vcpu, &st) && !exact_paging(&st, &pg)) {
-			if (x->step_len && !exact_read_virt(vcpu, &pg, st.regs.rsp + off, &frame_rip, 8) &&
+		if (!get_state(vcpu, &st) && !engine_paging(&st, &pg)) {
+			if (x->step_len && !engine_read_virt(vcpu, &pg, st.regs.rsp + off, &frame_rip, 8) &&
 			    frame_rip != x->step_rip)
 				count_completed(vcpu, frame_rip != x->step_rip + x->step_len);
 			else
 				x->stats.steps_faulted++;
 			/* The frame holds the TF of our stepping. */
 			if (x->single_step)
-				exact_clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + off, RFLAGS_TF);
+				engine_clear_frame_flags(vcpu, &pg, st.regs.rsp + 16 + off, RFLAGS_TF);
 		}
 	} else if (x->single_step && (dr6 & DR6_BS)) {
 		/* The single step: the instruction completed (an IRETQ: a taken far branch). */
@@ -450,9 +509,9 @@ bool vcpu_exact_debug_exit(struct vcpu *vcpu)
 	return true;
 }
 
-void vcpu_exact_after_exit(struct vcpu *vcpu)
+void engine_after_exit(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	struct kvm_sregs s;
 	struct kvm_regs r;
 
@@ -504,45 +563,25 @@ void vcpu_exact_after_exit(struct vcpu *vcpu)
 /* The IRETQ done by iret_to_user retired in ring 0, a taken far branch. */
 static void count_iret(struct vcpu *vcpu)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 
-	x->step_ring = VPMU_EXACT_RING_KERNEL;
+	x->step_ring = EMU_RING_KERNEL;
 	x->step_branch = true;
 	count_completed(vcpu, true);
 	x->stats.irets++;
 }
 
-static enum emu_event emu_event_of(enum vpmu_exact_kind k)
-{
-	return k == VPMU_EXACT_BRANCHES ? EMU_EV_BRANCHES : k == VPMU_EXACT_TAKEN ? EMU_EV_TAKEN : EMU_EV_INSNS;
-}
-
-static void add_counts(struct vcpu *vcpu, const struct emu_counts *c)
-{
-	static const enum vpmu_exact_kind kinds[EMU_EV_COUNT] = {
-		[EMU_EV_INSNS] = VPMU_EXACT_INSNS, [EMU_EV_BRANCHES] = VPMU_EXACT_BRANCHES,
-		[EMU_EV_TAKEN] = VPMU_EXACT_TAKEN,
-	};
-
-	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
-
-	for (unsigned int e = 0; e < EMU_EV_COUNT; e++) {
-		vpmu_exact_add(v, kinds[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
-		vpmu_exact_add(v, kinds[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
-	}
-}
-
 /* The NMI KVM holds for the guest (KVM_NMI, a PMI), delivered by the VMM; false if it cannot. */
 static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev)
 {
-	if (!exact_deliver_event(vcpu, st, 2, st->regs.rip, -1, false))
+	if (!engine_deliver_event(vcpu, st, 2, st->regs.rip, -1, false))
 		return false;
 	ev->nmi.pending = 0;
 	ev->nmi.injected = 0;
 	ev->nmi.masked = 1; /* until the handler's IRETQ */
 	ev->flags = KVM_VCPUEVENT_VALID_NMI_PENDING;
 	ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, ev);
-	vcpu_exact_of(vcpu)->stats.events_by_vmm++;
+	engine_of(vcpu)->stats.events_by_vmm++;
 	return true;
 }
 
@@ -563,7 +602,7 @@ static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu
 static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev,
 			   struct emu_run_args *a, int *rc)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
+	struct engine_vcpu *x = engine_of(vcpu);
 	bool deliverable;
 	int irq, timer_vector;
 
@@ -574,7 +613,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 	}
 	if (!(st->regs.rflags & RFLAGS_IF))
 		return 0;
-	irq = exact_lapic_pending(vcpu, &deliverable, &timer_vector);
+	irq = engine_lapic_pending(vcpu, &deliverable, &timer_vector);
 	if (irq < 0 || !deliverable)
 		return 0;
 	if (ev->interrupt.shadow) {
@@ -604,7 +643,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 		if (!deliver_nmi(vcpu, st, ev))
 			x->stats.engine_errors++;
 	} else if (ev->interrupt.injected && !ev->interrupt.soft) {
-		if (exact_deliver_event(vcpu, st, ev->interrupt.nr, st->regs.rip, -1, false)) {
+		if (engine_deliver_event(vcpu, st, ev->interrupt.nr, st->regs.rip, -1, false)) {
 			ev->interrupt.injected = 0;
 			ev->flags = 0;
 			ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, ev);
@@ -616,21 +655,19 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 	return 0;
 }
 
-int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
+int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 {
-	struct vcpu_exact *x = vcpu_exact_of(vcpu);
-	struct vpmu_exact_watch w[VPMU_MAX_COUNTERS];
+	struct engine_vcpu *x = engine_of(vcpu);
 	/*
 	 * immediate_exit: a stop request sets it, as for KVM_RUN. The kicks of
 	 * the guest sampler and the vPMU stay pending (kick.h) until the slice
 	 * ends and the run loop takes them.
 	 */
-	struct emu_run_args a = { .max_insns = EXACT_SLICE_INSNS, .stop_flag = &vcpu->run->immediate_exit };
+	struct emu_run_args a = { .max_insns = ENGINE_SLICE_INSNS, .stop_flag = &vcpu->run->immediate_exit };
 	struct kvm_vcpu_events ev;
 	struct emu_result r;
 	struct emu_state st;
 	bool deliverable;
-	unsigned int n;
 	int irq, timer_vector;
 
 	uint64_t t0, t1, t2;
@@ -666,7 +703,7 @@ int vcpu_exact_run(struct vcpu *vcpu, bool *kvm_ran)
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
 	if ((ev.nmi.pending || ev.nmi.injected) && (!ev.nmi.masked || st.sregs.cs.dpl == 0))
 		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
-	irq = exact_lapic_pending(vcpu, &deliverable, &timer_vector);
+	irq = engine_lapic_pending(vcpu, &deliverable, &timer_vector);
 	/*
 	 * In ring 3 only what KVM surely delivers on entry may be stepped for:
 	 * an IRR bit. A tick KVM holds as a pending timer is delivered on the
@@ -688,12 +725,10 @@ engine:
 		emu_invalidate(x->emu);
 		x->flush = false;
 	}
-	n = vpmu_exact_watches(&vcpu_pmu_of(vcpu)->v, w);
-	for (unsigned int i = 0; i < n && a.nwatch < EMU_MAX_WATCHES; i++)
-		a.watch[a.nwatch++] = (struct emu_watch){ emu_event_of(w[i].kind),
-							  (w[i].rings & VPMU_EXACT_RING_USER ? EMU_RING_USER : 0) |
-								  (w[i].rings & VPMU_EXACT_RING_KERNEL ? EMU_RING_KERNEL : 0),
-							  w[i].events };
+	EACH_CLIENT(c, x) {
+		if ((*c)->watches)
+			a.nwatch += (*c)->watches(vcpu, a.watch + a.nwatch, EMU_MAX_WATCHES - a.nwatch);
+	}
 	x->stats.engine_runs++;
 	t1 = now_ns();
 	if (emu_run(x->emu, &st, &a, &r)) {
@@ -701,12 +736,12 @@ engine:
 		return step(vcpu, &st, EMU_HB_REFUSED, -1, kvm_ran);
 	}
 	t2 = now_ns();
-	add_counts(vcpu, &r.counts);
+	engine_counted(vcpu, &r.counts);
 	/* The guest kernel's own PMU registers: answered here, without a KVM step (the PMI handler's). */
-	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && exact_pmu_msr(vcpu, &st)) {
+	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_msr_in_place(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.msrs_in_place++;
-	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && exact_rdtsc(vcpu, &st)) {
+	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && engine_rdtsc(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.tsc_in_place++;
 	}
@@ -719,8 +754,8 @@ engine:
 	if (r.stop == EMU_STOP_HANDBACK) {
 		struct guest_paging pg;
 
-		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !exact_paging(&st, &pg) &&
-		    exact_is_iretq(vcpu, &st, &pg) && exact_iret_to_user(vcpu, &st, &pg)) {
+		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !engine_paging(&st, &pg) &&
+		    engine_is_iretq(vcpu, &st, &pg) && engine_iret_to_user(vcpu, &st, &pg)) {
 			count_iret(vcpu);
 			x->state = st;
 			vcpu->run->s.regs.regs = st.regs;
@@ -740,14 +775,14 @@ static void add_u64s(uint64_t *sum, const uint64_t *v, size_t n)
 		sum[i] += v[i];
 }
 
-void vcpu_exact_print_stats(struct vm *vm)
+void engine_print_stats(struct vm *vm)
 {
-	struct vcpu_exact_stats t = { 0 };
+	struct engine_stats t = { 0 };
 	struct emu_stats e = { 0 };
 	bool any = false;
 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
-		const struct vcpu_exact *x = vcpu_exact_of(&vm->vcpu[i]);
+		const struct engine_vcpu *x = engine_of(&vm->vcpu[i]);
 		struct emu_stats s;
 
 		if (!x->emu)
@@ -761,7 +796,7 @@ void vcpu_exact_print_stats(struct vm *vm)
 	if (!any)
 		return;
 	fprintf(stderr,
-		"  exact backend: %llu instructions in the emulator (%.1f M/s while in it), %llu KVM steps "
+		"  emulation engine: %llu instructions in the emulator (%.1f M/s while in it), %llu KVM steps "
 		"(%llu instructions completed in KVM, %llu faulted or delivered an event, %llu NMIs/interrupts)\n"
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
 		"pages mapped %llu, blocks decoded %llu\n    hand-backs:",
@@ -786,44 +821,52 @@ void vcpu_exact_print_stats(struct vm *vm)
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",
 			debug_caps.hw_bp[0] ? "fire" : "do not fire", debug_caps.hw_bp[1] ? "fire" : "do not fire",
 			debug_caps.single_step[0] ? "fire" : "do not fire", debug_caps.single_step[1] ? "fire" : "do not fire",
-			vcpu_exact_of(&vm->vcpu[0])->vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
+			engine_of(&vm->vcpu[0])->vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
 						       "KVM steps stop at breakpoints");
 	if (t.events_by_vmm || t.ack_runs)
 		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
 			(unsigned long long)t.events_by_vmm, (unsigned long long)t.ack_runs);
 }
 
-/* Counting vCPUs run in the engine instead of KVM. */
-static bool exact_run(struct vcpu *vcpu, int *rc, bool *kvm_ran)
+/* The vCPUs a client needs in the engine run there instead of in KVM. */
+static bool engine_take_run(struct vcpu *vcpu, int *rc, bool *kvm_ran)
 {
-	if (!vcpu_exact_active(vcpu))
+	if (!engine_active(vcpu))
 		return false;
-	*rc = vcpu_exact_run(vcpu, kvm_ran);
+	*rc = engine_run(vcpu, kvm_ran);
 	return true;
 }
 
-const struct vcpu_hooks vcpu_exact_hooks = {
-	.name = "exact engine",
-	.vcpu_size = sizeof(struct vcpu_exact),
-	.init = vcpu_exact_init,
-	.destroy = vcpu_exact_destroy,
-	.run = exact_run,
-	.after_exit = vcpu_exact_after_exit,
+/* A step must come back even if the guest leaves it: an exit within 1 ms finds it (engine_after_exit). */
+static void engine_before_run(struct vcpu *vcpu)
+{
+	if (engine_of(vcpu)->stepping)
+		vcpu_exit_within(vcpu, ENGINE_STEP_EXIT_NS);
+}
+
+const struct vcpu_hooks engine_hooks = {
+	.name = "emulation engine",
+	.vcpu_size = sizeof(struct engine_vcpu),
+	.init = engine_vcpu_init,
+	.destroy = engine_vcpu_destroy,
+	.before_run = engine_before_run,
+	.run = engine_take_run,
+	.after_exit = engine_after_exit,
 };
 
-static bool exact_wanted(const struct vm *vm)
+static bool engine_wanted(const struct vm *vm)
 {
-	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
+	const struct engine_client *c[ENGINE_CLIENTS_MAX];
 
-	return pmu && vmm_pmu_counts_in_engine(pmu);
+	return wanted_clients(vm, c) > 0;
 }
 
 /* A KVM step: breakpoints where the vCPU can come back to (all four), or a single step. */
-const struct guest_debug_client vcpu_exact_debug_client = {
-	.name = "the exact vPMU backend",
-	.instead = "--vpmu-backend=clock counts without them",
+const struct guest_debug_client engine_debug_client = {
+	.name = "the emulation engine (the exact vPMU backend counts in it)",
+	.instead = "--vpmu-backend=clock counts without it",
 	.slots = 4,
 	.steps = true,
-	.wanted = exact_wanted,
-	.debug_exit = vcpu_exact_debug_exit,
+	.wanted = engine_wanted,
+	.debug_exit = engine_debug_exit,
 };

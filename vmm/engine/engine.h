@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulation engine in the run loop: the VMM's own, for whatever needs
+ * a vCPU's code run instruction by instruction. While one of its clients
+ * (struct engine_client: the exact vPMU backend's counters, today) needs
+ * a vCPU in some ring, the vCPU runs in the emulator (emu.h) instead of
+ * KVM, in ring 3 and ring 0 alike, stopping where the clients' watches say
+ * and telling them exactly what retired. KVM still does what
+ * only it can: an instruction the engine hands back, and the delivery of
+ * interrupts and NMIs (PMIs). That is a "KVM step": the vCPU enters KVM
+ * with hardware breakpoints on the places it can come back to (the next
+ * instruction, a branch or IRETQ target, the handler of the exception the
+ * instruction raises, the handler of a pending NMI or interrupt), and the
+ * first breakpoint hit brings it back to the engine. The stepped
+ * instruction counts once if it completed (a breakpoint after it hit),
+ * not at all if it faulted.
+ *
+ * Where the vCPU goes somewhere no breakpoint covers (a handler KVM ran
+ * natively that switches processes, say), it has "escaped": the VMM finds
+ * it at the next exit (a 1 ms timer makes one), goes back to the engine,
+ * and counts the escape; what ran natively meanwhile is not counted.
+ */
+#ifndef KVMPROF_ENGINE_H
+#define KVMPROF_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu.h"
+#include "guest_debug.h"
+#include "vcpu_hooks.h"
+
+struct vcpu;
+struct vm;
+
+/*
+ * What uses the engine. Rings are EMU_RING_USER and EMU_RING_KERNEL. Every
+ * callback is on the vCPU's thread; any may be NULL.
+ */
+struct engine_client {
+	const char *name;
+	/* Whether this VM uses the client at all (decided at VM setup; NULL: always). */
+	bool (*wanted)(const struct vm *vm);
+	/* The rings in which it needs the vCPU run in the engine now; 0: none (KVM may run it). */
+	unsigned int (*rings)(struct vcpu *vcpu);
+	/* Where a run must stop: up to max watches (an event count reaching its target); how many. */
+	unsigned int (*watches)(struct vcpu *vcpu, struct emu_watch *w, unsigned int max);
+	/* What retired since the last call, by ring: in the engine, in a KVM step, or done by the VMM. */
+	void (*counted)(struct vcpu *vcpu, const struct emu_counts *c);
+	/*
+	 * A RDMSR (write false: fill *val) or WRMSR (*val) in ring 0 that the
+	 * engine would hand to KVM: true if the client answered it here, as an
+	 * MSR exit would have (its own registers); false leaves it to KVM.
+	 */
+	bool (*msr)(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
+};
+
+/* Every client, NULL-terminated (vm_features.c): a new one is a file with a struct engine_client and a row. */
+extern const struct engine_client *const engine_clients[];
+
+#define ENGINE_CLIENTS_MAX 4
+
+struct engine_stats {
+	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
+	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
+	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
+	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
+	uint64_t transfer_ns;      /* in engine_run around the engine: state in and out, checks */
+	uint64_t step_ns;          /* from a step's start to its breakpoint */
+};
+
+struct engine_vcpu {
+	bool enabled;      /* some client is wanted in this VM */
+	const struct engine_client *client[ENGINE_CLIENTS_MAX]; /* those clients, NULL-terminated */
+	struct emu *emu;   /* started when a client first needs it */
+	struct emu_decoder *dec;
+	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
+	bool flush;        /* the guest may have changed translations in KVM: the engine's mappings go */
+	bool exit_unfinished; /* KVM's last exit completes at the next KVM_RUN (I/O, MMIO, MSR) */
+	struct emu_state state; /* the vCPU's state as the engine left it */
+	bool state_valid;       /* state is current (KVM has not run since) */
+	bool kvm_stale;         /* KVM's registers and FPU are older than state */
+	uint64_t bp[4];
+	unsigned int nbp;
+	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
+	int bp_vector[4];      /* the vector whose handler bp[i] is, or -1 */
+	bool single_step;      /* the step uses the trap flag (guest ring 3 runs natively here) */
+	/*
+	 * Where hardware breakpoints do not fire (engine_probe.h): every step is
+	 * a single step, and events that would start a handler KVM cannot be
+	 * stopped in (NMIs, interrupts, the exceptions of UD2, INT3 and INT n)
+	 * are delivered by the VMM itself, KVM only acknowledging interrupts.
+	 */
+	bool vmm_events;
+	bool blockirq;         /* KVM_GUESTDBG_BLOCKIRQ: no interrupt delivered inside a single step */
+	bool step_rep;         /* the stepped instruction has a REP prefix: a single step may end inside it */
+	bool step_branch, step_taken_bp[4];
+	unsigned int step_ring; /* EMU_RING_* of the stepped instruction */
+	uint64_t step_rip;      /* where it is */
+	struct kvm_regs step_regs; /* the registers KVM got for the step */
+	unsigned int step_len;  /* its length; 0: an event delivery, or not decoded */
+	uint64_t owed[EMU_EV_COUNT]; /* events of a completed step, told the clients at the next run */
+	unsigned int owed_ring;
+	bool timer_seen;     /* timer_cur holds the LAPIC timer's count at the last look */
+	uint32_t timer_cur;
+	bool timer_due;      /* it expired while the vCPU was in the engine */
+	int irr_vector;      /* the highest IRR bit at the last look, or -1 */
+	uint64_t step_start_ns;
+	struct engine_stats stats;
+};
+
+int engine_vcpu_init(struct vcpu *vcpu);
+void engine_vcpu_destroy(struct vcpu *vcpu);
+
+/* Whether the vCPU runs through engine_run() rather than a plain KVM_RUN now. */
+bool engine_active(struct vcpu *vcpu);
+
+/*
+ * Runs the vCPU once: in the engine (returns 0 with *kvm_ran false: no exit
+ * to handle) or as a KVM step (returns KVM_RUN's result, *kvm_ran true).
+ */
+int engine_run(struct vcpu *vcpu, bool *kvm_ran);
+
+/* A KVM_EXIT_DEBUG: true if it is a step's breakpoint (handled). */
+bool engine_debug_exit(struct vcpu *vcpu);
+
+/* After any other exit of a step: finds an escaped vCPU. */
+void engine_after_exit(struct vcpu *vcpu);
+
+void engine_print_stats(struct vm *vm);
+
+/* Whether a KVM step is under way: the vCPU must come back within a millisecond even if the guest leaves it. */
+static inline bool engine_stepping(const struct vcpu *vcpu);
+
+/* The engine's place in each vCPU's life (vcpu_hooks.h): it takes the runs its clients need. Its state there. */
+extern const struct vcpu_hooks engine_hooks;
+/* Its KVM steps as a client of the guest debug owner (guest_debug.h). */
+extern const struct guest_debug_client engine_debug_client;
+
+static inline struct engine_vcpu *engine_of(const struct vcpu *vcpu)
+{
+	return vcpu_feature(vcpu, &engine_hooks);
+}
+
+static inline bool engine_stepping(const struct vcpu *vcpu)
+{
+	const struct engine_vcpu *x = engine_of(vcpu);
+
+	return x && x->stepping;
+}
+
+/*
+ * The vCPU's registers at this exit, when the engine holds them (KVM's are
+ * stale while it runs the vCPU): true with *regs and *sregs set.
+ */
+static inline bool engine_regs(const struct vcpu *vcpu, const struct kvm_regs **regs, const struct kvm_sregs **sregs)
+{
+	const struct engine_vcpu *x = engine_of(vcpu);
+
+	if (!x || !x->enabled || !x->state_valid)
+		return false;
+	*regs = &x->state.regs;
+	*sregs = &x->state.sregs;
+	return true;
+}
+
+#endif

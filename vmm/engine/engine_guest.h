@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* What the VMM does in the guest's place for the engine (see engine_guest.c). */
+#ifndef KVMPROF_ENGINE_GUEST_H
+#define KVMPROF_ENGINE_GUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu.h"
+#include "guest_walk.h"
+
+struct vcpu;
+
+#define RFLAGS_TF (1ULL << 8)
+#define RFLAGS_RF (1ULL << 16)
+
+/* The paging a state's control registers describe; -EINVAL outside long mode. */
+int engine_paging(const struct emu_state *st, struct guest_paging *pg);
+
+/* guest_read_virt of this vCPU's guest RAM. */
+int engine_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, void *buf, uint64_t len);
+
+/* The handler address of IDT vector vec (a 64-bit gate), or 0. */
+uint64_t engine_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec);
+
+/* Whether the CPU pushes an error code for vector vec. */
+bool engine_pushes_error_code(int vec);
+
+/* Clears flags in an interrupt frame's RFLAGS image at gva (RF, or the TF of a single step). */
+void engine_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags);
+
+/* Whether the instruction at RIP is IRETQ (48 cf). */
+bool engine_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg);
+
+/* IRETQ from ring 0 to ring 3, done by the VMM; false if the frame is not a plain 64-bit return to ring 3. */
+bool engine_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
+
+/*
+ * Delivers interrupt or exception vec through the guest's IDT in the VMM
+ * (64-bit mode), as the CPU would: frame pushed with return address
+ * ret_rip and error code err (none if negative), the handler's CS, stack
+ * and RFLAGS loaded, KVM's registers set. soft: INT n or INT3 (the gate's
+ * DPL is checked). False, and nothing changed, where a plain delivery
+ * cannot be done (KVM must deliver it).
+ */
+bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
+			 bool soft);
+
+/* RDMSR or WRMSR in ring 0 that a client answers, done in place; false for anything else. */
+bool engine_msr_in_place(struct vcpu *vcpu, struct emu_state *st);
+
+/* engine.c: asks the clients to answer an MSR access (engine_client.msr); tells them of one instruction. */
+bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
+void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
+
+/* RDTSC or RDTSCP from KVM's guest TSC; false where it must fault (CR4.TSD in ring 3). */
+bool engine_rdtsc(struct vcpu *vcpu, struct emu_state *st);
+
+#endif

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exact vPMU backend as a client of the emulation engine
+ * (engine/engine.h): a vCPU runs in the engine while one of its enabled
+ * counters counts instructions or branches, in the rings that counter
+ * counts; the engine stops where a counter overflows and tells the
+ * counters what retired; the guest kernel's accesses to the PMU's
+ * registers are answered in place, as their MSR exits would be.
+ */
+#include "engine/engine.h"
+#include "pmu.h"
+#include "vm.h"
+
+static bool pmu_engine_wanted(const struct vm *vm)
+{
+	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
+
+	return pmu && vmm_pmu_counts_in_engine(pmu);
+}
+
+/* VPMU_EXACT_RING_* as the engine's EMU_RING_*. */
+static unsigned int engine_rings_of(unsigned int rings)
+{
+	return (rings & VPMU_EXACT_RING_USER ? EMU_RING_USER : 0) | (rings & VPMU_EXACT_RING_KERNEL ? EMU_RING_KERNEL : 0);
+}
+
+static unsigned int pmu_engine_rings(struct vcpu *vcpu)
+{
+	return engine_rings_of(vpmu_exact_rings(&vcpu_pmu_of(vcpu)->v));
+}
+
+static const enum vpmu_exact_kind kind_of[EMU_EV_COUNT] = {
+	[EMU_EV_INSNS] = VPMU_EXACT_INSNS,
+	[EMU_EV_BRANCHES] = VPMU_EXACT_BRANCHES,
+	[EMU_EV_TAKEN] = VPMU_EXACT_TAKEN,
+};
+
+static enum emu_event event_of(enum vpmu_exact_kind k)
+{
+	return k == VPMU_EXACT_BRANCHES ? EMU_EV_BRANCHES : k == VPMU_EXACT_TAKEN ? EMU_EV_TAKEN : EMU_EV_INSNS;
+}
+
+/* Each exact counter's overflow, where the engine must stop so that its PMI lands on its instruction. */
+static unsigned int pmu_engine_watches(struct vcpu *vcpu, struct emu_watch *w, unsigned int max)
+{
+	struct vpmu_exact_watch x[VPMU_MAX_COUNTERS];
+	unsigned int n = vpmu_exact_watches(&vcpu_pmu_of(vcpu)->v, x), i;
+
+	for (i = 0; i < n && i < max; i++)
+		w[i] = (struct emu_watch){ event_of(x[i].kind), engine_rings_of(x[i].rings), x[i].events };
+	return i;
+}
+
+static void pmu_engine_counted(struct vcpu *vcpu, const struct emu_counts *c)
+{
+	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
+
+	for (unsigned int e = 0; e < EMU_EV_COUNT; e++) {
+		vpmu_exact_add(v, kind_of[e], VPMU_EXACT_RING_USER, c->ev[0][e]);
+		vpmu_exact_add(v, kind_of[e], VPMU_EXACT_RING_KERNEL, c->ev[1][e]);
+	}
+}
+
+/* The vPMU's own registers (what its MSR filter sends to the VMM); a #GP is left to KVM's exit. */
+static bool pmu_engine_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
+{
+	return vpmu_msr_owned(&vmm_pmu_of(vcpu->vm)->cfg, msr) && vcpu_pmu_msr(vcpu, msr, write, val) == VPMU_MSR_OK;
+}
+
+const struct engine_client vmm_pmu_engine_client = {
+	.name = "the exact vPMU backend",
+	.wanted = pmu_engine_wanted,
+	.rings = pmu_engine_rings,
+	.watches = pmu_engine_watches,
+	.counted = pmu_engine_counted,
+	.msr = pmu_engine_msr,
+};
