@@ -64,10 +64,9 @@ static int record_option(int c, const char *arg, void *ctx)
 {
 	struct host_record_opts *o = ctx;
 
-	switch (c) {
-	case 'v':
-		o->vm = arg;
+	if (vm_target_option(&o->target, c, arg))
 		return 0;
+	switch (c) {
 	case 'd':
 		if (cli_parse_seconds(arg, &o->duration))
 			return record_usage_error("--duration '%s': expected seconds (> 0)", arg);
@@ -77,9 +76,6 @@ static int record_option(int c, const char *arg, void *ctx)
 		return 0;
 	case 'X':
 		o->no_exits = true;
-		return 0;
-	case 'D':
-		o->domain = arg;
 		return 0;
 	case 'A':
 		o->all_domains = true;
@@ -105,36 +101,38 @@ static int record_option(int c, const char *arg, void *ctx)
 
 int cmd_record(int argc, char **argv)
 {
-	static const struct option own_longopts[] = {
-		{ "vm", required_argument, NULL, 'v' },
+	static const struct option own[] = {
 		{ "duration", required_argument, NULL, 'd' },
 		{ "guest-export", required_argument, NULL, 'x' },
 		{ "no-exits", no_argument, NULL, 'X' },
-		{ "domain", required_argument, NULL, 'D' },
 		{ "all-domains", no_argument, NULL, 'A' },
 		{ "connect", required_argument, NULL, 'C' },
 		{ "guest-kernel", required_argument, NULL, 'k' },
 		{ "guest-hz", required_argument, NULL, 'H' },
-		{ NULL, 0, NULL, 0 },
 	};
+	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1] = { 0 };
 	static struct host_record_opts o;
 	const struct record_cli cli = {
 		.prog = "kvmprof", .usage = record_usage, .help = record_help, .max_events = 1, .max_freq = 100000,
-		.own_shortopts = "v:d:x:", .own_longopts = own_longopts, .own_option = record_option, .ctx = &o,
+		.own_shortopts = "v:d:x:", .own_longopts = longopts, .own_option = record_option, .ctx = &o,
 	};
+	char choices[512];
 	int r;
 
+	memcpy(longopts, own, sizeof(own));
+	vm_target_longopts(longopts, sizeof(own) / sizeof(own[0]), CLI_OWN_LONGOPTS_MAX);
 	memset(&o, 0, sizeof(o));
 	r = record_cli_parse(&cli, argc, argv, &o.rec);
 	if (r >= 0)
 		return r;
 	if (optind < argc)
 		return record_usage_error("record: unexpected argument '%s'", argv[optind]);
-	if (!!o.vm + !!o.domain + o.all_domains != 1)
-		return record_usage_error("record: one of --vm SOCKET (kvmprof-vmm --control SOCKET), --domain NAME (a libvirt "
-				   "domain) or --all-domains");
-	if (o.vm && (o.connect || o.guest_hz || o.guest_kernel))
-		return record_usage_error("record: --connect, --guest-hz and --guest-kernel are for libvirt domains, not --vm");
+	vm_target_choices(choices, sizeof(choices), "--all-domains");
+	if (o.target.given + o.all_domains != 1)
+		return record_usage_error("record: one of %s", choices);
+	if (o.target.kind && !o.target.kind->libvirt && (o.connect || o.guest_hz || o.guest_kernel))
+		return record_usage_error("record: --connect, --guest-hz and --guest-kernel are for libvirt domains, not --%s",
+					  o.target.kind->option);
 	r = record_cli_check_rate(&cli, &o.rec);
 	if (r >= 0)
 		return r;

@@ -52,13 +52,9 @@ static int stat_option(int c, const char *arg, void *ctx)
 {
 	struct host_stat_opts *o = ctx;
 
+	if (vm_target_option(&o->target, c, arg))
+		return 0;
 	switch (c) {
-	case 'v':
-		o->vm = arg;
-		return 0;
-	case 'D':
-		o->domain = arg;
-		return 0;
 	case 'C':
 		o->connect = arg;
 		return 0;
@@ -72,33 +68,39 @@ static int stat_option(int c, const char *arg, void *ctx)
 
 int cmd_stat(int argc, char **argv)
 {
-	static const struct option own_longopts[] = {
-		{ "vm", required_argument, NULL, 'v' },	     { "duration", required_argument, NULL, 'd' },
-		{ "domain", required_argument, NULL, 'D' }, { "connect", required_argument, NULL, 'C' },
-		{ NULL, 0, NULL, 0 },
+	static const struct option own[] = {
+		{ "duration", required_argument, NULL, 'd' },
+		{ "connect", required_argument, NULL, 'C' },
 	};
+	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1] = { 0 };
 	static struct host_stat_opts o; /* large (events); static keeps it off the stack */
 	const struct stat_cli cli = {
 		.prog = "kvmprof", .usage = stat_usage, .help = stat_help, .own_shortopts = "v:d:D:C:",
-		.own_longopts = own_longopts, .own_option = stat_option, .ctx = &o,
+		.own_longopts = longopts, .own_option = stat_option, .ctx = &o,
 	};
 	int r;
 
+	memcpy(longopts, own, sizeof(own));
+	vm_target_longopts(longopts, sizeof(own) / sizeof(own[0]), CLI_OWN_LONGOPTS_MAX);
 	memset(&o, 0, sizeof(o));
 	r = stat_cli_parse(&cli, argc, argv, &o.stat);
 	if (r >= 0)
 		return r;
-	if (o.vm && o.domain)
-		return stat_usage_error("stat: --vm and --domain exclude each other");
-	if (o.vm || o.domain) {
+	char choices[512];
+
+	vm_target_choices(choices, sizeof(choices), NULL);
+	if (o.target.given > 1)
+		return stat_usage_error("stat: one VM at a time: %s", choices);
+	if (o.target.kind) {
 		if (o.stat.all || o.stat.pid || o.stat.argv || o.stat.repeat)
-			return stat_usage_error("stat: -a, -p, -r and a command count host processes, not --vm or --domain");
-		if (o.vm && o.connect)
-			return stat_usage_error("stat: --connect is for libvirt domains, not --vm");
+			return stat_usage_error("stat: -a, -p, -r and a command count host processes, not --%s",
+						o.target.kind->option);
+		if (!o.target.kind->libvirt && o.connect)
+			return stat_usage_error("stat: --connect is for libvirt domains, not --%s", o.target.kind->option);
 		return host_stat_run(&o);
 	}
 	if (o.connect || o.duration)
-		return stat_usage_error("stat: --connect and --duration are for --vm or --domain");
+		return stat_usage_error("stat: --connect and --duration are for a VM: %s", choices);
 	r = stat_cli_check_target(&cli, &o.stat);
 	if (r >= 0)
 		return r;

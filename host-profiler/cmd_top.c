@@ -69,10 +69,9 @@ static int top_option(int c, const char *arg, void *ctx)
 	struct host_top_opts *o = ctx;
 	unsigned long long n;
 
-	switch (c) {
-	case 'v':
-		o->rec.vm = arg;
+	if (vm_target_option(&o->rec.target, c, arg))
 		return 0;
+	switch (c) {
 	case 'd':
 		if (cli_parse_seconds(arg, &o->delay) || o->delay < 0.1 || o->delay > 3600)
 			return top_usage_error("--delay '%s': expected seconds, 0.1 to 3600", arg);
@@ -96,10 +95,7 @@ static int top_option(int c, const char *arg, void *ctx)
 	case 'M':
 		o->no_demangle = true;
 		return 0;
-	/* --domain, --connect, --guest-hz: a libvirt domain, as kvmprof record takes it */
-	case 'D':
-		o->rec.domain = arg;
-		return 0;
+	/* --connect, --guest-hz: a libvirt domain, as kvmprof record takes it */
 	case 'C':
 		o->rec.connect = arg;
 		return 0;
@@ -116,9 +112,7 @@ static int top_option(int c, const char *arg, void *ctx)
 
 int cmd_top(int argc, char **argv)
 {
-	static const struct option own_longopts[] = {
-		{ "vm", required_argument, NULL, 'v' },
-		{ "domain", required_argument, NULL, 'D' },
+	static const struct option own[] = {
 		{ "connect", required_argument, NULL, 'C' },
 		{ "guest-hz", required_argument, NULL, 'H' },
 		{ "delay", required_argument, NULL, 'd' },
@@ -141,15 +135,18 @@ int cmd_top(int argc, char **argv)
 		{ "symbol", required_argument, NULL, REPORT_OPT_SYMBOLS },
 		{ "tids", required_argument, NULL, REPORT_OPT_TIDS },
 		{ "tid", required_argument, NULL, REPORT_OPT_TIDS },
-		{ NULL, 0, NULL, 0 },
 	};
+	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1] = { 0 };
 	static struct host_top_opts o;
 	const struct record_cli cli = {
 		.prog = "kvmprof", .cmd_name = "top", .usage = top_usage, .help = top_help, .max_events = 1,
-		.max_freq = 100000, .own_shortopts = "v:d:n:s:", .own_longopts = own_longopts, .own_option = top_option, .ctx = &o,
+		.max_freq = 100000, .own_shortopts = "v:d:n:s:", .own_longopts = longopts, .own_option = top_option, .ctx = &o,
 	};
+	char choices[512];
 	int r;
 
+	memcpy(longopts, own, sizeof(own));
+	vm_target_longopts(longopts, sizeof(own) / sizeof(own[0]), CLI_OWN_LONGOPTS_MAX);
 	memset(&o, 0, sizeof(o));
 	o.delay = HOST_TOP_DELAY_DEFAULT;
 	host_report_table_defaults(&o.table);
@@ -158,11 +155,12 @@ int cmd_top(int argc, char **argv)
 		return r;
 	if (optind < argc)
 		return top_usage_error("top: unexpected argument '%s'", argv[optind]);
-	if (!!o.rec.vm + !!o.rec.domain != 1)
-		return top_usage_error("top: one of --vm SOCKET (kvmprof-vmm --control SOCKET) or --domain NAME (a libvirt "
-				       "domain)");
-	if (o.rec.vm && (o.rec.connect || o.rec.guest_hz))
-		return top_usage_error("top: --connect and --guest-hz are for libvirt domains, not --vm");
+	vm_target_choices(choices, sizeof(choices), NULL);
+	if (o.rec.target.given != 1)
+		return top_usage_error("top: one of %s", choices);
+	if (!o.rec.target.kind->libvirt && (o.rec.connect || o.rec.guest_hz))
+		return top_usage_error("top: --connect and --guest-hz are for libvirt domains, not --%s",
+				       o.rec.target.kind->option);
 	if (o.rec.rec.output || o.rec.rec.callgraph)
 		return top_usage_error("top: -o and call graphs are kvmprof record's: top keeps no file and shows "
 				       "symbols only");

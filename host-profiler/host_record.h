@@ -13,12 +13,12 @@
 #include <stdint.h>
 
 #include "record_cli.h"
+#include "vm_target_kind.h"
 
 struct host_record_opts {
 	/* -e, -F, -c, -g, -o, -q; one event (events[0] when nevents is 1), else cycles, or cpu-clock without a PMU */
 	struct record_opts rec;
-	const char *vm;      /* --vm: the control socket */
-	const char *domain;  /* --domain: a libvirt domain's name */
+	struct vm_target_choice target; /* --vm, --domain, ...: the VM (vm_target.h) */
 	bool all_domains;    /* --all-domains: every running domain, a file each (-o names a directory) */
 	const char *connect; /* --connect: libvirt's URI (NULL: qemu:///system) */
 	unsigned int guest_hz; /* --guest-hz: a domain's register samples per second and vCPU (0: the default) */

@@ -606,12 +606,10 @@ static int pick_guest_event(struct hrec *R)
 	return 0;
 }
 
-/* The VM to record: --vm's kvmprof-vmm, or --domain's. 0, or 1 after a message. */
+/* The VM to record: --vm's kvmprof-vmm, --domain's, ... (vm_targets.c). 0, or 1 after a message. */
 static int open_target(struct hrec *R)
 {
-	const struct host_record_opts *o = R->o;
-
-	return o->vm ? vm_target_open_vmm(&R->t, o->vm, true) : vm_target_open_domain(&R->t, o->connect, o->domain, o);
+	return vm_target_open(&R->t, &R->o->target, R->o->connect, R->o);
 }
 
 int host_record_open(struct hrec **out, const struct host_record_opts *o)
@@ -642,7 +640,7 @@ int host_record_open(struct hrec **out, const struct host_record_opts *o)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (read_guest_layout(R) || open_target(R) || open_events(R) || (o->vm && pick_guest_event(R))) {
+	if (read_guest_layout(R) || open_target(R) || open_events(R) || (R->t.samples_event && pick_guest_event(R))) {
 		host_record_close(R);
 		return 1;
 	}

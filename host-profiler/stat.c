@@ -145,7 +145,7 @@ int host_stat_run(const struct host_stat_opts *o)
 	bool vm_gone = false, guest_accounted = false;
 	struct sigaction sa = { .sa_handler = on_signal };
 
-	if (o->vm ? vm_target_open_vmm(&target, o->vm, false) : vm_target_open_domain(&target, o->connect, o->domain, NULL))
+	if (vm_target_open(&target, &o->target, o->connect, NULL))
 		return 1;
 	pid = target.pid;
 	/* kvmprof-vmm's own figures: its vPMU's exit count and exits by reason. */
@@ -245,11 +245,7 @@ int host_stat_run(const struct host_stat_opts *o)
 			}
 		res[e].value.n = 1;
 	}
-	if (target.domain[0])
-		snprintf(title, sizeof(title), "libvirt domain '%s' (%s, QEMU pid %lld, %zu threads)",
-			 target.domain, target.uri, pid, ntids);
-	else
-		snprintf(title, sizeof(title), "VM '%s' (kvmprof-vmm pid %lld, %zu threads)", o->vm, pid, ntids);
+	snprintf(title, sizeof(title), "%s pid %lld, %zu threads)", target.label, pid, ntids);
 	out.f = f;
 	out.target = title;
 	stat_spread_add(&out.elapsed_ns, (double)(t1 - t0));

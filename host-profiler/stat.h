@@ -10,11 +10,11 @@
 #define HOST_STAT_H
 
 #include "stat_count.h"
+#include "vm_target_kind.h"
 
 struct host_stat_opts {
-	const char *vm;      /* kvmprof-vmm's control socket, or */
-	const char *domain;  /* a libvirt domain */
-	const char *connect; /* at this URI (NULL: qemu:///system) */
+	struct vm_target_choice target; /* --vm, --domain, ...: the VM (vm_target.h) */
+	const char *connect; /* a libvirt domain's URI (NULL: qemu:///system) */
 	double duration; /* 0: until Ctrl-C or the VM exits */
 	/* -e (0 events: task-clock), -x, -o, --no-big-num; not -a, -p, -r or a command */
 	struct stat_opts stat;

@@ -27,6 +27,7 @@
 #include "host_record.h"
 #include "kvmprof/sample_format.h"
 #include "sample_file.h"
+#include "vm_target_kind.h"
 
 struct kallsyms;
 
@@ -89,6 +90,8 @@ struct vm_target {
 	pid_t vcpu_tid[VM_TARGET_MAX_VCPUS]; /* by vCPU index; 0: not known yet */
 	char vmm[32];                  /* "kvmprof-vmm", "qemu" */
 	char what[640];                /* META command: what was recorded */
+	char label[640];               /* for titles: "VM 'SOCKET' (kvmprof-vmm", "libvirt domain 'NAME' (URI, QEMU" */
+	bool samples_event;            /* the VM samples its guest itself with the recording's event (kvmprof-vmm) */
 	char domain[256];              /* a libvirt domain's name, "" */
 	char uri[256];                 /* its connection */
 	int poll_fd;                   /* readable or hung up when the VM goes away; -1 */

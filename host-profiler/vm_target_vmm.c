@@ -318,6 +318,8 @@ int vm_target_open_vmm(struct vm_target *t, const char *socket, bool for_record)
 		return 1;
 	}
 	snprintf(t->vmm, sizeof(t->vmm), "kvmprof-vmm");
+	snprintf(t->label, sizeof(t->label), "VM '%s' (kvmprof-vmm", socket);
+	t->samples_event = true;
 	snprintf(t->what, sizeof(t->what), "system-wide: kvmprof-vmm pid %d (control socket %s)", (int)t->pid, socket);
 	snprintf(t->guest_status, sizeof(t->guest_status), "not asked");
 	/* The control socket: the VMM closing it means the VM is gone. */

@@ -131,7 +131,7 @@ int host_record_all_domains(const struct host_record_opts *o)
 			signal(SIGTERM, SIG_DFL);
 			one = *o;
 			one.all_domains = false;
-			one.domain = names[i];
+			one.target = (struct vm_target_choice){ vm_target_kind_of("domain"), names[i], 1 };
 			one.rec.quiet = true;
 			snprintf(path, sizeof(path), "%s/%s.data", dir, names[i]);
 			one.rec.output = path;

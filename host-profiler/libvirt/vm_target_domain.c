@@ -433,6 +433,7 @@ int vm_target_open_domain(struct vm_target *t, const char *uri, const char *name
 	snprintf(t->vmm, sizeof(t->vmm), "qemu");
 	snprintf(t->domain, sizeof(t->domain), "%s", d->dom.name);
 	snprintf(t->uri, sizeof(t->uri), "%s", d->conn.uri);
+	snprintf(t->label, sizeof(t->label), "libvirt domain '%s' (%s, QEMU", d->dom.name, d->conn.uri);
 	snprintf(t->what, sizeof(t->what), "system-wide: libvirt domain %s (%s, %s), QEMU pid %d", d->dom.name,
 		 d->conn.uri, !strcmp(d->dom.type, "kvm") ? "KVM" : "TCG", (int)t->pid);
 	snprintf(t->guest_status, sizeof(t->guest_status), "not asked");

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef HOST_VM_TARGET_KIND_H
+#define HOST_VM_TARGET_KIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct host_record_opts;
+struct option;
+struct vm_target;
+
+/*
+ * A kind of VM kvmprof can profile, chosen on the command line by its own
+ * option: one row in vm_target_kinds (vm_targets.c) and a file with its
+ * struct vm_target_ops and its open. record, top and stat take every row's
+ * option; what they say of the choice comes from the rows.
+ */
+struct vm_target_kind {
+	const char *option; /* "vm": --vm ARG */
+	int val;            /* its getopt value: a short option's letter ('v'), or a number above 0xff */
+	const char *arg;    /* "SOCKET" */
+	const char *about;  /* "kvmprof-vmm --control SOCKET", for messages */
+	bool libvirt;       /* a libvirt domain: --connect (and record's --guest-hz, --guest-kernel) apply */
+	/* Opens it (o: record's options, NULL for stat): 0, or 1 after a one-line message. */
+	int (*open)(struct vm_target *t, const char *arg, const char *connect, const struct host_record_opts *o);
+};
+
+extern const struct vm_target_kind vm_target_kinds[]; /* ends with a row whose option is NULL */
+
+/* The VM a command was given. */
+struct vm_target_choice {
+	const struct vm_target_kind *kind; /* NULL: none */
+	const char *arg;
+	unsigned int given;                /* how many target options were given (more than one: a usage error) */
+};
+
+/* Appends a getopt_long row per target to opts (n rows, room for max); the new count, unterminated. */
+size_t vm_target_longopts(struct option *opts, size_t n, size_t max);
+/* opt from getopt: true if it is a target's option (then chosen, with arg). */
+bool vm_target_option(struct vm_target_choice *c, int opt, const char *arg);
+/* Every target's option for a message, the last after " or " (or before " or " + last when last is not NULL). */
+void vm_target_choices(char *buf, size_t size, const char *last);
+/* The row whose option is name, or NULL. */
+const struct vm_target_kind *vm_target_kind_of(const char *name);
+/* Opens the chosen target (see vm_target_kind.open). */
+int vm_target_open(struct vm_target *t, const struct vm_target_choice *c, const char *connect,
+		   const struct host_record_opts *o);
+
+#endif
