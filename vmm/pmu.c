@@ -83,7 +83,7 @@ int vmm_pmu_setup(struct vm *vm)
 		pmu->cfg.filter = &pmu->filter;
 	}
 	if (model == VPMU_MODEL_OFF) {
-		pmu->backend = VPMU_BACKEND_AUTO;
+		pmu->backend = NULL;
 		/* Best effort: some KVMs lack KVM_CAP_PMU_CAPABILITY; CPUID says "no PMU" anyway. */
 		vpmu_kvm_setup(vm->vm_fd, &pmu->cfg, NULL, err);
 		return 0;
