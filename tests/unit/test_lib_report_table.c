@@ -24,39 +24,8 @@ static struct profile *prof;
 
 static int setup(void **state)
 {
-	static const char ksyms[] = "ffffffff81000000 T kfunc\nffffffff81001000 T kfunc2\n";
-	const uint64_t alpha_chain[] = { FX_BETA + 5, FX_START + 1 };
-	const uint64_t beta_chain[] = { FX_START + 1 };
-	const uint64_t kernel_chain[] = { FX_BETA + 5 };
-	struct profile_options opt = { 0 };
-	struct kp_writer *w;
-	char path[600], err[512];
-	int fd, i, rc = 0;
-
 	(void)state;
-	dir = fx_mkdir();
-	if (!dir || fx_build(dir, NULL))
-		return -1;
-	snprintf(path, sizeof(path), "%s/table.data", dir);
-	w = fx_writer(path, &fd);
-	if (!w)
-		return -1;
-	rc |= fx_event(w, 1, "cycles", 1000, 0);
-	rc |= kp_writer_ksyms(w, ksyms, strlen(ksyms));
-	rc |= fx_comm(w, 10, 10, 1, 0, "matmul");
-	rc |= fx_mmap(w, 10, 2, 0x40000000, 0x40000, 0, "/bin/fx", NULL, 0);
-	rc |= fx_comm(w, 11, 11, 1, 0, "a b;c");
-	for (i = 0; i < 3; i++)
-		rc |= fx_sample(w, 1, 10, 10 + i, FX_ALPHA + 1, KP_CPL_USER, alpha_chain, 2);
-	rc |= fx_sample(w, 1, 10, 20, FX_BETA + 1, KP_CPL_USER, beta_chain, 1);
-	for (i = 0; i < 2; i++)
-		rc |= fx_sample(w, 1, 10, 30 + i, 0xffffffff81000010, KP_CPL_KERNEL, kernel_chain, 1);
-	rc |= fx_sample(w, 1, 11, 40, 0x1234, KP_CPL_USER, NULL, 0);
-	rc |= fx_close(w, fd);
-	opt.root = dir;
-	if (rc || profile_load(&prof, path, &opt, err, sizeof(err)))
-		return -1;
-	return 0;
+	return fx_report_profile("table.data", &dir, &prof);
 }
 
 static int teardown(void **state)
