@@ -46,9 +46,9 @@ DEB_PACKAGES := gcc make pkg-config libcmocka-dev cpio busybox-static \
 # vmm/emu.c: the exact vPMU backend runs guest code in Unicorn (QEMU's TCG as a library)
 # and decodes each block once with Capstone.
 DEB_PACKAGES += libunicorn-dev libcapstone-dev
-# lib/symtab_demangle.c: C++ and Rust symbol names demangled by libiberty (binutils' and perf's demangler).
+# lib/symbols/symtab_demangle.c: C++ and Rust symbol names demangled by libiberty (binutils' and perf's demangler).
 DEB_PACKAGES += libiberty-dev
-# lib/sample_file.c: every record's CRC-32 through libdeflate (PCLMULQDQ), zlib's value several times faster.
+# lib/format/sample_file.c: every record's CRC-32 through libdeflate (PCLMULQDQ), zlib's value several times faster.
 DEB_PACKAGES += libdeflate-dev
 # bench/agent.sh, bench/host.sh: the reports' peak RSS next to perf report's (GNU time's %M).
 DEB_PACKAGES += time

@@ -7,13 +7,15 @@
  * the recorders write it). For the sample-format figures of docs/benchmarks.md:
  * the reading alone, under callgrind or timed, of one recording in the
  * format before and after. Only the public reader and writer API, so it
- * also builds against an older tree's lib/sample_file.c.
+ * also builds against an older tree's lib/format/sample_file.c (in a tree
+ * from before lib/ had folders, lib/sample_file.c: put its sample_file.h in a
+ * folder format/ on the include path).
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 int main(int argc, char **argv)
 {

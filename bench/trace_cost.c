@@ -19,7 +19,7 @@
 #include "plugin_host.h"
 #include "trace.h"
 #include "trace_cost.h"
-#include "trace_event_table.h"
+#include "common/trace_event_table.h"
 #include "vm.h"
 
 #define ITERATIONS 1000000ul

@@ -16,7 +16,7 @@ AGENT_LIBS := -lbpf $(LIB_LIBS)
 
 # The link warns that libdw's debuginfod client calls dlopen: in the static
 # agent it loads the system's shared libdebuginfod, libcurl and libc beside
-# the static libc, so lib/symtab.c lets libdwfl's standard search (the only
+# the static libc, so lib/symbols/symtab.c lets libdwfl's standard search (the only
 # caller) run only when DEBUGINFOD_URLS names a server; otherwise symbols come
 # from the files on disk (or under --guest-root) only. The plain agent is
 # static and the ASan one dynamic, so the two links are written out.

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "record_cli.h"
+#include "cli/record_cli.h"
 
 struct agent_record_opts {
 	struct record_opts rec; /* -e, -F, -c, -g, -o, -q */

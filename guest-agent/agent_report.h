@@ -3,8 +3,8 @@
 #ifndef KVMPROF_AGENT_REPORT_H
 #define KVMPROF_AGENT_REPORT_H
 
-#include "report.h"
-#include "report_cli.h"
+#include "report/report.h"
+#include "cli/report_cli.h"
 
 /* argv[0] is "report". Returns the exit status: 0, 1 (bad input, I/O), 2 (usage). */
 int agent_report_main(int argc, char **argv);

@@ -2,16 +2,16 @@
 /*
  * `kvmprof-agent annotate`: one function's instructions with their samples
  * and source lines, as perf annotate --stdio prints them
- * (lib/report_annotate.c), over the report command in lib/report_cli.c:
+ * (lib/report/report_annotate.c), over the report command in lib/cli/report_cli.c:
  * the same -i, -o, --guest-root, --kallsyms, --recover and --no-demangle
  * as `kvmprof-agent report`.
  */
 #include <stdio.h>
 
 #include "agent_report.h"
-#include "report.h"
-#include "report_annotate_cli.h"
-#include "report_cli.h"
+#include "report/report.h"
+#include "cli/report_annotate_cli.h"
+#include "cli/report_cli.h"
 
 static const char annotate_usage[] =
 	"usage: kvmprof-agent annotate [SYMBOL] [-i FILE] [--dso IMAGE] [-M att|intel] [-o OUT]\n"

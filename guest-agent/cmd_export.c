@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "agent_commands.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "export.h"
 
 static const char export_usage[] =

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "agent_commands.h"
-#include "event_list.h"
+#include "cli/event_list.h"
 
 static const char list_usage[] = "usage: kvmprof-agent list [--details] [FILTER]\n";
 

@@ -7,8 +7,8 @@
 
 #include "agent_commands.h"
 #include "agent_record.h"
-#include "cli.h"
-#include "record_cli.h"
+#include "cli/cli.h"
+#include "cli/record_cli.h"
 
 static const char record_usage[] =
 	"usage: kvmprof-agent record [-e EVENT[:PERIOD]]... [-F HZ | -c PERIOD] [-o FILE]\n"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* kvmprof-agent stat: its options; the counting is lib/stat_count.c's. */
+/* kvmprof-agent stat: its options; the counting is lib/stat/stat_count.c's. */
 #include "agent_commands.h"
-#include "stat_cli.h"
+#include "cli/stat_cli.h"
 
 static const char stat_usage[] =
 	"usage: kvmprof-agent stat [-e EVENT[,EVENT...]]... [-r N] [-x SEP] [-o FILE] [--no-big-num]\n"

@@ -11,9 +11,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "collection/emit.h"
 #include "kernel_layout.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 /*
  * A serial line must pass every byte unchanged: no CR/LF translation, no

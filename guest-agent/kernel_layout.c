@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kallsyms.h"
-#include "procfs.h"
-#include "task_layout.h"
+#include "symbols/kallsyms.h"
+#include "collection/procfs.h"
+#include "common/task_layout.h"
 
 static int layout_fail(char why[LAYOUT_WHY_MAX], int rc, const char *fmt, ...)
 {

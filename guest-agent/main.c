@@ -5,7 +5,7 @@
  */
 #include "agent_commands.h"
 #include "agent_report.h"
-#include "cli_command.h"
+#include "cli/cli_command.h"
 
 static const struct cli_command commands[] = {
 	{ "record", "[OPTIONS] [-a | -p PID | [--] CMD [ARGS...]]",

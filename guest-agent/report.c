@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `kvmprof-agent report`: its own options (sort keys, caller chains,
- * --kallsyms) and renderers over the report command in lib/report_cli.c.
+ * --kallsyms) and renderers over the report command in lib/cli/report_cli.c.
  */
 #include "agent_report.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "report.h"
-#include "report_cli.h"
-#include "report_table_cli.h"
+#include "cli/cli.h"
+#include "report/report.h"
+#include "cli/report_cli.h"
+#include "cli/report_table_cli.h"
 
 static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort KEYS] [--percent-limit P] [-n] [--callgraph]\n"

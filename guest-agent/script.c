@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `kvmprof-agent script`: every sample of a recording on its own line, in
- * time order, with its stack, as perf script prints them (lib/report_script.c),
- * over the report command in lib/report_cli.c: the same -i, -o,
+ * time order, with its stack, as perf script prints them (lib/report/report_script.c),
+ * over the report command in lib/cli/report_cli.c: the same -i, -o,
  * --guest-root, --kallsyms, --recover and --no-demangle as `kvmprof-agent
  * report`.
  */
 #include <stdio.h>
 
 #include "agent_report.h"
-#include "report.h"
-#include "report_cli.h"
+#include "report/report.h"
+#include "cli/report_cli.h"
 
 static const char script_usage[] =
 	"usage: kvmprof-agent script [-i FILE] [-G] [-o OUT] [--guest-root DIR] [--kallsyms FILE] [--recover]\n"

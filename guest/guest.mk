@@ -54,9 +54,9 @@ $(GUEST_OUT)/user/%: $(GUEST_OUT)/user/%.c.o $(GUEST_ULIB_OBJS)
 	$(CC) $(GUEST_LDFLAGS) -Wl,-Ttext-segment=0x40000000 -o $@ $(GUEST_ULIB_OBJS) $<
 
 # The agent writes its samples in compact blocks with the host's own coder
-# (lib/sample_block.c, freestanding), compiled here with the guest's flags.
+# (lib/format/sample_block.c, freestanding), compiled here with the guest's flags.
 GUEST_AGENT_OBJS := $(GUEST_OUT)/lib/user/sample_block.o
-$(GUEST_OUT)/lib/user/sample_block.o: lib/sample_block.c guest/guest.mk
+$(GUEST_OUT)/lib/user/sample_block.o: lib/format/sample_block.c guest/guest.mk
 	@mkdir -p $(@D)
 	$(CC) $(GUEST_USER_CFLAGS) -c $< -o $@
 

@@ -2,18 +2,18 @@
 /*
  * `kvmprof annotate`: one function of a system-wide recording, a guest's or
  * the VMM's, its instructions with their samples and source lines, as perf
- * annotate --stdio prints them (lib/report_annotate.c), over the report
- * command in lib/report_cli.c: the same -i, -o, --guest-root,
+ * annotate --stdio prints them (lib/report/report_annotate.c), over the report
+ * command in lib/cli/report_cli.c: the same -i, -o, --guest-root,
  * --guest-kernel, --guest-kallsyms, --guest-export, --recover and
  * --no-demangle as `kvmprof report`.
  */
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "host_report.h"
-#include "report.h"
-#include "report_annotate_cli.h"
-#include "report_cli.h"
+#include "report/report.h"
+#include "cli/report_annotate_cli.h"
+#include "cli/report_cli.h"
 
 static const char annotate_usage[] =
 	"usage: kvmprof annotate [SYMBOL] [-i FILE] [--dso IMAGE] [-M att|intel] [-o OUT]\n"

@@ -4,11 +4,11 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "domain_sampler.h"
 #include "host_commands.h"
 #include "host_record.h"
-#include "record_cli.h"
+#include "cli/record_cli.h"
 
 static const char record_usage[] =
 	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [--connect URI]\n"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* kvmprof stat: its options beside perf stat's; the counting is stat.c's and lib/stat_count.c's. */
+/* kvmprof stat: its options beside perf stat's; the counting is stat.c's and lib/stat/stat_count.c's. */
 #include <getopt.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "host_commands.h"
 #include "stat.h"
-#include "stat_cli.h"
+#include "cli/stat_cli.h"
 
 static const char stat_usage[] =
 	"usage: kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [--duration S] [-e EVENTS] [-x SEP]\n"

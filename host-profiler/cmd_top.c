@@ -4,13 +4,13 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "domain_sampler.h"
 #include "host_commands.h"
 #include "host_report.h"
 #include "host_top.h"
-#include "record_cli.h"
-#include "report_table_cli.h"
+#include "cli/record_cli.h"
+#include "cli/report_table_cli.h"
 
 static const char top_usage[] =
 	"usage: kvmprof top --vm SOCKET | --domain NAME [--connect URI] [--guest-hz HZ]\n"

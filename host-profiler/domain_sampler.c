@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "desc_reader.h"
-#include "emit.h"
+#include "collection/emit.h"
 #include "guest_stack.h"
 #include "guest_walk.h"
 

@@ -32,7 +32,7 @@
 #include "qemu_hmp.h"
 #include "qemu_monitor.h"
 #include "qemu_ram.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define DOMAIN_SAMPLER_HZ_DEFAULT 100
 #define DOMAIN_SAMPLER_HZ_MAX 250

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 struct guest_rings {
 	unsigned char *map;

@@ -8,7 +8,7 @@
 #ifndef HOST_LIST_H
 #define HOST_LIST_H
 
-#include "event_list.h"
+#include "cli/event_list.h"
 
 /* argv[0] is "list". Returns the exit status. */
 int host_list_main(int argc, char **argv);

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "record_cli.h"
+#include "cli/record_cli.h"
 #include "vm_target_kind.h"
 
 struct host_record_opts {

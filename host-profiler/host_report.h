@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
-#include "report_cli.h"
-#include "report.h"
-#include "report_table.h"
+#include "profile/profile.h"
+#include "cli/report_cli.h"
+#include "report/report.h"
+#include "report/report_table.h"
 
 enum host_layer {
 	HOST_LAYER_GUEST_USER,

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "host_record.h"
-#include "report_table.h"
+#include "report/report_table.h"
 
 #define HOST_TOP_DELAY_DEFAULT 2.0
 

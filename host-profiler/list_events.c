@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `kvmprof list [FILTER]`: what perf list shows (this host's events, as
- * kvmprof record -e and stat -e take them: lib/event_list.c), then what a
+ * kvmprof record -e and stat -e take them: lib/cli/event_list.c), then what a
  * guest of kvmprof-vmm can count on each vPMU model, spelled as the guest's
  * kvmprof-agent record -e takes them. `list domains` (and, as before it
  * existed, `list --connect URI`) goes to the libvirt domain listing.

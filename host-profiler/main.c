@@ -4,7 +4,7 @@
  * its options (host_commands.h) and a row below.
  * Exit codes: 0 done, 1 failed, 2 bad usage.
  */
-#include "cli_command.h"
+#include "cli/cli_command.h"
 #include "host_commands.h"
 #include "host_list.h"
 #include "host_report.h"

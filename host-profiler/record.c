@@ -40,17 +40,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "convert.h"
-#include "emit.h"
-#include "events.h"
-#include "kallsyms.h"
-#include "perf_open.h"
-#include "perf_rings.h"
-#include "procfs.h"
-#include "record_fallback.h"
-#include "record_file.h"
-#include "record_output.h"
-#include "sample_file.h"
+#include "collection/convert.h"
+#include "collection/emit.h"
+#include "collection/events.h"
+#include "symbols/kallsyms.h"
+#include "common/perf_open.h"
+#include "collection/perf_rings.h"
+#include "collection/procfs.h"
+#include "cli/record_fallback.h"
+#include "format/record_file.h"
+#include "format/record_output.h"
+#include "format/sample_file.h"
 #include "vm_target.h"
 
 #define MAX_CPUS 1024

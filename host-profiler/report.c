@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "keymap.h"
-#include "report.h"
-#include "report_cli.h"
-#include "report_table_cli.h"
+#include "cli/cli.h"
+#include "common/keymap.h"
+#include "report/report.h"
+#include "cli/report_cli.h"
+#include "cli/report_table_cli.h"
 
 static const char usage[] =
 	"usage: kvmprof report [-i FILE] [--guest-kernel ELF | --guest-kallsyms FILE] [--guest-root DIR]\n"

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "common/grow.h"
 #include "host_report.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 struct domain_file {
 	char path[4200];

@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "common/grow.h"
 #include "host_report.h"
-#include "keymap.h"
-#include "report.h"
-#include "utf8.h"
+#include "common/keymap.h"
+#include "report/report.h"
+#include "common/utf8.h"
 
 #define ROOT 0u
 

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "common/grow.h"
 #include "host_report.h"
-#include "keymap.h"
-#include "report.h"
-#include "utf8.h"
+#include "common/keymap.h"
+#include "report/report.h"
+#include "common/utf8.h"
 
 struct exit_row {
 	uint32_t func, comm, pid; /* PROFILE_NONE where the table does not split by it */

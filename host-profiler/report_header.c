@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events.h"
-#include "keymap.h"
-#include "utf8.h"
+#include "collection/events.h"
+#include "common/keymap.h"
+#include "common/utf8.h"
 
 static const char *const layer_names[HOST_LAYER_COUNT] = { "guest user", "guest kernel", "guest unknown",
 							   "VMM user", "host kernel" };

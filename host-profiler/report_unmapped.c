@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "common/grow.h"
 #include "host_report.h"
-#include "keymap.h"
-#include "utf8.h"
+#include "common/keymap.h"
+#include "common/utf8.h"
 
 /* The processes named in full; the rest are counted. */
 #define UNMAPPED_LISTED 10

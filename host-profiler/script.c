@@ -2,18 +2,18 @@
 /*
  * `kvmprof script`: every sample of a system-wide recording on its own
  * line, in time order, with its stack, as perf script prints them
- * (lib/report_script.c), each with its domain: guest-user, guest-kernel,
+ * (lib/report/report_script.c), each with its domain: guest-user, guest-kernel,
  * vmm-user or host-kernel (what `kvmprof report` calls guest user, guest
  * kernel, VMM user and host kernel). It runs over the report command in
- * lib/report_cli.c with the report's guest options (--guest-root,
+ * lib/cli/report_cli.c with the report's guest options (--guest-root,
  * --guest-kernel, --guest-kallsyms, --guest-export, --no-cross-layer).
  */
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "host_report.h"
-#include "report.h"
-#include "report_cli.h"
+#include "report/report.h"
+#include "cli/report_cli.h"
 
 static const char usage[] =
 	"usage: kvmprof script [-i FILE] [-G] [-o OUT] [--guest-root DIR] [--guest-kernel ELF | --guest-kallsyms FILE]\n"

@@ -31,11 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emit.h"
-#include "perf_open.h"
-#include "procfs.h"
+#include "collection/emit.h"
+#include "common/perf_open.h"
+#include "collection/procfs.h"
 #include "stat_exits.h"
-#include "stat_format.h"
+#include "stat/stat_format.h"
 #include "vm_client.h"
 #include "vm_target.h"
 

@@ -9,7 +9,7 @@
 #ifndef HOST_STAT_H
 #define HOST_STAT_H
 
-#include "stat_count.h"
+#include "stat/stat_count.h"
 #include "vm_target_kind.h"
 
 struct host_stat_opts {

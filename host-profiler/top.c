@@ -30,11 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "collection/emit.h"
 #include "host_report.h"
-#include "profile.h"
-#include "report_table.h"
-#include "sample_file.h"
+#include "profile/profile.h"
+#include "report/report_table.h"
+#include "format/sample_file.h"
 
 struct top {
 	const struct host_top_opts *o;

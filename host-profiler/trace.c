@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "host_trace.h"
-#include "trace_event_table.h"
-#include "trace_read.h"
+#include "common/trace_event_table.h"
+#include "format/trace_read.h"
 
 static const char trace_usage[] = "usage: kvmprof trace -i FILE [--counts]\n";
 static const char trace_help[] =

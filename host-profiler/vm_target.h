@@ -26,7 +26,7 @@
 
 #include "host_record.h"
 #include "kvmprof/sample_format.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 #include "vm_target_kind.h"
 
 struct kallsyms;

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "emit.h"
+#include "collection/emit.h"
 #include "guest_ring_reader.h"
 #include "vm_client.h"
 #include "vm_target.h"

@@ -105,8 +105,8 @@ $(BUILD)/asan/tests/test_guest_debug: tests/unit/test_guest_debug.c $(GUEST_DEBU
 # test stands in for the guest sampler. The plugin commands use the real
 # plugin host, with the test plugins.
 CONTROL_TEST_SRCS := vmm/vcpu_hooks.c vmm/profiling/control_request.c vmm/profiling/control_cmds.c vmm/profiling/guest_sampler_events.c vmm/profiling/control_plugins.c \
-                     vmm/profiling/control_exit_stats.c vmm/profiling/exit_stats.c lib/kvm_exit_name.c \
-                     $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_regs.c vmm/trace.c lib/trace_event_table.c
+                     vmm/profiling/control_exit_stats.c vmm/profiling/exit_stats.c lib/common/kvm_exit_name.c \
+                     $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_regs.c vmm/trace.c lib/common/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_control_cmds
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_control_cmds
 
@@ -122,7 +122,7 @@ $(BUILD)/asan/tests/test_control_cmds: tests/unit/test_control_cmds.c $(CONTROL_
 
 # The plugin host (vmm/plugin_host.c): loading, refusing, unloading while
 # another thread dispatches, output.
-PLUGIN_HOST_TEST_SRCS := $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_hooks.c vmm/vcpu_regs.c vmm/trace.c lib/trace_event_table.c
+PLUGIN_HOST_TEST_SRCS := $(PLUGIN_HOST_SRCS) vmm/plugin_api.c vmm/vcpu_hooks.c vmm/vcpu_regs.c vmm/trace.c lib/common/trace_event_table.c
 UNIT_TESTS += $(BUILD)/tests/test_plugin_host
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_host
 
@@ -151,7 +151,7 @@ $(eval $(call plain_and_asan,$(BUILD)/tests/test_exit_stats,\
 	tests/unit/test_exit_stats.c $(BUILD)/vmm/profiling/exit_stats.o $(BUILD)/lib/kvm_exit_name.o $(BUILD)/vmm/trace.o,\
 	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
 
-# The --trace file: the VMM's writer (vmm/trace_file.c) against kvmprof's reader (lib/trace_read.c).
+# The --trace file: the VMM's writer (vmm/trace_file.c) against kvmprof's reader (lib/format/trace_read.c).
 UNIT_TESTS += $(BUILD)/tests/test_trace_file
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_trace_file
 

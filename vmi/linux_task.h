@@ -6,7 +6,7 @@
  * Linux guests (struct kp_rec_task_layout, from the agent's export, given
  * with sample-start): no descriptor in guest memory, but the kernel's own
  * per-CPU current-task pointer and task_struct offsets. Each function
- * expects a layout task_layout_check (lib/task_layout.h) accepted.
+ * expects a layout task_layout_check (lib/common/task_layout.h) accepted.
  */
 
 #include <stdbool.h>
@@ -14,7 +14,7 @@
 
 #include "guest_walk.h"
 #include "kvmprof/sample_format.h"
-#include "task_layout.h"
+#include "common/task_layout.h"
 #include "vmi_mem.h"
 
 /*

@@ -3,7 +3,7 @@
 # stack walker, the bundled guest's descriptor reader, the Linux task-layout
 # reader and process attribution. No KVM: the VMM links it (over its own
 # guest RAM), so do the unit tests and the fuzz harness, and so can the host
-# profiler. Built plain and with ASan + UBSan. It uses lib/task_layout.h but
+# profiler. Built plain and with ASan + UBSan. It uses lib/common/task_layout.h but
 # leaves task_layout.o out of the archive: the host profiler has it in
 # libkvmprof.a, and the VMM links its own copy.
 

@@ -13,7 +13,7 @@
 #include "kvmprof/sample_format.h"
 #include "kvmprof/version.h"
 #include "options.h"
-#include "trace_event_table.h"
+#include "common/trace_event_table.h"
 
 static const char usage_text[] =
 	"Usage: kvmprof-vmm [OPTIONS]\n"

@@ -9,7 +9,7 @@
 #include "guest_procs.h"
 #include "guest_walk.h"
 #include "plugin_api.h"
-#include "trace_event_table.h"
+#include "common/trace_event_table.h"
 #include "vm.h"
 
 static struct vm *plugin_vm;

@@ -17,7 +17,7 @@
 #include "plugin_elf.h"
 #include "plugin_host.h"
 #include "trace.h"
-#include "trace_event_table.h"
+#include "common/trace_event_table.h"
 
 struct plugin {
 	unsigned int id;

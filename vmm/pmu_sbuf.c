@@ -15,7 +15,7 @@
 #include "guest_procs.h"
 #include "guest_stack.h"
 #include "kvmprof/vpmu_sbuf.h"
-#include "ring_append.h"
+#include "common/ring_append.h"
 #include "vm.h"
 
 /* The registers at this exit: the engine holds them while KVM's copy is stale. */

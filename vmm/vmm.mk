@@ -6,10 +6,10 @@
 # vmm/profiling/ is what profiles the guest from the VMM (control socket,
 # guest sampler, PMI tracer), over vmi/'s introspection.
 VMM_SRCS := $(wildcard vmm/*.c vmm/engine/*.c vmm/profiling/*.c)
-# The Linux task-layout check is shared with the agent, which sends the layout (lib/task_layout.h).
-# The trace events' table and --trace-events patterns are shared with kvmprof trace (lib/trace_event_table.h).
-# KVM's exit reasons by name are shared with the reports (lib/kvm_exit_name.h).
-VMM_LIB_SRCS := lib/task_layout.c lib/trace_event_table.c lib/kvm_exit_name.c
+# The Linux task-layout check is shared with the agent, which sends the layout (lib/common/task_layout.h).
+# The trace events' table and --trace-events patterns are shared with kvmprof trace (lib/common/trace_event_table.h).
+# KVM's exit reasons by name are shared with the reports (lib/common/kvm_exit_name.h).
+VMM_LIB_SRCS := lib/common/task_layout.c lib/common/trace_event_table.c lib/common/kvm_exit_name.c
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/embedded_guest.o $(VPMU_OBJS)
 VMM_ASAN_OBJS := $(VMM_SRCS:%.c=$(BUILD)/asan/%.o) $(VMM_LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/vmm/embedded_guest.o \
                  $(VPMU_ASAN_OBJS)

@@ -10,7 +10,7 @@
 
 #include "backend_perf.h"
 #include "backends.h"
-#include "perf_open.h"
+#include "common/perf_open.h"
 
 /* A sampling event whose period is so long it never fires: PERF_EVENT_IOC_PERIOD needs a sampling event. */
 #define PERIOD_NEVER (1ULL << 62)

@@ -3,8 +3,8 @@
 
 VPMU_SRCS := $(wildcard vpmu/*.c)
 # The perf backend opens host events through lib's one door to perf_event_open; the sample
-# buffer fills its ring with the producer the guest sampler uses too (lib/ring_append.c).
-VPMU_LIB_SRCS := lib/perf_open.c lib/ring_append.c
+# buffer fills its ring with the producer the guest sampler uses too (lib/common/ring_append.c).
+VPMU_LIB_SRCS := lib/common/perf_open.c lib/common/ring_append.c
 VPMU_ALL_SRCS := $(VPMU_SRCS) $(VPMU_LIB_SRCS)
 VPMU_OBJS := $(VPMU_ALL_SRCS:%.c=$(BUILD)/%.o)
 VPMU_ASAN_OBJS := $(VPMU_ALL_SRCS:%.c=$(BUILD)/asan/%.o)

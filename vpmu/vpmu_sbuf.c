@@ -9,7 +9,7 @@
  * wholly in guest RAM: the VMM then writes to it through a plain pointer.
  */
 #include "kvmprof/vpmu_sbuf.h"
-#include "ring_append.h"
+#include "common/ring_append.h"
 #include "vpmu.h"
 
 bool vpmu_sbuf_msr(const struct vpmu_config *cfg, uint32_t msr)

@@ -15,7 +15,7 @@
  *   header, META pmu/command/release (and throttled, if it was), EVENT,
  *   COMM + MMAP per process (and for the kernel: MMAP of pid
  *   KP_PID_KERNEL, "/kernel.elf"), the samples
- *   in compact SAMPLES blocks (lib/sample_block.c, the host's own coder:
+ *   in compact SAMPLES blocks (lib/format/sample_block.c, the host's own coder:
  *   about 8 bytes a sample instead of 64, each byte a VM exit),
  *   EXIT per exited process, LOST if records were dropped, END.
  *

@@ -15,14 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "emit.h"
+#include "cli/cli.h"
+#include "collection/emit.h"
 #include "host_list.h"
 #include "kvmprof/guest_desc.h"
-#include "perf_open.h"
+#include "common/perf_open.h"
 #include "qemu_hmp.h"
 #include "qemu_ram.h"
-#include "symtab.h"
+#include "symbols/symtab.h"
 #include "virt.h"
 
 static const char usage[] = "usage: kvmprof list domains [--connect URI]\n";

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "procfs.h"
-#include "suggest.h"
+#include "collection/procfs.h"
+#include "common/suggest.h"
 #include "virt_dl.h"
 #include "virt_uri.h"
 

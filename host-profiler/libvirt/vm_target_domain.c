@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 #include "domain_sampler.h"
-#include "emit.h"
-#include "kallsyms.h"
-#include "procfs.h"
+#include "collection/emit.h"
+#include "symbols/kallsyms.h"
+#include "collection/procfs.h"
 #include "qemu_ram.h"
-#include "symtab.h"
+#include "symbols/symtab.h"
 #include "virt.h"
 #include "vm_target.h"
 

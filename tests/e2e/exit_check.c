@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * exit_check FILE: the VM_EXIT records of a `kvmprof record` file, through
- * the one reader (lib/sample_file.c), checked beyond what the reader checks:
+ * the one reader (lib/format/sample_file.c), checked beyond what the reader checks:
  * each has its vCPU thread, and one vCPU's exits follow one another (an
  * exit's interval ends before the vCPU's next exit begins). Prints one line
  * per kind and detail, "exit KIND DETAIL N" (KIND as in enum kp_exit_kind,
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define MAX_KEYS 4096
 #define MAX_VCPUS 64

@@ -17,7 +17,7 @@ AGENT_MATMUL_LINE='matmul: n=128 iters=60 checksum=0x078d7288845245ed'
 AGENT_HASH_LINE='hash: size=65536 iters=900 hash=0x621788137fc47f69'
 AGENT_GUEST=(--kernel "$BUILD/guest/kernel.elf" --initrd "$BUILD/guest/initrd.cpio")
 AGENT_REPORT=$BUILD/kvmprof-agent
-# The file checker (built by make): the one reader (lib/sample_file.c) plus the agent's invariants.
+# The file checker (built by make): the one reader (lib/format/sample_file.c) plus the agent's invariants.
 AGENT_CHECK=$HELPERS/sample_check
 if [ ! -x "$AGENT_CHECK" ]; then
 	fail guest-agent-checker-builds "$AGENT_CHECK missing (make test-e2e builds it)"

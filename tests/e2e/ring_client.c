@@ -7,7 +7,7 @@
  * control socket, the memfd from the reply (SCM_RIGHTS) mapped and checked
  * by guest_rings_map, the rings drained into a sample file for D seconds,
  * sample-stop, the rest drained, END. The file is then read back through
- * the project's checked reader (lib/sample_file.c) and every record is held
+ * the project's checked reader (lib/format/sample_file.c) and every record is held
  * to what the VMM may send (guest domain, CPL 0 or 3, only SAMPLE, COMM and
  * MMAP); a record the ring reader refused or a bad one fails the run.
  *
@@ -46,7 +46,7 @@
 
 #include "guest_ring_reader.h"
 #include "kvmprof/sample_format.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define MAX_PIDS 256
 #define MAX_RIPS 4096

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * sample_check FILE [-s]: checks a sample file the bundled guest's agent
- * wrote, through the one reader (lib/sample_file.c), beyond what the reader
+ * wrote, through the one reader (lib/format/sample_file.c), beyond what the reader
  * itself checks: written by the bundled guest, one EVENT, every sampled pid
  * named by a COMM, every user sample inside an MMAP of its pid, every
  * kernel sample inside the kernel's MMAP (KP_PID_KERNEL).
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define MAX_PIDS 256
 

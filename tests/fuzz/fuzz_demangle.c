@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Symbol names through the demangler (lib/symtab_demangle.c: libiberty's
+ * Symbol names through the demangler (lib/symbols/symtab_demangle.c: libiberty's
  * C++ and Rust demanglers, left by longjmp when the output is full). The
  * first byte picks the buffer's size (16 bytes to 4 KiB) and whether
  * parameters are shown; the rest is the name. A demangled name must be
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symtab.h"
+#include "symbols/symtab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -22,7 +22,7 @@
 #include "guest_stack.h"
 #include "guest_walk.h"
 #include "linux_task.h"
-#include "task_layout.h"
+#include "common/task_layout.h"
 #include "vmi_mem.h"
 
 #define RAM_SIZE (64u << 10)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kallsyms.h"
-#include "procfs.h"
+#include "symbols/kallsyms.h"
+#include "collection/procfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

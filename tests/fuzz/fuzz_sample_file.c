@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "profile.h"
-#include "report.h"
-#include "sample_file.h"
+#include "profile/profile.h"
+#include "report/report.h"
+#include "format/sample_file.h"
 
 static void render_all(const struct profile *p)
 {

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "profile.h"
-#include "report.h"
-#include "sample_file.h"
+#include "profile/profile.h"
+#include "report/report.h"
+#include "format/sample_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

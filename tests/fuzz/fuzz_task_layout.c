@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The agent's task-layout reader (guest-agent/layout.c): kallsyms text and
+ * The agent's task-layout reader (guest-agent/kernel_layout.c): kallsyms text and
  * a BTF file, as `kvmprof-agent export` reads them from the guest's kernel.
  * Input: [kallsyms length: 2 bytes, little-endian][kallsyms][BTF, raw or
  * an ELF with .BTF]. libbpf parses the BTF (not instrumented here); the

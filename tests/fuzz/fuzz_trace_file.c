@@ -9,8 +9,8 @@
 #include <stdio.h>
 
 #include "fuzz_common.h"
-#include "trace_event_table.h"
-#include "trace_read.h"
+#include "common/trace_event_table.h"
+#include "format/trace_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define MAX_WANT 32
 #define MAX_FILES 64

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "sample_file.h"
+#include "profile/profile.h"
+#include "format/sample_file.h"
 
 #define FX_START 0x40001000ull
 #define FX_ALPHA 0x40010000ull

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "lib_fixture.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 /* Kernel addresses: the host's and the guest's kernels use the same ones. */
 #define PF_HOST_ENTRY 0xffffffff81000000ull

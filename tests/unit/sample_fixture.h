@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 static inline uint64_t fixture_rand(uint64_t *x)
 {

@@ -209,7 +209,7 @@ static void test_layout_refusals(void **state)
 /*
  * Layouts the kallsyms and BTF allow but the VMM's sample-start would
  * refuse (found by fuzz_task_layout): the agent refuses them itself, with
- * the VMM's reason (lib/task_layout.c, the one check both use).
+ * the VMM's reason (lib/common/task_layout.c, the one check both use).
  */
 static void test_layout_refused_as_the_vmm_would(void **state)
 {

@@ -24,7 +24,7 @@
 
 #include "desc_reader.h"
 #include "domain_sampler.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define RAM_SIZE (1u << 20)
 /* The bundled guest's shape, paging off (the descriptor's addresses are physical). */

@@ -3,7 +3,7 @@
  * kvmprof list's vPMU section (host-profiler/list_events.c): one line per
  * row of each model's table (vpmu/vpmu_model_events.c), no more, no fewer;
  * each raw name, parsed as the guest's kvmprof-agent record -e parses it
- * (lib/events.c, through libpfm4), opens exactly that event select and
+ * (lib/collection/events.c, through libpfm4), opens exactly that event select and
  * unit mask; a filter keeps only matching rows.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "events.h"
+#include "collection/events.h"
 #include "host_list.h"
 #include "vpmu_model_events.h"
 

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "cli_command.h"
+#include "cli/cli_command.h"
 #include "lib_fixture.h"
-#include "record_cli.h"
-#include "report_cli.h"
+#include "cli/record_cli.h"
+#include "cli/report_cli.h"
 
 static char *dir;
 static char data_path[600], out_path[600], captured[8192];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The perf-record conversion both profilers share (lib/convert.c):
+ * The perf-record conversion both profilers share (lib/collection/convert.c):
  * synthetic perf records in, kvmprof records out through the real writer
  * and the checked reader.
  */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "convert.h"
+#include "collection/convert.h"
 
 struct fixture {
 	char path[64];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `list` (lib/event_list.c): every generic name events_parse takes is
+ * `list` (lib/cli/event_list.c): every generic name events_parse takes is
  * listed, with perf's tags and, without a hardware PMU, the cpu-clock note on
  * hardware events only; a filter keeps only matching events (substring of
  * name or description, or a glob on one name); every libpfm4 name listed
@@ -17,8 +17,8 @@
 #include <strings.h>
 #include <cmocka.h>
 
-#include "event_list.h"
-#include "events.h"
+#include "cli/event_list.h"
+#include "collection/events.h"
 
 #define NOTE "not countable here: cpu-clock stands in"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The event parser both profilers share (lib/events.c): generic and libpfm4
+ * The event parser both profilers share (lib/collection/events.c): generic and libpfm4
  * names, OProfile's syntax, periods, errors, suggestions.
  */
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "events.h"
-#include "suggest.h"
+#include "collection/events.h"
+#include "common/suggest.h"
 
 static char err[256], unknown[KP_EVENT_NAME_MAX];
 

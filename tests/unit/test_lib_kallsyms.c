@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "kallsyms.h"
+#include "symbols/kallsyms.h"
 
 /* The lookups as pointers, NULL when they find nothing: the cases read as before. */
 static const struct kallsyms_sym *lookup(const struct kallsyms *ks, uint64_t addr)

@@ -15,9 +15,9 @@
 #include <cmocka.h>
 
 #include "kvmprof/sample_format.h"
-#include "perf_open.h"
-#include "record_cli.h"
-#include "record_fallback.h"
+#include "common/perf_open.h"
+#include "cli/record_cli.h"
+#include "cli/record_fallback.h"
 
 static void test_no_pmu_decision(void **state)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The /proc readers both profilers share (lib/procfs.c): maps lines, CPU
+ * The /proc readers both profilers share (lib/collection/procfs.c): maps lines, CPU
  * lists, kallsyms, and the real files of this process.
  */
 #include <errno.h>
@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "emit.h"
-#include "procfs.h"
+#include "collection/emit.h"
+#include "collection/procfs.h"
 
 static void test_maps_lines(void **state)
 {

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 #define CTX_KERNEL ((uint64_t)-128)
 #define CTX_USER ((uint64_t)-512)

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 /* More than the loader's window (AGG_WINDOW, 65536 samples). */
 #define OVER_WINDOW 70000

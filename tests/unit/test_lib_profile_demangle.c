@@ -16,9 +16,9 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "profile.h"
-#include "report.h"
-#include "symtab.h"
+#include "profile/profile.h"
+#include "report/report.h"
+#include "symbols/symtab.h"
 
 #define ALPHA_MANGLED "_ZN7fixture5Thing5alphaEi"
 #define ALPHA_SHOWN "fixture::Thing::alpha"

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 static char *dir;
 static char data_path[600], export_path[600], gks_path[600], native_elf[600], guest_elf[600];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * VM exits in the profile model (lib/profile_exits.c, issue 14): an exit's
+ * VM exits in the profile model (lib/profile/profile_exits.c, issue 14): an exit's
  * guest side resolves in the guest's domain and gets a frame of its own;
  * with cross_layer, a host sample of the exit's vCPU thread inside
  * [exit, next entry) is joined to it and its stack goes on through the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * exits_joined_only (lib/profile_exits.c): the exits no host sample was
+ * exits_joined_only (lib/profile/profile_exits.c): the exits no host sample was
  * joined to are held coded and only counted; exits holds the joined ones
  * and those of exit_kinds_kept, in recorded order, and everything a report
  * reads of them (fields, command at the exit's time, frames, the joined

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * --call-graph dwarf in the profile model (lib/profile_unwind.c): a
+ * --call-graph dwarf in the profile model (lib/profile/profile_unwind.c): a
  * sample's registers and stack copy (KP_REC_USER_STACK) unwound with the
  * CFI of the mapped files. The test captures its own registers and stack
  * three calls deep, as the kernel would at a sample, and expects those
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 #define COPY_MAX 8192
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A recording's output file (lib/record_file.c), as perf record's
+ * A recording's output file (lib/format/record_file.c), as perf record's
  * check_backup treats one that exists: a file with data becomes FILE.old,
  * replacing the FILE.old before it; an empty file or a missing one has
  * nothing to keep; a FILE.old that cannot be replaced stops the recording
@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "record_file.h"
+#include "format/record_file.h"
 
 static char dir[64], path[128], old[160];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/report_*: a synthetic profile (the static fixture, recorded kallsyms,
+ * lib/report/report_*: a synthetic profile (the static fixture, recorded kallsyms,
  * a hostile command name) rendered as folded stacks and as the text table,
  * compared line for line, and as pprof, decoded back with protobuf-c.
  */
@@ -15,7 +15,7 @@
 
 #include "lib_fixture.h"
 #include "profile.pb-c.h"
-#include "report.h"
+#include "report/report.h"
 
 static char *dir;
 static struct profile *prof;

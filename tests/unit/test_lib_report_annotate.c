@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/report_annotate.c: a fixture assembled with -g (so every instruction
+ * lib/report/report_annotate.c: a fixture assembled with -g (so every instruction
  * has its own source line) at fixed addresses, samples on chosen
  * instructions, and the listing compared line for line: exact counts per
  * instruction, the sample inside an instruction said apart, the source
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "report.h"
+#include "report/report.h"
 
 #define AN_DELTA 0x40010000ull
 #define AN_JUNK 0x40020000ull

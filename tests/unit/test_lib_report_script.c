@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "report.h"
+#include "report/report.h"
 
 static char *dir;
 static struct profile *prof;

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "profile_exit_fixture.h"
-#include "report.h"
+#include "report/report.h"
 
 static char *script(const struct profile *p)
 {

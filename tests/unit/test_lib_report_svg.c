@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/report_svg.c: a profile built by hand (the renderer reads only the
+ * lib/report/report_svg.c: a profile built by hand (the renderer reads only the
  * finished arrays) drawn as a flame graph: exact boxes for known counts,
  * hostile names escaped, labels cut or left out in narrow boxes, colours by
  * kind, well-formed XML (xmllint where installed), write errors.
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "report.h"
+#include "report/report.h"
 
 #define HOSTILE "a<b>&\"c'"
 #define HOSTILE_XML "a&lt;b&gt;&amp;&quot;c&apos;"

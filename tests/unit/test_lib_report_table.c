@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/report_keys.c, report_filter.c, report_table.c: --sort keys parsed
+ * lib/report/report_keys.c, report_filter.c, report_table.c: --sort keys parsed
  * (perf's names, kvmprof's aliases, the refusals), samples grouped into
  * rows by any keys, --percent-limit, the filters (--comms, --pids, --dsos,
  * --symbols), on the synthetic profile test_lib_report.c uses: 7 samples,
@@ -16,8 +16,8 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "report.h"
-#include "report_table_cli.h"
+#include "report/report.h"
+#include "cli/report_table_cli.h"
 
 static char *dir;
 static struct profile *prof;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "kvmprof/sample_block.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 #include "sample_fixture.h"
 
 #ifndef FIXTURE_DIR

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 static char path[64];
 

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "stat_cli.h"
-#include "stat_format.h"
+#include "cli/stat_cli.h"
+#include "stat/stat_format.h"
 
 static void check_number(double v, int decimals, bool big, const char *want)
 {

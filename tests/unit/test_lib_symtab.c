@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #include "lib_fixture.h"
-#include "file_open.h"
-#include "symtab.h"
+#include "common/file_open.h"
+#include "symbols/symtab.h"
 
 static char *dir;
 static char fx_path[512];

@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "symtab.h"
-#include "utf8.h"
+#include "symbols/symtab.h"
+#include "common/utf8.h"
 
 static char buf[SYMTAB_DEMANGLED_MAX];
 

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "trace_event_table.h"
+#include "common/trace_event_table.h"
 
 /*
  * The ids trace files hold: written out here so that renumbering an event

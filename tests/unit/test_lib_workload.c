@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "workload.h"
+#include "collection/workload.h"
 
 static void test_runs_after_release(void **state)
 {

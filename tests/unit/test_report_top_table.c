@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The table kvmprof top refreshes: kvmprof report's (lib/report_table.c
+ * The table kvmprof top refreshes: kvmprof report's (lib/report/report_table.c
  * with host_report_table_defaults), fitted to a terminal
  * (report_table_print_fit); and the live profile top feeds it
  * (profile_update, profile_drop_samples), on the small system-wide world
@@ -20,7 +20,7 @@
 
 #include "host_report.h"
 #include "profile_exit_fixture.h"
-#include "report_table.h"
+#include "report/report_table.h"
 
 #define MS 1000000ull
 

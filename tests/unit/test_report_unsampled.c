@@ -25,7 +25,7 @@
 
 #include "host_report.h"
 #include "lib_fixture.h"
-#include "sample_file.h"
+#include "format/sample_file.h"
 
 #define PERIOD 1000000u /* cpu-clock's ns per sample */
 #define VMM_PID 500u

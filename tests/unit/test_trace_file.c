@@ -17,7 +17,7 @@
 #include "kvmprof/trace_file.h"
 #include "trace.h"
 #include "trace_file_writer.h"
-#include "trace_read.h"
+#include "format/trace_read.h"
 
 static char path[64];
 

@@ -18,7 +18,7 @@
 
 #include "desc_reader.h"
 #include "linux_task.h"
-#include "task_layout.h"
+#include "common/task_layout.h"
 #include "vmi_mem.h"
 
 #define RAM_SIZE (1u << 20)

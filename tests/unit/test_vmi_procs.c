@@ -21,7 +21,7 @@
 #include "desc_reader.h"
 #include "guest_attrib.h"
 #include "guest_procs.h"
-#include "task_layout.h"
+#include "common/task_layout.h"
 #include "vmi_mem.h"
 
 #define RAM_SIZE (1u << 20)

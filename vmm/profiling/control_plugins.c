@@ -9,7 +9,7 @@
 #include "control_plugins.h"
 #include "plugin_host.h"
 #include "trace.h"
-#include "trace_event_table.h"
+#include "common/trace_event_table.h"
 
 const char *const control_plugin_load_keys[] = { "path", "args", NULL };
 /* "plugin", not "id": "id" is every request's own, echoed in its reply (docs/control-socket.md). */

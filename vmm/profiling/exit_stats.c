@@ -6,7 +6,7 @@
  */
 #include "vcpu_hooks.h"
 #include "exit_stats.h"
-#include "kvm_exit_name.h"
+#include "common/kvm_exit_name.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

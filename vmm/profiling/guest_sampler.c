@@ -29,9 +29,9 @@
 #include "guest_stack.h"
 #include "guest_walk.h"
 #include "kick.h"
-#include "perf_open.h"
-#include "ring_append.h"
-#include "task_layout.h"
+#include "common/perf_open.h"
+#include "common/ring_append.h"
+#include "common/task_layout.h"
 #include "vm.h"
 
 #define GS_DESC_REJECTS_SHOWN 4

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+#include "report/report_format.h"
+
+#include <string.h>
+
+static int render_text(FILE *out, struct profile *p, const struct report_format *f, const struct report_view *v,
+		       void *ctx)
+{
+	(void)f;
+	return v->text(out, p, ctx);
+}
+
+static int render_folded(FILE *out, struct profile *p, const struct report_format *f, const struct report_view *v,
+			 void *ctx)
+{
+	return report_folded(out, p, v->stack_event(p, f, ctx));
+}
+
+static int render_pprof(FILE *out, struct profile *p, const struct report_format *f, const struct report_view *v,
+			void *ctx)
+{
+	struct report_pprof_options o = { 0 };
+
+	(void)f;
+	if (!v->pprof)
+		return report_pprof(out, p, NULL);
+	v->pprof(p, &o, ctx);
+	return report_pprof(out, p, &o);
+}
+
+static int render_svg(FILE *out, struct profile *p, const struct report_format *f, const struct report_view *v,
+		      void *ctx)
+{
+	return report_svg(out, p, v->stack_event(p, f, ctx), v->svg);
+}
+
+/* Text first: the default. */
+static const struct report_format formats[] = {
+	{ "text", "table", NULL, false, false, render_text },
+	{ "folded", "folded stacks", ".folded", false, true, render_folded },
+	{ "pprof", "pprof profile", ".pb.gz", true, true, render_pprof },
+	{ "svg", "flame graph", ".svg", false, true, render_svg },
+	{ 0 },
+};
+
+const struct report_format *report_format_default(void)
+{
+	return &formats[0];
+}
+
+const struct report_format *report_format_find(const char *name)
+{
+	for (const struct report_format *f = formats; f->name; f++)
+		if (!strcmp(f->name, name))
+			return f;
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n > t && !strcmp(s + n - t, tail);
+}
+
+int report_format_of_name(const char *path, const struct report_format **out)
+{
+	for (const struct report_format *f = formats; f->name; f++) {
+		if (f->suffix && ends_with(path, f->suffix)) {
+			*out = f;
+			return 1;
+		}
+	}
+	return ends_with(path, ".gz") || ends_with(path, ".pb") ? -1 : 0;
+}
+
+void report_format_names(char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (const struct report_format *f = formats; f->name && off < len; f++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", f == formats ? "" : f[1].name ? ", " : " or ",
+					f->name);
+}
