@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The compact sample encoding of KP_REC_SAMPLES blocks (sample_format.h):
- * one coder for every writer and the reader. lib/sample_block.c is
+ * one coder for every writer and the reader. lib/format/sample_block.c is
  * freestanding (no libc beyond memcpy and memset) so that the bundled guest's agent
  * compiles the same file and writes the same blocks down its serial line.
  */
