@@ -148,7 +148,7 @@ UNIT_TESTS += $(BUILD)/tests/test_exit_stats
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_exit_stats
 
 $(eval $(call plain_and_asan,$(BUILD)/tests/test_exit_stats,\
-	tests/unit/test_exit_stats.c $(BUILD)/vmm/profiling/exit_stats.o $(BUILD)/lib/kvm_exit_name.o $(BUILD)/vmm/trace.o,\
+	tests/unit/test_exit_stats.c $(BUILD)/vmm/profiling/exit_stats.o $(BUILD)/lib/common/kvm_exit_name.o $(BUILD)/vmm/trace.o,\
 	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -lpthread))
 
 # The --trace file: the VMM's writer (vmm/trace_file.c) against kvmprof's reader (lib/format/trace_read.c).
@@ -175,7 +175,7 @@ $(eval $(call plain_and_asan,$(BUILD)/tests/test_trace_static,\
 # A static build's built-in plugin in the plugin registry (vmm/plugin_host.c, vmm/plugin_static.c).
 UNIT_TESTS += $(BUILD)/tests/test_plugin_builtin
 ASAN_UNIT_TESTS += $(BUILD)/asan/tests/test_plugin_builtin
-PLUGIN_BUILTIN_TEST_OBJS := $(PLUGIN_HOST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/trace.o $(BUILD)/lib/trace_event_table.o
+PLUGIN_BUILTIN_TEST_OBJS := $(PLUGIN_HOST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/vmm/trace.o $(BUILD)/lib/common/trace_event_table.o
 
 $(eval $(call plain_and_asan,$(BUILD)/tests/test_plugin_builtin,tests/unit/test_plugin_builtin.c $(PLUGIN_BUILTIN_TEST_OBJS),\
 	$$(VMM_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) -ldl -lpthread))

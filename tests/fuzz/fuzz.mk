@@ -79,9 +79,9 @@ $(BUILD)/fuzz/fuzz_vpmu_filter: tests/fuzz/fuzz_vpmu_filter.c $(VPMU_ALL_SRCS:%.
 # harness stands in for the VM calls the commands make.
 FUZZ_CONTROL_OBJS := $(FUZZ_OBJ)/vmm/vcpu_hooks.o $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
                      $(FUZZ_OBJ)/vmm/profiling/guest_sampler_events.o \
-                     $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/lib/trace_event_table.o \
+                     $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/lib/common/trace_event_table.o \
                      $(FUZZ_OBJ)/vmm/profiling/control_exit_stats.o $(FUZZ_OBJ)/vmm/profiling/exit_stats.o \
-                     $(FUZZ_OBJ)/lib/kvm_exit_name.o $(FUZZ_OBJ)/vmm/trace.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+                     $(FUZZ_OBJ)/lib/common/kvm_exit_name.o $(FUZZ_OBJ)/vmm/trace.o $(VPMU_ALL_SRCS:%.c=$(FUZZ_OBJ)/%.o)
 $(FUZZ_OBJ)/vmm/vcpu_hooks.o $(FUZZ_OBJ)/vmm/profiling/control_request.o $(FUZZ_OBJ)/vmm/profiling/control_cmds.o \
 $(FUZZ_OBJ)/vmm/profiling/control_plugins.o $(FUZZ_OBJ)/vmm/profiling/control_exit_stats.o \
 $(FUZZ_OBJ)/vmm/profiling/exit_stats.o $(FUZZ_OBJ)/vmm/profiling/guest_sampler_events.o: FUZZ_CFLAGS += $(VMM_CFLAGS)
@@ -95,7 +95,7 @@ $(BUILD)/fuzz/fuzz_task_layout: tests/fuzz/fuzz_task_layout.c tests/fuzz/fuzz_co
 		$(FUZZ_LIB_OBJS) -lbpf $(LIB_LIBS)
 
 # Symbol names through the demangler: its one object and libiberty.
-$(BUILD)/fuzz/fuzz_demangle: tests/fuzz/fuzz_demangle.c $(FUZZ_OBJ)/lib/symtab_demangle.o
+$(BUILD)/fuzz/fuzz_demangle: tests/fuzz/fuzz_demangle.c $(FUZZ_OBJ)/lib/symbols/symtab_demangle.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIB_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ -liberty
 
 # The seed corpora: small files in tests/fuzz/corpus/<target>/, plus seeds the
