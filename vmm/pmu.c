@@ -131,18 +131,19 @@ int vmm_pmu_setup(struct vm *vm)
 /* After every feature's setup: a refusal by another (the guest debug owner's) comes before it. */
 static void vmm_pmu_announce(const struct vm *vm)
 {
-	const struct vmm_vpmu_options *o = &vm->cfg->vpmu;
 	const struct vmm_pmu *pmu = vmm_pmu_of(vm);
+	char counters[32];
 
 	if (pmu->cfg.model == VPMU_MODEL_OFF || !pmu->backend)
 		return;
+	/* KVM's own vPMU splits them as the host does; the VMM's offers general-purpose + fixed. */
 	if (pmu->backend->in_kernel)
-		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u counters, %s, %s", vpmu_model_name(pmu->cfg.model),
-			pmu->cfg.n_gp + pmu->cfg.n_fixed, pmu->backend->what, vpmu_mode_name(o->mode));
+		snprintf(counters, sizeof(counters), "%u", pmu->cfg.n_gp + pmu->cfg.n_fixed);
 	else
-		fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %u+%u counters, %s, %s", vpmu_model_name(pmu->cfg.model),
-			pmu->cfg.n_gp, pmu->cfg.n_fixed, pmu->backend->what, vpmu_mode_name(o->mode));
-	fprintf(stderr, *pmu->passed_over ? " (%s)\n" : "%s\n", pmu->passed_over);
+		snprintf(counters, sizeof(counters), "%u+%u", pmu->cfg.n_gp, pmu->cfg.n_fixed);
+	fprintf(stderr, "kvmprof-vmm: vPMU: %s model, %s counters, %s, %s%s%s%s\n", vpmu_model_name(pmu->cfg.model),
+		counters, pmu->backend->what, vpmu_mode_name(vm->cfg->vpmu.mode), *pmu->passed_over ? " (" : "",
+		pmu->passed_over, *pmu->passed_over ? ")" : "");
 }
 
 /* Delivers a PMI as the guest's LVTPC says; on the Intel model masks LVTPC afterwards. */
@@ -321,6 +322,14 @@ void vcpu_pmu_after_run(struct vcpu *vcpu)
 	pmu_trace_overflows(p);
 }
 
+static void trace_msr(bool write, uint32_t msr, uint64_t val, bool gp)
+{
+	if (write)
+		TRACE(msr_write, msr, val, gp);
+	else
+		TRACE(msr_read, msr, val, gp);
+}
+
 int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
 {
 	struct vcpu_pmu *p = vcpu_pmu_of(vcpu);
@@ -331,10 +340,7 @@ int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
 	/* The guest read its clock just before this write: records' times run on from here. */
 	if (write && msr == KP_MSR_SBUF_TIME)
 		p->v.sbuf.guest_time_at = now_ns();
-	if (write)
-		TRACE(msr_write, msr, *val, 0);
-	else
-		TRACE(msr_read, msr, *val, 0);
+	trace_msr(write, msr, *val, false);
 	return rc;
 }
 
@@ -348,12 +354,8 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 	if (!write)
 		run->msr.data = val;
 	/* Anything that is not a PMU register of this model faults, as on a CPU without it. */
-	if (rc != VPMU_MSR_OK) {
-		if (write)
-			TRACE(msr_write, run->msr.index, val, 1);
-		else
-			TRACE(msr_read, run->msr.index, val, 1);
-	}
+	if (rc != VPMU_MSR_OK)
+		trace_msr(write, run->msr.index, val, true);
 	run->msr.error = rc != VPMU_MSR_OK;
 }
 

@@ -37,7 +37,10 @@ static const enum vpmu_exact_kind kind_of[EMU_EV_COUNT] = {
 
 static enum emu_event event_of(enum vpmu_exact_kind k)
 {
-	return k == VPMU_EXACT_BRANCHES ? EMU_EV_BRANCHES : k == VPMU_EXACT_TAKEN ? EMU_EV_TAKEN : EMU_EV_INSNS;
+	for (unsigned int e = 0; e < EMU_EV_COUNT; e++)
+		if (kind_of[e] == k)
+			return (enum emu_event)e;
+	return EMU_EV_INSNS;
 }
 
 /* Each exact counter's overflow, where the engine must stop so that its PMI lands on its instruction. */

@@ -129,9 +129,6 @@ void engine_after_exit(struct vcpu *vcpu);
 
 void engine_print_stats(struct vm *vm);
 
-/* Whether a KVM step is under way: the vCPU must come back within a millisecond even if the guest leaves it. */
-static inline bool engine_stepping(const struct vcpu *vcpu);
-
 /* The engine's place in each vCPU's life (vcpu_hooks.h): it takes the runs its clients need. Its state there. */
 extern const struct vcpu_hooks engine_hooks;
 /* Its KVM steps as a client of the guest debug owner (guest_debug.h). */
@@ -140,13 +137,6 @@ extern const struct guest_debug_client engine_debug_client;
 static inline struct engine_vcpu *engine_of(const struct vcpu *vcpu)
 {
 	return vcpu_feature(vcpu, &engine_hooks);
-}
-
-static inline bool engine_stepping(const struct vcpu *vcpu)
-{
-	const struct engine_vcpu *x = engine_of(vcpu);
-
-	return x && x->stepping;
 }
 
 /*
