@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The profile's tables (strings, commands, images, events), its life
- * cycle, and profile_finish, which runs replay and symbolization in order.
- * The parts: profile_state.h.
+ * The profile's life cycle, and profile_finish, which runs replay and
+ * symbolization in order. The parts, in layers: profile_state.h.
  */
 #include "profile/profile.h"
 
@@ -21,68 +20,6 @@
 #include "symbols/symtab.h"
 #include "common/utf8.h"
 
-void profile_warn(struct profile *p, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (!p->state->opt.warn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* File and symbol names in it are the recorded system's (a guest's): nothing for the terminal. */
-	utf8_sanitize(msg, '?', NULL);
-	p->state->opt.warn(p->state->opt.warn_ctx, msg);
-}
-
-/* Names compare by pointer afterwards. */
-const char *profile_intern(struct profile *p, const char *s)
-{
-	struct profile_state *ps = p->state;
-	uint64_t h = keymap_hash(s, strlen(s), 1);
-	uint64_t k;
-
-	/* Hash collisions chain through the second key. */
-	for (k = 0;; k++) {
-		int64_t v = keymap_get(&ps->strs, h, k);
-		char *copy;
-
-		if (v >= 0) {
-			if (!strcmp(ps->str_list[v], s))
-				return ps->str_list[v];
-			continue;
-		}
-		if (grow_array(&ps->str_list, &ps->strs_cap, ps->nr_strs + 1, sizeof(char *)))
-			return NULL;
-		copy = strdup(s);
-		if (!copy || keymap_put(&ps->strs, h, k, (uint32_t)ps->nr_strs)) {
-			free(copy);
-			return NULL;
-		}
-		ps->str_list[ps->nr_strs++] = copy;
-		return copy;
-	}
-}
-
-uint32_t profile_comm(struct profile *p, const char *name)
-{
-	struct profile_state *ps = p->state;
-	const char *s = profile_intern(p, name);
-	int64_t v;
-
-	if (!s)
-		return PROFILE_NONE;
-	v = keymap_get(&ps->comm_by_str, (uintptr_t)s, 0);
-	if (v >= 0)
-		return (uint32_t)v;
-	if (grow_array(&p->comms, &ps->comms_cap, p->nr_comms + 1, sizeof(*p->comms)) ||
-	    keymap_put(&ps->comm_by_str, (uintptr_t)s, 0, (uint32_t)p->nr_comms))
-		return PROFILE_NONE;
-	p->comms[p->nr_comms] = s;
-	return (uint32_t)p->nr_comms++;
-}
-
 const char *profile_meta(const struct profile *p, const char *key)
 {
 	const char *v = NULL;
@@ -96,71 +33,6 @@ const char *profile_meta(const struct profile *p, const char *key)
 const char *profile_guest_export(const struct profile *p)
 {
 	return p->state->opt.guest_export_path;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash && slash[1] ? slash + 1 : path;
-}
-
-/*
- * The image for a recorded path and build-id, or a pseudo image (path NULL)
- * called `name`. Images are shared by every process that maps the file.
- */
-uint32_t profile_image_id(struct profile *p, const char *path, const char *name, const uint8_t *bid,
-			 uint8_t bid_size, bool kernel, uint8_t domain)
-{
-	struct profile_state *ps = p->state;
-	const char *key = path ? path : name;
-	uint64_t h = keymap_hash(key, strlen(key), path ? 2 : 3) ^ keymap_hash(bid, bid_size, 4) ^ domain;
-	struct profile_image *im;
-	uint64_t k;
-
-	for (k = 0;; k++) {
-		int64_t v = keymap_get(&ps->image_by_key, h, k);
-
-		if (v < 0)
-			break;
-		im = &p->images[v];
-		if ((path ? im->path && !strcmp(im->path, path) : !im->path && !strcmp(im->name, name)) &&
-		    im->build_id_size == bid_size && (!bid_size || !memcmp(im->build_id, bid, bid_size)) &&
-		    im->domain == domain)
-			return (uint32_t)v;
-	}
-	if (grow_array(&p->images, &ps->images_cap, p->nr_images + 1, sizeof(*p->images)) ||
-	    grow_array(&ps->istate, &ps->istate_cap, p->nr_images + 1, sizeof(*ps->istate)) ||
-	    keymap_put(&ps->image_by_key, h, k, (uint32_t)p->nr_images))
-		return PROFILE_NONE;
-	im = &p->images[p->nr_images];
-	*im = (struct profile_image){ .kernel = kernel, .build_id_size = bid_size, .domain = domain };
-	if (bid_size)
-		memcpy(im->build_id, bid, bid_size);
-	im->path = path ? profile_intern(p, path) : NULL;
-	im->name = profile_intern(p, path ? base_name(path) : name);
-	if ((path && !im->path) || !im->name)
-		return PROFILE_NONE;
-	ps->istate[p->nr_images] = (struct image_state){ 0 };
-	return (uint32_t)p->nr_images++;
-}
-
-uint32_t profile_event_index(struct profile *p, uint32_t id)
-{
-	struct profile_state *ps = p->state;
-	int64_t v = keymap_get(&ps->event_by_id, id, 0);
-	struct profile_event *e;
-
-	if (v >= 0)
-		return (uint32_t)v;
-	if (grow_array(&p->events, &ps->events_cap, p->nr_events + 1, sizeof(*p->events)) ||
-	    keymap_put(&ps->event_by_id, id, 0, (uint32_t)p->nr_events))
-		return PROFILE_NONE;
-	e = &p->events[p->nr_events];
-	*e = (struct profile_event){ .id = id };
-	/* Samples of an event no EVENT record describes still count, under a made-up name. */
-	snprintf(e->name, sizeof(e->name), "event%u", id);
-	return (uint32_t)p->nr_events++;
 }
 
 int profile_new(struct profile **out, const struct profile_options *opt)

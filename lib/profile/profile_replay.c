@@ -107,7 +107,22 @@ int profile_replay_mmap(struct profile *p, const struct op *op)
 		return -ENOMEM;
 	mm->maps[mm->nr++] = op->map;
 	ps->total_maps++;
+	ps->maps_gen++;
 	return 0;
+}
+
+int profile_add_guest_kernel_elf(struct profile *p)
+{
+	struct profile_state *ps = p->state;
+	struct op op = { .kind = OP_MMAP, .pid = KP_PID_KERNEL, .domain = KP_DOMAIN_GUEST };
+	uint32_t img = profile_image_id(p, ps->opt.guest_kernel_path, NULL, NULL, 0, true, KP_DOMAIN_GUEST);
+
+	if (img == PROFILE_NONE)
+		return -ENOMEM;
+	ps->istate[img].host_path = true;
+	/* A fixed-address kernel: runtime addresses are link addresses (symtab_map_addr). */
+	op.map = (struct map){ .start = 0, .end = UINT64_MAX, .pgoff = 0, .image = img };
+	return profile_replay_mmap(p, &op);
 }
 
 static int apply_op(struct profile *p, const struct op *op)
@@ -304,7 +319,7 @@ int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm)
 	rc = 0;
 out:
 	/* What lookups found before may differ now. */
-	profile_resolve_cache_clear(p);
+	ps->maps_gen++;
 	free(start);
 	free(minor);
 	free(minor_mm);

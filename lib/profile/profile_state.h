@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The profile model's private state, shared by its parts (perf's util/
- * keeps the same jobs apart):
- *   profile.c            the tables (strings, commands, images, events) and
- *                        profile_finish, which runs the steps below in order
- *   profile_ingest.c     records in: what each one adds, kept for later
- *   profile_replay.c     process state replayed in (time, stream order)
+ * keeps the same jobs apart). They form layers: each file calls only the
+ * ones above it in this list (the declarations below keep that order).
+ *   profile_tables.c     the tables (strings, commands, images, events,
+ *                        functions, locations) and warnings
  *   profile_intervals.c  an address space as sorted, non-overlapping maps
+ *   profile_images.c     an image's file: its symbols, code, source, CFI
+ *   profile_replay.c     process state replayed in (time, stream order)
+ *   profile_unwind.c     user stacks unwound from their copies (libdwfl)
  *   profile_symbolize.c  addresses to locations, functions and images
  *   profile_exits.c      VM exits: their frames, and host samples joined to them
+ *   profile_ingest.c     records in: what each one adds, kept for later
+ *   profile_pseudo.c     made-up samples (guest time the VMM could not place)
+ *   profile.c            the life cycle, and profile_finish, which runs
+ *                        the steps above in order
  *   profile_load.c       sample files in (both report commands' loader)
  * Nothing outside these files includes it.
  */
@@ -218,6 +224,8 @@ struct profile_state {
 	uint64_t ustacks_orphaned, ustacks_over_cap; /* not after their sample; past USTACK_DATA_MAX */
 	struct unwind_cache *unwind; /* profile_unwind.c's */
 	struct resolve_cache_entry *resolved; /* RESOLVE_CACHE_SIZE entries, allocated on first use */
+	/* Bumped by replay whenever the maps change; the cache is emptied when its own differs. */
+	uint32_t maps_gen, resolved_gen;
 
 	struct domain_state dom[NR_DOMAINS];
 	bool has_guest; /* a guest record came: the guest's pseudo images are made */
@@ -235,7 +243,12 @@ struct profile_state {
 	bool native_ready, guest_ready;
 };
 
-/* profile.c */
+/*
+ * The parts, in layers: each file calls only the ones listed above it
+ * (profile.c and profile_load.c, the entry points, sit on top of all).
+ */
+
+/* profile_tables.c */
 /* Warnings for the user through opt.warn (made safe for the terminal first). */
 void profile_warn(struct profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One stored copy of a string; NULL when out of memory. */
@@ -248,6 +261,12 @@ uint32_t profile_image_id(struct profile *p, const char *path, const char *name,
 			  uint8_t bid_size, bool kernel, uint8_t domain);
 /* The index of the event with a recorded id, added if new. PROFILE_NONE when out of memory. */
 uint32_t profile_event_index(struct profile *p, uint32_t id);
+/* The function for a symbol (or a pseudo name) of an image, made once. PROFILE_NONE when out of memory. */
+uint32_t profile_func_id(struct profile *p, uint32_t img, const void *sym, const char *name, uint64_t addr);
+/* A new location of function func at addr (rel: its key in the image). PROFILE_NONE when out of memory. */
+uint32_t profile_add_loc(struct profile *p, uint32_t img, uint64_t addr, uint64_t rel, uint32_t func);
+/* The location of a pseudo function `name` (interned) in pseudo image img; PROFILE_NONE when out of memory. */
+uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
 
 /*
  * Room in ps->raw for n more frames: 0, or -ENOMEM (out of memory, or past
@@ -262,18 +281,51 @@ static inline int profile_raw_room(struct profile *p, size_t n)
 	return grow_array(&ps->raw, &ps->raw_cap, ps->nr_raw + n, sizeof(*ps->raw));
 }
 
-/* profile_ingest.c */
-/* profile_options.aggregate: the samples still waiting let through (profile_finish). 0 or -ENOMEM. */
-int profile_agg_flush(struct profile *p);
+/* profile_intervals.c */
+/* The map covering addr in an address space (newer maps win), or NULL. */
+const struct map *mm_find_map(struct mm *mm, uint64_t addr);
+/* All of an address space's maps, non-overlapping and sorted (NULL, *n 0 if none or out of memory). */
+const struct map *mm_intervals(struct mm *mm, size_t *n);
+
+/* profile_images.c */
+/* An image's symbols (its ELF file opened once, with warnings), or NULL. */
+struct symtab *profile_image_symtab(struct profile *p, uint32_t img);
+/* A new descriptor of an image's ELF file, found as profile_image_symtab found it; -errno if none. */
+int profile_image_fd(struct profile *p, uint32_t img);
+
+/* profile_replay.c */
 /*
- * profile_options.aggregate: the groups in the order of their first
- * samples in the stream, the order plain loading resolves samples in (and
- * so makes functions, locations and commands in), in *out (the caller
- * frees it). 0 or -ENOMEM.
+ * Replays every process-state record in (time, stream order) along items
+ * first..first+n-1, samples and, past nr_samples, exits (profile_finish's):
+ * item_mm[i] gets item i's address space at its time (PROFILE_NONE: none),
+ * and its command when it has one. 0, -ENOMEM or -EFBIG.
  */
-int profile_agg_order(struct profile *p, uint32_t **out);
-/* profile_options.aggregate's grouping state freed (p->sample_counts stays). */
-void profile_agg_free(struct profile *p);
+int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm);
+/* Adds one mapping to its process's (or the kernel's) current address space. */
+int profile_replay_mmap(struct profile *p, const struct op *op);
+/* --guest-kernel: the guest kernel's ELF (a host path) covers every guest kernel address. */
+int profile_add_guest_kernel_elf(struct profile *p);
+
+/* profile_unwind.c */
+/* A KP_REC_USER_STACK record in: kept for the sample it follows. 0 or -ENOMEM. */
+int profile_add_user_stack(struct profile *p, const struct kp_rec_user_stack *u);
+/*
+ * Sample i's user callers from its stack copy and the CFI of the files
+ * mapped in mm, appended to its raw frames (a user-mode sample's own ip
+ * is not repeated). Nothing for a sample without a copy. 0 or -ENOMEM.
+ */
+int profile_unwind_sample(struct profile *p, uint32_t i, uint32_t mm);
+void profile_unwind_free(struct profile *p);
+
+/* profile_symbolize.c */
+/*
+ * Turns a sample's recorded ip and callchain into locations (frames);
+ * index: the sample's in samples, for its stack copy (PROFILE_NONE: an
+ * exit's, which has none). 0 or -ENOMEM.
+ */
+int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t index, uint32_t mm);
+/* A domain's kernel symbols: its KSYMS records, else its --kallsyms file. 0 or -ENOMEM. */
+int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
 
 /* profile_exits.c */
 /* A KP_REC_VM_EXIT record in: its guest stack raw, like a guest sample's. 0 or -ENOMEM. */
@@ -297,52 +349,17 @@ void profile_exit_index_free(struct profile *p);
  */
 int profile_join_exits(struct profile *p);
 
-/* profile_replay.c */
+/* profile_ingest.c */
+/* profile_options.aggregate: the samples still waiting let through (profile_finish). 0 or -ENOMEM. */
+int profile_agg_flush(struct profile *p);
 /*
- * Replays every process-state record in (time, stream order) along items
- * first..first+n-1, samples and, past nr_samples, exits (profile_finish's):
- * item_mm[i] gets item i's address space at its time (PROFILE_NONE: none),
- * and its command when it has one. 0, -ENOMEM or -EFBIG.
+ * profile_options.aggregate: the groups in the order of their first
+ * samples in the stream, the order plain loading resolves samples in (and
+ * so makes functions, locations and commands in), in *out (the caller
+ * frees it). 0 or -ENOMEM.
  */
-int profile_replay(struct profile *p, size_t first, size_t n, uint32_t *item_mm);
-/* Adds one mapping to its process's (or the kernel's) current address space. */
-int profile_replay_mmap(struct profile *p, const struct op *op);
-
-/* profile_intervals.c */
-/* The map covering addr in an address space (newer maps win), or NULL. */
-const struct map *mm_find_map(struct mm *mm, uint64_t addr);
-/* All of an address space's maps, non-overlapping and sorted (NULL, *n 0 if none or out of memory). */
-const struct map *mm_intervals(struct mm *mm, size_t *n);
-
-/* profile_symbolize.c */
-/* A domain's kernel symbols: its KSYMS records, else its --kallsyms file. 0 or -ENOMEM. */
-int profile_load_kernel_symbols(struct profile *p, uint8_t domain);
-/* --guest-kernel: the guest kernel's ELF (a host path) covers every guest kernel address. */
-int profile_add_guest_kernel_elf(struct profile *p);
-/* The location of a pseudo function `name` (interned) in pseudo image img; PROFILE_NONE when out of memory. */
-uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr);
-/* Forgets every cached lookup (the process state changed). */
-void profile_resolve_cache_clear(struct profile *p);
-/*
- * Turns a sample's recorded ip and callchain into locations (frames);
- * index: the sample's in samples, for its stack copy (PROFILE_NONE: an
- * exit's, which has none). 0 or -ENOMEM.
- */
-int profile_resolve_sample(struct profile *p, struct profile_sample *s, uint32_t index, uint32_t mm);
-/* An image's symbols (its ELF file opened once, with warnings), or NULL. */
-struct symtab *profile_image_symtab(struct profile *p, uint32_t img);
-/* A new descriptor of an image's ELF file, found as profile_image_symtab found it; -errno if none. */
-int profile_image_fd(struct profile *p, uint32_t img);
-
-/* profile_unwind.c */
-/* A KP_REC_USER_STACK record in: kept for the sample it follows. 0 or -ENOMEM. */
-int profile_add_user_stack(struct profile *p, const struct kp_rec_user_stack *u);
-/*
- * Sample i's user callers from its stack copy and the CFI of the files
- * mapped in mm, appended to its raw frames (a user-mode sample's own ip
- * is not repeated). Nothing for a sample without a copy. 0 or -ENOMEM.
- */
-int profile_unwind_sample(struct profile *p, uint32_t i, uint32_t mm);
-void profile_unwind_free(struct profile *p);
+int profile_agg_order(struct profile *p, uint32_t **out);
+/* profile_options.aggregate's grouping state freed (p->sample_counts stays). */
+void profile_agg_free(struct profile *p);
 
 #endif

@@ -25,137 +25,6 @@
 /* x86-64 kernel addresses live in the upper canonical half. */
 #define KERNEL_HALF 0xffff800000000000ull
 
-/* The root directory a domain's files are looked up in: a descriptor, or -1 for none (host paths). */
-static int domain_root(struct profile *p, uint8_t domain)
-{
-	struct profile_state *ps = p->state;
-	const char *dir = domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
-	int d = domain == KP_DOMAIN_GUEST;
-
-	if (ps->root_fd[d] != -2)
-		return ps->root_fd[d];
-	ps->root_fd[d] = -1;
-	if (dir) {
-		ps->root_fd[d] = file_open_root(dir);
-		if (ps->root_fd[d] < 0)
-			profile_warn(p, "%s: %s; no symbols for files under it", dir, strerror(-ps->root_fd[d]));
-	}
-	return ps->root_fd[d];
-}
-
-/*
- * A descriptor of an image's file: inside its domain's root when there is
- * one, else on the host; -errno when opening it failed. IMAGE_NOT_LOOKED_UP
- * when there is nothing to open (a pseudo name, a guest file without a
- * root to look in: with warn, that says so once).
- */
-#define IMAGE_NOT_LOOKED_UP (-100000)
-static int image_open(struct profile *p, uint32_t img, bool warn, int *root_out)
-{
-	struct profile_state *ps = p->state;
-	struct profile_image *im = &p->images[img];
-	const char *dir;
-	int root = -1;
-
-	*root_out = -1;
-	/* "[vdso]", "//anon" (a JIT's code: the exact backend's emulator), "[heap]": names, not files. */
-	if (!im->path || im->path[0] != '/' || im->path[1] == '/')
-		return IMAGE_NOT_LOOKED_UP;
-	if (!ps->istate[img].host_path) {
-		dir = im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root : ps->opt.root;
-		root = domain_root(p, im->domain);
-		if (dir && root < 0)
-			return IMAGE_NOT_LOOKED_UP;
-		/* A guest's file names mean nothing on the host: only its root is searched. */
-		if (!dir && im->domain == KP_DOMAIN_GUEST) {
-			if (warn && !ps->guest_files_warned)
-				profile_warn(p, "guest files are looked up only under --guest-root DIR; none given, so guest "
-				     "programs and libraries have no symbols");
-			ps->guest_files_warned = true;
-			return IMAGE_NOT_LOOKED_UP;
-		}
-	}
-	*root_out = root;
-	/* Inside a root, every "..", absolute or relative symlink stays in it (openat2 RESOLVE_IN_ROOT). */
-	return root >= 0 ? file_open_in_root(root, im->path) : file_open_regular(im->path);
-}
-
-struct symtab *profile_image_symtab(struct profile *p, uint32_t img)
-{
-	struct profile_state *ps = p->state;
-	struct image_state *is = &ps->istate[img];
-	struct profile_image *im = &p->images[img];
-	char shown[KP_PATH_MAX + 4096];
-	int root, fd, rc;
-
-	if (is->tried)
-		return is->st;
-	is->tried = 1;
-	fd = image_open(p, img, true, &root);
-	if (fd == IMAGE_NOT_LOOKED_UP)
-		return NULL;
-	snprintf(shown, sizeof(shown), "%s%s", root >= 0 ? (im->domain == KP_DOMAIN_GUEST ? ps->opt.guest_root :
-							     ps->opt.root) : "", im->path);
-	rc = fd < 0 ? fd : symtab_open_fd(&is->st, fd, im->path, root, im->build_id, im->build_id_size);
-	if (rc == -ESTALE)
-		profile_warn(p, "%s: build-id differs from the recorded one; not using it for symbols", shown);
-	else if (rc == -ENOEXEC)
-		profile_warn(p, "%s: not an ELF executable or shared object; no symbols", shown);
-	else if (rc)
-		profile_warn(p, "%s: %s; no symbols", shown, file_open_strerror(rc));
-	if (rc)
-		is->st = NULL;
-	else
-		im->has_symbols = true;
-	return is->st;
-}
-
-int profile_image_fd(struct profile *p, uint32_t img)
-{
-	int root, fd;
-
-	if (!profile_image_symtab(p, img))
-		return -ENOENT;
-	fd = image_open(p, img, false, &root);
-	return fd == IMAGE_NOT_LOOKED_UP ? -ENOENT : fd;
-}
-
-static uint32_t func_id(struct profile *p, uint32_t img, const void *sym, const char *name, uint64_t addr)
-{
-	struct profile_state *ps = p->state;
-	int64_t v = keymap_get(&ps->func_by_key, img, (uintptr_t)sym);
-
-	if (v >= 0)
-		return (uint32_t)v;
-	if (grow_array(&p->funcs, &ps->funcs_cap, p->nr_funcs + 1, sizeof(*p->funcs)) ||
-	    keymap_put(&ps->func_by_key, img, (uintptr_t)sym, (uint32_t)p->nr_funcs))
-		return PROFILE_NONE;
-	p->funcs[p->nr_funcs] = (struct profile_func){ .image = img, .name = name, .addr = addr };
-	return (uint32_t)p->nr_funcs++;
-}
-
-static uint32_t add_loc(struct profile *p, uint32_t img, uint64_t addr, uint64_t rel, uint32_t func)
-{
-	struct profile_state *ps = p->state;
-
-	if (func == PROFILE_NONE ||
-	    grow_array(&p->locs, &ps->locs_cap, p->nr_locs + 1, sizeof(*p->locs)) ||
-	    keymap_put(&ps->loc_by_key, img, rel, (uint32_t)p->nr_locs))
-		return PROFILE_NONE;
-	p->locs[p->nr_locs] = (struct profile_loc){ .addr = addr, .rel = rel, .func = func, .image = img };
-	return (uint32_t)p->nr_locs++;
-}
-
-uint32_t profile_pseudo_loc(struct profile *p, uint32_t img, const char *name, uint64_t addr)
-{
-	/* Keyed by the interned name: one location per pseudo function. */
-	int64_t v = keymap_get(&p->state->loc_by_key, img, (uintptr_t)name);
-
-	if (v >= 0)
-		return (uint32_t)v;
-	return add_loc(p, img, addr, (uintptr_t)name, func_id(p, img, name, name, 0));
-}
-
 /*
  * The name a file's symbol is shown by: demangled (C++, Rust) unless
  * --no-demangle, as perf report. Done here, once per symbol that samples
@@ -188,7 +57,7 @@ static uint32_t resolve_in_map(struct profile *p, const struct map *m, uint64_t 
 		sym = symtab_lookup(st, rel);
 	if (sym && keymap_get(&p->state->func_by_key, m->image, (uintptr_t)sym) < 0 && !(name = shown_name(p, sym)))
 		return PROFILE_NONE;
-	return add_loc(p, m->image, addr, rel, func_id(p, m->image, sym, name, sym ? sym->addr : 0));
+	return profile_add_loc(p, m->image, addr, rel, profile_func_id(p, m->image, sym, name, sym ? sym->addr : 0));
 }
 
 static uint32_t resolve_unknown(struct profile *p, uint32_t img, uint64_t addr)
@@ -197,16 +66,10 @@ static uint32_t resolve_unknown(struct profile *p, uint32_t img, uint64_t addr)
 
 	if (v >= 0)
 		return (uint32_t)v;
-	return add_loc(p, img, addr, addr, func_id(p, img, NULL, NULL, 0));
+	return profile_add_loc(p, img, addr, addr, profile_func_id(p, img, NULL, NULL, 0));
 }
 
 enum lookup_kind { LOOKUP_KERNEL = 1, LOOKUP_USER, LOOKUP_KERNEL_KNOWS };
-
-void profile_resolve_cache_clear(struct profile *p)
-{
-	if (p->state->resolved)
-		memset(p->state->resolved, 0, RESOLVE_CACHE_SIZE * sizeof(*p->state->resolved));
-}
 
 /*
  * The cache entry for a lookup: *hit says whether it holds the answer;
@@ -223,6 +86,11 @@ static inline struct resolve_cache_entry *cache_slot(struct profile *p, enum loo
 	*hit = false;
 	if (!ps->resolved && !(ps->resolved = calloc(RESOLVE_CACHE_SIZE, sizeof(*ps->resolved))))
 		return NULL;
+	/* Replay changed the maps since the entries were made: what they found may differ now. */
+	if (ps->resolved_gen != ps->maps_gen) {
+		memset(ps->resolved, 0, RESOLVE_CACHE_SIZE * sizeof(*ps->resolved));
+		ps->resolved_gen = ps->maps_gen;
+	}
 	e = &ps->resolved[(h >> 40) & (RESOLVE_CACHE_SIZE - 1)];
 	/* ctx is never 0 (kind is not): an empty entry never matches. */
 	*hit = e->ctx == ctx && e->addr == addr && e->pid == pid;
@@ -256,7 +124,7 @@ static uint32_t resolve_kernel_uncached(struct profile *p, uint8_t domain, uint6
 		if (v >= 0)
 			return (uint32_t)v;
 		/* A symbol's name is its own copy: its address names the symbol. */
-		return add_loc(p, img, addr, addr, func_id(p, img, ks.name, ks.name, ks.addr));
+		return profile_add_loc(p, img, addr, addr, profile_func_id(p, img, ks.name, ks.name, ks.addr));
 	}
 	if (ps->kernel_mm != PROFILE_NONE && (m = mm_find_map(&p->state->mms[ps->kernel_mm], addr)))
 		return resolve_in_map(p, m, addr);
@@ -451,63 +319,3 @@ int profile_load_kernel_symbols(struct profile *p, uint8_t domain)
 	return 0;
 }
 
-int profile_add_guest_kernel_elf(struct profile *p)
-{
-	struct profile_state *ps = p->state;
-	struct op op = { .kind = OP_MMAP, .pid = KP_PID_KERNEL, .domain = KP_DOMAIN_GUEST };
-	uint32_t img = profile_image_id(p, ps->opt.guest_kernel_path, NULL, NULL, 0, true, KP_DOMAIN_GUEST);
-
-	if (img == PROFILE_NONE)
-		return -ENOMEM;
-	ps->istate[img].host_path = true;
-	/* A fixed-address kernel: runtime addresses are link addresses (symtab_map_addr). */
-	op.map = (struct map){ .start = 0, .end = UINT64_MAX, .pgoff = 0, .image = img };
-	return profile_replay_mmap(p, &op);
-}
-
-ssize_t profile_image_code(struct profile *p, uint32_t img, uint64_t vaddr, void *buf, size_t len)
-{
-	struct symtab *st = profile_image_symtab(p, img);
-	int root, fd;
-	ssize_t n;
-
-	if (!st)
-		return -ENOENT;
-	fd = image_open(p, img, false, &root);
-	if (fd == IMAGE_NOT_LOOKED_UP)
-		return -ENOENT;
-	if (fd < 0)
-		return fd;
-	n = symtab_read_code(st, fd, vaddr, buf, len);
-	close(fd);
-	return n;
-}
-
-int profile_image_src(struct profile *p, uint32_t img, struct symtab_src **out)
-{
-	struct symtab *st = profile_image_symtab(p, img);
-	int root, fd;
-
-	if (!st)
-		return -ENOENT;
-	fd = image_open(p, img, false, &root);
-	if (fd == IMAGE_NOT_LOOKED_UP)
-		return -ENOENT;
-	if (fd < 0)
-		return fd;
-	return symtab_src_open(out, st, fd, p->images[img].path, root);
-}
-
-int profile_func_extent(struct profile *p, uint32_t func, uint64_t *start, uint64_t *size)
-{
-	const struct profile_func *fn = &p->funcs[func];
-	struct symtab *st = fn->name ? profile_image_symtab(p, fn->image) : NULL;
-	const struct symtab_sym *sym = st ? symtab_lookup(st, fn->addr) : NULL;
-
-	/* Kernel symbols from kallsyms have no symtab: their extent is not known. */
-	if (!sym || sym->addr != fn->addr)
-		return -ENOENT;
-	*start = sym->addr;
-	*size = sym->size;
-	return 0;
-}
