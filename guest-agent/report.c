@@ -17,7 +17,7 @@ static const char report_usage[] =
 	"usage: kvmprof-agent report [-i FILE] [--sort KEYS] [--percent-limit P] [-n] [--callgraph]\n"
 	"                            [--percentage absolute|relative] [--comms LIST] [--pids LIST]\n"
 	"                            [--tids LIST] [--dsos LIST] [--symbols LIST]\n"
-	"                            [--format text|folded|pprof|svg] [-o OUT] [--guest-root DIR]\n"
+	"                            [--format FMT] [-o OUT] [--guest-root DIR]\n"
 	"                            [--kallsyms FILE] [--recover] [--no-demangle]\n";
 
 static const char report_help[] =
@@ -45,14 +45,9 @@ static const char report_help[] =
 	"                      all samples (absolute, the default, as perf's) or of those\n"
 	"                      kept (relative: the rows add up to 100%)\n"
 	"  -g, --callgraph     text: the caller chains of the top rows\n"
-	"  -f, --format FMT    text (default): a table per event, like opreport;\n"
-	"                      folded: 'comm;image`outer;...;image`inner count' lines for\n"
-	"                      flame graphs (the first event with samples);\n"
-	"                      pprof: gzipped protobuf for pprof (needs -o or a non-terminal);\n"
-	"                      svg: a flame graph to open in a browser (the first event with\n"
-	"                      samples; click a frame to zoom, 'all' to zoom out)\n"
-	"  -o, --output OUT    write there instead of standard output; without -f, a\n"
-	"                      name ending .svg, .folded or .pb.gz picks the format\n"
+	"  -f, --format FMT    the output's format, one of those below (default text)\n"
+	"  -o, --output OUT    write there instead of standard output; without -f, the\n"
+	"                      name's ending picks the format (below)\n"
 	"  -r, --guest-root DIR  look up the recorded files as DIR/path (a guest's files on\n"
 	"                      the host, e.g. build/guest for the bundled guest)\n"
 	"  -k, --kallsyms FILE  kernel symbols when the sample file carries none\n"
@@ -130,8 +125,21 @@ static int text(FILE *out, struct profile *p, void *ctx)
 	return report_text(out, p, &own->opt);
 }
 
+static const char *format_help(const struct report_format *f)
+{
+	if (!strcmp(f->name, "text"))
+		return "a table per event, like opreport (the default)";
+	if (!strcmp(f->name, "folded"))
+		return "'comm;image`outer;...;image`inner count' lines for flame graph tools (the first event with "
+		       "samples)";
+	if (!strcmp(f->name, "svg"))
+		return "a flame graph to open in a browser (the first event with samples; click a frame to zoom, 'all' "
+		       "to zoom out)";
+	return NULL;
+}
+
 /* kvmprof-agent's view of every format: report_svg's and report_pprof's defaults. */
-static const struct report_view view = { .stack_event = stack_event, .text = text };
+static const struct report_view view = { .stack_event = stack_event, .text = text, .help = format_help };
 
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
@@ -159,7 +167,8 @@ int agent_report_main(int argc, char **argv)
 	const struct report_cli cli = {
 		.prog = "kvmprof-agent", .cmd = "kvmprof-agent report", .usage = report_usage, .help = report_help,
 		.own_shortopts = REPORT_TABLE_SHORTOPTS "gk:", .own_longopts = own_longopts, .own_option = agent_report_option,
-		.profile_options = report_profile_options, .render = render, .note_unresolved = true, .ctx = &own,
+		.profile_options = report_profile_options, .render = render, .note_unresolved = true, .view = &view,
+		.ctx = &own,
 	};
 
 	return report_cli_main(&cli, argc, argv);

@@ -10,8 +10,9 @@
 #include "host_record.h"
 #include "cli/record_cli.h"
 
-static const char record_usage[] =
-	"usage: kvmprof record --vm SOCKET | --domain NAME | --all-domains [--connect URI]\n"
+/* After "usage: kvmprof record " and every VM target's option (vm_target_command). */
+static const char record_usage_tail[] =
+	" | --all-domains [--connect URI]\n"
 	"                      [-e EVENT] [-F HZ | -c PERIOD] [-g | --call-graph fp|dwarf[,SIZE]] [-o FILE]\n"
 	"                      [--duration S] [--guest-export FILE] [--guest-kernel ELF] [--guest-hz HZ]\n"
 	"                      [--no-exits] [-q]\n";
@@ -22,9 +23,6 @@ static const char record_help[] =
 	"its guest through the VMM's guest sampler (--vm) or QEMU's monitor (--domain),\n"
 	"into one sample file for kvmprof report.\n"
 	"\n"
-	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET;\n"
-	"                      waited for up to 2 s, for a VMM that is just starting)\n"
-	"  --domain NAME       a running libvirt domain (kvmprof list shows them)\n"
 	"  --all-domains       every running domain at once, a recording each in the\n"
 	"                      directory -o names (default kvmprof.domains); kvmprof report\n"
 	"                      -i DIR shows them one after another, after host CPU per domain\n"
@@ -54,7 +52,9 @@ static const char record_help[] =
 	"  -q, --quiet         no progress line (it is shown only when stderr is a terminal)\n"
 	"Host samples taken while guest code ran are the guest's time: they are left\n"
 	"out and counted (META host_samples_in_guest), and the guest's own samples stand\n"
-	"for that time.\n";
+	"for that time. A VMM's control socket is waited for up to 2 s, for a VMM that\n"
+	"is just starting.\n";
+static char record_usage[1024];
 
 
 #define record_usage_error(...) cli_usage_error("kvmprof", record_usage, __VA_ARGS__)
@@ -110,17 +110,18 @@ int cmd_record(int argc, char **argv)
 		{ "guest-kernel", required_argument, NULL, 'k' },
 		{ "guest-hz", required_argument, NULL, 'H' },
 	};
-	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1] = { 0 };
+	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1];
 	static struct host_record_opts o;
 	const struct record_cli cli = {
-		.prog = "kvmprof", .usage = record_usage, .help = record_help, .max_events = 1, .max_freq = 100000,
-		.own_shortopts = "v:d:x:", .own_longopts = longopts, .own_option = record_option, .ctx = &o,
+		.prog = "kvmprof", .usage = record_usage, .help = record_help, .help_more = vm_target_help,
+		.max_events = 1, .max_freq = 100000, .own_shortopts = "v:d:x:", .own_longopts = longopts,
+		.own_option = record_option, .ctx = &o,
 	};
 	char choices[512];
 	int r;
 
-	memcpy(longopts, own, sizeof(own));
-	vm_target_longopts(longopts, sizeof(own) / sizeof(own[0]), CLI_OWN_LONGOPTS_MAX);
+	vm_target_command(longopts, own, sizeof(own) / sizeof(own[0]), record_usage, sizeof(record_usage),
+			  "usage: kvmprof record ", record_usage_tail);
 	memset(&o, 0, sizeof(o));
 	r = record_cli_parse(&cli, argc, argv, &o.rec);
 	if (r >= 0)

@@ -8,8 +8,9 @@
 #include "stat.h"
 #include "cli/stat_cli.h"
 
-static const char stat_usage[] =
-	"usage: kvmprof stat --vm SOCKET | --domain NAME [--connect URI] [--duration S] [-e EVENTS] [-x SEP]\n"
+/* After "usage: kvmprof stat " and every VM target's option (vm_target_command). */
+static const char stat_usage_tail[] =
+	" [--connect URI] [--duration S] [-e EVENTS] [-x SEP]\n"
 	"                    [-o FILE] [--no-big-num]\n"
 	"       kvmprof stat [-e EVENTS]... [-r N] [-x SEP] [-o FILE] [--no-big-num] [-a | -p PID] [[--] CMD [ARGS...]]\n";
 
@@ -21,9 +22,7 @@ static const char stat_help[] =
 	"\n"
 	"A VM (counts on standard output): the counters of all of its host threads, then\n"
 	"the same per thread, split by domain as far as the host allows, the kernel's\n"
-	"user, system and guest time, and kvmprof-vmm's VM exits.\n"
-	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
-	"  --domain NAME       a running libvirt domain; --connect URI its connection\n"
+	"user, system and guest time, and kvmprof-vmm's VM exits (the VM: below).\n"
 	"  -d, --duration S    count for S seconds (default: Ctrl-C, or when the VM exits)\n"
 	"\n"
 	"The host, as perf stat (counts on standard error, as perf):\n"
@@ -43,6 +42,7 @@ static const char stat_help[] =
 	"  -o, --output FILE   the counts into FILE\n"
 	"  --no-big-num        no thousands separators (-B, the default, has them)\n"
 	"Ctrl-C prints the counts so far.\n";
+static char stat_usage[1024];
 
 
 #define stat_usage_error(...) cli_usage_error("kvmprof", stat_usage, __VA_ARGS__)
@@ -72,16 +72,16 @@ int cmd_stat(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "connect", required_argument, NULL, 'C' },
 	};
-	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1] = { 0 };
+	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1];
 	static struct host_stat_opts o; /* large (events); static keeps it off the stack */
 	const struct stat_cli cli = {
-		.prog = "kvmprof", .usage = stat_usage, .help = stat_help, .own_shortopts = "v:d:D:C:",
-		.own_longopts = longopts, .own_option = stat_option, .ctx = &o,
+		.prog = "kvmprof", .usage = stat_usage, .help = stat_help, .help_more = vm_target_help,
+		.own_shortopts = "v:d:D:C:", .own_longopts = longopts, .own_option = stat_option, .ctx = &o,
 	};
 	int r;
 
-	memcpy(longopts, own, sizeof(own));
-	vm_target_longopts(longopts, sizeof(own) / sizeof(own[0]), CLI_OWN_LONGOPTS_MAX);
+	vm_target_command(longopts, own, sizeof(own) / sizeof(own[0]), stat_usage, sizeof(stat_usage),
+			  "usage: kvmprof stat ", stat_usage_tail);
 	memset(&o, 0, sizeof(o));
 	r = stat_cli_parse(&cli, argc, argv, &o.stat);
 	if (r >= 0)

@@ -12,8 +12,9 @@
 #include "cli/record_cli.h"
 #include "cli/report_table_cli.h"
 
-static const char top_usage[] =
-	"usage: kvmprof top --vm SOCKET | --domain NAME [--connect URI] [--guest-hz HZ]\n"
+/* After "usage: kvmprof top " and every VM target's option (vm_target_command). */
+static const char top_usage_tail[] =
+	" [--connect URI] [--guest-hz HZ]\n"
 	"                   [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-n N] [--stdio]\n"
 	"                   [--guest-root DIR] [--guest-kernel ELF] [--no-demangle]\n"
 	"                   [-s KEYS] [--percent-limit PCT] [--comms|--pids|--tids|--dsos|--symbols LIST]\n"
@@ -29,10 +30,6 @@ static const char top_help[] =
 	"screen is redrawn in place (q or Ctrl-C quits); otherwise, or with --stdio,\n"
 	"each refresh is a block of plain text ending with an empty line.\n"
 	"\n"
-	"  --vm SOCKET         the VMM's control socket (kvmprof-vmm --control SOCKET)\n"
-	"  --domain NAME       a libvirt QEMU/KVM domain instead, as kvmprof record --domain\n"
-	"                      samples it (its QEMU's threads, its vCPUs' registers)\n"
-	"  --connect URI       libvirt's URI for --domain (default: libvirt's own)\n"
 	"  --guest-hz HZ       --domain: register samples a second and vCPU, as for record\n"
 	"  -e, --event EVENT   event to sample (default cycles; cpu-clock without a hardware\n"
 	"                      PMU), as for kvmprof record\n"
@@ -59,6 +56,7 @@ static const char top_help[] =
 	"                      refresh's samples (absolute, the default, as perf's) or of\n"
 	"                      those kept (relative)\n"
 	"When the VM exits, top says so and exits with 0.\n";
+static char top_usage[1024];
 
 
 #define top_usage_error(...) cli_usage_error("kvmprof", top_usage, __VA_ARGS__)
@@ -136,17 +134,18 @@ int cmd_top(int argc, char **argv)
 		{ "tids", required_argument, NULL, REPORT_OPT_TIDS },
 		{ "tid", required_argument, NULL, REPORT_OPT_TIDS },
 	};
-	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1] = { 0 };
+	struct option longopts[CLI_OWN_LONGOPTS_MAX + 1];
 	static struct host_top_opts o;
 	const struct record_cli cli = {
-		.prog = "kvmprof", .cmd_name = "top", .usage = top_usage, .help = top_help, .max_events = 1,
-		.max_freq = 100000, .own_shortopts = "v:d:n:s:", .own_longopts = longopts, .own_option = top_option, .ctx = &o,
+		.prog = "kvmprof", .cmd_name = "top", .usage = top_usage, .help = top_help, .help_more = vm_target_help,
+		.max_events = 1, .max_freq = 100000, .own_shortopts = "v:d:n:s:", .own_longopts = longopts,
+		.own_option = top_option, .ctx = &o,
 	};
 	char choices[512];
 	int r;
 
-	memcpy(longopts, own, sizeof(own));
-	vm_target_longopts(longopts, sizeof(own) / sizeof(own[0]), CLI_OWN_LONGOPTS_MAX);
+	vm_target_command(longopts, own, sizeof(own) / sizeof(own[0]), top_usage, sizeof(top_usage),
+			  "usage: kvmprof top ", top_usage_tail);
 	memset(&o, 0, sizeof(o));
 	o.delay = HOST_TOP_DELAY_DEFAULT;
 	host_report_table_defaults(&o.table);

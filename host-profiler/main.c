@@ -23,7 +23,7 @@ static const struct cli_command commands[] = {
 	  host_annotate_main },
 	{ "stat", "--vm SOCKET | --domain NAME | -a | -p PID | [--] CMD [ARGS...] [OPTIONS]",
 	  "count events like perf stat: a VM (host threads and guest), or a\ncommand, a process or the whole host", cmd_stat },
-	{ "top", "--vm SOCKET [OPTIONS]", "a running VM's hottest guest and host symbols, refreshed live", cmd_top },
+	{ "top", "--vm SOCKET | --domain NAME [OPTIONS]", "a running VM's hottest guest and host symbols, refreshed live", cmd_top },
 	{ "list", "[--details] [FILTER] | list domains [--connect URI]",
 	  "the events the host and the guest's vPMU models count, as perf list;\nlist domains: the running libvirt domains, and what works for each",
 	  host_list_main },

@@ -29,7 +29,7 @@ static const char usage[] =
 	"                      [--guest-export FILE] [--sort KEYS] [--percent-limit P] [-n] [-g]\n"
 	"                      [--comms LIST] [--pids LIST] [--tids LIST] [--dsos LIST] [--symbols LIST]\n"
 	"                      [--percentage absolute|relative]\n"
-	"                      [--format text|folded|pprof|svg] [-o OUT] [--recover]\n"
+	"                      [--format FMT] [-o OUT] [--recover]\n"
 	"                      [--drill [START]] [--drill-threshold PCT] [--exits] [--no-cross-layer]\n"
 	"                      [--no-demangle]\n";
 
@@ -69,11 +69,9 @@ static const char help[] =
 	"                          those kept (relative: the rows add up to 100%)\n"
 	"  -g, --callgraph         text: the caller chains of the top rows (through VM exits\n"
 	"                          into the guest, unless --no-cross-layer)\n"
-	"  -f, --format FMT        text (default); folded: '[layer] comm;image`outer;...' lines;\n"
-	"                          pprof: gzipped protobuf (needs -o or a non-terminal);\n"
-	"                          svg: a flame graph, the four layers in their own colours\n"
-	"  -o, --output OUT        write there instead of standard output; without -f, a\n"
-	"                          name ending .svg, .folded or .pb.gz picks the format\n"
+	"  -f, --format FMT        the output's format, one of those below (default text)\n"
+	"  -o, --output OUT        write there instead of standard output; without -f, the\n"
+	"                          name's ending picks the format (below)\n"
 	"      --drill[=START]     the drill-down: from the whole recording (or the guest\n"
 	"                          process or function START) follow the heaviest path\n"
 	"                          down the cross-layer stacks (guest, exit, VMM, host\n"
@@ -442,9 +440,24 @@ static int text(FILE *out, struct profile *p, void *ctx)
 	return print_text(out, p, c->input, &c->own->opt, c->by_layer);
 }
 
+static const char *format_help(const struct report_format *f)
+{
+	if (!strcmp(f->name, "text"))
+		return "a table by domain, process and symbol (the default)";
+	if (!strcmp(f->name, "folded"))
+		return "'[layer] comm;image`outer;...' lines for flame graph tools, the host's and the guest's samples "
+		       "together";
+	if (!strcmp(f->name, "pprof"))
+		return "gzipped protobuf for pprof, each sample labelled with its layer (needs -o or a non-terminal)";
+	if (!strcmp(f->name, "svg"))
+		return "a flame graph, the four layers in their own colours (click a frame to zoom, 'all' to zoom out)";
+	return NULL;
+}
+
 /* kvmprof's view of every format: one stack per sample across the layers, each in its colour. */
 static const struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
-static const struct report_view view = { .stack_event = stack_event, .svg = &svg, .pprof = pprof_options, .text = text };
+static const struct report_view view = { .stack_event = stack_event, .svg = &svg, .pprof = pprof_options, .text = text,
+					 .help = format_help };
 
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {
@@ -487,7 +500,7 @@ int host_report_main(int argc, char **argv)
 		.prog = "kvmprof", .cmd = "kvmprof report", .usage = usage, .help = help,
 		.own_shortopts = REPORT_TABLE_SHORTOPTS "gk:K:x:", .own_longopts = own_longopts, .own_option = host_report_option,
 		.check = check_args, .profile_options = host_report_profile_options, .render = render, .directory = render_directory,
-		.ctx = &own,
+		.view = &view, .ctx = &own,
 	};
 
 	host_report_table_defaults(&own.opt.table);

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct host_record_opts;
 struct option;
@@ -20,6 +21,7 @@ struct vm_target_kind {
 	int val;            /* its getopt value: a short option's letter ('v'), or a number above 0xff */
 	const char *arg;    /* "SOCKET" */
 	const char *about;  /* "kvmprof-vmm --control SOCKET", for messages */
+	const char *help;   /* its line in record's, top's and stat's --help */
 	bool libvirt;       /* a libvirt domain: --connect (and record's --guest-hz, --guest-kernel) apply */
 	/* Opens it (o: record's options, NULL for stat): 0, or 1 after a one-line message. */
 	int (*open)(struct vm_target *t, const char *arg, const char *connect, const struct host_record_opts *o);
@@ -34,8 +36,16 @@ struct vm_target_choice {
 	unsigned int given;                /* how many target options were given (more than one: a usage error) */
 };
 
-/* Appends a getopt_long row per target to opts (n rows, room for max); the new count, unterminated. */
-size_t vm_target_longopts(struct option *opts, size_t n, size_t max);
+/*
+ * A command that takes a VM: into longopts (room for CLI_OWN_LONGOPTS_MAX
+ * + 1), its own nown options, then a getopt_long row per target, then the
+ * zero row; into usage, head, every target's option joined by " | ", and
+ * tail.
+ */
+void vm_target_command(struct option *longopts, const struct option *own, size_t nown, char *usage, size_t size,
+		       const char *head, const char *tail);
+/* --help's list of the targets (record_cli's and stat_cli's help_more). */
+void vm_target_help(FILE *out);
 /* opt from getopt: true if it is a target's option (then chosen, with arg). */
 bool vm_target_option(struct vm_target_choice *c, int opt, const char *arg);
 /* Every target's option for a message, the last after " or " (or before " or " + last when last is not NULL). */

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,35 @@ int cli_parse_event(const char *prog, const char *spec, struct events_event *ev)
 		return 2;
 	}
 	return 0;
+}
+
+#define HELP_WIDTH 80
+
+void cli_help_item(FILE *out, size_t indent, const char *item, const char *text)
+{
+	int w = fprintf(out, "  %s ", item);
+	size_t col = w > 0 ? (size_t)w : 0;
+	bool fresh = true; /* nothing on the line after the item or the indent yet */
+
+	for (; col < indent; col++)
+		fputc(' ', out);
+	while (*text) {
+		size_t word = strcspn(text, " ");
+
+		if (!fresh && col + 1 + word > HELP_WIDTH) {
+			fprintf(out, "\n%*s", (int)indent, "");
+			col = indent;
+		} else if (!fresh) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(text, 1, word, out);
+		col += word;
+		fresh = false;
+		text += word;
+		text += strspn(text, " ");
+	}
+	fputc('\n', out);
 }
 
 void cli_merge_longopts(struct option *out, const struct option *shared, size_t nshared, const struct option *own)

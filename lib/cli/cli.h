@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "collection/events.h"
 
@@ -33,6 +34,14 @@ int cli_parse_seconds(const char *s, double *out);
  * does not know: the closest known names, "did you mean: ...". 0 or 2.
  */
 int cli_parse_event(const char *prog, const char *spec, struct events_event *ev);
+
+/*
+ * One entry of a --help list generated from a table: "  item" padded to
+ * column indent, then text wrapped at 80 columns with its continuation
+ * lines at indent (an item too long for its column puts the text one
+ * space after it).
+ */
+void cli_help_item(FILE *out, size_t indent, const char *item, const char *text);
 
 /* A command's own long options after those every program shares: the most a command adds. */
 #define CLI_OWN_LONGOPTS_MAX 32

@@ -130,6 +130,8 @@ int record_cli_parse(const struct record_cli *cli, int argc, char **argv, struct
 		switch (c) {
 		case 'h':
 			printf("%s%s", cli->usage, cli->help);
+			if (cli->help_more)
+				cli->help_more(stdout);
 			return 0;
 		case ':':
 			return cli_usage_error(cli->prog, cli->usage, "%s: option %s needs an argument",

@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "collection/events.h"
 
@@ -44,6 +45,8 @@ struct record_cli {
 	const char *cmd_name; /* what usage errors name after it; NULL: "record" (kvmprof top parses record's options too) */
 	const char *usage; /* after a usage error; with help for --help */
 	const char *help;
+	/* After help for --help (NULL: nothing): a section the program makes from its own tables. */
+	void (*help_more)(FILE *out);
 	int max_events;    /* -e's; 1: one event, a later -e replaces the earlier */
 	unsigned long long max_freq; /* -F's upper bound, Hz */
 	/* Options end at the first argument that is none: a command's own are not ours. */

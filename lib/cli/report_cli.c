@@ -45,6 +45,22 @@ static int check_output_name(const struct report_cli *cli, struct report_cli_arg
 	return -1;
 }
 
+/* --help's list of the formats, from their table in the program's words. */
+static void print_formats(const struct report_view *v)
+{
+	char text[512];
+
+	printf("\nFormats (-f FMT; without -f, an -o name with a format's ending picks it):\n");
+	for (const struct report_format *f = report_formats(); f->name; f++) {
+		const char *words = v && v->help ? v->help(f) : NULL;
+		int n = snprintf(text, sizeof(text), "%s", words ? words : f->help);
+
+		if (f->suffix && n > 0 && (size_t)n < sizeof(text))
+			snprintf(text + n, sizeof(text) - (size_t)n, "; -o *%s", f->suffix);
+		cli_help_item(stdout, 10, f->name, text);
+	}
+}
+
 /* -1 to go on, else the exit status. */
 static int parse_args(const struct report_cli *cli, int argc, char **argv, struct report_cli_args *a)
 {
@@ -74,7 +90,7 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 			if (!a->format) {
 				char names[128];
 
-				report_format_names(names, sizeof(names));
+				report_format_names(names, sizeof(names), ", ", " or ");
 				return cli_usage_error(cli->cmd, cli->usage, "unknown format '%s' (%s)", optarg, names);
 			}
 			format_given = true;
@@ -93,6 +109,8 @@ static int parse_args(const struct report_cli *cli, int argc, char **argv, struc
 			continue;
 		case 'h':
 			printf("%s%s", cli->usage, cli->help);
+			if (!cli->one_format)
+				print_formats(cli->view);
 			return 0;
 		case ':':
 			return cli_usage_error(cli->cmd, cli->usage, "option '%s' needs an argument", argv[optind - 1]);

@@ -61,6 +61,8 @@ struct report_cli {
 	bool note_unresolved;
 	/* The command has one output of its own (script, annotate): no -f/--format; a->format stays text. */
 	bool one_format;
+	/* The program's view of the formats: --help lists them in its words (NULL with one_format). */
+	const struct report_view *view;
 	void *ctx;
 };
 

@@ -96,6 +96,8 @@ int stat_cli_parse(const struct stat_cli *cli, int argc, char **argv, struct sta
 		switch (c) {
 		case 'h':
 			printf("%s%s", cli->usage, cli->help);
+			if (cli->help_more)
+				cli->help_more(stdout);
 			return 0;
 		case ':':
 			return cli_usage_error(cli->prog, cli->usage, "stat: option %s needs an argument", argv[optind - 1]);

@@ -9,6 +9,7 @@
 #define KVMPROF_STAT_CLI_H
 
 #include <getopt.h>
+#include <stdio.h>
 
 #include "stat/stat_count.h"
 
@@ -16,6 +17,8 @@ struct stat_cli {
 	const char *prog;  /* what messages start with: "kvmprof-agent" */
 	const char *usage; /* after a usage error; with help for --help */
 	const char *help;
+	/* After help for --help (NULL: nothing): a section the program makes from its own tables. */
+	void (*help_more)(FILE *out);
 	const char *own_shortopts; /* the program's own, getopt style */
 	const struct option *own_longopts; /* NULL or ending with a zero entry */
 	/* One of the program's own options: 0, or the exit status to end with; -1: not one. */

@@ -36,16 +36,24 @@ static int render_svg(FILE *out, struct profile *p, const struct report_format *
 
 /* Text first: the default. */
 static const struct report_format formats[] = {
-	{ "text", "table", NULL, false, false, render_text },
-	{ "folded", "folded stacks", ".folded", false, true, render_folded },
-	{ "pprof", "pprof profile", ".pb.gz", true, true, render_pprof },
-	{ "svg", "flame graph", ".svg", false, true, render_svg },
+	{ "text", "table", "a table of where the samples fell (the default)", NULL, false, false, render_text },
+	{ "folded", "folded stacks", "'comm;image`outer;...;image`inner count' lines for flame graph tools",
+	  ".folded", false, true, render_folded },
+	{ "pprof", "pprof profile", "gzipped protobuf for pprof (needs -o or a non-terminal)", ".pb.gz", true, true,
+	  render_pprof },
+	{ "svg", "flame graph", "a flame graph to open in a browser (click a frame to zoom, 'all' to zoom out)", ".svg",
+	  false, true, render_svg },
 	{ 0 },
 };
 
 const struct report_format *report_format_default(void)
 {
 	return &formats[0];
+}
+
+const struct report_format *report_formats(void)
+{
+	return formats;
 }
 
 const struct report_format *report_format_find(const char *name)
@@ -74,12 +82,12 @@ int report_format_of_name(const char *path, const struct report_format **out)
 	return ends_with(path, ".gz") || ends_with(path, ".pb") ? -1 : 0;
 }
 
-void report_format_names(char *buf, size_t len)
+void report_format_names(char *buf, size_t len, const char *sep, const char *last)
 {
 	size_t off = 0;
 
 	buf[0] = '\0';
 	for (const struct report_format *f = formats; f->name && off < len; f++)
-		off += (size_t)snprintf(buf + off, len - off, "%s%s", f == formats ? "" : f[1].name ? ", " : " or ",
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", f == formats ? "" : f[1].name ? sep : last,
 					f->name);
 }

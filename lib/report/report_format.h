@@ -25,11 +25,14 @@ struct report_view {
 	void (*pprof)(const struct profile *p, struct report_pprof_options *o, void *ctx);
 	/* The text table. */
 	int (*text)(FILE *out, struct profile *p, void *ctx);
+	/* What --help says of format f in this program's words; NULL (or NULL returned): the row's help. */
+	const char *(*help)(const struct report_format *f);
 };
 
 struct report_format {
 	const char *name;   /* -f NAME */
 	const char *what;   /* for messages: "flame graph" */
+	const char *help;   /* for --help, unless the program's view has its own words */
 	const char *suffix; /* an -o name ending so picks it; NULL: none */
 	bool binary;        /* written "wb", never to a terminal */
 	/* Every sample's stack rather than the table: every sample is held, and the filters cut the profile itself. */
@@ -41,6 +44,8 @@ struct report_format {
 
 /* The default, text. */
 const struct report_format *report_format_default(void);
+/* Every row, the default first; the array ends with a row whose name is NULL. */
+const struct report_format *report_formats(void);
 /* The row called name, or NULL. */
 const struct report_format *report_format_find(const char *name);
 /*
@@ -50,7 +55,7 @@ const struct report_format *report_format_find(const char *name);
  * would be a file its name lies about.
  */
 int report_format_of_name(const char *path, const struct report_format **out);
-/* "text, folded, pprof or svg" into buf. */
-void report_format_names(char *buf, size_t len);
+/* The names into buf, sep between them and last before the last: "text, folded, pprof or svg". */
+void report_format_names(char *buf, size_t len, const char *sep, const char *last);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "cli/cli.h"
 #include "vm_target_kind.h"
 
 static void test_rows_are_distinct_and_complete(void **state)
@@ -36,19 +37,33 @@ static void test_rows_are_distinct_and_complete(void **state)
 
 static void test_longopts_and_choice(void **state)
 {
-	struct option opts[8] = { { "duration", required_argument, NULL, 'd' } };
+	static const struct option own[] = { { "duration", required_argument, NULL, 'd' } };
+	struct option opts[CLI_OWN_LONGOPTS_MAX + 1];
 	struct vm_target_choice c = { 0 };
-	size_t n = vm_target_longopts(opts, 1, 7), kinds = 0;
+	char usage[256], want[256] = "usage: x ";
+	size_t kinds = 0;
 
 	(void)state;
-	while (vm_target_kinds[kinds].option)
+	vm_target_command(opts, own, 1, usage, sizeof(usage), "usage: x ", " [-d S]\n");
+	while (vm_target_kinds[kinds].option) {
+		const struct vm_target_kind *k = &vm_target_kinds[kinds];
+
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s--%s %s", kinds ? " | " : "", k->option,
+			 k->arg);
 		kinds++;
-	assert_int_equal(n, 1 + kinds);
-	for (size_t i = 1; i < n; i++) {
+	}
+	strcat(want, " [-d S]\n");
+	assert_string_equal(usage, want);
+	assert_string_equal(opts[0].name, "duration");
+	for (size_t i = 1; i <= kinds; i++) {
 		assert_string_equal(opts[i].name, vm_target_kinds[i - 1].option);
 		assert_int_equal(opts[i].has_arg, required_argument);
+		assert_int_equal(opts[i].val, vm_target_kinds[i - 1].val);
 	}
-	assert_int_equal(vm_target_longopts(opts, 7, 7), 7); /* no room: nothing written */
+	assert_null(opts[kinds + 1].name);
+	/* A usage buffer too small is cut, never overrun. */
+	vm_target_command(opts, own, 1, usage, 12, "usage: x ", " [-d S]\n");
+	assert_int_equal(strlen(usage), 11);
 	assert_false(vm_target_option(&c, 'd', "5"));
 	assert_int_equal(c.given, 0);
 	assert_true(vm_target_option(&c, vm_target_kind_of("domain")->val, "web"));
@@ -72,11 +87,33 @@ static void test_choices_name_every_kind(void **state)
 	assert_string_equal(tiny, "--vm SOCK");
 }
 
+/* record's, top's and stat's --help list every row, its words included. */
+static void test_help_lists_every_target(void **state)
+{
+	char buf[4096], item[96];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	(void)state;
+	assert_non_null(f);
+	vm_target_help(f);
+	fclose(f);
+	for (const struct vm_target_kind *k = vm_target_kinds; k->option; k++) {
+		assert_non_null(k->help);
+		snprintf(item, sizeof(item), "\n  --%s %s ", k->option, k->arg);
+		assert_non_null(strstr(buf, item));
+		/* its help's first words follow, on that line (wrapping comes later) */
+		snprintf(item, sizeof(item), "\n  --%s %s%*s%.30s", k->option, k->arg,
+			 (int)(22 - 5 - strlen(k->option) - strlen(k->arg)), "", k->help);
+		assert_non_null(strstr(buf, item));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_are_distinct_and_complete),
 		cmocka_unit_test(test_longopts_and_choice),
+		cmocka_unit_test(test_help_lists_every_target),
 		cmocka_unit_test(test_choices_name_every_kind),
 	};
 

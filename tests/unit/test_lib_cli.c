@@ -19,6 +19,7 @@
 #include "cli/cli_command.h"
 #include "lib_fixture.h"
 #include "cli/record_cli.h"
+#include "cli/cli.h"
 #include "cli/report_cli.h"
 
 static char *dir;
@@ -484,10 +485,64 @@ static void test_report_formats(void **state)
 	assert_int_equal(report_format_of_name("x.pb", &f), -1);
 	assert_int_equal(report_format_of_name(".svg", &f), 0);
 	assert_int_equal(report_format_of_name("report.txt", &f), 0);
-	report_format_names(names, sizeof(names));
+	report_format_names(names, sizeof(names), ", ", " or ");
 	assert_string_equal(names, "text, folded, pprof or svg");
-	report_format_names(names, 8);
+	report_format_names(names, sizeof(names), "|", "|");
+	assert_string_equal(names, "text|folded|pprof|svg");
+	report_format_names(names, 8, ", ", " or ");
 	assert_string_equal(names, "text, f");
+}
+
+static const char *own_format_help(const struct report_format *f)
+{
+	return !strcmp(f->name, "svg") ? "our own words for svg" : NULL;
+}
+
+/* --help lists every row of the formats' table, in the program's words where it has them. */
+static void test_report_help_lists_formats(void **state)
+{
+	char *help[] = { "report", "--help", NULL };
+	static const struct report_view view = { .help = own_format_help };
+	struct own_report own = { .check_rc = -1 };
+	struct report_cli cli = report_cli_for(&own);
+	char line[256];
+	int rc;
+
+	(void)state;
+	cli.view = &view;
+	CAPTURE(1, report_cli_main(&cli, 2, help));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(captured, "usage: prog report ...\nhelp text\n\nFormats "));
+	for (const struct report_format *f = report_formats(); f->name; f++) {
+		snprintf(line, sizeof(line), "\n  %-7s %.40s", f->name, strcmp(f->name, "svg") ? f->help : "our own words");
+		assert_non_null(strstr(captured, line));
+		if (f->suffix) {
+			snprintf(line, sizeof(line), " -o *%s\n", f->suffix);
+			assert_non_null(strstr(captured, line));
+		}
+	}
+	/* A command with one output of its own has no formats to list. */
+	cli.one_format = true;
+	CAPTURE(1, report_cli_main(&cli, 2, help));
+	assert_string_equal(captured, "usage: prog report ...\nhelp text\n");
+}
+
+/* cli_help_item: the item's column, then words wrapped at 80 columns. */
+static void test_help_item_wraps(void **state)
+{
+	char words[200] = "";
+	int rc = 0;
+
+	(void)state;
+	for (int i = 0; i < 20; i++)
+		strcat(words, "abcdefghi ");
+	CAPTURE(1, (cli_help_item(stdout, 10, "item", words), 0));
+	assert_int_equal(rc, 0);
+	assert_string_equal(captured, "  item    abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi\n"
+				      "          abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi\n"
+				      "          abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi abcdefghi\n");
+	CAPTURE(1, (cli_help_item(stdout, 6, "longer-item", "text"), 0));
+	assert_string_equal(captured, "  longer-item text\n");
 }
 
 /* ---- the command table ---- */
@@ -577,6 +632,8 @@ int main(void)
 		cmocka_unit_test(test_report_damaged_file),
 		cmocka_unit_test(test_report_refusals),
 		cmocka_unit_test(test_report_formats),
+		cmocka_unit_test(test_report_help_lists_formats),
+		cmocka_unit_test(test_help_item_wraps),
 		cmocka_unit_test(test_command_table),
 	};
 
