@@ -36,41 +36,57 @@ static int client_index(const struct guest_debug_client *c)
 	return -1;
 }
 
-/* "; INSTEAD" of whichever of the two has something to say. */
-static const char *instead(const struct guest_debug_client *a, const struct guest_debug_client *b)
+/* What messages call a client in this VM, and what it says instead. */
+struct client_words {
+	const char *name, *instead;
+};
+
+static struct client_words words_of(const struct vm *vm, const struct guest_debug_client *c)
 {
-	return a->instead ? a->instead : b->instead ? b->instead : NULL;
+	struct client_words w = { c->name, c->instead };
+
+	if (c->name_in)
+		w.name = c->name_in(vm, &w.instead);
+	return w;
+}
+
+/* "; INSTEAD" of whichever of the two has something to say. */
+static const char *instead(struct client_words a, struct client_words b)
+{
+	return a.instead ? a.instead : b.instead ? b.instead : NULL;
 }
 
 static int guest_debug_setup(struct vm *vm)
 {
 	struct guest_debug_vm *g = vm_feature(vm, &guest_debug_hooks);
-	const struct guest_debug_client *stepper = NULL, *first = NULL;
+	struct client_words stepper = { 0 }, first = { 0 };
 	char taken[256] = "";
 	unsigned int slots = 0;
 
 	for (int i = 0; i < MAX_CLIENTS && guest_debug_clients[i]; i++) {
 		const struct guest_debug_client *c = guest_debug_clients[i];
+		struct client_words w;
 
 		if (c->wanted && !c->wanted(vm))
 			continue;
+		w = words_of(vm, c);
 		if (slots + c->slots > GUEST_DEBUG_SLOTS) {
 			fprintf(stderr, "kvmprof-vmm: %s and %s need %u hardware breakpoints together, a vCPU has %d: use "
 					"one at a time%s%s\n",
-				taken, c->name, slots + c->slots, GUEST_DEBUG_SLOTS, instead(first, c) ? "; " : "",
-				instead(first, c) ? instead(first, c) : "");
+				taken, w.name, slots + c->slots, GUEST_DEBUG_SLOTS, instead(first, w) ? "; " : "",
+				instead(first, w) ? instead(first, w) : "");
 			return -EBUSY;
 		}
-		if (c->steps && stepper) {
+		if (c->steps && stepper.name) {
 			fprintf(stderr, "kvmprof-vmm: %s and %s both single-step the guest: use one at a time%s%s\n",
-				stepper->name, c->name, instead(stepper, c) ? "; " : "", instead(stepper, c) ? instead(stepper, c) : "");
+				stepper.name, w.name, instead(stepper, w) ? "; " : "", instead(stepper, w) ? instead(stepper, w) : "");
 			return -EBUSY;
 		}
 		if (c->steps)
-			stepper = c;
-		if (!first)
-			first = c;
-		snprintf(taken + strlen(taken), sizeof(taken) - strlen(taken), "%s%s", *taken ? ", " : "", c->name);
+			stepper = w;
+		if (!first.name)
+			first = w;
+		snprintf(taken + strlen(taken), sizeof(taken) - strlen(taken), "%s%s", *taken ? ", " : "", w.name);
 		g->taken[i] = true;
 		g->base[i] = slots;
 		slots += c->slots;

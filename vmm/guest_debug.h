@@ -27,6 +27,11 @@ struct vm;
 struct guest_debug_client {
 	const char *name;     /* for messages: the option that asks for it */
 	const char *instead;  /* for a refusal: what leaves the registers free (NULL: nothing to say) */
+	/*
+	 * For a client that serves others (the engine): its name in this VM,
+	 * with *instead set, in place of the two above (NULL: those).
+	 */
+	const char *(*name_in)(const struct vm *vm, const char **instead);
 	unsigned int slots;   /* breakpoints it sets at most at once */
 	bool steps;           /* it single-steps */
 	bool (*wanted)(const struct vm *vm); /* whether this VM uses it */

@@ -72,6 +72,7 @@ static bool pmu_engine_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t
 
 const struct engine_client vmm_pmu_engine_client = {
 	.name = "the exact vPMU backend",
+	.instead = "--vpmu-backend=clock counts without it",
 	.wanted = pmu_engine_wanted,
 	.rings = pmu_engine_rings,
 	.watches = pmu_engine_watches,

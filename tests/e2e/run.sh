@@ -208,7 +208,7 @@ fi
 # tracer: 4 + 2 breakpoints, a vCPU has 4; the refusal is its last line, and no feature announced
 # itself before it (the vPMU's banner comes only once every feature's setup passed).
 vmm --vpmu-backend=exact --vpmu-trace-pmi 5 --kernel "$FIX/pvh-exit0.elf"
-if [ "$rc" = 1 ] && ! grep -q 'vPMU: ' "$TMP/err" && tail -n 1 "$TMP/err" | grep -q '^kvmprof-vmm: the emulation engine (the exact vPMU backend counts in it) and --vpmu-trace-pmi/--vpmu-trace-tick need 6 hardware breakpoints together, a vCPU has 4: use one at a time; --vpmu-backend=clock counts without it$'; then
+if [ "$rc" = 1 ] && ! grep -q 'vPMU: ' "$TMP/err" && tail -n 1 "$TMP/err" | grep -q '^kvmprof-vmm: the emulation engine (for the exact vPMU backend) and --vpmu-trace-pmi/--vpmu-trace-tick need 6 hardware breakpoints together, a vCPU has 4: use one at a time; --vpmu-backend=clock counts without it$'; then
 	pass "guest-debug-owner-refuses-exact-with-pmi-trace"
 else fail "guest-debug-owner-refuses-exact-with-pmi-trace" "rc=$rc: $(tail -c 300 "$TMP/err")"; fi
 

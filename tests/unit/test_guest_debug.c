@@ -13,7 +13,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "guest_debug.h"
@@ -60,7 +62,16 @@ CLIENT_EXIT(d, true)
 static const struct guest_debug_client a = { .name = "a", .slots = 2, .debug_exit = exit_a };
 static const struct guest_debug_client b = { .name = "b", .slots = 2, .steps = true, .debug_exit = exit_b };
 static const struct guest_debug_client c = { .name = "c", .slots = 1, .wanted = wanted_c, .debug_exit = exit_c };
-static const struct guest_debug_client d = { .name = "d", .steps = true, .wanted = wanted_d, .debug_exit = exit_d };
+/* d serves others, as the engine does: its words depend on the VM. */
+static const char *d_name_in(const struct vm *vm, const char **instead)
+{
+	(void)vm;
+	*instead = "do without d";
+	return "d for this VM";
+}
+
+static const struct guest_debug_client d = { .name = "d", .name_in = d_name_in, .steps = true, .wanted = wanted_d,
+					     .debug_exit = exit_d };
 const struct guest_debug_client *const guest_debug_clients[] = { &a, &b, &c, &d, NULL };
 
 static const struct vcpu_hooks *const features[] = { &guest_debug_hooks, NULL };
@@ -140,12 +151,38 @@ static void test_too_many_breakpoints_refused(void **state)
 	assert_int_equal(setup_vm(), -EBUSY); /* a 2 + b 2 + c 1 */
 }
 
+/* What setup_vm() said on stderr, in said. */
+static char said[256];
+
+static int setup_vm_saying(void)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2), rc;
+	size_t n;
+
+	assert_non_null(f);
+	fflush(stderr);
+	assert_int_equal(dup2(fileno(f), 2), 2);
+	rc = setup_vm();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(said, 1, sizeof(said) - 1, f);
+	said[n] = '\0';
+	fclose(f);
+	return rc;
+}
+
 static void test_two_steppers_refused(void **state)
 {
 	(void)state;
 	want_c = false;
 	want_d = true;
-	assert_int_equal(setup_vm(), -EBUSY); /* b and d both step */
+	assert_int_equal(setup_vm_saying(), -EBUSY); /* b and d both step */
+	/* d named and its alternative given in its words for this VM */
+	assert_string_equal(said, "kvmprof-vmm: b and d for this VM both single-step the guest: use one at a time; "
+				  "do without d\n");
 }
 
 int main(void)

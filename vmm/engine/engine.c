@@ -861,10 +861,31 @@ static bool engine_wanted(const struct vm *vm)
 	return wanted_clients(vm, c) > 0;
 }
 
+/*
+ * "the emulation engine (for CLIENT and CLIENT)": this VM's clients; and
+ * the first one's words on doing without. The message that uses it is
+ * printed at once: one buffer does.
+ */
+static const char *engine_name_in(const struct vm *vm, const char **instead)
+{
+	static char name[160];
+	const struct engine_client *c[ENGINE_CLIENTS_MAX];
+	size_t used;
+
+	wanted_clients(vm, c);
+	*instead = c[0] ? c[0]->instead : NULL;
+	used = (size_t)snprintf(name, sizeof(name), "the emulation engine (for ");
+	for (unsigned int i = 0; c[i] && used < sizeof(name); i++)
+		used += (size_t)snprintf(name + used, sizeof(name) - used, "%s%s", i ? " and " : "", c[i]->name);
+	if (used < sizeof(name))
+		snprintf(name + used, sizeof(name) - used, ")");
+	return name;
+}
+
 /* A KVM step: breakpoints where the vCPU can come back to (all four), or a single step. */
 const struct guest_debug_client engine_debug_client = {
-	.name = "the emulation engine (the exact vPMU backend counts in it)",
-	.instead = "--vpmu-backend=clock counts without it",
+	.name = "the emulation engine",
+	.name_in = engine_name_in,
 	.slots = 4,
 	.steps = true,
 	.wanted = engine_wanted,

@@ -2,7 +2,7 @@
 /*
  * The emulation engine in the run loop: the VMM's own, for whatever needs
  * a vCPU's code run instruction by instruction. While one of its clients
- * (struct engine_client: the exact vPMU backend's counters, today) needs
+ * (struct engine_client: the exact vPMU backend's counters, say) needs
  * a vCPU in some ring, the vCPU runs in the emulator (emu.h) instead of
  * KVM, in ring 3 and ring 0 alike, stopping where the clients' watches say
  * and telling them exactly what retired. KVM still does what
@@ -38,7 +38,8 @@ struct vm;
  * callback is on the vCPU's thread; any may be NULL.
  */
 struct engine_client {
-	const char *name;
+	const char *name;    /* for messages: "the exact vPMU backend" */
+	const char *instead; /* where the engine is refused: what does without it (NULL: nothing to say) */
 	/* Whether this VM uses the client at all (decided at VM setup; NULL: always). */
 	bool (*wanted)(const struct vm *vm);
 	/* The rings in which it needs the vCPU run in the engine now; 0: none (KVM may run it). */
