@@ -125,21 +125,16 @@ static int text(FILE *out, struct profile *p, void *ctx)
 	return report_text(out, p, &own->opt);
 }
 
-static const char *format_help(const struct report_format *f)
-{
-	if (!strcmp(f->name, "text"))
-		return "a table per event, like opreport (the default)";
-	if (!strcmp(f->name, "folded"))
-		return "'comm;image`outer;...;image`inner count' lines for flame graph tools (the first event with "
-		       "samples)";
-	if (!strcmp(f->name, "svg"))
-		return "a flame graph to open in a browser (the first event with samples; click a frame to zoom, 'all' "
-		       "to zoom out)";
-	return NULL;
-}
+static const struct report_format_words words[] = {
+	{ "text", "a table per event, like opreport (the default)" },
+	{ "folded", "'comm;image`outer;...;image`inner count' lines for flame graph tools (the first event with samples)" },
+	{ "svg", "a flame graph to open in a browser (the first event with samples; click a frame to zoom, 'all' to "
+		 "zoom out)" },
+	{ 0 },
+};
 
 /* kvmprof-agent's view of every format: report_svg's and report_pprof's defaults. */
-static const struct report_view view = { .stack_event = stack_event, .text = text, .help = format_help };
+static const struct report_view view = { .stack_event = stack_event, .text = text, .words = words };
 
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {

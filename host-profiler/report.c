@@ -440,24 +440,19 @@ static int text(FILE *out, struct profile *p, void *ctx)
 	return print_text(out, p, c->input, &c->own->opt, c->by_layer);
 }
 
-static const char *format_help(const struct report_format *f)
-{
-	if (!strcmp(f->name, "text"))
-		return "a table by domain, process and symbol (the default)";
-	if (!strcmp(f->name, "folded"))
-		return "'[layer] comm;image`outer;...' lines for flame graph tools, the host's and the guest's samples "
-		       "together";
-	if (!strcmp(f->name, "pprof"))
-		return "gzipped protobuf for pprof, each sample labelled with its layer (needs -o or a non-terminal)";
-	if (!strcmp(f->name, "svg"))
-		return "a flame graph, the four layers in their own colours (click a frame to zoom, 'all' to zoom out)";
-	return NULL;
-}
+static const struct report_format_words words[] = {
+	{ "text", "a table by domain, process and symbol (the default)" },
+	{ "folded", "'[layer] comm;image`outer;...' lines for flame graph tools, the host's and the guest's samples "
+		    "together" },
+	{ "pprof", "gzipped protobuf for pprof, each sample labelled with its layer (needs -o or a non-terminal)" },
+	{ "svg", "a flame graph, the four layers in their own colours (click a frame to zoom, 'all' to zoom out)" },
+	{ 0 },
+};
 
 /* kvmprof's view of every format: one stack per sample across the layers, each in its colour. */
 static const struct report_svg_options svg = { .title = "kvmprof system-wide", .kind = frame_kind };
 static const struct report_view view = { .stack_event = stack_event, .svg = &svg, .pprof = pprof_options, .text = text,
-					 .help = format_help };
+					 .words = words };
 
 static int render(FILE *out, struct profile *p, const struct report_cli_args *a, void *ctx)
 {

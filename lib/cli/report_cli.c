@@ -52,8 +52,7 @@ static void print_formats(const struct report_view *v)
 
 	printf("\nFormats (-f FMT; without -f, an -o name with a format's ending picks it):\n");
 	for (const struct report_format *f = report_formats(); f->name; f++) {
-		const char *words = v && v->help ? v->help(f) : NULL;
-		int n = snprintf(text, sizeof(text), "%s", words ? words : f->help);
+		int n = snprintf(text, sizeof(text), "%s", report_format_help(f, v));
 
 		if (f->suffix && n > 0 && (size_t)n < sizeof(text))
 			snprintf(text + n, sizeof(text) - (size_t)n, "; -o *%s", f->suffix);

@@ -98,47 +98,43 @@ struct symtab *profile_image_symtab(struct profile *p, uint32_t img)
 	return is->st;
 }
 
-int profile_image_fd(struct profile *p, uint32_t img)
+/* A new descriptor of an image's file, found as its symbols were (*root: the root it is in, or -1); -errno if none. */
+static int image_reopen(struct profile *p, uint32_t img, int *root)
 {
-	int root, fd;
+	int fd;
 
 	if (!profile_image_symtab(p, img))
 		return -ENOENT;
-	fd = image_open(p, img, false, &root);
+	fd = image_open(p, img, false, root);
 	return fd == IMAGE_NOT_LOOKED_UP ? -ENOENT : fd;
+}
+
+int profile_image_fd(struct profile *p, uint32_t img)
+{
+	int root;
+
+	return image_reopen(p, img, &root);
 }
 
 ssize_t profile_image_code(struct profile *p, uint32_t img, uint64_t vaddr, void *buf, size_t len)
 {
-	struct symtab *st = profile_image_symtab(p, img);
-	int root, fd;
+	int root, fd = image_reopen(p, img, &root);
 	ssize_t n;
 
-	if (!st)
-		return -ENOENT;
-	fd = image_open(p, img, false, &root);
-	if (fd == IMAGE_NOT_LOOKED_UP)
-		return -ENOENT;
 	if (fd < 0)
 		return fd;
-	n = symtab_read_code(st, fd, vaddr, buf, len);
+	n = symtab_read_code(profile_image_symtab(p, img), fd, vaddr, buf, len);
 	close(fd);
 	return n;
 }
 
 int profile_image_src(struct profile *p, uint32_t img, struct symtab_src **out)
 {
-	struct symtab *st = profile_image_symtab(p, img);
-	int root, fd;
+	int root, fd = image_reopen(p, img, &root);
 
-	if (!st)
-		return -ENOENT;
-	fd = image_open(p, img, false, &root);
-	if (fd == IMAGE_NOT_LOOKED_UP)
-		return -ENOENT;
 	if (fd < 0)
 		return fd;
-	return symtab_src_open(out, st, fd, p->images[img].path, root);
+	return symtab_src_open(out, profile_image_symtab(p, img), fd, p->images[img].path, root);
 }
 
 int profile_func_extent(struct profile *p, uint32_t func, uint64_t *start, uint64_t *size)

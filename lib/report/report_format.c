@@ -64,6 +64,14 @@ const struct report_format *report_format_find(const char *name)
 	return NULL;
 }
 
+const char *report_format_help(const struct report_format *f, const struct report_view *v)
+{
+	for (const struct report_format_words *w = v ? v->words : NULL; w && w->format; w++)
+		if (!strcmp(w->format, f->name))
+			return w->help;
+	return f->help;
+}
+
 static bool ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), t = strlen(tail);

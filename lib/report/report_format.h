@@ -17,6 +17,12 @@
 
 struct report_format;
 
+/* One format's --help line in a program's words. */
+struct report_format_words {
+	const char *format; /* its name; NULL ends a list */
+	const char *help;
+};
+
 struct report_view {
 	/* The one event folded stacks and flame graphs show (f: which of them, for a note). */
 	uint32_t (*stack_event)(struct profile *p, const struct report_format *f, void *ctx);
@@ -25,8 +31,8 @@ struct report_view {
 	void (*pprof)(const struct profile *p, struct report_pprof_options *o, void *ctx);
 	/* The text table. */
 	int (*text)(FILE *out, struct profile *p, void *ctx);
-	/* What --help says of format f in this program's words; NULL (or NULL returned): the row's help. */
-	const char *(*help)(const struct report_format *f);
+	/* What --help says of some formats in this program's words (the rest: the rows' help); NULL: none. */
+	const struct report_format_words *words;
 };
 
 struct report_format {
@@ -46,6 +52,8 @@ struct report_format {
 const struct report_format *report_format_default(void);
 /* Every row, the default first; the array ends with a row whose name is NULL. */
 const struct report_format *report_formats(void);
+/* What --help says of f through view v: v's words for it, else the row's. */
+const char *report_format_help(const struct report_format *f, const struct report_view *v);
 /* The row called name, or NULL. */
 const struct report_format *report_format_find(const char *name);
 /*
