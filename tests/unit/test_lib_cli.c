@@ -527,7 +527,7 @@ static void test_report_help_lists_formats(void **state)
 /* cli_help_item: the item's column, then words wrapped at 80 columns. */
 static void test_help_item_wraps(void **state)
 {
-	char words[200] = "";
+	char words[256] = "";
 	int rc = 0;
 
 	(void)state;
