@@ -344,6 +344,16 @@ int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
 	return rc;
 }
 
+int vcpu_pmu_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val)
+{
+	return vpmu_rdpmc(&vcpu_pmu_of(vcpu)->v, ecx, val);
+}
+
+void vcpu_pmu_sync(struct vcpu *vcpu)
+{
+	vpmu_vcpu_sync(&vcpu_pmu_of(vcpu)->v, now_ns());
+}
+
 void vcpu_pmu_handle_msr(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;
@@ -409,6 +419,9 @@ void vmm_pmu_print_stats(struct vm *vm)
 		}
 		fputc('\n', stderr);
 	}
+	if (s.rdpmcs)
+		fprintf(stderr, "  RDPMC                    %llu read in the engine, %llu #GP (no such counter)\n",
+			(unsigned long long)(s.rdpmcs - s.rdpmc_gp), (unsigned long long)s.rdpmc_gp);
 	if (s.sbuf_records || s.sbuf_lost || s.sbuf_refused)
 		fprintf(stderr, "  sample buffer: %llu records written, %llu lost (buffer full), %llu watermark PMIs, "
 			"%llu settings refused (#GP)\n",

@@ -78,6 +78,10 @@ void vcpu_pmu_handle_msr(struct vcpu *vcpu);
  * must raise, with nothing changed and nothing traced.
  */
 int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
+/* RDPMC, done in the engine's place (KVM has no exit for it): VPMU_MSR_OK with *val, or VPMU_MSR_GP. */
+int vcpu_pmu_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
+/* Inside a run, before a read answered in place: the events counted so far reach the counters. */
+void vcpu_pmu_sync(struct vcpu *vcpu);
 
 void vmm_pmu_print_stats(struct vm *vm);
 

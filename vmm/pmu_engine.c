@@ -64,10 +64,26 @@ static void pmu_engine_counted(struct vcpu *vcpu, const struct emu_counts *c)
 	}
 }
 
-/* The vPMU's own registers (what its MSR filter sends to the VMM); a #GP is left to KVM's exit. */
+/*
+ * The vPMU's own registers (what its MSR filter sends to the VMM); a #GP is
+ * left to KVM's exit. A read inside a run first takes the run's events so
+ * far, so that it is exact at its instruction (an MSR exit comes after the
+ * run, when they are already in).
+ */
 static bool pmu_engine_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
 {
-	return vpmu_msr_owned(&vmm_pmu_of(vcpu->vm)->cfg, msr) && vcpu_pmu_msr(vcpu, msr, write, val) == VPMU_MSR_OK;
+	if (!vpmu_msr_owned(&vmm_pmu_of(vcpu->vm)->cfg, msr))
+		return false;
+	if (!write)
+		vcpu_pmu_sync(vcpu);
+	return vcpu_pmu_msr(vcpu, msr, write, val) == VPMU_MSR_OK;
+}
+
+/* RDPMC, exact at its instruction as an in-place RDMSR; an ECX with no counter is KVM's #GP. */
+static bool pmu_engine_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val)
+{
+	vcpu_pmu_sync(vcpu);
+	return vcpu_pmu_rdpmc(vcpu, ecx, val) == VPMU_MSR_OK;
 }
 
 const struct engine_client vmm_pmu_engine_client = {
@@ -78,4 +94,5 @@ const struct engine_client vmm_pmu_engine_client = {
 	.watches = pmu_engine_watches,
 	.counted = pmu_engine_counted,
 	.msr = pmu_engine_msr,
+	.rdpmc = pmu_engine_rdpmc,
 };

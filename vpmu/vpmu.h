@@ -217,6 +217,7 @@ struct vpmu_stats {
 	uint64_t time_enabled_ns, time_running_ns; /* host multiplexing, from the backend */
 	uint64_t sbuf_records, sbuf_lost, sbuf_pmis; /* sample buffer: written, not written (full), watermark PMIs */
 	uint64_t sbuf_refused; /* sample-buffer MSR writes refused with #GP */
+	uint64_t rdpmcs, rdpmc_gp; /* RDPMCs served (vpmu_rdpmc), and those that raised #GP */
 };
 
 /*
@@ -264,6 +265,12 @@ void vpmu_vcpu_release(struct vpmu_vcpu *v);
 
 int vpmu_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val);
 int vpmu_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val);
+/*
+ * RDPMC with ECX = ecx (vpmu_rdpmc.c): VPMU_MSR_OK with the counter in
+ * *val, or VPMU_MSR_GP for an ECX the model has no counter for. Whether the
+ * guest may execute RDPMC at all (CR4.PCE in ring 3) is the caller's to check.
+ */
+int vpmu_rdpmc(struct vpmu_vcpu *v, uint32_t ecx, uint64_t *val);
 
 /*
  * Before an entry: vpmu_vcpu_prepare_entry() applies pending event-select
@@ -275,6 +282,12 @@ void vpmu_vcpu_prepare_entry(struct vpmu_vcpu *v, uint64_t now_ns);
 void vpmu_vcpu_enter(struct vpmu_vcpu *v, uint64_t now_ns);
 void vpmu_vcpu_before_run(struct vpmu_vcpu *v, uint64_t now_ns);
 void vpmu_vcpu_after_run(struct vpmu_vcpu *v, uint64_t now_ns);
+/*
+ * In the middle of a run: what the backend counted so far reaches the
+ * guest's counters, as after_run would bring it (a read the VMM answers
+ * in place, inside a run, must see every event before it).
+ */
+void vpmu_vcpu_sync(struct vpmu_vcpu *v, uint64_t now_ns);
 
 /*
  * How long from now the vCPU should be forced out of the guest so that an

@@ -284,6 +284,11 @@ void vpmu_vcpu_before_run(struct vpmu_vcpu *v, uint64_t now_ns)
 
 void vpmu_vcpu_after_run(struct vpmu_vcpu *v, uint64_t now_ns)
 {
+	vpmu_vcpu_sync(v, now_ns);
+}
+
+void vpmu_vcpu_sync(struct vpmu_vcpu *v, uint64_t now_ns)
+{
 	if (v->cfg->model != VPMU_MODEL_OFF)
 		vpmu_sync(v, true, now_ns);
 }

@@ -33,7 +33,7 @@ ap_entry32:
 	movl $boot_pml4, %eax
 	movl %eax, %cr3
 	movl %cr4, %eax
-	orl $0x20, %eax			/* CR4.PAE */
+	orl $0x120, %eax		/* CR4.PAE; CR4.PCE: RDPMC in ring 3, as Linux allows a task with a perf mmap */
 	movl %eax, %cr4
 	movl $0xc0000080, %ecx		/* EFER */
 	rdmsr

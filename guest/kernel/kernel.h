@@ -233,6 +233,7 @@ extern int pmu_test_enabled;
 void sys_pmu_test_rdmsr(struct cpu *c, struct trapframe *tf);
 void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf);
 void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf);
+void sys_pmu_test_rdpmc(struct cpu *c, struct trapframe *tf);
 
 /* agent.c: the agent channel (COM2) */
 long agent_write(const void *buf, size_t len);
@@ -245,8 +246,9 @@ void vmm_desc_register(void);
 
 /* msr.S: RDMSR/WRMSR that return -GUEST_EIO instead of dying on #GP */
 int msr_read_safe(uint32_t msr, uint64_t *val);
+int rdpmc_safe(uint32_t ecx, uint64_t *val);
 int msr_write_safe(uint32_t msr, uint64_t val);
-extern char msr_read_insn[], msr_write_insn[], msr_safe_fixup[];
+extern char msr_read_insn[], msr_write_insn[], rdpmc_insn[], msr_safe_fixup[];
 
 /* initrd access (main.c) */
 int initrd_find(const char *path, const void **data, size_t *size);

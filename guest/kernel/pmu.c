@@ -369,7 +369,7 @@ void pmu_nmi(struct cpu *c, struct trapframe *tf)
 
 int pmu_fixup(struct trapframe *tf)
 {
-	if (tf->rip == (uint64_t)msr_read_insn || tf->rip == (uint64_t)msr_write_insn) {
+	if (tf->rip == (uint64_t)msr_read_insn || tf->rip == (uint64_t)msr_write_insn || tf->rip == (uint64_t)rdpmc_insn) {
 		tf->rip = (uint64_t)msr_safe_fixup;
 		return 1;
 	}

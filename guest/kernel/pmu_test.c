@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test-only system calls for `pmutest`: raw RDMSR and WRMSR from ring 0
- * (a #GP comes back as -EIO instead of an oops) and a loop of port writes,
+ * Test-only system calls for `pmutest`: raw RDMSR, WRMSR and RDPMC from
+ * ring 0 (a #GP comes back as -EIO instead of an oops) and a loop of port writes,
  * to measure VM exits. They answer -ENOSYS unless the kernel command line
  * enables them (pmutest, see main.c).
  */
@@ -39,6 +39,19 @@ void sys_pmu_test_wrmsr(struct cpu *c, struct trapframe *tf)
 	if (!pmu_test_enabled)
 		RET(-GUEST_ENOSYS);
 	RET(msr_write_safe((uint32_t)tf->rdi, tf->rsi));
+}
+
+void sys_pmu_test_rdpmc(struct cpu *c, struct trapframe *tf)
+{
+	uint64_t v;
+	if (!pmu_test_enabled)
+		RET(-GUEST_ENOSYS);
+	if (!user_range_ok(c->cur, tf->rsi, 8))
+		RET(-GUEST_EFAULT);
+	int r = rdpmc_safe((uint32_t)tf->rdi, &v);
+	if (r == 0)
+		*(uint64_t *)tf->rsi = v;
+	RET(r);
 }
 
 void sys_pmu_test_portio(struct cpu *c, struct trapframe *tf)

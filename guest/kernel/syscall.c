@@ -90,6 +90,7 @@ static const syscall_fn syscalls[SYS_COUNT] = {
 	[SYS_pmu_all_stop] = sys_pmu_all_stop,
 	[SYS_pmu_all_read] = sys_pmu_all_read,
 	[SYS_pmu_all_read_buf] = sys_pmu_all_read_buf,
+	[SYS_pmu_test_rdpmc] = sys_pmu_test_rdpmc,
 };
 
 void syscall_dispatch(struct cpu *c, struct trapframe *tf)

@@ -29,6 +29,10 @@
  *                      (17 of them; run with 256 MiB of RAM) (needs pmutest)
  *   toggle N           counter 0 switched on and off N times, a few user
  *                      instructions apart; its user-mode count (needs pmutest)
+ *   rdpmc N            RDPMC: counter 0 (user-mode instructions) read twice in
+ *                      ring 3 around N loop iterations, exactly 2N+5 apart
+ *                      (see rdpmc_between); then, stopped, read in ring 0
+ *                      as RDMSR reads it; a bad ECX raises #GP (needs pmutest)
  *   args               bad arguments get the documented errors (-ENODEV for
  *                      all without a PMU); the test calls -ENOSYS without
  *                      `pmutest`
@@ -460,6 +464,77 @@ static int cmd_toggle(long n)
 	return 0;
 }
 
+/*
+ * Counter 0 by RDPMC in ring 3 (CR4.PCE) before and after N iterations:
+ * between the two reads retire the first RDPMC, two MOVs, the MOV of N,
+ * N x (dec, jnz) and the XOR before the second: 2N + 5 instructions.
+ */
+#define RDPMC_BETWEEN_EXTRA 5
+__attribute__((noinline)) static uint64_t rdpmc_between(unsigned long n)
+{
+	uint32_t alo, ahi, blo, bhi;
+	__asm__ volatile("xor %%ecx, %%ecx\n\t"
+			 "rdpmc\n\t"
+			 "mov %%eax, %[alo]\n\t"
+			 "mov %%edx, %[ahi]\n\t"
+			 "mov %[n], %%rcx\n\t"
+			 "1: dec %%rcx\n\t"
+			 "jnz 1b\n\t"
+			 "xor %%ecx, %%ecx\n\t"
+			 "rdpmc"
+			 : "=&a"(blo), "=&d"(bhi), [alo] "=&r"(alo), [ahi] "=&r"(ahi)
+			 : [n] "r"(n)
+			 : "rcx", "cc");
+	return ((uint64_t)bhi << 32 | blo) - ((uint64_t)ahi << 32 | alo);
+}
+
+static int cmd_rdpmc(long n)
+{
+	struct pmu_info in;
+	long r = pmu_info(&in), bad;
+	uint64_t v = 0, ring0 = 0, between;
+	uint32_t sel0, sel1, ctr0;
+	/* instructions: counter 0 user mode; counter 1 both rings, which keeps ring 0 in the exact backend's engine */
+	const uint64_t user = 0x4100c0ULL, both = 0x4300c0ULL, off = 0x0100c0ULL;
+
+	if (r)
+		return fail("rdpmc", r);
+	if (n < 1 || n > 100000000) {
+		printf("usage: pmutest rdpmc N (1..100000000)\n");
+		return 2;
+	}
+	if (pmu_test_rdmsr(0xc1, &v) == -GUEST_ENOSYS) {
+		printf("pmutest rdpmc: needs the pmutest kernel command-line flag\n");
+		return 2;
+	}
+	if (in.model == PMU_MODEL_INTEL) {
+		sel0 = 0x186;
+		sel1 = 0x187;
+		ctr0 = 0xc1;
+		pmu_test_wrmsr(0x38f, 3); /* GLOBAL_CTRL: counters 0 and 1 */
+	} else {
+		sel0 = 0xc0010000;
+		sel1 = 0xc0010001;
+		ctr0 = 0xc0010004;
+	}
+	pmu_test_wrmsr(sel0, off);
+	pmu_test_wrmsr(ctr0, 0);
+	pmu_test_wrmsr(sel1, both);
+	pmu_test_wrmsr(sel0, user);
+	between = rdpmc_between((unsigned long)n);
+	pmu_test_wrmsr(sel0, off);
+	if ((r = pmu_test_rdmsr(ctr0, &v)))
+		return fail("rdpmc", r);
+	if ((r = pmu_test_rdpmc(0, &ring0)))
+		return fail("rdpmc", r);
+	/* No such counter on either model: type 1 on Intel, past the six on AMD. */
+	bad = pmu_test_rdpmc(0x10000, &(uint64_t){ 0 });
+	pmu_test_wrmsr(sel1, off);
+	printf("pmutest rdpmc: iterations=%ld between=%lu expected_between=%lu ring0=%lu rdmsr=%lu bad_ecx=%s\n", n,
+	       between, 2 * (unsigned long)n + RDPMC_BETWEEN_EXTRA, ring0, v, bad ? errname(bad) : "no-fault");
+	return 0;
+}
+
 static int cmd_gp(void)
 {
 	struct pmu_info in;
@@ -642,7 +717,9 @@ int main(int argc, char **argv)
 		return cmd_toggle(atol_def(a2, 1000));
 	if (!strcmp(cmd, "args"))
 		return cmd_args();
+	if (!strcmp(cmd, "rdpmc"))
+		return cmd_rdpmc(atol_def(a2, 1000));
 	printf("usage: pmutest info|loop N|tsc N|cycles|pmi P K [keep] [cycles]|event SEL UMASK [N]|portio N|fuzz|gp|"
-	       "toggle N|args\n");
+	       "toggle N|rdpmc N|args\n");
 	return 2;
 }

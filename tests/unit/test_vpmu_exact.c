@@ -174,11 +174,34 @@ static void test_cpuid_events(void **state)
 	assert_int_equal(leaf.ebx, 0);
 }
 
+/* A read the VMM answers inside a run (RDPMC, RDMSR in place) sees the run's events so far, once. */
+static void test_sync_mid_run(void **state)
+{
+	struct setup s;
+	uint64_t val = 0;
+
+	(void)state;
+	setup_model(&s, VPMU_MODEL_INTEL, VPMU_HOST_OTHER);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_IA32_PERFEVTSEL0, 0xc0 | EN | USR), VPMU_MSR_OK);
+	run(&s, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 10);
+	vpmu_vcpu_before_run(&s.v, 3000);
+	vpmu_exact_add(&s.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 7);
+	assert_int_equal(vpmu_rdpmc(&s.v, 0, &val), VPMU_MSR_OK);
+	assert_int_equal(val, 10); /* the run's 7 have not reached the counter */
+	vpmu_vcpu_sync(&s.v, 3500);
+	assert_int_equal(vpmu_rdpmc(&s.v, 0, &val), VPMU_MSR_OK);
+	assert_int_equal(val, 17);
+	vpmu_exact_add(&s.v, VPMU_EXACT_INSNS, VPMU_EXACT_RING_USER, 5);
+	vpmu_vcpu_after_run(&s.v, 4000);
+	assert_int_equal(read_msr(&s, MSR_IA32_PMC0), 22);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_kinds),
 		cmocka_unit_test(test_counts_by_ring),
+		cmocka_unit_test(test_sync_mid_run),
 		cmocka_unit_test(test_watch_and_overflow),
 		cmocka_unit_test(test_cpuid_events),
 	};

@@ -323,6 +323,75 @@ static void test_amd_fewer_counters(void **state)
 	free(t);
 }
 
+/* --- RDPMC ------------------------------------------------------------------------ */
+
+static uint64_t rdpmc_ok(struct vpmu_vcpu *v, uint32_t ecx)
+{
+	uint64_t val = 0;
+
+	assert_int_equal(vpmu_rdpmc(v, ecx, &val), VPMU_MSR_OK);
+	return val;
+}
+
+static void rdpmc_gp(struct vpmu_vcpu *v, uint32_t ecx)
+{
+	uint64_t val = 0x5a5a;
+
+	assert_int_equal(vpmu_rdpmc(v, ecx, &val), VPMU_MSR_GP);
+	assert_int_equal(val, 0x5a5a); /* nothing written on #GP */
+}
+
+/* Intel: ECX[31:16] the type (0 general-purpose, 0x4000 fixed), ECX[15:0] the index; the rest #GP. */
+static void test_rdpmc_intel(void **state)
+{
+	struct tvcpu *t = calloc(1, sizeof *t);
+
+	(void)state;
+	setup_vcpu(t, VPMU_MODEL_INTEL, 4, VPMU_MODE_CPU_SWITCH, NULL);
+	for (unsigned int i = 0; i < 4; i++)
+		wr(&t->v, MSR_IA32_PMC0_FULL + i, 0x100000000ULL * (i + 1) + i);
+	for (unsigned int i = 0; i < 3; i++)
+		wr(&t->v, MSR_CORE_PERF_FIXED_CTR0 + i, 0xf00 + i);
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(rdpmc_ok(&t->v, i), 0x100000000ULL * (i + 1) + i); /* the whole 48 bits */
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(rdpmc_ok(&t->v, 1u << 30 | i), 0xf00 + i);
+	rdpmc_gp(&t->v, 4);              /* past the four offered */
+	rdpmc_gp(&t->v, 1u << 30 | 3);   /* past the three fixed */
+	rdpmc_gp(&t->v, 1u << 31);       /* the old "fast read" bit: no such type */
+	rdpmc_gp(&t->v, 0x2000u << 16);  /* perf metrics: not in this model */
+	rdpmc_gp(&t->v, 0x10000);        /* type 1 */
+	assert_int_equal(t->v.stats.rdpmcs, 12);
+	assert_int_equal(t->v.stats.rdpmc_gp, 5);
+	free(t);
+}
+
+/* AMD: ECX is the counter's number among those offered; nothing else exists. */
+static void test_rdpmc_amd(void **state)
+{
+	struct tvcpu *t = calloc(1, sizeof *t);
+
+	(void)state;
+	setup_vcpu(t, VPMU_MODEL_AMD, 0, VPMU_MODE_CPU_SWITCH, NULL);
+	for (unsigned int i = 0; i < 6; i++) {
+		wr(&t->v, AMD_CTR(i), 0xabc0000000ULL + i);
+		assert_int_equal(rdpmc_ok(&t->v, i), 0xabc0000000ULL + i);
+	}
+	rdpmc_gp(&t->v, 6);
+	rdpmc_gp(&t->v, 1u << 30);
+	rdpmc_gp(&t->v, 0xffffffffu);
+	free(t);
+	t = calloc(1, sizeof *t);
+	setup_vcpu(t, VPMU_MODEL_AMD, 2, VPMU_MODE_CPU_SWITCH, NULL);
+	assert_int_equal(rdpmc_ok(&t->v, 1), 0);
+	rdpmc_gp(&t->v, 2); /* a counter the model does not offer, unlike RDMSR's zero */
+	free(t);
+	t = calloc(1, sizeof *t);
+	setup_vcpu(t, VPMU_MODEL_OFF, 0, VPMU_MODE_CPU_SWITCH, NULL);
+	rdpmc_gp(&t->v, 0);
+	free(t);
+}
+
 /* --- counting --------------------------------------------------------------------- */
 
 static void test_counting_amd(void **state)
@@ -703,6 +772,8 @@ int main(void)
 		cmocka_unit_test(test_amd_registers),
 		cmocka_unit_test(test_amd_perfmonv2_status),
 		cmocka_unit_test(test_amd_fewer_counters),
+		cmocka_unit_test(test_rdpmc_intel),
+		cmocka_unit_test(test_rdpmc_amd),
 		cmocka_unit_test(test_counting_amd),
 		cmocka_unit_test(test_disabled_counter),
 		cmocka_unit_test(test_overflow_pmi_intel),

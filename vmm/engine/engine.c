@@ -89,6 +89,15 @@ bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *va
 	return false;
 }
 
+bool engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val)
+{
+	EACH_CLIENT(c, engine_of(vcpu)) {
+		if ((*c)->rdpmc && (*c)->rdpmc(vcpu, ecx, val))
+			return true;
+	}
+	return false;
+}
+
 /* The host's debug features, measured once (engine_probe.h). */
 static struct engine_debug_caps debug_caps;
 static pthread_once_t debug_caps_once = PTHREAD_ONCE_INIT;
@@ -741,6 +750,10 @@ engine:
 	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_msr_in_place(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.msrs_in_place++;
+	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_rdpmc_in_place(vcpu, &st)) {
+		/* KVM has no exit for RDPMC: done here, or KVM raises #GP. */
+		r.stop = EMU_STOP_BUDGET;
+		x->stats.rdpmcs_in_place++;
 	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && engine_rdtsc(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.tsc_in_place++;
@@ -811,11 +824,12 @@ void engine_print_stats(struct vm *vm)
 	fputc('\n', stderr);
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
-		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu\n",
+		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
-		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place);
+		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
+		(unsigned long long)t.rdpmcs_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",

@@ -54,6 +54,12 @@ struct engine_client {
 	 * MSR exit would have (its own registers); false leaves it to KVM.
 	 */
 	bool (*msr)(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
+	/*
+	 * An RDPMC the guest may execute (ring 0, or CR4.PCE set): true with
+	 * the counter ECX names in *val; false leaves it to KVM, which raises
+	 * #GP (it has no PMU for the guest and no exit for RDPMC).
+	 */
+	bool (*rdpmc)(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 };
 
 /* Every client, NULL-terminated (vm_features.c): a new one is a file with a struct engine_client and a row. */
@@ -63,6 +69,7 @@ extern const struct engine_client *const engine_clients[];
 
 struct engine_stats {
 	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
+	uint64_t rdpmcs_in_place;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
 	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
 	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */

@@ -18,6 +18,7 @@
 #define MSR_IA32_TSC 0x10u
 #define MSR_TSC_AUX 0xc0000103u
 #define X86_CR4_TSD (1ULL << 2)
+#define X86_CR4_PCE (1ULL << 8)
 #define X86_CR0_WP (1ULL << 16)
 
 int engine_paging(const struct emu_state *st, struct guest_paging *pg)
@@ -161,6 +162,27 @@ bool engine_msr_in_place(struct vcpu *vcpu, struct emu_state *st)
 	}
 	st->regs.rip += 2;
 	engine_count_insn(vcpu, EMU_RING_KERNEL);
+	return true;
+}
+
+bool engine_rdpmc_in_place(struct vcpu *vcpu, struct emu_state *st)
+{
+	unsigned int ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
+	struct guest_paging pg;
+	uint64_t val;
+	uint8_t b[2];
+
+	if (engine_paging(st, &pg) || engine_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || b[1] != 0x33)
+		return false;
+	/* Outside ring 0 only CR4.PCE lets it run; without it the #GP is KVM's to raise. */
+	if (ring == EMU_RING_USER && !(st->sregs.cr4 & X86_CR4_PCE))
+		return false;
+	if (!engine_client_rdpmc(vcpu, (uint32_t)st->regs.rcx, &val))
+		return false;
+	st->regs.rax = (uint32_t)val;
+	st->regs.rdx = val >> 32;
+	st->regs.rip += 2;
+	engine_count_insn(vcpu, ring);
 	return true;
 }
 

@@ -49,8 +49,15 @@ bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int 
 /* RDMSR or WRMSR in ring 0 that a client answers, done in place; false for anything else. */
 bool engine_msr_in_place(struct vcpu *vcpu, struct emu_state *st);
 
-/* engine.c: asks the clients to answer an MSR access (engine_client.msr); tells them of one instruction. */
+/*
+ * RDPMC that a client answers, done in place, in ring 0 or (CR4.PCE) ring
+ * 3; false for anything else, and where it must raise #GP (KVM raises it).
+ */
+bool engine_rdpmc_in_place(struct vcpu *vcpu, struct emu_state *st);
+
+/* engine.c: asks the clients to answer an MSR access (engine_client.msr) or an RDPMC; tells them of one instruction. */
 bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
+bool engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
 
 /* RDTSC or RDTSCP from KVM's guest TSC; false where it must fault (CR4.TSD in ring 3). */

@@ -47,7 +47,9 @@
 #define SYS_pmu_all_stop 23  /* pmu_all_stop(struct pmu_all_stats * or NULL) -> PMIs */
 #define SYS_pmu_all_read 24  /* pmu_all_read(struct pmu_record *, max) -> n: drains the records */
 #define SYS_pmu_all_read_buf 25 /* pmu_all_read_buf(void *, bytes) -> bytes: drains the sample buffers' records */
-#define SYS_COUNT 26 /* one more than the highest number */
+/* Test-only, as 16-18. */
+#define SYS_pmu_test_rdpmc 26 /* (ecx, uint64_t *val) -> 0 | -EIO if it raised #GP: RDPMC in ring 0 */
+#define SYS_COUNT 27 /* one more than the highest number */
 
 /* write() file descriptors */
 #define GUEST_FD_AGENT 3 /* COM2, the agent channel (kvmprof-vmm --agent-channel) */

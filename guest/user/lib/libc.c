@@ -108,6 +108,11 @@ long pmu_test_portio(unsigned long n)
 	return syscall3(SYS_pmu_test_portio, (long)n, 0, 0);
 }
 
+long pmu_test_rdpmc(uint32_t ecx, uint64_t *val)
+{
+	return syscall3(SYS_pmu_test_rdpmc, ecx, (long)val, 0);
+}
+
 long pmu_all_start(const struct pmu_event *ev, uint64_t period, unsigned flags)
 {
 	return syscall3(SYS_pmu_all_start, (long)ev, (long)period, flags);

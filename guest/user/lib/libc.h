@@ -34,6 +34,7 @@ long pmu_samples(uint64_t *rips, int max);
 long pmu_test_rdmsr(uint32_t msr, uint64_t *val);
 long pmu_test_wrmsr(uint32_t msr, uint64_t val);
 long pmu_test_portio(unsigned long n);
+long pmu_test_rdpmc(uint32_t ecx, uint64_t *val);
 /* System-wide sampling (every CPU, user and kernel): see syscall.h. */
 long pmu_all_start(const struct pmu_event *ev, uint64_t period, unsigned flags);
 long pmu_all_stop(struct pmu_all_stats *st);
