@@ -542,7 +542,10 @@ if [ $guest = 1 ]; then
 	if [ -n "$apid" ] && [ "$said" = "$rows" ] && [ "$rows" -gt 0 ] && sanitizer_clean "$T/ga.err"; then
 		pass "report-names-the-guest-profiler ($line)"
 	else
-		fail report-names-the-guest-profiler "line '$line', agent pid '$apid', its table rows $rows samples" "$T/ga.rep" "$T/ga.err"
+		# The header says whether exits were recorded, the console whether the agent wrote its file.
+		head -n 12 "$T/ga.rep" >"$T/ga.head"
+		fail report-names-the-guest-profiler "line '$line', agent pid '$apid', its table rows $rows samples" "$T/ga.head" \
+			"$T/ga.rep" "$T/ga.err" "$T/ga.console" "$T/ga.vmm"
 	fi
 else
 	no_guest_samples report-names-the-guest-profiler
