@@ -89,13 +89,18 @@ bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *va
 	return false;
 }
 
-bool engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val)
+int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val)
 {
+	int r = -1;
+
 	EACH_CLIENT(c, engine_of(vcpu)) {
-		if ((*c)->rdpmc && (*c)->rdpmc(vcpu, ecx, val))
-			return true;
+		if (!(*c)->rdpmc)
+			continue;
+		if ((*c)->rdpmc(vcpu, ecx, val))
+			return 1;
+		r = 0;
 	}
-	return false;
+	return r;
 }
 
 /* The host's debug features, measured once (engine_probe.h). */

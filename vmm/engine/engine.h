@@ -56,8 +56,9 @@ struct engine_client {
 	bool (*msr)(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
 	/*
 	 * An RDPMC the guest may execute (ring 0, or CR4.PCE set): true with
-	 * the counter ECX names in *val; false leaves it to KVM, which raises
-	 * #GP (it has no PMU for the guest and no exit for RDPMC).
+	 * the counter ECX names in *val; false: there is no such counter, and
+	 * the engine raises the #GP hardware raises. A VM none of whose clients
+	 * has this leaves RDPMC to KVM.
 	 */
 	bool (*rdpmc)(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 };

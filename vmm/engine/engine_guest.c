@@ -169,16 +169,30 @@ bool engine_rdpmc_in_place(struct vcpu *vcpu, struct emu_state *st)
 {
 	unsigned int ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
 	struct guest_paging pg;
+	struct emu_state faulted;
 	uint64_t val;
 	uint8_t b[2];
+	int r;
 
 	if (engine_paging(st, &pg) || engine_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || b[1] != 0x33)
 		return false;
-	/* Outside ring 0 only CR4.PCE lets it run; without it the #GP is KVM's to raise. */
-	if (ring == EMU_RING_USER && !(st->sregs.cr4 & X86_CR4_PCE))
+	/* Outside ring 0 only CR4.PCE lets it run. */
+	r = ring == EMU_RING_USER && !(st->sregs.cr4 & X86_CR4_PCE) ? 0 : engine_client_rdpmc(vcpu, (uint32_t)st->regs.rcx, &val);
+	if (r < 0)
 		return false;
-	if (!engine_client_rdpmc(vcpu, (uint32_t)st->regs.rcx, &val))
-		return false;
+	if (r == 0) {
+		/*
+		 * #GP(0) as the CPU raises it, from the VMM: KVM would raise it
+		 * too with its PMU off, but a KVM under QEMU's TCG was seen to
+		 * complete a bad RDPMC instead. It faults: nothing retires.
+		 */
+		faulted = *st;
+		if (!engine_deliver_event(vcpu, &faulted, 13, st->regs.rip, 0, false))
+			return false;
+		*st = faulted;
+		engine_of(vcpu)->stats.events_by_vmm++;
+		return true;
+	}
 	st->regs.rax = (uint32_t)val;
 	st->regs.rdx = val >> 32;
 	st->regs.rip += 2;

@@ -50,14 +50,17 @@ bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int 
 bool engine_msr_in_place(struct vcpu *vcpu, struct emu_state *st);
 
 /*
- * RDPMC that a client answers, done in place, in ring 0 or (CR4.PCE) ring
- * 3; false for anything else, and where it must raise #GP (KVM raises it).
+ * RDPMC, done in place where a client serves it: the counter ECX names,
+ * or the #GP hardware raises (an ECX naming no counter; ring 3 without
+ * CR4.PCE), delivered by the VMM. False for anything else, and where no
+ * client serves RDPMC or the #GP cannot be delivered plainly (KVM's then).
  */
 bool engine_rdpmc_in_place(struct vcpu *vcpu, struct emu_state *st);
 
 /* engine.c: asks the clients to answer an MSR access (engine_client.msr) or an RDPMC; tells them of one instruction. */
 bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val);
-bool engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
+/* 1 with *val: a client answered; 0: a client serves RDPMC and there is no such counter; -1: no client serves it. */
+int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
 
 /* RDTSC or RDTSCP from KVM's guest TSC; false where it must fault (CR4.TSD in ring 3). */
