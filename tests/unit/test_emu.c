@@ -89,7 +89,8 @@ static int setup(void **state)
 	*pte(PML4, 511) = PDPT_HI | P | RW;
 	*pte(PDPT_HI, 510) = PD_HI | P | RW;
 	*pte(PD_HI, 8) = 0x200000 | P | RW | PS; /* 0xffffffff81000000 */
-	assert_int_equal(emu_create(&emu, &mem, false, err, sizeof(err)), 0);
+	if (emu_create(&emu, &mem, false, err, sizeof(err)))
+		fail_msg("emu_create: %s", err);
 	return 0;
 }
 
@@ -443,6 +444,77 @@ static void test_handback_mid_block(void **state)
 	assert_int_equal(st.regs.rip, UCODE + 5);
 }
 
+/*
+ * RFLAGS where a memory access stops a block part-way (emu_flags.h): after
+ * ADD of -1 and 1 (zero: CF, PF, AF, ZF set) the guest's #PF hand-back
+ * carries those flags, and after the first write to a clean page (the run
+ * stops there to set the dirty bit, then goes on) the instructions that
+ * read them see them. Unicorn 2.0.1 alone gives the flags the block started
+ * with, computed from ADD's operands (0x203 here).
+ */
+static void test_flags_after_mid_block_fault(void **state)
+{
+	/* add rax, rbx; mov [rcx], rax; ud2 */
+	static const uint8_t fault[] = { 0x48, 0x01, 0xd8, 0x48, 0x89, 0x01, 0x0f, 0x0b };
+	/* mov rdx, [rcx]; add rax, rbx; mov [rcx], rax; setc dl; setz dh; ud2 */
+	static const uint8_t clean[] = { 0x48, 0x8b, 0x11, 0x48, 0x01, 0xd8, 0x48, 0x89, 0x01,
+					 0x0f, 0x92, 0xc2, 0x0f, 0x94, 0xc6, 0x0f, 0x0b };
+	/* add rax, rbx; shl rdx, cl; mov [rsi], rax; ud2 */
+	static const uint8_t shift[] = { 0x48, 0x01, 0xd8, 0x48, 0xd3, 0xe2, 0x48, 0x89, 0x06, 0x0f, 0x0b };
+	const uint64_t zero_flags = 0x202 | 0x1 | 0x4 | 0x10 | 0x40; /* IF, CF, PF, AF, ZF */
+	uint64_t *data = pte(PT_LO, (UDATA >> 12) & 511);
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE, fault, sizeof(fault));
+	st = user_state(UCODE);
+	st.regs.rax = ~0ULL;
+	st.regs.rbx = 1;
+	st.regs.rcx = NOTPRESENT;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_FAULT);
+	assert_int_equal(st.regs.rip, UCODE + 3);
+	assert_int_equal(st.regs.rax, 0);
+	assert_int_equal(st.regs.rflags, zero_flags);
+
+	*data &= ~(A | D);
+	emu_invalidate(emu);
+	put_code(UCODE, clean, sizeof(clean));
+	st = user_state(UCODE);
+	st.regs.rax = ~0ULL;
+	st.regs.rbx = 1;
+	st.regs.rcx = UDATA + 16;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(st.regs.rip, UCODE + sizeof(clean) - 2);
+	assert_true(*data & D);
+	assert_int_equal(st.regs.rdx & 0xffff, 0x0101); /* SETC and SETZ after the stop saw CF and ZF */
+	assert_int_equal(st.regs.rflags, zero_flags);
+
+	/* A shift by CL: 0 keeps ADD's flags (QEMU decides at run time), 1 makes its own. */
+	for (uint64_t cl = 0; cl < 2; cl++) {
+		emu_invalidate(emu);
+		put_code(UCODE, shift, sizeof(shift));
+		st = user_state(UCODE);
+		st.regs.rax = ~0ULL;
+		st.regs.rbx = 1;
+		st.regs.rcx = cl;
+		st.regs.rdx = 1;
+		st.regs.rsi = NOTPRESENT;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.handback, EMU_HB_FAULT);
+		assert_int_equal(st.regs.rip, UCODE + 6);
+		assert_int_equal(st.regs.rdx, 1ULL << cl);
+		if (cl == 0)
+			assert_int_equal(st.regs.rflags, zero_flags);
+		else /* 1 << 1 = 2: CF (the bit shifted out), ZF, SF and OF clear, PF clear (one bit set) */
+			assert_int_equal(st.regs.rflags & ~0x10ULL, 0x202); /* AF undefined */
+	}
+}
+
 static void test_rep_string_counts_once(void **state)
 {
 	/* mov esi, UDATA; mov edi, UDATA+0x800; mov ecx, 100; rep movsb; ud2 */
@@ -654,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_unsupported_modes),
 		cmocka_unit_test(test_locked_on_smp),
 		cmocka_unit_test(test_decode_one),
+		cmocka_unit_test(test_flags_after_mid_block_fault),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unicorn/unicorn.h>
 
+#include "emu_flags.h"
 #include "guest_walk.h"
 
 #define PAGE_SIZE 4096ULL
@@ -41,6 +42,7 @@ struct emu {
 	uc_engine *uc;
 	uc_hook block_hook, mem_hook, precise_hook;
 	struct emu_decoder *dec;
+	struct emu_flags *flags; /* right RFLAGS after a memory access stopped a block part-way */
 	struct vmi_mem mem; /* guest RAM, mapped in this process: Unicorn runs on it directly */
 	bool smp;
 
@@ -164,6 +166,8 @@ static unsigned int cache_slot(uint64_t addr)
 
 static void cache_clear(struct emu *e)
 {
+	if (e->flags)
+		emu_flags_forget(e->flags);
 	for (unsigned int i = 0; i < BLOCK_CACHE_SIZE; i++) {
 		free(e->cache[i]);
 		e->cache[i] = NULL;
@@ -511,8 +515,14 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 	}
 	/* A model with what compilers emit for x86-64-v2/v3 short of AVX, which TCG lacks (AVX is handed back). */
 	uc_ctl_set_cpu_model(e->uc, UC_CPU_X86_HASWELL);
+	if (emu_flags_open(&e->flags, e->uc, err, err_size)) {
+		uc_close(e->uc);
+		free(e);
+		return -EINVAL;
+	}
 	if (emu_decoder_open(&e->dec)) {
 		snprintf(err, err_size, "Capstone: cannot open an x86-64 decoder");
+		emu_flags_close(e->flags);
 		uc_close(e->uc);
 		free(e);
 		return -EINVAL;
@@ -547,6 +557,7 @@ void emu_destroy(struct emu *e)
 	cache_clear(e);
 	free(e->pages);
 	emu_decoder_close(e->dec);
+	emu_flags_close(e->flags);
 	if (e->uc)
 		uc_close(e->uc);
 	free(e);
@@ -558,6 +569,18 @@ void emu_get_stats(const struct emu *e, struct emu_stats *s)
 }
 
 /* --- running ------------------------------------------------------------- */
+
+static void repair_flags(struct emu *e, uint64_t block, uint64_t rip, uint64_t sys_rflags)
+{
+	int r = emu_flags_fix(e->flags, block, rip, sys_rflags);
+
+	if (r > 0)
+		e->stats.flags_repaired++;
+	else if (r < 0 && !e->stats.flags_unknown++)
+		fprintf(stderr, "kvmprof-vmm: emulation engine: the flags at %#llx (block %#llx) after a page fault "
+			"could not be recomputed: %s; they may be wrong (counted in --vpmu-stats)\n",
+			(unsigned long long)rip, (unsigned long long)block, emu_flags_why(e->flags));
+}
 
 /* The run's CPL and the paging checks, or a hand-back reason if the engine cannot run this state. */
 static enum emu_handback run_context(struct emu *e, const struct emu_state *st)
@@ -657,6 +680,9 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			rc = -EIO;
 			goto out;
 		}
+		/* A memory access that stopped the block part-way: Unicorn's flags may be wrong (emu_flags.h). */
+		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT))
+			repair_flags(e, e->prev->addr, rip, saved.rflags);
 		/* Whatever stopped it, the instructions of the block in progress before rip retired. */
 		if (e->prev)
 			settle_at(e, e->prev, rip);

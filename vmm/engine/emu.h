@@ -112,6 +112,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 /* Engine statistics, for --vpmu-stats. */
 struct emu_stats {
 	uint64_t runs, insns, handbacks[EMU_HB_COUNT], pages_mapped, blocks_decoded, invalidations;
+	uint64_t flags_repaired, flags_unknown; /* RFLAGS after a page fault inside a block (emu_flags.h) */
 	uint64_t run_ns; /* time inside emu_run */
 };
 
