@@ -24,9 +24,21 @@ static unsigned int engine_rings_of(unsigned int rings)
 	return (rings & VPMU_EXACT_RING_USER ? EMU_RING_USER : 0) | (rings & VPMU_EXACT_RING_KERNEL ? EMU_RING_KERNEL : 0);
 }
 
+/*
+ * The rings its exact counters count in; and while the guest may read a
+ * counter with RDPMC (vpmu_rdpmc_live), the vCPU stays in the engine even
+ * when none counts: KVM has no RDPMC exit, and Linux reads a counter right
+ * after disabling it (x86_perf_event_update), and a throttled one later.
+ * The engine runs the whole vCPU while any ring is asked for (a ring-3
+ * vCPU in KVM enters ring 0 unseen), so RDPMC in either ring is answered
+ * in place.
+ */
 static unsigned int pmu_engine_rings(struct vcpu *vcpu)
 {
-	return engine_rings_of(vpmu_exact_rings(&vcpu_pmu_of(vcpu)->v));
+	const struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
+	unsigned int rings = engine_rings_of(vpmu_exact_rings(v));
+
+	return rings ? rings : vpmu_rdpmc_live(v) ? EMU_RING_KERNEL : 0;
 }
 
 static const enum vpmu_exact_kind kind_of[EMU_EV_COUNT] = {

@@ -201,6 +201,13 @@ struct vpmu_counter {
 	uint64_t programmed_ctl; /* ctl when the host counter was set up */
 	uint64_t last_delta, last_interval; /* events and ns of the last guest run: the rate */
 	bool programmed;    /* a host counter backs it */
+	/*
+	 * The guest may read it with RDPMC (vpmu_rdpmc_live()): from the first
+	 * non-zero control until the guest writes 0 to its value while its
+	 * control is 0. Linux clears neither when it frees a counter, and
+	 * clears an Intel fixed counter's control before its last read.
+	 */
+	bool live;
 	bool unsupported;   /* the guest asked for an event the host cannot count */
 	uint64_t ovf_time;  /* estimated time of a pending overflow, ns */
 };
@@ -271,6 +278,13 @@ int vpmu_msr_write(struct vpmu_vcpu *v, uint32_t msr, uint64_t val);
  * guest may execute RDPMC at all (CR4.PCE in ring 3) is the caller's to check.
  */
 int vpmu_rdpmc(struct vpmu_vcpu *v, uint32_t ecx, uint64_t *val);
+/*
+ * Whether the guest may read a counter with RDPMC now: one of its counters
+ * is live (struct vpmu_counter). An RDPMC-serving backend (the exact one,
+ * through the emulation engine) keeps the vCPU where it can answer RDPMC
+ * while this holds.
+ */
+bool vpmu_rdpmc_live(const struct vpmu_vcpu *v);
 
 /*
  * Before an entry: vpmu_vcpu_prepare_entry() applies pending event-select

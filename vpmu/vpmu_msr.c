@@ -351,6 +351,8 @@ static void counter_write(struct vpmu_vcpu *v, unsigned int idx, uint64_t value)
 			c->raw_last = raw[idx];
 	}
 	c->count = value & VPMU_COUNTER_MASK;
+	if (!c->count && !c->ctl)
+		c->live = false; /* the guest resets it: no RDPMC of it follows */
 	arm_counter(v, idx);
 }
 
@@ -360,6 +362,8 @@ static void ctl_write(struct vpmu_vcpu *v, unsigned int idx, uint64_t value)
 		v->ctr[idx].ctl = value;
 		v->reprogram = true;
 	}
+	if (value)
+		v->ctr[idx].live = true;
 }
 
 static int amd_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val)

@@ -48,3 +48,11 @@ int vpmu_rdpmc(struct vpmu_vcpu *v, uint32_t ecx, uint64_t *val)
 	*val = v->ctr[idx].count;
 	return VPMU_MSR_OK;
 }
+
+bool vpmu_rdpmc_live(const struct vpmu_vcpu *v)
+{
+	for (unsigned int i = 0; i < VPMU_MAX_COUNTERS; i++)
+		if (v->ctr[i].live)
+			return true;
+	return false;
+}

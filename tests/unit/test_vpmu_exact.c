@@ -196,6 +196,39 @@ static void test_sync_mid_run(void **state)
 	assert_int_equal(read_msr(&s, MSR_IA32_PMC0), 22);
 }
 
+/*
+ * RDPMC may follow as long as a counter is live: from its first non-zero
+ * control until the guest zeroes its value with the control 0. Linux's
+ * disabling keeps an AMD control's event bits and clears an Intel fixed
+ * counter's field, then reads the counter: both stay live.
+ */
+static void test_rdpmc_live(void **state)
+{
+	struct setup s;
+
+	(void)state;
+	setup_model(&s, VPMU_MODEL_AMD, VPMU_HOST_AMD);
+	assert_false(vpmu_rdpmc_live(&s.v));
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_PERFCTR0 + 1, 0xfffffff00000ULL), VPMU_MSR_OK);
+	assert_false(vpmu_rdpmc_live(&s.v)); /* a value alone: no event, nothing to read */
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 1, 0xc0 | EN | USR), VPMU_MSR_OK);
+	assert_true(vpmu_rdpmc_live(&s.v));
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 1, 0xc0 | USR), VPMU_MSR_OK); /* disabled */
+	assert_true(vpmu_rdpmc_live(&s.v));
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_EVNTSEL0 + 1, 0), VPMU_MSR_OK);
+	assert_true(vpmu_rdpmc_live(&s.v)); /* its value may still be read */
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_K7_PERFCTR0 + 1, 0), VPMU_MSR_OK);
+	assert_false(vpmu_rdpmc_live(&s.v)); /* reset: control and value 0 */
+
+	setup_model(&s, VPMU_MODEL_INTEL, VPMU_HOST_INTEL);
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_CORE_PERF_FIXED_CTR_CTRL, 0x2), VPMU_MSR_OK); /* fixed 0, ring 3 */
+	assert_true(vpmu_rdpmc_live(&s.v));
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_CORE_PERF_FIXED_CTR_CTRL, 0), VPMU_MSR_OK);
+	assert_true(vpmu_rdpmc_live(&s.v)); /* x86_pmu_stop: the field cleared, then RDPMC */
+	assert_int_equal(vpmu_msr_write(&s.v, MSR_CORE_PERF_FIXED_CTR0, 0), VPMU_MSR_OK);
+	assert_false(vpmu_rdpmc_live(&s.v));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_sync_mid_run),
 		cmocka_unit_test(test_watch_and_overflow),
 		cmocka_unit_test(test_cpuid_events),
+		cmocka_unit_test(test_rdpmc_live),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

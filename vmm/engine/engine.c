@@ -797,7 +797,7 @@ void engine_print_stats(struct vm *vm)
 {
 	struct engine_stats t = { 0 };
 	struct emu_stats e = { 0 };
-	bool any = false;
+	bool any = false, vmm_events = false;
 
 	for (unsigned int i = 0; i < vm->cfg->ncpus; i++) {
 		const struct engine_vcpu *x = engine_of(&vm->vcpu[i]);
@@ -806,6 +806,7 @@ void engine_print_stats(struct vm *vm)
 		if (!x->emu)
 			continue;
 		any = true;
+		vmm_events = x->vmm_events; /* set when its engine started, the same on every vCPU */
 		emu_get_stats(x->emu, &s);
 		/* Both are all uint64_t counters: summed field by field. */
 		add_u64s((uint64_t *)&e, (const uint64_t *)&s, sizeof(e) / sizeof(uint64_t));
@@ -843,7 +844,7 @@ void engine_print_stats(struct vm *vm)
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",
 			debug_caps.hw_bp[0] ? "fire" : "do not fire", debug_caps.hw_bp[1] ? "fire" : "do not fire",
 			debug_caps.single_step[0] ? "fire" : "do not fire", debug_caps.single_step[1] ? "fire" : "do not fire",
-			engine_of(&vm->vcpu[0])->vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
+			vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
 						       "KVM steps stop at breakpoints");
 	if (t.events_by_vmm || t.ack_runs)
 		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
