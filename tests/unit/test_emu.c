@@ -219,6 +219,41 @@ static void test_kernel_half_ring0(void **state)
 	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 0);
 }
 
+/*
+ * A guest large page is one mapping in the emulator: code and data 1 MiB
+ * apart in KCODE's 2 MiB page map once, and the first write to it (its
+ * dirty bit clear) makes all of it writable and sets the large page's
+ * dirty bit.
+ */
+static void test_large_page_one_mapping(void **state)
+{
+	/* mov rax, [rbx]; mov [rbx+8], rax; mov [rbx+0x1000], rax; ud2 */
+	static const uint8_t code[] = { 0x48, 0x8b, 0x03, 0x48, 0x89, 0x43, 0x08, 0x48, 0x89, 0x83, 0x00, 0x10, 0x00, 0x00,
+					0x0f, 0x0b };
+	uint64_t *pde = pte(PD_HI, 8), data = KCODE + 0x100000;
+	struct emu_state st = kernel_state(KCODE + 0x40);
+	struct emu_stats before, after;
+	struct emu_result r;
+
+	(void)state;
+	*pde &= ~(A | D);
+	emu_invalidate(emu);
+	put_code(KCODE + 0x40, code, sizeof(code));
+	*(uint64_t *)(mem.host + 0x200000 + 0x100000) = 0x1122334455667788ULL;
+	st.regs.rbx = data;
+	emu_get_stats(emu, &before);
+	run_ok(&st, &plain, &r);
+	emu_get_stats(emu, &after);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(st.regs.rip, KCODE + 0x40 + sizeof(code) - 2);
+	assert_int_equal(r.counts.ev[1][EMU_EV_INSNS], 3);
+	assert_int_equal(after.pages_mapped - before.pages_mapped, 1);
+	assert_true(*pde & A);
+	assert_true(*pde & D);
+	assert_int_equal(*(uint64_t *)(mem.host + 0x200000 + 0x100008), 0x1122334455667788ULL);
+	assert_int_equal(*(uint64_t *)(mem.host + 0x200000 + 0x101000), 0x1122334455667788ULL);
+}
+
 /* An instruction watch stops right after its target instruction, wherever that is in a block. */
 static void test_watch_instructions(void **state)
 {
@@ -494,6 +529,36 @@ static void test_flags_after_mid_block_fault(void **state)
 	assert_int_equal(st.regs.rdx & 0xffff, 0x0101); /* SETC and SETZ after the stop saw CF and ZF */
 	assert_int_equal(st.regs.rflags, zero_flags);
 
+	/*
+	 * A block the scratch CPU cannot run as is (Linux's, seen in a guest:
+	 * its DIV makes the IDIV's divisor 0 on scratch values): the repair
+	 * steps over the IDIV's #DE there and still finds the flags.
+	 */
+	{
+		/* xor edx,edx; div edi; imul esi,eax,0xfa; mov ecx,eax; mov eax,1e9; cqo; movsxd r8,esi; idiv r8;
+		   add rbx,0; mov [rbx],edi; ud2 */
+		static const uint8_t divs[] = { 0x31, 0xd2, 0xf7, 0xf7, 0x69, 0xf0, 0xfa, 0x00, 0x00, 0x00, 0x89, 0xc1,
+						0xb8, 0x00, 0xca, 0x9a, 0x3b, 0x48, 0x99, 0x4c, 0x63, 0xc6, 0x49, 0xf7,
+						0xf8, 0x48, 0x83, 0xc3, 0x00, 0x89, 0x3b, 0x0f, 0x0b };
+		struct emu_stats before, after;
+
+		emu_invalidate(emu);
+		put_code(UCODE, divs, sizeof(divs));
+		st = user_state(UCODE);
+		st.regs.rax = 1000;
+		st.regs.rdi = 10;
+		st.regs.rbx = NOTPRESENT;
+		emu_get_stats(emu, &before);
+		run_ok(&st, &plain, &r);
+		emu_get_stats(emu, &after);
+		assert_int_equal(r.handback, EMU_HB_FAULT);
+		assert_int_equal(st.regs.rip, UCODE + 29);
+		assert_int_equal(st.regs.rax, 40000);
+		assert_int_equal(after.flags_unknown, before.flags_unknown);
+		/* ADD of 0 to NOTPRESENT (0x404000): every flag clear but PF (0x00 has no bits set: even) */
+		assert_int_equal(st.regs.rflags, 0x206);
+	}
+
 	/* A shift by CL: 0 keeps ADD's flags (QEMU decides at run time), 1 makes its own. */
 	for (uint64_t cl = 0; cl < 2; cl++) {
 		emu_invalidate(emu);
@@ -727,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_locked_on_smp),
 		cmocka_unit_test(test_decode_one),
 		cmocka_unit_test(test_flags_after_mid_block_fault),
+		cmocka_unit_test(test_large_page_one_mapping),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

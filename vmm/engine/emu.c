@@ -25,6 +25,8 @@
 
 #define PAGE_SIZE 4096ULL
 #define PAGE_MASK (~(PAGE_SIZE - 1))
+/* The guest's large pages are mapped whole, up to this much (2 MiB pages; a 1 GiB page by its 2 MiB pieces). */
+#define REGION_MAX (2ULL << 20)
 #define X86_CR0_PE (1ULL << 0)
 #define X86_CR0_WP (1ULL << 16)
 #define X86_CR0_AM (1ULL << 18)
@@ -52,7 +54,7 @@ struct emu {
 	unsigned int mapped_cpl;
 	bool mapped_smep_smap;
 	struct mapped_page {
-		uint64_t va;
+		uint64_t va, size; /* one Unicorn region: a 4 KiB page, or a guest large page (or 2 MiB of one) */
 		bool ring3_ok; /* ring 3 may access it as mapped: user page, writable only if the guest says so */
 	} *pages;
 	size_t npages, pages_cap;
@@ -282,7 +284,7 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	return p;
 }
 
-static bool remember_page(struct emu *e, uint64_t va, bool ring3_ok)
+static bool remember_page(struct emu *e, uint64_t va, uint64_t size, bool ring3_ok)
 {
 	if (e->npages == e->pages_cap) {
 		size_t cap = e->pages_cap ? e->pages_cap * 2 : 256;
@@ -293,15 +295,24 @@ static bool remember_page(struct emu *e, uint64_t va, bool ring3_ok)
 		e->pages = n;
 		e->pages_cap = cap;
 	}
-	e->pages[e->npages++] = (struct mapped_page){ va, ring3_ok };
+	e->pages[e->npages++] = (struct mapped_page){ va, size, ring3_ok };
 	return true;
 }
 
-static void unmap_page(struct emu *e, uint64_t va)
+static void unmap_page(struct emu *e, const struct mapped_page *m)
 {
 	/* Unicorn keeps translated code across mappings and does not see writes made outside it. */
-	uc_ctl_remove_cache(e->uc, va, va + PAGE_SIZE);
-	uc_mem_unmap(e->uc, va, PAGE_SIZE);
+	uc_ctl_remove_cache(e->uc, m->va, m->va + m->size);
+	uc_mem_unmap(e->uc, m->va, m->size);
+}
+
+/* The mapping that holds va, or NULL. */
+static struct mapped_page *mapping_of(struct emu *e, uint64_t va)
+{
+	for (size_t i = 0; i < e->npages; i++)
+		if (va - e->pages[i].va < e->pages[i].size)
+			return &e->pages[i];
+	return NULL;
 }
 
 /* Drops the pages ring 3 must not see as mapped (when the vCPU goes from ring 0 to ring 3). */
@@ -313,7 +324,7 @@ static void drop_ring0_pages(struct emu *e)
 		if (e->pages[i].ring3_ok)
 			e->pages[kept++] = e->pages[i];
 		else
-			unmap_page(e, e->pages[i].va);
+			unmap_page(e, &e->pages[i]);
 	}
 	/*
 	 * The decoded blocks stay: the same CR3 with no TLB flush between maps
@@ -322,18 +333,42 @@ static void drop_ring0_pages(struct emu *e)
 	e->npages = kept;
 }
 
-/* Maps guest-virtual page va onto its guest RAM page, with the permissions this access needs. */
+/*
+ * Maps guest-virtual page va onto its guest RAM page, with the permissions
+ * this access needs. A page of a guest large page maps the whole large page
+ * (up to REGION_MAX) as one region: the guest gives it one set of
+ * permissions and one accessed and dirty bit, and Unicorn 2.0.1's mapping
+ * costs grow with its number of regions (a map or unmap rebuilds its view
+ * of them all: ~1 ms each with 1000 regions here, ~17 ms with 4000), which
+ * a kernel run in the engine, touching thousands of 4 KiB pages of its
+ * text and direct map, would otherwise reach.
+ */
 static int map_page(struct emu *e, uint64_t va, bool write)
 {
 	struct guest_translation t;
+	uint64_t base = va, size = PAGE_SIZE;
 	void *host;
+	uint32_t perms;
 
 	if (guest_walk_touch(&e->mem, &e->pg, va, write, &t))
 		return -EFAULT;
+	perms = uc_perms(e, &t, write);
+	if (t.page_size > PAGE_SIZE) {
+		uint64_t chunk = t.page_size < REGION_MAX ? t.page_size : REGION_MAX, b = va & ~(chunk - 1);
+
+		host = vmi_mem_ptr(&e->mem, t.gpa - (va - b), chunk);
+		if (host && remember_page(e, b, chunk, t.user && (!write || t.writable))) {
+			if (uc_mem_map_ptr(e->uc, b, chunk, perms, host) == UC_ERR_OK) {
+				e->stats.pages_mapped++;
+				return 0;
+			}
+			e->npages--; /* overlaps a 4 KiB mapping made before: map the page alone */
+		}
+	}
 	host = vmi_mem_ptr(&e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || !remember_page(e, va, t.user && (!write || t.writable)))
+	if (!host || !remember_page(e, base, size, t.user && (!write || t.writable)))
 		return -EFAULT;
-	if (uc_mem_map_ptr(e->uc, va, PAGE_SIZE, uc_perms(e, &t, write), host) != UC_ERR_OK) {
+	if (uc_mem_map_ptr(e->uc, base, size, perms, host) != UC_ERR_OK) {
 		e->npages--;
 		return -EFAULT;
 	}
@@ -543,7 +578,7 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 void emu_invalidate(struct emu *e)
 {
 	for (size_t i = 0; i < e->npages; i++)
-		unmap_page(e, e->pages[i].va);
+		unmap_page(e, &e->pages[i]);
 	e->npages = 0;
 	cache_clear(e);
 	e->mapped_valid = false;
@@ -570,7 +605,7 @@ void emu_get_stats(const struct emu *e, struct emu_stats *s)
 
 /* --- running ------------------------------------------------------------- */
 
-static void repair_flags(struct emu *e, uint64_t block, uint64_t rip, uint64_t sys_rflags)
+static void repair_flags(struct emu *e, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags)
 {
 	int r = emu_flags_fix(e->flags, block, rip, sys_rflags);
 
@@ -579,7 +614,7 @@ static void repair_flags(struct emu *e, uint64_t block, uint64_t rip, uint64_t s
 	else if (r < 0 && !e->stats.flags_unknown++)
 		fprintf(stderr, "kvmprof-vmm: emulation engine: the flags at %#llx (block %#llx) after a page fault "
 			"could not be recomputed: %s; they may be wrong (counted in --vpmu-stats)\n",
-			(unsigned long long)rip, (unsigned long long)block, emu_flags_why(e->flags));
+			(unsigned long long)rip, (unsigned long long)block->addr, emu_flags_why(e->flags));
 }
 
 /* The run's CPL and the paging checks, or a hand-back reason if the engine cannot run this state. */
@@ -682,7 +717,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		}
 		/* A memory access that stopped the block part-way: Unicorn's flags may be wrong (emu_flags.h). */
 		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT))
-			repair_flags(e, e->prev->addr, rip, saved.rflags);
+			repair_flags(e, e->prev, rip, saved.rflags);
 		/* Whatever stopped it, the instructions of the block in progress before rip retired. */
 		if (e->prev)
 			settle_at(e, e->prev, rip);
@@ -690,15 +725,15 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		if (e->hook == HOOK_WRITE_PROTECT) {
 			struct guest_translation t;
 
-			/* The first write to a page the guest lets us write: dirty bit, then writable. */
-			if (guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t) ||
-			    uc_mem_protect(e->uc, e->protect_page, PAGE_SIZE, uc_perms(e, &t, true)) != UC_ERR_OK) {
+			struct mapped_page *m = mapping_of(e, e->protect_page);
+
+			/* The first write to a page the guest lets us write: dirty bit, then writable (all of its mapping). */
+			if (!m || guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t) ||
+			    uc_mem_protect(e->uc, m->va, m->size, uc_perms(e, &t, true)) != UC_ERR_OK) {
 				why = EMU_HB_FAULT;
 				break;
 			}
-			for (size_t i = 0; i < e->npages; i++)
-				if (e->pages[i].va == e->protect_page)
-					e->pages[i].ring3_ok = t.user && t.writable;
+			m->ring3_ok = t.user && t.writable;
 			continue;
 		}
 		if (e->hook == HOOK_MAP_CODE) {

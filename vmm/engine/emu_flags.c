@@ -37,6 +37,10 @@ struct emu_flags {
 	unsigned int npages;
 	uint8_t ones[PAGE_SIZE];
 	char why[160]; /* why the last repair could not run */
+	uc_hook intr_hook;
+	/* The block being repaired: where its instructions start, to step over one that faults on scratch values. */
+	const struct emu_block_info *block;
+	unsigned int skips;
 	struct {
 		uint64_t block, rip, sum;
 		int op;
@@ -91,6 +95,32 @@ static bool scratch_map(uc_engine *uc, uc_mem_type type, uint64_t addr, int size
 	return true;
 }
 
+/*
+ * An instruction that faults on the scratch values (a DIV by a register the
+ * scratch values made 0): go on after it. Its own effect on cc_op is none
+ * (QEMU's DIV and IDIV leave it), and the exception stored the translator's
+ * cc_op before it, so the one at the stop is what one block would have.
+ */
+static void scratch_exception(uc_engine *uc, uint32_t intno, void *opaque)
+{
+	struct emu_flags *f = opaque;
+	const struct emu_block_info *b = f->block;
+	uint64_t rip = 0;
+
+	(void)intno;
+	if (b && f->skips < 8 && uc_reg_read(uc, UC_X86_REG_RIP, &rip) == UC_ERR_OK) {
+		for (unsigned int i = 0; i < b->ninsns; i++)
+			if (b->addr + b->offset[i] == rip) {
+				rip = b->addr + b->offset[i + 1];
+				f->skips++;
+				if (uc_reg_write(uc, UC_X86_REG_RIP, &rip) == UC_ERR_OK)
+					return;
+				break;
+			}
+	}
+	uc_emu_stop(uc);
+}
+
 /* Never called: its presence makes Unicorn keep RIP exact on memory faults, as in the main engine. */
 static void never(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
 {
@@ -143,6 +173,7 @@ static int scratch_op(struct emu_flags *f, uint64_t start, uint64_t end, uint8_t
 	}
 	v[2] += cl;  /* RCX: the count of a shift by CL */
 	v[3] = 0;    /* RDX: a DIV's high half, so that it cannot overflow */
+	f->skips = 0;
 	if (uc_reg_write_batch(f->scratch, (int *)ids, p, (int)(sizeof(ids) / sizeof(ids[0]))) != UC_ERR_OK ||
 	    uc_reg_write(f->scratch, UC_X86_REG_RFLAGS, &rflags) != UC_ERR_OK)
 		return INT32_MIN;
@@ -185,8 +216,9 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 	return h;
 }
 
-int emu_flags_fix(struct emu_flags *f, uint64_t block, uint64_t rip, uint64_t sys_rflags)
+int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *b, uint64_t rip, uint64_t sys_rflags)
 {
+	uint64_t block = b->addr;
 	uint8_t code[512 * 15];
 	uint64_t sum, rflags;
 	unsigned int slot;
@@ -204,7 +236,9 @@ int emu_flags_fix(struct emu_flags *f, uint64_t block, uint64_t rip, uint64_t sy
 	if (f->cache[slot].block == block && f->cache[slot].rip == rip && f->cache[slot].sum == sum) {
 		op = f->cache[slot].op;
 	} else {
+		f->block = b;
 		op = translator_op(f, block, rip, code);
+		f->block = NULL;
 		if (op == INT32_MIN)
 			return -1;
 		f->cache[slot].block = block;
@@ -333,8 +367,9 @@ int emu_flags_open(struct emu_flags **out, uc_engine *main_uc, char *err, size_t
 		emu_flags_close(f);
 		return -1;
 	}
-	/* Only repairs map pages on demand; the probe runs with none. */
-	if (uc_hook_add(f->scratch, &f->map_hook, UC_HOOK_MEM_UNMAPPED, (void *)scratch_map, f, 1, 0) != UC_ERR_OK) {
+	/* Only repairs map pages on demand and step over faults; the probe runs with neither. */
+	if (uc_hook_add(f->scratch, &f->map_hook, UC_HOOK_MEM_UNMAPPED, (void *)scratch_map, f, 1, 0) != UC_ERR_OK ||
+	    uc_hook_add(f->scratch, &f->intr_hook, UC_HOOK_INTR, (void *)scratch_exception, f, 1, 0) != UC_ERR_OK) {
 		snprintf(err, err_size, "Unicorn: cannot set up flag repairs");
 		emu_flags_close(f);
 		return -1;

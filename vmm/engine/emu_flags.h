@@ -38,6 +38,8 @@
 #include <stdint.h>
 #include <unicorn/unicorn.h>
 
+#include "emu_decode.h"
+
 struct emu_flags;
 
 /* The scratch Unicorn, after checking the CPU state layout; err says why not. */
@@ -48,13 +50,13 @@ void emu_flags_close(struct emu_flags *f);
 void emu_flags_forget(struct emu_flags *f);
 
 /*
- * main_uc stopped at rip, inside the translated block that starts at block
- * (its bytes readable through main_uc), on a memory access: sets its RFLAGS
+ * main_uc stopped at rip, inside the translated block block (its bytes
+ * readable through main_uc), on a memory access: sets its RFLAGS
  * right. sys_rflags: RFLAGS as the run began, for the bits no instruction
  * the engine runs changes (IF, IOPL, AC...). 1 if they were wrong, 0 if they were right, -1 if the repair
  * could not run (the flags are then unknown).
  */
-int emu_flags_fix(struct emu_flags *f, uint64_t block, uint64_t rip, uint64_t sys_rflags);
+int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags);
 
 /* Why the last emu_flags_fix() returned -1. */
 const char *emu_flags_why(const struct emu_flags *f);
