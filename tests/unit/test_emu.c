@@ -559,6 +559,33 @@ static void test_flags_after_mid_block_fault(void **state)
 		assert_int_equal(st.regs.rflags, 0x206);
 	}
 
+	/*
+	 * No flag-setting instruction before the stop in its block: the flags
+	 * are the previous block's TEST's, whose operation QEMU stored when
+	 * that block ended (seen in Linux: test $1,%bl; jne; then loads and a
+	 * CALL whose push hit a clean stack page; the repair took the runs'
+	 * starting operation for the translator's and made 0x1432 of them).
+	 */
+	{
+		/*
+		 * test bl, 1; jne 1f (not taken: ends the block); 1: mov rdi, [rsi]; mov rax, [rcx]; jmp 2f; 2: ud2
+		 * (the second block ends in a JMP, not a hand-back, so it runs whole, not as a run of its own)
+		 */
+		static const uint8_t prev[] = { 0xf6, 0xc3, 0x01, 0x75, 0x00, 0x48, 0x8b, 0x3e, 0x48, 0x8b, 0x01,
+						0xeb, 0x00, 0x0f, 0x0b };
+
+		emu_invalidate(emu);
+		put_code(UCODE, prev, sizeof(prev));
+		st = user_state(UCODE);
+		st.regs.rbx = 0x10; /* TEST: ZF and PF set */
+		st.regs.rsi = UDATA;
+		st.regs.rcx = NOTPRESENT;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.handback, EMU_HB_FAULT);
+		assert_int_equal(st.regs.rip, UCODE + 8);
+		assert_int_equal(st.regs.rflags, 0x246);
+	}
+
 	/* A shift by CL: 0 keeps ADD's flags (QEMU decides at run time), 1 makes its own. */
 	for (uint64_t cl = 0; cl < 2; cl++) {
 		emu_invalidate(emu);

@@ -24,8 +24,14 @@
 /* Scratch pages one repair may touch: code, stack, and what its operands point at. */
 #define SCRATCH_PAGES_MAX 64
 #define CACHE_SIZE 256 /* power of two */
-/* A cc_op QEMU chose at run time (a shift or rotate by CL): the main CPU's is right. */
-#define OP_DYNAMIC (-1)
+/* The main CPU's cc_op is right (translator_op). */
+#define OP_KEEP (-1)
+
+/*
+ * add rax, 0; jmp [rip]; .quad block: the block then starts with QEMU's
+ * cc_op at CC_OP_ADDQ, not the CC_OP_EFLAGS every uc_emu_start() begins with.
+ */
+#define PREAMBLE_SIZE 18
 
 struct emu_flags {
 	uc_engine *main, *scratch;
@@ -41,6 +47,7 @@ struct emu_flags {
 	/* The block being repaired: where its instructions start, to step over one that faults on scratch values. */
 	const struct emu_block_info *block;
 	unsigned int skips;
+	uint64_t preamble; /* where the scratch CPU runs preamble_code */
 	struct {
 		uint64_t block, rip, sum;
 		int op;
@@ -156,16 +163,20 @@ static int scratch_code(struct emu_flags *f, uint64_t addr, const uint8_t *code,
 	return uc_mem_write(f->scratch, addr, code, len) == UC_ERR_OK ? 0 : -1;
 }
 
-/* Runs [start, end) in the scratch Unicorn with CL = cl; its cc_op there, or INT32_MIN if the run did not get there. */
-static int scratch_op(struct emu_flags *f, uint64_t start, uint64_t end, uint8_t cl)
+/*
+ * Runs [start, end) in the scratch Unicorn with CL = cl, cc_op at the start
+ * being CC_OP_EFLAGS (what every run starts with), or with `preamble` that
+ * of an ADD; its cc_op at end, or INT32_MIN if the run did not get there.
+ */
+static int scratch_op(struct emu_flags *f, uint64_t start, uint64_t end, uint8_t cl, bool preamble)
 {
 	static const int ids[] = { UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI,
 				   UC_X86_REG_RDI, UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8,  UC_X86_REG_R9,
 				   UC_X86_REG_R10, UC_X86_REG_R11, UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14,
 				   UC_X86_REG_R15, UC_X86_REG_FS_BASE, UC_X86_REG_GS_BASE };
 	uint64_t v[sizeof(ids) / sizeof(ids[0])], rip = 0, rflags = 2;
-	uc_err ue;
 	void *p[sizeof(ids) / sizeof(ids[0])];
+	uc_err ue;
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		v[i] = 0x100000 + 0x10000 * i; /* distinct, canonical, far from each other */
@@ -177,7 +188,7 @@ static int scratch_op(struct emu_flags *f, uint64_t start, uint64_t end, uint8_t
 	if (uc_reg_write_batch(f->scratch, (int *)ids, p, (int)(sizeof(ids) / sizeof(ids[0]))) != UC_ERR_OK ||
 	    uc_reg_write(f->scratch, UC_X86_REG_RFLAGS, &rflags) != UC_ERR_OK)
 		return INT32_MIN;
-	ue = uc_emu_start(f->scratch, start, end, 0, 0);
+	ue = uc_emu_start(f->scratch, preamble ? f->preamble : start, end, 0, 0);
 	uc_reg_read(f->scratch, UC_X86_REG_RIP, &rip);
 	if (ue != UC_ERR_OK || rip != end) {
 		snprintf(f->why, sizeof(f->why), "the block's first %llu bytes stopped at +%lld on scratch memory (%s)",
@@ -189,9 +200,17 @@ static int scratch_op(struct emu_flags *f, uint64_t start, uint64_t end, uint8_t
 	return ctx_op(f, f->scratch_ctx);
 }
 
-/* The translator's cc_op at rip in the block at block (OP_DYNAMIC: chosen at run time), or INT32_MIN. */
+/*
+ * The translator's cc_op at rip in the block at block, or OP_KEEP when the
+ * main CPU's is right already: the instructions before rip set none (the
+ * one stored when the last block ended holds), or the last that does is a
+ * shift or rotate by CL, which stores it as it runs. Two runs differing in
+ * both the cc_op they start with and CL tell these from a cc_op the
+ * translator knows (the same in both), or INT32_MIN.
+ */
 static int translator_op(struct emu_flags *f, uint64_t block, uint64_t rip, const uint8_t *code)
 {
+	uint8_t pre[PREAMBLE_SIZE] = { 0x48, 0x83, 0xc0, 0x00, 0xff, 0x25, 0, 0, 0, 0 };
 	int op0, op1;
 
 	scratch_clear(f);
@@ -199,12 +218,21 @@ static int translator_op(struct emu_flags *f, uint64_t block, uint64_t rip, cons
 		snprintf(f->why, sizeof(f->why), "the block's code cannot be put in the scratch CPU");
 		return INT32_MIN;
 	}
-	op0 = scratch_op(f, block, rip, 0);
-	op1 = scratch_op(f, block, rip, 1);
+	/* A page of its own, below where Linux lets anything be mapped (vm.mmap_min_addr). */
+	f->preamble = 0x1000;
+	while (f->preamble + PAGE_SIZE > (block & PAGE_MASK) && f->preamble <= ((rip - 1) & PAGE_MASK))
+		f->preamble += PAGE_SIZE;
+	memcpy(pre + 10, &block, 8);
+	if (scratch_code(f, f->preamble, pre, sizeof(pre))) {
+		snprintf(f->why, sizeof(f->why), "the scratch CPU's preamble cannot be put in");
+		return INT32_MIN;
+	}
+	op0 = scratch_op(f, block, rip, 0, false);
+	op1 = op0 == INT32_MIN ? op0 : scratch_op(f, block, rip, 1, true);
 	scratch_clear(f);
 	if (op0 == INT32_MIN || op1 == INT32_MIN)
 		return INT32_MIN;
-	return op0 == op1 ? op0 : OP_DYNAMIC;
+	return op0 == op1 ? op0 : OP_KEEP;
 }
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)
@@ -246,7 +274,7 @@ int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *b, uint64_t 
 		f->cache[slot].sum = sum;
 		f->cache[slot].op = op;
 	}
-	if (op == OP_DYNAMIC)
+	if (op == OP_KEEP)
 		return 0;
 	if (uc_context_save(f->main, f->main_ctx) != UC_ERR_OK)
 		return -1;
@@ -314,8 +342,8 @@ static int self_test(struct emu_flags *f, char *err, size_t err_size)
 		why = "its saved CPU state does not hold the flags' operands where QEMU's does";
 		goto out;
 	}
-	op = scratch_op(f, code, code + 3, 0);
-	if (op == INT32_MIN || op == OP_DYNAMIC) {
+	op = scratch_op(f, code, code + 3, 0, false);
+	if (op == INT32_MIN) {
 		why = "its translator's state at the end of a run could not be read";
 		goto out;
 	}

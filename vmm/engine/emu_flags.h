@@ -23,10 +23,13 @@
  * one the translator had there. With it patched into a saved copy of the
  * main CPU state (and EFLAGS' other bits, where leaving the run stored the
  * wrong flags), Unicorn computes the right RFLAGS, which goes back in.
- * The one place the result depends on values is a shift or rotate by CL,
- * whose cc_op QEMU chooses at run time (a count of 0 leaves the flags as
- * they were) and stores as it runs, so the main CPU's is right already: two
- * scratch runs, CL 0 and 1, tell it apart. The copy is read at QEMU's
+ * Where the instructions before the stop set no flags, or the last that
+ * does is a shift or rotate by CL (QEMU picks its cc_op at run time: a
+ * count of 0 leaves the flags as they were, and stores it as it runs), the
+ * main CPU's cc_op is right already; two scratch runs that differ in the
+ * cc_op they start with (every Unicorn run starts with CC_OP_EFLAGS; the
+ * second first runs an ADD and jumps to the block) and in CL tell these
+ * from a cc_op the translator knows, which both end with. The copy is read at QEMU's
  * CPUX86State offsets (registers, EIP, EFLAGS, CC_DST, CC_SRC, CC_SRC2,
  * cc_op, in that order since QEMU 0.10), which emu_flags_open() checks
  * against this Unicorn before the engine trusts them.
