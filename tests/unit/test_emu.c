@@ -254,6 +254,51 @@ static void test_large_page_one_mapping(void **state)
 	assert_int_equal(*(uint64_t *)(mem.host + 0x200000 + 0x101000), 0x1122334455667788ULL);
 }
 
+/*
+ * Ring 0 with SMEP and SMAP (a Linux kernel's CR4): a user page read faults
+ * unless RFLAGS.AC is set, each run anew; a jump to user code faults at its
+ * fetch; and the kernel's own mappings stay from run to run (dropping them
+ * made every run of a Linux kernel in the engine map and translate anew).
+ */
+static void test_smep_smap_ring0(void **state)
+{
+	static const uint8_t load[] = { 0x48, 0x8b, 0x03, 0x0f, 0x0b }; /* mov rax, [rbx]; ud2 */
+	static const uint8_t jump[] = { 0xff, 0xe3 };                   /* jmp rbx */
+	const uint64_t smep_smap = (1ULL << 20) | (1ULL << 21), ac = 1ULL << 18;
+	struct emu_stats before, after;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(KCODE + 0x80, load, sizeof(load));
+	put_code(KCODE + 0xa0, jump, sizeof(jump));
+	for (int i = 0; i < 3; i++) {
+		bool allowed = i == 1;
+
+		st = kernel_state(KCODE + 0x80);
+		st.sregs.cr4 |= smep_smap;
+		st.regs.rbx = UDATA;
+		if (allowed)
+			st.regs.rflags |= ac;
+		emu_get_stats(emu, &before);
+		run_ok(&st, &plain, &r);
+		emu_get_stats(emu, &after);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, allowed ? EMU_HB_SYSTEM : EMU_HB_FAULT);
+		assert_int_equal(st.regs.rip, KCODE + 0x80 + (allowed ? 3 : 0));
+		if (i == 2) /* the kernel's page is still mapped; the user page is not mapped again */
+			assert_int_equal(after.pages_mapped, before.pages_mapped);
+	}
+	st = kernel_state(KCODE + 0xa0);
+	st.sregs.cr4 |= smep_smap;
+	st.regs.rbx = UCODE;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.handback, EMU_HB_FAULT);
+	assert_int_equal(st.regs.rip, UCODE);
+	assert_int_equal(r.counts.ev[1][EMU_EV_INSNS], 1); /* the jump retired */
+}
+
 /* An instruction watch stops right after its target instruction, wherever that is in a block. */
 static void test_watch_instructions(void **state)
 {
@@ -820,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_decode_one),
 		cmocka_unit_test(test_flags_after_mid_block_fault),
 		cmocka_unit_test(test_large_page_one_mapping),
+		cmocka_unit_test(test_smep_smap_ring0),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

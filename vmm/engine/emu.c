@@ -52,10 +52,10 @@ struct emu {
 	bool mapped_valid;
 	uint64_t mapped_cr3;
 	unsigned int mapped_cpl;
-	bool mapped_smep_smap;
 	struct mapped_page {
 		uint64_t va, size; /* one Unicorn region: a 4 KiB page, or a guest large page (or 2 MiB of one) */
 		bool ring3_ok; /* ring 3 may access it as mapped: user page, writable only if the guest says so */
+		bool user;     /* a user page: what ring 0 may do with it depends on SMEP, SMAP and RFLAGS.AC */
 	} *pages;
 	size_t npages, pages_cap;
 	struct emu_block_info *cache[BLOCK_CACHE_SIZE];
@@ -276,7 +276,8 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 {
 	uint32_t p = UC_PROT_READ;
 
-	if (!t->nx)
+	/* SMEP: ring 0 may read a user page (SMAP aside) but never run it. */
+	if (!t->nx && !(e->cpl == 0 && e->smep && t->user))
 		p |= UC_PROT_EXEC;
 	/* Writable only once written: the dirty bit is set on the first write, as by the CPU. */
 	if (write && (t->writable || (e->cpl == 0 && !e->wp)))
@@ -284,7 +285,7 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	return p;
 }
 
-static bool remember_page(struct emu *e, uint64_t va, uint64_t size, bool ring3_ok)
+static bool remember_page(struct emu *e, uint64_t va, uint64_t size, bool ring3_ok, bool user)
 {
 	if (e->npages == e->pages_cap) {
 		size_t cap = e->pages_cap ? e->pages_cap * 2 : 256;
@@ -295,7 +296,7 @@ static bool remember_page(struct emu *e, uint64_t va, uint64_t size, bool ring3_
 		e->pages = n;
 		e->pages_cap = cap;
 	}
-	e->pages[e->npages++] = (struct mapped_page){ va, size, ring3_ok };
+	e->pages[e->npages++] = (struct mapped_page){ va, size, ring3_ok, user };
 	return true;
 }
 
@@ -334,6 +335,24 @@ static void drop_ring0_pages(struct emu *e)
 }
 
 /*
+ * Drops the user pages (a ring-0 run with SMEP or SMAP on): mapped by ring 3,
+ * or by ring 0 under other rules (RFLAGS.AC set), they may not be used as
+ * mapped; the kernel's pages and the decoded blocks stay.
+ */
+static void drop_user_pages(struct emu *e)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < e->npages; i++) {
+		if (!e->pages[i].user)
+			e->pages[kept++] = e->pages[i];
+		else
+			unmap_page(e, &e->pages[i]);
+	}
+	e->npages = kept;
+}
+
+/*
  * Maps guest-virtual page va onto its guest RAM page, with the permissions
  * this access needs. A page of a guest large page maps the whole large page
  * (up to REGION_MAX) as one region: the guest gives it one set of
@@ -357,7 +376,7 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 		uint64_t chunk = t.page_size < REGION_MAX ? t.page_size : REGION_MAX, b = va & ~(chunk - 1);
 
 		host = vmi_mem_ptr(&e->mem, t.gpa - (va - b), chunk);
-		if (host && remember_page(e, b, chunk, t.user && (!write || t.writable))) {
+		if (host && remember_page(e, b, chunk, t.user && (!write || t.writable), t.user)) {
 			if (uc_mem_map_ptr(e->uc, b, chunk, perms, host) == UC_ERR_OK) {
 				e->stats.pages_mapped++;
 				return 0;
@@ -366,7 +385,7 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 		}
 	}
 	host = vmi_mem_ptr(&e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || !remember_page(e, base, size, t.user && (!write || t.writable)))
+	if (!host || !remember_page(e, base, size, t.user && (!write || t.writable), t.user))
 		return -EFAULT;
 	if (uc_mem_map_ptr(e->uc, base, size, perms, host) != UC_ERR_OK) {
 		e->npages--;
@@ -661,19 +680,20 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	/*
 	 * Mappings belong to one CR3, like TLB entries (the VMM invalidates
 	 * them where the guest would flush its TLB). Ring 0 may use every page
-	 * ring 3 may (unless SMEP or SMAP forbid); going to ring 3 drops the
-	 * rest.
+	 * ring 3 may, unless SMEP or SMAP forbid: a ring-0 run with either
+	 * drops the user pages (a Linux kernel has both on, and dropping
+	 * everything made each of its runs map and translate anew); going to
+	 * ring 3 drops the kernel's.
 	 */
-	if (e->mapped_valid && (e->mapped_cr3 != st->sregs.cr3 ||
-				(e->cpl == 0 && e->mapped_cpl != 0 && (e->smep || e->smap_enforced)) ||
-				(e->cpl == 0 && e->mapped_smep_smap)))
+	if (e->mapped_valid && e->mapped_cr3 != st->sregs.cr3)
 		emu_invalidate(e);
 	else if (e->mapped_valid && e->cpl == 3 && e->mapped_cpl != 3)
 		drop_ring0_pages(e);
+	else if (e->mapped_valid && e->cpl == 0 && (e->smep || e->smap_enforced))
+		drop_user_pages(e);
 	e->mapped_valid = true;
 	e->mapped_cr3 = st->sregs.cr3;
 	e->mapped_cpl = e->cpl;
-	e->mapped_smep_smap = e->cpl == 0 && (e->smep || e->smap_enforced);
 
 	e->args = a;
 	e->res = r;
@@ -715,8 +735,13 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			rc = -EIO;
 			goto out;
 		}
-		/* A memory access that stopped the block part-way: Unicorn's flags may be wrong (emu_flags.h). */
-		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT))
+		/*
+		 * A memory access that stopped the block part-way: Unicorn's flags
+		 * may be wrong (emu_flags.h). Not a fetch at the next block's start
+		 * (a branch into a page that faults): that block ended whole.
+		 */
+		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT) && rip > e->prev->addr &&
+		    rip < e->prev->addr + e->prev->size)
 			repair_flags(e, e->prev, rip, saved.rflags);
 		/* Whatever stopped it, the instructions of the block in progress before rip retired. */
 		if (e->prev)
