@@ -441,21 +441,6 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	return true;
 }
 
-/*
- * Never called (its range is not canonical): with a memory hook present,
- * Unicorn 2.0.1 restores RIP to the faulting instruction on a memory fault
- * instead of the start of its block, whose earlier instructions have run.
- */
-static void on_access_never(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
-{
-	(void)uc;
-	(void)type;
-	(void)addr;
-	(void)size;
-	(void)value;
-	(void)opaque;
-}
-
 /* --- state --------------------------------------------------------------- */
 
 static const int gpr_ids[] = {
@@ -584,8 +569,7 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 	if (uc_hook_add(e->uc, &e->block_hook, UC_HOOK_BLOCK, (void *)on_block, e, 1, 0) != UC_ERR_OK ||
 	    uc_hook_add(e->uc, &e->mem_hook, UC_HOOK_MEM_UNMAPPED | UC_HOOK_MEM_PROT, (void *)on_memory, e, 1,
 			0) != UC_ERR_OK ||
-	    uc_hook_add(e->uc, &e->precise_hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)on_access_never, e,
-			EMU_NEVER, EMU_NEVER + 1) != UC_ERR_OK) {
+	    emu_precise_faults(e->uc, &e->precise_hook)) {
 		snprintf(err, err_size, "Unicorn: cannot add its hooks");
 		emu_destroy(e);
 		return -EINVAL;

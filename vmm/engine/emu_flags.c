@@ -128,8 +128,12 @@ static void scratch_exception(uc_engine *uc, uint32_t intno, void *opaque)
 	uc_emu_stop(uc);
 }
 
-/* Never called: its presence makes Unicorn keep RIP exact on memory faults, as in the main engine. */
-static void never(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
+/*
+ * Never called (its range is not canonical): with a memory hook present,
+ * Unicorn 2.0.1 restores RIP to the faulting instruction on a memory fault
+ * instead of the start of its block, whose earlier instructions have run.
+ */
+static void on_access_never(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
 {
 	(void)uc;
 	(void)type;
@@ -137,6 +141,12 @@ static void never(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int6
 	(void)size;
 	(void)value;
 	(void)opaque;
+}
+
+int emu_precise_faults(uc_engine *uc, uc_hook *hook)
+{
+	return uc_hook_add(uc, hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)on_access_never, NULL,
+			   0x8000000000000000ULL, 0x8000000000000001ULL) == UC_ERR_OK ? 0 : -1;
 }
 
 static void scratch_clear(struct emu_flags *f)
@@ -385,8 +395,7 @@ int emu_flags_open(struct emu_flags **out, uc_engine *main_uc, char *err, size_t
 	uc_ctl_set_cpu_model(f->scratch, UC_CPU_X86_HASWELL);
 	if (uc_context_alloc(main_uc, &f->main_ctx) != UC_ERR_OK ||
 	    uc_context_alloc(f->scratch, &f->scratch_ctx) != UC_ERR_OK ||
-	    uc_hook_add(f->scratch, &f->precise_hook, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)never, f,
-			0x8000000000000000ULL, 0x8000000000000001ULL) != UC_ERR_OK) {
+	    emu_precise_faults(f->scratch, &f->precise_hook)) {
 		snprintf(err, err_size, "Unicorn: cannot set up flag repairs");
 		emu_flags_close(f);
 		return -1;

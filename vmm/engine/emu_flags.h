@@ -61,6 +61,9 @@ void emu_flags_forget(struct emu_flags *f);
  */
 int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags);
 
+/* Makes uc report a faulting access at its instruction, not its block's start (a never-called memory hook). */
+int emu_precise_faults(uc_engine *uc, uc_hook *hook);
+
 /* Why the last emu_flags_fix() returned -1. */
 const char *emu_flags_why(const struct emu_flags *f);
 
