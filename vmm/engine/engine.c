@@ -759,6 +759,10 @@ engine:
 		/* KVM has no exit for RDPMC: done here, or KVM raises #GP. */
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.rdpmcs_in_place++;
+	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_LOCKED && engine_locked_in_place(vcpu, &st)) {
+		/* Atomic against the other vCPUs with the host's own locked instruction. */
+		r.stop = EMU_STOP_BUDGET;
+		x->stats.locked_in_place++;
 	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && engine_rdtsc(vcpu, &st)) {
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.tsc_in_place++;
@@ -833,12 +837,13 @@ void engine_print_stats(struct vm *vm)
 	fputc('\n', stderr);
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
-		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu\n",
+		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu, "
+		"locked instructions %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
 		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
-		(unsigned long long)t.rdpmcs_in_place);
+		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",

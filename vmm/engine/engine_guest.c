@@ -2,7 +2,7 @@
 /*
  * What the VMM does in the guest's place for the engine (engine.h):
  * reading the guest's IDT and GDT, IRETQ back to ring 3, the ring-0 MSR
- * accesses a client answers, RDTSC(P), and the interrupt frames a KVM
+ * accesses a client answers, RDTSC(P), locked instructions (emu_locked.h), and the interrupt frames a KVM
  * step leaves. Every guest address goes through vmi's page walker.
  */
 #include "engine_guest.h"
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "emu_locked.h"
 #include "engine.h"
 #include "guest_idt.h"
 #include "vm.h"
@@ -20,6 +21,8 @@
 #define X86_CR4_TSD (1ULL << 2)
 #define X86_CR4_PCE (1ULL << 8)
 #define X86_CR0_WP (1ULL << 16)
+#define X86_CR4_SMAP (1ULL << 21)
+#define RFLAGS_AC (1ULL << 18)
 
 int engine_paging(const struct emu_state *st, struct guest_paging *pg)
 {
@@ -245,21 +248,71 @@ bool engine_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct
 	return !engine_read_virt(vcpu, pg, st->regs.rip, b, 2) && b[0] == 0x48 && b[1] == 0xcf;
 }
 
+/*
+ * The host address of len bytes at gva (within one page) for a write the
+ * guest makes at the state's CPL, its accessed and dirty bits set as by the
+ * CPU; NULL where the CPU would fault (KVM raises the #PF then) or where gva
+ * is not RAM. smap: an explicit access, which SMAP refuses on a user page in
+ * ring 0 unless RFLAGS.AC is set.
+ */
+static void *write_target(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg, uint64_t gva,
+			  uint64_t len, bool smap)
+{
+	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
+	struct guest_translation t;
+	bool user = st->sregs.cs.dpl == 3;
+
+	if (!len || (gva & 0xfff) + len > 0x1000 || guest_walk_translate(&ram, pg, gva, &t))
+		return NULL;
+	if (user && (!t.user || !t.writable))
+		return NULL;
+	if (!user && !t.writable && (st->sregs.cr0 & X86_CR0_WP))
+		return NULL;
+	if (!user && smap && t.user && (st->sregs.cr4 & X86_CR4_SMAP) && !(st->regs.rflags & RFLAGS_AC))
+		return NULL;
+	if (guest_walk_touch(&ram, pg, gva, true, &t))
+		return NULL;
+	return guest_mem_ptr(&vcpu->vm->mem, t.gpa, len);
+}
+
 /* Writes 8 bytes at gva as a ring-0 access would (accessed and dirty bits set); false if the guest refuses it. */
 static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg, uint64_t gva,
 			    uint64_t val)
 {
-	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
-	struct guest_translation t;
-	void *p;
+	void *p = gva % 8 ? NULL : write_target(vcpu, st, pg, gva, 8, false);
 
-	if (gva % 8 || guest_walk_translate(&ram, pg, gva, &t) ||
-	    (!t.writable && (st->sregs.cr0 & X86_CR0_WP)) || guest_walk_touch(&ram, pg, gva, true, &t))
-		return false;
-	p = guest_mem_ptr(&vcpu->vm->mem, t.gpa, 8);
 	if (!p)
 		return false;
 	memcpy(p, &val, 8);
+	return true;
+}
+
+bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st)
+{
+	struct guest_paging pg;
+	struct emu_locked in;
+	uint8_t code[15];
+	size_t n = sizeof(code);
+	uint64_t rip = st->regs.rip, gva;
+	void *p;
+
+	if (engine_paging(st, &pg))
+		return false;
+	/* As many bytes as can be read, up to the instruction's longest. */
+	while (n && engine_read_virt(vcpu, &pg, rip, code, n))
+		n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
+	if (!n || emu_locked_decode(code, n, &in))
+		return false;
+	gva = emu_locked_address(&in, &st->regs, rip, st->sregs.fs.base, st->sregs.gs.base);
+	/* Not canonical (#GP), CMPXCHG16B unaligned (#GP), a lock split across pages: KVM does those. */
+	if (!guest_walk_canonical(&pg, gva) || (in.size == 16 && gva % 16))
+		return false;
+	p = write_target(vcpu, st, &pg, gva, in.size, true);
+	if (!p)
+		return false;
+	emu_locked_exec(&in, p, &st->regs);
+	st->regs.rip += in.len;
+	engine_count_insn(vcpu, st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL);
 	return true;
 }
 

@@ -63,6 +63,14 @@ bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *va
 int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
 
+/*
+ * A locked read-modify-write (emu_locked.h) done in place on guest RAM with
+ * the host's own locked instruction, atomic against the other vCPUs; false
+ * where the CPU would fault, the operand is not RAM or splits across pages,
+ * or it is no form emu_locked.h knows: KVM runs it then.
+ */
+bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st);
+
 /* RDTSC or RDTSCP from KVM's guest TSC; false where it must fault (CR4.TSD in ring 3). */
 bool engine_rdtsc(struct vcpu *vcpu, struct emu_state *st);
 
