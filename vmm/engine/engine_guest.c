@@ -250,17 +250,16 @@ bool engine_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct
 
 /*
  * The host address of len bytes at gva (within one page) for a write the
- * guest makes at the state's CPL, its accessed and dirty bits set as by the
- * CPU; NULL where the CPU would fault (KVM raises the #PF then) or where gva
- * is not RAM. smap: an explicit access, which SMAP refuses on a user page in
- * ring 0 unless RFLAGS.AC is set.
+ * guest makes, in ring 3 (user) or ring 0, its accessed and dirty bits set
+ * as by the CPU; NULL where the CPU would fault (KVM raises the #PF then) or
+ * where gva is not RAM. smap: an explicit access, which SMAP refuses on a
+ * user page in ring 0 unless RFLAGS.AC is set.
  */
 static void *write_target(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg, uint64_t gva,
-			  uint64_t len, bool smap)
+			  uint64_t len, bool user, bool smap)
 {
 	const struct vmi_mem ram = guest_mem_vmi(&vcpu->vm->mem);
 	struct guest_translation t;
-	bool user = st->sregs.cs.dpl == 3;
 
 	if (!len || (gva & 0xfff) + len > 0x1000 || guest_walk_translate(&ram, pg, gva, &t))
 		return NULL;
@@ -279,7 +278,8 @@ static void *write_target(struct vcpu *vcpu, const struct emu_state *st, const s
 static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg, uint64_t gva,
 			    uint64_t val)
 {
-	void *p = gva % 8 ? NULL : write_target(vcpu, st, pg, gva, 8, false);
+	/* The CPU's own supervisor-mode access (an interrupt frame), whatever the CPL it comes from. */
+	void *p = gva % 8 ? NULL : write_target(vcpu, st, pg, gva, 8, false, false);
 
 	if (!p)
 		return false;
@@ -307,7 +307,7 @@ bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st)
 	/* Not canonical (#GP), CMPXCHG16B unaligned (#GP), a lock split across pages: KVM does those. */
 	if (!guest_walk_canonical(&pg, gva) || (in.size == 16 && gva % 16))
 		return false;
-	p = write_target(vcpu, st, &pg, gva, in.size, true);
+	p = write_target(vcpu, st, &pg, gva, in.size, st->sregs.cs.dpl == 3, true);
 	if (!p)
 		return false;
 	emu_locked_exec(&in, p, &st->regs);
