@@ -525,6 +525,72 @@ static void test_handback_mid_block(void **state)
 }
 
 /*
+ * Each ring keeps its own mappings and translations: ring-3 and ring-0 runs
+ * taking turns (a system call's way) map and decode nothing after the first
+ * of each. The kernel's pages were dropped at every ring-3 run before.
+ */
+static void test_rings_keep_their_mappings(void **state)
+{
+	struct emu_stats before, after;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_loop(UCODE, 10);
+	put_loop(KCODE + 0x10, 10);
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			emu_get_stats(emu, &before);
+		st = user_state(UCODE);
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 21);
+		st = kernel_state(KCODE + 0x10);
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.counts.ev[1][EMU_EV_INSNS], 21);
+	}
+	emu_get_stats(emu, &after);
+	assert_int_equal(after.pages_mapped, before.pages_mapped);
+	assert_int_equal(after.blocks_decoded, before.blocks_decoded);
+}
+
+/*
+ * A hand-back inside a block stops Unicorn through a code hook on its
+ * address: the instructions before it counted, RIP at it, and the flags of
+ * the last one that set them right (the hook's stop syncs them), the first
+ * time (when the hook is added) and every time after.
+ */
+static void test_handback_site_hook(void **state)
+{
+	/* add eax, ebx; cli */
+	static const uint8_t code[] = { 0x01, 0xd8, 0xfa };
+	struct emu_stats before, after;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE, code, sizeof(code));
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			emu_get_stats(emu, &before);
+		st = user_state(UCODE);
+		st.regs.rax = 0xffffffff;
+		st.regs.rbx = 1;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, EMU_HB_SYSTEM);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+		assert_int_equal(st.regs.rip, UCODE + 2);
+		assert_int_equal(st.regs.rax, 0);
+		assert_int_equal(st.regs.rflags & 0x8d5, 0x55); /* CF PF AF ZF */
+	}
+	/* Translated and decoded once: no part-way runs, whose "until" made Unicorn translate the block anew. */
+	emu_get_stats(emu, &after);
+	assert_int_equal(after.blocks_decoded, before.blocks_decoded);
+}
+
+/*
  * RFLAGS where a memory access stops a block part-way (emu_flags.h): after
  * ADD of -1 and 1 (zero: CF, PF, AF, ZF set) the guest's #PF hand-back
  * carries those flags, and after the first write to a clean page (the run
@@ -854,6 +920,8 @@ int main(void)
 		cmocka_unit_test(test_watch_branches),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_permissions),
+		cmocka_unit_test(test_rings_keep_their_mappings),
+		cmocka_unit_test(test_handback_site_hook),
 		cmocka_unit_test(test_accessed_dirty),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),

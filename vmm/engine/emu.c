@@ -7,9 +7,11 @@
  * checks the CPU would make. Counting uses one block hook: each translated
  * block is decoded once (emu_decode.c) and the hook adds the previous
  * block's instructions and branch when the next block starts, so the cost
- * is per block, not per instruction. A block that must stop part-way (a
- * hand-back instruction inside it, or an instruction watch that ends in it)
- * is run again with Unicorn's instruction count, which is exact.
+ * is per block, not per instruction. A hand-back instruction inside a block
+ * stops Unicorn through a code hook on its address, translated into the
+ * block once; a block an instruction watch ends in runs part-way to an
+ * "until" address. Ring 0 and ring 3 run in Unicorns of their own
+ * (struct emu_space).
  */
 #include "emu.h"
 
@@ -39,25 +41,46 @@
 /* Where Unicorn's own "until" stop can never trigger: not canonical with 4- or 5-level paging. */
 #define EMU_NEVER 0x8000000000000000ULL
 #define BLOCK_CACHE_SIZE 4096 /* power of two */
+/* Hand-back instructions inside blocks that stop Unicorn through a code hook (a space's), at most. */
+#define SITES_MAX 512
+#define SITE_SLOTS 1024 /* power of two, > SITES_MAX */
 
-struct emu {
+/*
+ * One Unicorn per privilege level. Each keeps the mappings and translated
+ * code of its own ring: a Linux kernel's vCPU goes from ring 0 to ring 3
+ * and back at every system call, and one shared Unicorn had to drop the
+ * kernel's pages (and so its translated code) each time ring 3 ran.
+ */
+struct emu_space {
 	uc_engine *uc;
 	uc_hook block_hook, mem_hook, precise_hook;
+	struct mapped_page {
+		uint64_t va, size; /* one Unicorn region: a 4 KiB page, or a guest large page (or 2 MiB of one) */
+		bool user;         /* a user page: what ring 0 may do with it depends on SMAP and RFLAGS.AC */
+	} *pages;
+	size_t npages, pages_cap, nuser;
+	/*
+	 * Hand-back instructions inside a block (CLI, SWAPGS, an I/O port
+	 * access) stop Unicorn through a code hook on their address, which
+	 * Unicorn translates into the block: without one, each such block ran
+	 * part-way to an "until" address, translated anew every time.
+	 */
+	uint64_t site[SITE_SLOTS]; /* open addressing; 0: empty */
+	unsigned int nsites;
+};
+
+struct emu {
+	struct emu_space space[2]; /* [0] ring 3, [1] ring 0 */
+	struct emu_space *sp;      /* this run's */
+	uc_engine *uc;             /* sp->uc */
 	struct emu_decoder *dec;
 	struct emu_flags *flags; /* right RFLAGS after a memory access stopped a block part-way */
 	struct vmi_mem mem; /* guest RAM, mapped in this process: Unicorn runs on it directly */
 	bool smp;
 
-	/* The context the current mappings were made for. */
+	/* The CR3 every mapping was made under. */
 	bool mapped_valid;
 	uint64_t mapped_cr3;
-	unsigned int mapped_cpl;
-	struct mapped_page {
-		uint64_t va, size; /* one Unicorn region: a 4 KiB page, or a guest large page (or 2 MiB of one) */
-		bool ring3_ok; /* ring 3 may access it as mapped: user page, writable only if the guest says so */
-		bool user;     /* a user page: what ring 0 may do with it depends on SMEP, SMAP and RFLAGS.AC */
-	} *pages;
-	size_t npages, pages_cap;
 	struct emu_block_info *cache[BLOCK_CACHE_SIZE];
 
 	/* This run. */
@@ -71,11 +94,12 @@ struct emu {
 	uint64_t run_insns;
 	const struct emu_block_info *prev; /* the block executing, not yet counted */
 	/* Why the block hook or the memory hook stopped Unicorn. */
-	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT, HOOK_MAP_CODE } hook;
+	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT, HOOK_MAP_CODE, HOOK_ADD_SITE } hook;
 	enum emu_stop hook_stop;
 	enum emu_handback hook_handback;
 	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
 	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable; HOOK_MAP_CODE: to map */
+	uint64_t new_site;      /* HOOK_ADD_SITE: the hand-back instruction to hook */
 	bool in_partial;
 
 	struct emu_stats stats;
@@ -208,6 +232,52 @@ static void hook_stop(struct emu *e, int kind, enum emu_stop stop, enum emu_hand
 	uc_emu_stop(e->uc);
 }
 
+/* --- hand-back sites ------------------------------------------------------ */
+
+static unsigned int site_slot(uint64_t addr)
+{
+	return (unsigned int)((addr ^ (addr >> 10) ^ (addr >> 21)) & (SITE_SLOTS - 1));
+}
+
+static bool site_hooked(const struct emu_space *sp, uint64_t addr)
+{
+	for (unsigned int i = site_slot(addr), n = 0; n < SITE_SLOTS && sp->site[i]; i = (i + 1) & (SITE_SLOTS - 1), n++)
+		if (sp->site[i] == addr)
+			return true;
+	return false;
+}
+
+/* Runs before an instruction with a code hook: stops Unicorn there if it is the block's hand-back. */
+static void on_site(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
+{
+	struct emu *e = opaque;
+	const struct emu_block_info *b = e->prev;
+
+	(void)uc;
+	(void)size;
+	/* A hook left from code that is no longer there (another process, a module) stops nothing. */
+	if (e->hook != HOOK_NONE || !b || b->handback == EMU_HB_NONE || b->addr + b->offset[b->ninsns] != addr)
+		return;
+	hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback);
+}
+
+/* Hooks the hand-back at addr (outside the run: the blocks holding it are translated anew). */
+static int site_add(struct emu *e, uint64_t addr)
+{
+	struct emu_space *sp = e->sp;
+	unsigned int i = site_slot(addr);
+	uc_hook h;
+
+	if (uc_hook_add(sp->uc, &h, UC_HOOK_CODE, (void *)on_site, e, addr, addr) != UC_ERR_OK)
+		return -EIO;
+	while (sp->site[i])
+		i = (i + 1) & (SITE_SLOTS - 1);
+	sp->site[i] = addr;
+	sp->nsites++;
+	uc_ctl_remove_cache(sp->uc, addr, addr + 1);
+	return 0;
+}
+
 /* Runs as each translated block starts, before any of its instructions. */
 static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 {
@@ -247,6 +317,19 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 	for (unsigned int i = 0; i < e->args->nwatch; i++)
 		if (e->args->watch[i].event == EMU_EV_INSNS && e->remaining[i] && e->remaining[i] < fits)
 			fits = e->remaining[i];
+	if (!b->rep_string && fits > b->ninsns && b->handback != EMU_HB_NONE) {
+		uint64_t site = b->addr + b->offset[b->ninsns];
+
+		if (site_hooked(e->sp, site)) {
+			e->prev = b; /* on_site stops it there */
+			return;
+		}
+		if (e->sp->nsites < SITES_MAX) {
+			e->new_site = site;
+			hook_stop(e, HOOK_ADD_SITE, EMU_STOP_BUDGET, EMU_HB_NONE);
+			return;
+		}
+	}
 	if (!b->rep_string && (fits < b->ninsns || b->handback != EMU_HB_NONE)) {
 		e->partial_until = b->addr + b->offset[fits < b->ninsns ? fits : b->ninsns];
 		hook_stop(e, HOOK_PARTIAL, EMU_STOP_BUDGET, EMU_HB_NONE);
@@ -285,71 +368,60 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	return p;
 }
 
-static bool remember_page(struct emu *e, uint64_t va, uint64_t size, bool ring3_ok, bool user)
+static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, bool user)
 {
-	if (e->npages == e->pages_cap) {
-		size_t cap = e->pages_cap ? e->pages_cap * 2 : 256;
-		struct mapped_page *n = realloc(e->pages, cap * sizeof(*n));
+	if (sp->npages == sp->pages_cap) {
+		size_t cap = sp->pages_cap ? sp->pages_cap * 2 : 256;
+		struct mapped_page *n = realloc(sp->pages, cap * sizeof(*n));
 
 		if (!n)
 			return false;
-		e->pages = n;
-		e->pages_cap = cap;
+		sp->pages = n;
+		sp->pages_cap = cap;
 	}
-	e->pages[e->npages++] = (struct mapped_page){ va, size, ring3_ok, user };
+	sp->pages[sp->npages++] = (struct mapped_page){ va, size, user };
+	sp->nuser += user;
 	return true;
 }
 
-static void unmap_page(struct emu *e, const struct mapped_page *m)
+static void forget_last_page(struct emu_space *sp)
+{
+	sp->nuser -= sp->pages[--sp->npages].user;
+}
+
+static void unmap_page(struct emu_space *sp, const struct mapped_page *m)
 {
 	/* Unicorn keeps translated code across mappings and does not see writes made outside it. */
-	uc_ctl_remove_cache(e->uc, m->va, m->va + m->size);
-	uc_mem_unmap(e->uc, m->va, m->size);
+	uc_ctl_remove_cache(sp->uc, m->va, m->va + m->size);
+	uc_mem_unmap(sp->uc, m->va, m->size);
 }
 
 /* The mapping that holds va, or NULL. */
-static struct mapped_page *mapping_of(struct emu *e, uint64_t va)
+static struct mapped_page *mapping_of(struct emu_space *sp, uint64_t va)
 {
-	for (size_t i = 0; i < e->npages; i++)
-		if (va - e->pages[i].va < e->pages[i].size)
-			return &e->pages[i];
+	for (size_t i = 0; i < sp->npages; i++)
+		if (va - sp->pages[i].va < sp->pages[i].size)
+			return &sp->pages[i];
 	return NULL;
 }
 
-/* Drops the pages ring 3 must not see as mapped (when the vCPU goes from ring 0 to ring 3). */
-static void drop_ring0_pages(struct emu *e)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < e->npages; i++) {
-		if (e->pages[i].ring3_ok)
-			e->pages[kept++] = e->pages[i];
-		else
-			unmap_page(e, &e->pages[i]);
-	}
-	/*
-	 * The decoded blocks stay: the same CR3 with no TLB flush between maps
-	 * the same pages again when the vCPU is back in ring 0.
-	 */
-	e->npages = kept;
-}
-
 /*
- * Drops the user pages (a ring-0 run with SMEP or SMAP on): mapped by ring 3,
- * or by ring 0 under other rules (RFLAGS.AC set), they may not be used as
- * mapped; the kernel's pages and the decoded blocks stay.
+ * Drops the user pages of ring 0's space (a run with SMAP enforced): mapped
+ * while RFLAGS.AC allowed it, they may not be used now; the kernel's pages
+ * and the decoded blocks stay.
  */
-static void drop_user_pages(struct emu *e)
+static void drop_user_pages(struct emu_space *sp)
 {
 	size_t kept = 0;
 
-	for (size_t i = 0; i < e->npages; i++) {
-		if (!e->pages[i].user)
-			e->pages[kept++] = e->pages[i];
+	for (size_t i = 0; i < sp->npages; i++) {
+		if (!sp->pages[i].user)
+			sp->pages[kept++] = sp->pages[i];
 		else
-			unmap_page(e, &e->pages[i]);
+			unmap_page(sp, &sp->pages[i]);
 	}
-	e->npages = kept;
+	sp->npages = kept;
+	sp->nuser = 0;
 }
 
 /*
@@ -376,19 +448,19 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 		uint64_t chunk = t.page_size < REGION_MAX ? t.page_size : REGION_MAX, b = va & ~(chunk - 1);
 
 		host = vmi_mem_ptr(&e->mem, t.gpa - (va - b), chunk);
-		if (host && remember_page(e, b, chunk, t.user && (!write || t.writable), t.user)) {
+		if (host && remember_page(e->sp, b, chunk, t.user)) {
 			if (uc_mem_map_ptr(e->uc, b, chunk, perms, host) == UC_ERR_OK) {
 				e->stats.pages_mapped++;
 				return 0;
 			}
-			e->npages--; /* overlaps a 4 KiB mapping made before: map the page alone */
+			forget_last_page(e->sp); /* overlaps a 4 KiB mapping made before: map the page alone */
 		}
 	}
 	host = vmi_mem_ptr(&e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || !remember_page(e, base, size, t.user && (!write || t.writable), t.user))
+	if (!host || !remember_page(e->sp, base, size, t.user))
 		return -EFAULT;
 	if (uc_mem_map_ptr(e->uc, base, size, perms, host) != UC_ERR_OK) {
-		e->npages--;
+		forget_last_page(e->sp);
 		return -EFAULT;
 	}
 	e->stats.pages_mapped++;
@@ -537,40 +609,48 @@ static int state_save(struct emu *e, struct kvm_regs *regs, struct kvm_fpu *f)
 
 /* --- lifecycle ----------------------------------------------------------- */
 
+static int space_open(struct emu *e, struct emu_space *sp, char *err, size_t err_size)
+{
+	uc_err ue = uc_open(UC_ARCH_X86, UC_MODE_64, &sp->uc);
+
+	if (ue != UC_ERR_OK) {
+		snprintf(err, err_size, "Unicorn: %s", uc_strerror(ue));
+		sp->uc = NULL;
+		return -EINVAL;
+	}
+	/* A model with what compilers emit for x86-64-v2/v3 short of AVX, which TCG lacks (AVX is handed back). */
+	uc_ctl_set_cpu_model(sp->uc, UC_CPU_X86_HASWELL);
+	if (uc_hook_add(sp->uc, &sp->block_hook, UC_HOOK_BLOCK, (void *)on_block, e, 1, 0) != UC_ERR_OK ||
+	    uc_hook_add(sp->uc, &sp->mem_hook, UC_HOOK_MEM_UNMAPPED | UC_HOOK_MEM_PROT, (void *)on_memory, e, 1,
+			0) != UC_ERR_OK ||
+	    emu_precise_faults(sp->uc, &sp->precise_hook)) {
+		snprintf(err, err_size, "Unicorn: cannot add its hooks");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *err, size_t err_size)
 {
 	struct emu *e = calloc(1, sizeof(*e));
-	uc_err ue;
 
 	if (!e)
 		return -ENOMEM;
 	e->mem = guest_mem_vmi(mem);
 	e->smp = smp;
-	ue = uc_open(UC_ARCH_X86, UC_MODE_64, &e->uc);
-	if (ue != UC_ERR_OK) {
-		snprintf(err, err_size, "Unicorn: %s", uc_strerror(ue));
-		free(e);
-		return -EINVAL;
-	}
-	/* A model with what compilers emit for x86-64-v2/v3 short of AVX, which TCG lacks (AVX is handed back). */
-	uc_ctl_set_cpu_model(e->uc, UC_CPU_X86_HASWELL);
+	for (unsigned int i = 0; i < 2; i++)
+		if (space_open(e, &e->space[i], err, err_size)) {
+			emu_destroy(e);
+			return -EINVAL;
+		}
+	e->sp = &e->space[1];
+	e->uc = e->sp->uc;
 	if (emu_flags_open(&e->flags, e->uc, err, err_size)) {
-		uc_close(e->uc);
-		free(e);
+		emu_destroy(e);
 		return -EINVAL;
 	}
 	if (emu_decoder_open(&e->dec)) {
 		snprintf(err, err_size, "Capstone: cannot open an x86-64 decoder");
-		emu_flags_close(e->flags);
-		uc_close(e->uc);
-		free(e);
-		return -EINVAL;
-	}
-	if (uc_hook_add(e->uc, &e->block_hook, UC_HOOK_BLOCK, (void *)on_block, e, 1, 0) != UC_ERR_OK ||
-	    uc_hook_add(e->uc, &e->mem_hook, UC_HOOK_MEM_UNMAPPED | UC_HOOK_MEM_PROT, (void *)on_memory, e, 1,
-			0) != UC_ERR_OK ||
-	    emu_precise_faults(e->uc, &e->precise_hook)) {
-		snprintf(err, err_size, "Unicorn: cannot add its hooks");
 		emu_destroy(e);
 		return -EINVAL;
 	}
@@ -580,9 +660,14 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 
 void emu_invalidate(struct emu *e)
 {
-	for (size_t i = 0; i < e->npages; i++)
-		unmap_page(e, &e->pages[i]);
-	e->npages = 0;
+	for (unsigned int s = 0; s < 2; s++) {
+		struct emu_space *sp = &e->space[s];
+
+		for (size_t i = 0; i < sp->npages; i++)
+			unmap_page(sp, &sp->pages[i]);
+		sp->npages = 0;
+		sp->nuser = 0;
+	}
 	cache_clear(e);
 	e->mapped_valid = false;
 	e->stats.invalidations++;
@@ -593,11 +678,13 @@ void emu_destroy(struct emu *e)
 	if (!e)
 		return;
 	cache_clear(e);
-	free(e->pages);
 	emu_decoder_close(e->dec);
 	emu_flags_close(e->flags);
-	if (e->uc)
-		uc_close(e->uc);
+	for (unsigned int s = 0; s < 2; s++) {
+		free(e->space[s].pages);
+		if (e->space[s].uc)
+			uc_close(e->space[s].uc);
+	}
 	free(e);
 }
 
@@ -610,7 +697,7 @@ void emu_get_stats(const struct emu *e, struct emu_stats *s)
 
 static void repair_flags(struct emu *e, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags)
 {
-	int r = emu_flags_fix(e->flags, block, rip, sys_rflags);
+	int r = emu_flags_fix(e->flags, e->uc, block, rip, sys_rflags);
 
 	if (r > 0)
 		e->stats.flags_repaired++;
@@ -663,21 +750,19 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	}
 	/*
 	 * Mappings belong to one CR3, like TLB entries (the VMM invalidates
-	 * them where the guest would flush its TLB). Ring 0 may use every page
-	 * ring 3 may, unless SMEP or SMAP forbid: a ring-0 run with either
-	 * drops the user pages (a Linux kernel has both on, and dropping
-	 * everything made each of its runs map and translate anew); going to
-	 * ring 3 drops the kernel's.
+	 * them where the guest would flush its TLB), and to one ring: each ring
+	 * has its own Unicorn, whose pages are mapped with what that ring may
+	 * do. In ring 0 that also depends on RFLAGS.AC under SMAP: a run with
+	 * SMAP enforced drops the user pages a run with AC set mapped.
 	 */
 	if (e->mapped_valid && e->mapped_cr3 != st->sregs.cr3)
 		emu_invalidate(e);
-	else if (e->mapped_valid && e->cpl == 3 && e->mapped_cpl != 3)
-		drop_ring0_pages(e);
-	else if (e->mapped_valid && e->cpl == 0 && (e->smep || e->smap_enforced))
-		drop_user_pages(e);
+	e->sp = &e->space[e->ring];
+	e->uc = e->sp->uc;
+	if (e->cpl == 0 && e->smap_enforced && e->sp->nuser)
+		drop_user_pages(e->sp);
 	e->mapped_valid = true;
 	e->mapped_cr3 = st->sregs.cr3;
-	e->mapped_cpl = e->cpl;
 
 	e->args = a;
 	e->res = r;
@@ -734,7 +819,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		if (e->hook == HOOK_WRITE_PROTECT) {
 			struct guest_translation t;
 
-			struct mapped_page *m = mapping_of(e, e->protect_page);
+			struct mapped_page *m = mapping_of(e->sp, e->protect_page);
 
 			/* The first write to a page the guest lets us write: dirty bit, then writable (all of its mapping). */
 			if (!m || guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t) ||
@@ -742,7 +827,12 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 				why = EMU_HB_FAULT;
 				break;
 			}
-			m->ring3_ok = t.user && t.writable;
+			continue;
+		}
+		if (e->hook == HOOK_ADD_SITE) {
+			/* Nothing of the block ran: it runs again, translated with the hook. */
+			if (site_add(e, e->new_site))
+				e->sp->nsites = SITES_MAX; /* Unicorn refused: partial runs from now on */
 			continue;
 		}
 		if (e->hook == HOOK_MAP_CODE) {

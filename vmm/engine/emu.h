@@ -20,7 +20,8 @@
  *   emu_invalidate(), which the VMM calls where the guest's own TLB would
  *   be flushed (MOV to a control register, INVLPG, INVPCID, WRMSR run in
  *   KVM) and whenever the guest ran in KVM for longer than one instruction.
- *   Going from ring 0 to ring 3 drops the pages ring 3 may not use.
+ *   Ring 0 and ring 3 each have their own emulator, mappings and
+ *   translated code, so that neither's survive only until the other runs.
  * - One privilege level per run: the engine never executes an instruction
  *   that can change CPL, so every instruction of a run counts in the run's
  *   ring (counts[0] ring 3, counts[1] ring 0).

@@ -34,7 +34,7 @@
 #define PREAMBLE_SIZE 18
 
 struct emu_flags {
-	uc_engine *main, *scratch;
+	uc_engine *scratch;
 	uc_context *main_ctx, *scratch_ctx;
 	size_t data_off; /* where CPUX86State starts in a saved context */
 	bool needed;     /* this Unicorn loses cc_op on a memory fault */
@@ -254,7 +254,7 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 	return h;
 }
 
-int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *b, uint64_t rip, uint64_t sys_rflags)
+int emu_flags_fix(struct emu_flags *f, uc_engine *uc, const struct emu_block_info *b, uint64_t rip, uint64_t sys_rflags)
 {
 	uint64_t block = b->addr;
 	uint8_t code[512 * 15];
@@ -264,7 +264,7 @@ int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *b, uint64_t 
 
 	if (!f->needed || rip == block)
 		return 0; /* the block's start: cc_op is the one stored when the last block ended */
-	if (rip < block || rip - block > sizeof(code) || uc_mem_read(f->main, block, code, rip - block) != UC_ERR_OK) {
+	if (rip < block || rip - block > sizeof(code) || uc_mem_read(uc, block, code, rip - block) != UC_ERR_OK) {
 		snprintf(f->why, sizeof(f->why), "the block's code (%llu bytes) cannot be read",
 			 (unsigned long long)(rip - block));
 		return -1;
@@ -286,13 +286,13 @@ int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *b, uint64_t 
 	}
 	if (op == OP_KEEP)
 		return 0;
-	if (uc_context_save(f->main, f->main_ctx) != UC_ERR_OK)
+	if (uc_context_save(uc, f->main_ctx) != UC_ERR_OK)
 		return -1;
 	if (ctx_op(f, f->main_ctx) == op)
 		return 0;
 	ctx_set_flags(f, f->main_ctx, op, sys_rflags);
 	if (uc_context_reg_read(f->main_ctx, UC_X86_REG_RFLAGS, &rflags) != UC_ERR_OK ||
-	    uc_reg_write(f->main, UC_X86_REG_RFLAGS, &rflags) != UC_ERR_OK)
+	    uc_reg_write(uc, UC_X86_REG_RFLAGS, &rflags) != UC_ERR_OK)
 		return -1;
 	return 1;
 }
@@ -384,7 +384,6 @@ int emu_flags_open(struct emu_flags **out, uc_engine *main_uc, char *err, size_t
 		snprintf(err, err_size, "out of memory");
 		return -1;
 	}
-	f->main = main_uc;
 	memset(f->ones, 1, sizeof(f->ones));
 	if (uc_open(UC_ARCH_X86, UC_MODE_64, &f->scratch) != UC_ERR_OK) {
 		snprintf(err, err_size, "Unicorn: cannot open a second CPU for flag repairs");

@@ -53,13 +53,15 @@ void emu_flags_close(struct emu_flags *f);
 void emu_flags_forget(struct emu_flags *f);
 
 /*
- * main_uc stopped at rip, inside the translated block block (its bytes
- * readable through main_uc), on a memory access: sets its RFLAGS
- * right. sys_rflags: RFLAGS as the run began, for the bits no instruction
- * the engine runs changes (IF, IOPL, AC...). 1 if they were wrong, 0 if they were right, -1 if the repair
+ * uc (a Unicorn of the engine's, with the CPU model main_uc has) stopped at
+ * rip, inside the translated block block (its bytes readable through uc),
+ * on a memory access: sets its RFLAGS right. sys_rflags: RFLAGS as the run
+ * began, for the bits no instruction the engine runs changes (IF, IOPL,
+ * AC...). 1 if they were wrong, 0 if they were right, -1 if the repair
  * could not run (the flags are then unknown).
  */
-int emu_flags_fix(struct emu_flags *f, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags);
+int emu_flags_fix(struct emu_flags *f, uc_engine *uc, const struct emu_block_info *block, uint64_t rip,
+		  uint64_t sys_rflags);
 
 /* Makes uc report a faulting access at its instruction, not its block's start (a never-called memory hook). */
 int emu_precise_faults(uc_engine *uc, uc_hook *hook);
