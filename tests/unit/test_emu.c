@@ -591,6 +591,38 @@ static void test_handback_site_hook(void **state)
 }
 
 /*
+ * A stop at a block's start once a code hook exists (test_handback_site_hook
+ * made one): Unicorn then leaves RIP as a chained jump left it, stale, and
+ * the run must go on from the block's start all the same. The budget stops
+ * the loop at a block boundary; the rest runs to the exact total.
+ */
+static void test_budget_with_code_hooks(void **state)
+{
+	/* A: dec ecx; jmp B; B: test ecx, ecx; jnz A; ud2 (two blocks a loop, chained) */
+	static const uint8_t code[] = { 0xff, 0xc9, 0xeb, 0x07, 0, 0, 0, 0, 0, 0, 0, 0x85, 0xc9, 0x75, 0xf1, 0x0f, 0x0b };
+	struct emu_state st = user_state(UCODE + 0x105);
+	struct emu_run_args a = { .max_insns = 98 };
+	struct emu_result r;
+	uint64_t insns;
+
+	(void)state;
+	put_code(UCODE + 0x105, code, sizeof(code));
+	st.regs.rcx = 1000;
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_BUDGET);
+	/* 49 blocks: 25 As and 24 Bs, the next one B. */
+	insns = r.counts.ev[0][EMU_EV_INSNS];
+	assert_int_equal(insns, 98);
+	assert_int_equal(st.regs.rip, UCODE + 0x110);
+	assert_int_equal(st.regs.rcx, 1000 - 25);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(st.regs.rip, UCODE + 0x114);
+	assert_int_equal(st.regs.rcx, 0);
+	assert_int_equal(insns + r.counts.ev[0][EMU_EV_INSNS], 4000);
+}
+
+/*
  * RFLAGS where a memory access stops a block part-way (emu_flags.h): after
  * ADD of -1 and 1 (zero: CF, PF, AF, ZF set) the guest's #PF hand-back
  * carries those flags, and after the first write to a clean page (the run
@@ -922,6 +954,7 @@ int main(void)
 		cmocka_unit_test(test_permissions),
 		cmocka_unit_test(test_rings_keep_their_mappings),
 		cmocka_unit_test(test_handback_site_hook),
+		cmocka_unit_test(test_budget_with_code_hooks),
 		cmocka_unit_test(test_accessed_dirty),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),

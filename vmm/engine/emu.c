@@ -100,6 +100,7 @@ struct emu {
 	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
 	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable; HOOK_MAP_CODE: to map */
 	uint64_t new_site;      /* HOOK_ADD_SITE: the hand-back instruction to hook */
+	uint64_t stop_rip;      /* hook_stop(): where the run stopped */
 	bool in_partial;
 
 	struct emu_stats stats;
@@ -224,9 +225,17 @@ static const struct emu_block_info *block_lookup(struct emu *e, uint64_t addr, u
 
 /* --- hooks --------------------------------------------------------------- */
 
-static void hook_stop(struct emu *e, int kind, enum emu_stop stop, enum emu_handback hb)
+/*
+ * Stops Unicorn before the instruction at `at` (a block's start, or a
+ * hand-back site). Unicorn's own RIP is not to be trusted there: once a
+ * code hook exists it no longer restores RIP when it leaves a block at its
+ * start for a stop request, and a block entered by a chained jump has not
+ * stored it (Unicorn 2.0.1, cpu_tb_exec), so the run goes on from `at`.
+ */
+static void hook_stop(struct emu *e, int kind, enum emu_stop stop, enum emu_handback hb, uint64_t at)
 {
 	e->hook = kind;
+	e->stop_rip = at;
 	e->hook_stop = stop;
 	e->hook_handback = hb;
 	uc_emu_stop(e->uc);
@@ -258,7 +267,7 @@ static void on_site(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 	/* A hook left from code that is no longer there (another process, a module) stops nothing. */
 	if (e->hook != HOOK_NONE || !b || b->handback == EMU_HB_NONE || b->addr + b->offset[b->ninsns] != addr)
 		return;
-	hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback);
+	hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback, addr);
 }
 
 /* Hooks the hand-back at addr (outside the run: the blocks holding it are translated anew). */
@@ -292,12 +301,12 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 		settle_full(e, e->prev, addr, size);
 	e->prev = NULL;
 	if (e->res->stop == EMU_STOP_WATCH) {
-		hook_stop(e, HOOK_STOP, EMU_STOP_WATCH, EMU_HB_NONE);
+		hook_stop(e, HOOK_STOP, EMU_STOP_WATCH, EMU_HB_NONE, addr);
 		return;
 	}
 	b = block_lookup(e, addr, size);
 	if (!b) {
-		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, EMU_HB_FAULT);
+		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, EMU_HB_FAULT, addr);
 		return;
 	}
 	if (e->in_partial) {
@@ -306,11 +315,11 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 		return;
 	}
 	if (b->ninsns == 0) {
-		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback);
+		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback, addr);
 		return;
 	}
 	if (e->run_insns >= e->args->max_insns || (e->args->stop_flag && *e->args->stop_flag)) {
-		hook_stop(e, HOOK_STOP, EMU_STOP_BUDGET, EMU_HB_NONE);
+		hook_stop(e, HOOK_STOP, EMU_STOP_BUDGET, EMU_HB_NONE, addr);
 		return;
 	}
 	/* An instruction watch that ends inside b, or a hand-back after its last decoded instruction. */
@@ -326,13 +335,13 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 		}
 		if (e->sp->nsites < SITES_MAX) {
 			e->new_site = site;
-			hook_stop(e, HOOK_ADD_SITE, EMU_STOP_BUDGET, EMU_HB_NONE);
+			hook_stop(e, HOOK_ADD_SITE, EMU_STOP_BUDGET, EMU_HB_NONE, addr);
 			return;
 		}
 	}
 	if (!b->rep_string && (fits < b->ninsns || b->handback != EMU_HB_NONE)) {
 		e->partial_until = b->addr + b->offset[fits < b->ninsns ? fits : b->ninsns];
-		hook_stop(e, HOOK_PARTIAL, EMU_STOP_BUDGET, EMU_HB_NONE);
+		hook_stop(e, HOOK_PARTIAL, EMU_STOP_BUDGET, EMU_HB_NONE, addr);
 		return;
 	}
 	e->prev = b;
@@ -804,6 +813,8 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			rc = -EIO;
 			goto out;
 		}
+		if (e->hook == HOOK_STOP || e->hook == HOOK_PARTIAL || e->hook == HOOK_ADD_SITE)
+			rip = e->stop_rip;
 		/*
 		 * A memory access that stopped the block part-way: Unicorn's flags
 		 * may be wrong (emu_flags.h). Not a fetch at the next block's start
