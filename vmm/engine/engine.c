@@ -180,6 +180,12 @@ bool engine_active(struct vcpu *vcpu)
 
 	if (!x->enabled || (!x->stepping && !engine_rings(vcpu))) {
 		state_to_kvm(vcpu); /* KVM runs the vCPU next */
+		/*
+		 * For as long as no client needs the engine: the guest may change
+		 * its page tables and flush its TLB meanwhile, unseen, and come
+		 * back under the same CR3 (a counted process scheduled out and in).
+		 */
+		x->flush = true;
 		return false;
 	}
 	if (!x->emu && engine_start(vcpu)) {
