@@ -485,6 +485,8 @@ static void test_handback_mid_block(void **state)
 	static const uint8_t io[] = { 0xb8, 1, 0, 0, 0, 0xe4, 0x60 };
 	/* mov eax,1; mov ds,ax */
 	static const uint8_t seg[] = { 0xb8, 1, 0, 0, 0, 0x8e, 0xd8 };
+	/* mov eax,1; rdpkru */
+	static const uint8_t pkru[] = { 0xb8, 1, 0, 0, 0, 0x0f, 0x01, 0xee };
 	/* mov eax,1; bytes that decode to nothing */
 	static const uint8_t bad[] = { 0xb8, 1, 0, 0, 0, 0x06 }; /* push es: none in 64-bit mode */
 	static const struct {
@@ -498,6 +500,7 @@ static void test_handback_mid_block(void **state)
 		{ avx, sizeof(avx), 1, UCODE + 5, EMU_HB_UNMODELED },
 		{ io, sizeof(io), 1, UCODE + 5, EMU_HB_SYSTEM },
 		{ seg, sizeof(seg), 1, UCODE + 5, EMU_HB_SYSTEM },
+		{ pkru, sizeof(pkru), 1, UCODE + 5, EMU_HB_HOST_VALUE },
 	};
 	struct emu_state st;
 	struct emu_result r;
@@ -919,6 +922,9 @@ static void test_decode_one(void **state)
 		  .to = 0xffe }, /* jnz */
 		{ .code = { 0x0f, 0xa2 }, .len = 2, .want_len = 2, .hb = EMU_HB_HOST_VALUE, .vector = -1 }, /* cpuid */
 		{ .code = { 0x06 }, .len = 1, .want_len = 0, .hb = EMU_HB_UNDECODABLE, .vector = 6 }, /* push es: none in 64-bit */
+		/* RDPKRU and WRPKRU, which Capstone 4 cannot decode: known, so that KVM steps of them flush only for WRPKRU */
+		{ .code = { 0x0f, 0x01, 0xee }, .len = 3, .want_len = 3, .hb = EMU_HB_HOST_VALUE, .vector = -1 },
+		{ .code = { 0x0f, 0x01, 0xef }, .len = 3, .want_len = 3, .hb = EMU_HB_SYSTEM, .vector = -1, .flush = true },
 	};
 	struct emu_decoder *d;
 

@@ -140,6 +140,19 @@ static enum emu_handback classify(csh cs, const cs_insn *in, bool smp)
 	return EMU_HB_NONE;
 }
 
+/*
+ * RDPKRU (0f 01 ee) and WRPKRU (0f 01 ef), which Capstone 4 does not decode:
+ * a Linux kernel with protection keys reads PKRU at every context switch.
+ * RDPKRU's value is the vCPU's (KVM's); WRPKRU changes what ring 3 may
+ * access. 0 if code is neither.
+ */
+static enum emu_handback pkru_insn(const uint8_t *code, size_t len)
+{
+	if (len < 3 || code[0] != 0x0f || code[1] != 0x01 || (code[2] != 0xee && code[2] != 0xef))
+		return EMU_HB_NONE;
+	return code[2] == 0xee ? EMU_HB_HOST_VALUE : EMU_HB_SYSTEM;
+}
+
 static enum emu_branch branch_kind(csh cs, const cs_insn *in)
 {
 	switch (in->id) {
@@ -184,6 +197,12 @@ void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, s
 
 	memset(out, 0, sizeof(*out));
 	out->vector = -1;
+	out->handback = pkru_insn(code, len);
+	if (out->handback != EMU_HB_NONE) {
+		out->len = 3;
+		out->flushes_tlb = code[2] == 0xef; /* WRPKRU: the engine's ring-3 mappings were made under the old keys */
+		return;
+	}
 	if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->insn)) {
 		out->handback = EMU_HB_UNDECODABLE;
 		out->vector = 6;
@@ -237,6 +256,9 @@ void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code,
 	info->size = (uint32_t)len;
 	info->offset[0] = 0;
 	while (left && info->ninsns < EMU_BLOCK_MAX_INSNS) {
+		info->handback = pkru_insn(p, left);
+		if (info->handback != EMU_HB_NONE)
+			break;
 		if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->insn)) {
 			info->handback = EMU_HB_UNDECODABLE;
 			break;
