@@ -283,6 +283,7 @@ static int site_add(struct emu *e, uint64_t addr)
 		i = (i + 1) & (SITE_SLOTS - 1);
 	sp->site[i] = addr;
 	sp->nsites++;
+	e->stats.sites++;
 	uc_ctl_remove_cache(sp->uc, addr, addr + 1);
 	return 0;
 }
@@ -341,6 +342,7 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 	}
 	if (!b->rep_string && (fits < b->ninsns || b->handback != EMU_HB_NONE)) {
 		e->partial_until = b->addr + b->offset[fits < b->ninsns ? fits : b->ninsns];
+		e->stats.partial_runs++;
 		hook_stop(e, HOOK_PARTIAL, EMU_STOP_BUDGET, EMU_HB_NONE, addr);
 		return;
 	}

@@ -114,6 +114,8 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 struct emu_stats {
 	uint64_t runs, insns, handbacks[EMU_HB_COUNT], pages_mapped, blocks_decoded, invalidations;
 	uint64_t flags_repaired, flags_unknown; /* RFLAGS after a page fault inside a block (emu_flags.h) */
+	uint64_t sites;        /* hand-backs inside blocks stopped at by a code hook */
+	uint64_t partial_runs; /* blocks run part-way to an "until" address (retranslated) */
 	uint64_t run_ns; /* time inside emu_run */
 };
 
