@@ -625,6 +625,70 @@ static void test_budget_with_code_hooks(void **state)
 	assert_int_equal(insns + r.counts.ev[0][EMU_EV_INSNS], 4000);
 }
 
+/* emu_run_args.in_place for test_in_place: RDTSC reads 0x1234 (declined when the test says so). */
+static int in_place_calls;
+static bool in_place_decline;
+
+static bool fake_rdtsc(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs)
+{
+	(void)opaque;
+	(void)sregs;
+	in_place_calls++;
+	if (in_place_decline || why != EMU_HB_HOST_VALUE)
+		return false;
+	regs->rax = 0x1234;
+	regs->rdx = 0;
+	regs->rip += 2;
+	return true;
+}
+
+/*
+ * A hand-back the caller does in the emulator's place (the VMM's RDTSC)
+ * does not end the run: it counts as one instruction of the run, a watch
+ * can end on it, and a declined one is an ordinary hand-back.
+ */
+static void test_in_place(void **state)
+{
+	/* mov ebx, 2; rdtsc; mov ecx, 3; ud2 */
+	static const uint8_t code[] = { 0xbb, 2, 0, 0, 0, 0x0f, 0x31, 0xb9, 3, 0, 0, 0, 0x0f, 0x0b };
+	struct emu_run_args a = { .max_insns = UINT64_MAX, .in_place = fake_rdtsc };
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE + 0x200, code, sizeof(code));
+	in_place_calls = 0;
+	in_place_decline = false;
+	st = user_state(UCODE + 0x200);
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_SYSTEM); /* the ud2 */
+	assert_int_equal(st.regs.rip, UCODE + 0x20c);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 3);
+	assert_int_equal(st.regs.rax, 0x1234);
+	assert_int_equal(st.regs.rbx, 2);
+	assert_int_equal(st.regs.rcx, 3);
+	assert_int_equal(in_place_calls, 1);
+	/* A watch of 2 instructions ends right after it. */
+	a.nwatch = 1;
+	a.watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER, 2 };
+	st = user_state(UCODE + 0x200);
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_WATCH);
+	assert_int_equal(st.regs.rip, UCODE + 0x207);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+	/* Declined: a hand-back before it, as without in_place. */
+	a.nwatch = 0;
+	in_place_decline = true;
+	st = user_state(UCODE + 0x200);
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_HOST_VALUE);
+	assert_int_equal(st.regs.rip, UCODE + 0x205);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+}
+
 /*
  * RFLAGS where a memory access stops a block part-way (emu_flags.h): after
  * ADD of -1 and 1 (zero: CF, PF, AF, ZF set) the guest's #PF hand-back
@@ -961,6 +1025,7 @@ int main(void)
 		cmocka_unit_test(test_rings_keep_their_mappings),
 		cmocka_unit_test(test_handback_site_hook),
 		cmocka_unit_test(test_budget_with_code_hooks),
+		cmocka_unit_test(test_in_place),
 		cmocka_unit_test(test_accessed_dirty),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),

@@ -718,6 +718,32 @@ static void repair_flags(struct emu *e, const struct emu_block_info *block, uint
 			(unsigned long long)rip, (unsigned long long)block->addr, emu_flags_why(e->flags));
 }
 
+/*
+ * The hand-back Unicorn stopped at (RIP *rip), done by the caller's
+ * in_place without leaving the run: the general registers go out and back,
+ * the instruction counts in the run's ring. False if it is not done.
+ */
+static bool do_in_place(struct emu *e, const struct emu_run_args *a, const struct emu_state *st, uint64_t *rip)
+{
+	struct kvm_regs regs = st->regs;
+	void *p[NGPR];
+
+	if (!a->in_place || (e->hook_handback != EMU_HB_HOST_VALUE && e->hook_handback != EMU_HB_LOCKED))
+		return false;
+	gpr_ptrs(&regs, p);
+	if (uc_reg_read_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK)
+		return false;
+	regs.rip = *rip;
+	if (!a->in_place(a->in_place_opaque, e->hook_handback, &regs, &st->sregs))
+		return false;
+	/* Done, so it stays done (a locked instruction must not run twice): Unicorn took these registers at the start. */
+	(void)uc_reg_write_batch(e->uc, (int *)gpr_ids, p, NGPR);
+	*rip = regs.rip;
+	account(e, EMU_EV_INSNS, 1);
+	e->stats.in_place++;
+	return true;
+}
+
 /* The run's CPL and the paging checks, or a hand-back reason if the engine cannot run this state. */
 static enum emu_handback run_context(struct emu *e, const struct emu_state *st)
 {
@@ -860,6 +886,15 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			break;
 		}
 		if (e->hook == HOOK_STOP) {
+			if (e->hook_stop == EMU_STOP_HANDBACK && do_in_place(e, a, st, &rip)) {
+				/* Done in the emulator's place: the run goes on after it, unless a watch or the budget ends it. */
+				if (r->stop == EMU_STOP_WATCH || e->run_insns >= a->max_insns ||
+				    (a->stop_flag && *a->stop_flag)) {
+					why = EMU_HB_NONE;
+					break;
+				}
+				continue;
+			}
 			if (e->hook_stop == EMU_STOP_HANDBACK) {
 				why = e->hook_handback;
 				break;

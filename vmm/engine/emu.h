@@ -72,6 +72,17 @@ struct emu_run_args {
 	const volatile uint8_t *stop_flag;
 	unsigned int nwatch;
 	struct emu_watch watch[EMU_MAX_WATCHES];
+	/*
+	 * Optional: does a hand-back instruction in the emulator's place
+	 * without ending the run (the VMM's RDTSC, a locked instruction), from
+	 * the general registers (RIP at it) and the run's system registers;
+	 * true if done: registers updated, RIP past it. It then counts as an
+	 * instruction that retired in the emulator, watches included. Only
+	 * for instructions whose result needs nothing the run has not told
+	 * the caller yet (not RDPMC, whose counter lags the run's counts).
+	 */
+	bool (*in_place)(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs);
+	void *in_place_opaque;
 };
 
 enum emu_stop {
@@ -116,6 +127,7 @@ struct emu_stats {
 	uint64_t flags_repaired, flags_unknown; /* RFLAGS after a page fault inside a block (emu_flags.h) */
 	uint64_t sites;        /* hand-backs inside blocks stopped at by a code hook */
 	uint64_t partial_runs; /* blocks run part-way to an "until" address (retranslated) */
+	uint64_t in_place;     /* hand-backs done by emu_run_args.in_place without ending the run */
 	uint64_t run_ns; /* time inside emu_run */
 };
 

@@ -675,6 +675,31 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 	return 0;
 }
 
+/*
+ * What the VMM does in the emulator's place without ending its run
+ * (emu_run_args.in_place): RDTSC(P) from KVM's TSC, a locked instruction
+ * with the host's (atomic against the other vCPUs).
+ */
+static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs)
+{
+	struct vcpu *vcpu = opaque;
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct emu_state st;
+
+	if (why != EMU_HB_HOST_VALUE && why != EMU_HB_LOCKED)
+		return false;
+	st.regs = *regs;
+	st.sregs = *sregs;
+	if (why == EMU_HB_HOST_VALUE ? !engine_rdtsc(vcpu, &st) : !engine_locked_in_place(vcpu, &st))
+		return false;
+	if (why == EMU_HB_HOST_VALUE)
+		x->stats.tsc_in_place++;
+	else
+		x->stats.locked_in_place++;
+	*regs = st.regs;
+	return true;
+}
+
 int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -683,7 +708,8 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 	 * the guest sampler and the vPMU stay pending (kick.h) until the slice
 	 * ends and the run loop takes them.
 	 */
-	struct emu_run_args a = { .max_insns = ENGINE_SLICE_INSNS, .stop_flag = &vcpu->run->immediate_exit };
+	struct emu_run_args a = { .max_insns = ENGINE_SLICE_INSNS, .stop_flag = &vcpu->run->immediate_exit,
+				  .in_place = engine_in_place, .in_place_opaque = vcpu };
 	struct kvm_vcpu_events ev;
 	struct emu_result r;
 	struct emu_state st;
@@ -765,13 +791,6 @@ engine:
 		/* KVM has no exit for RDPMC: done here, or KVM raises #GP. */
 		r.stop = EMU_STOP_BUDGET;
 		x->stats.rdpmcs_in_place++;
-	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_LOCKED && engine_locked_in_place(vcpu, &st)) {
-		/* Atomic against the other vCPUs with the host's own locked instruction. */
-		r.stop = EMU_STOP_BUDGET;
-		x->stats.locked_in_place++;
-	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_HOST_VALUE && engine_rdtsc(vcpu, &st)) {
-		r.stop = EMU_STOP_BUDGET;
-		x->stats.tsc_in_place++;
 	}
 	x->state = st;
 	x->kvm_stale = true;
@@ -829,14 +848,15 @@ void engine_print_stats(struct vm *vm)
 		"(%llu instructions completed in KVM, %llu faulted or delivered an event, %llu NMIs/interrupts)\n"
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
 		"pages mapped %llu, blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
-		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way\n    hand-backs:",
+		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
+		"engine's run (RDTSC, locked): %llu\n    hand-backs:",
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
 		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
 		(unsigned long long)t.engine_errors, (unsigned long long)e.pages_mapped,
 		(unsigned long long)e.blocks_decoded, (unsigned long long)e.flags_repaired,
 		e.flags_unknown ? " (could not recompute them: " : "", (unsigned long long)e.flags_unknown,
-		e.flags_unknown ? ")" : "", (unsigned long long)e.sites, (unsigned long long)e.partial_runs);
+		e.flags_unknown ? ")" : "", (unsigned long long)e.sites, (unsigned long long)e.partial_runs, (unsigned long long)e.in_place);
 	for (unsigned int h = 1; h < EMU_HB_COUNT; h++)
 		if (e.handbacks[h])
 			fprintf(stderr, " %s %llu,", emu_handback_name(h), (unsigned long long)e.handbacks[h]);

@@ -236,7 +236,6 @@ bool engine_rdtsc(struct vcpu *vcpu, struct emu_state *st)
 	if (len == 3)
 		st->regs.rcx = (uint32_t)m.e[1].data;
 	st->regs.rip += len;
-	engine_count_insn(vcpu, st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL);
 	return true;
 }
 
@@ -312,7 +311,6 @@ bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st)
 		return false;
 	emu_locked_exec(&in, p, &st->regs);
 	st->regs.rip += in.len;
-	engine_count_insn(vcpu, st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL);
 	return true;
 }
 

@@ -67,11 +67,11 @@ void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
  * A locked read-modify-write (emu_locked.h) done in place on guest RAM with
  * the host's own locked instruction, atomic against the other vCPUs; false
  * where the CPU would fault, the operand is not RAM or splits across pages,
- * or it is no form emu_locked.h knows: KVM runs it then.
+ * or it is no form emu_locked.h knows: KVM runs it then. The caller counts it.
  */
 bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st);
 
-/* RDTSC or RDTSCP from KVM's guest TSC; false where it must fault (CR4.TSD in ring 3). */
+/* RDTSC or RDTSCP from KVM's guest TSC; false where it must fault (CR4.TSD in ring 3). The caller counts it. */
 bool engine_rdtsc(struct vcpu *vcpu, struct emu_state *st);
 
 #endif
