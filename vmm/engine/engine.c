@@ -171,6 +171,7 @@ static int state_to_kvm(struct vcpu *vcpu)
 	}
 	x->kvm_stale = false;
 	x->state_valid = false; /* KVM is about to change it */
+	x->shadow_spent = false;
 	return 0;
 }
 
@@ -739,6 +740,18 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 		return ioctl(vcpu->fd, KVM_RUN, 0);
 	}
 	st = x->state;
+	if (ev.interrupt.shadow && x->shadow_spent) {
+		/*
+		 * Over: the instruction after the STI or MOV SS ran in the engine.
+		 * Left set, each run would be one instruction (and KVM would hold
+		 * off its next interrupt for one more once it runs the vCPU).
+		 */
+		ev.interrupt.shadow = 0;
+		ev.flags = KVM_VCPUEVENT_VALID_SHADOW;
+		if (ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+			x->stats.engine_errors++;
+		x->shadow_spent = false;
+	}
 	if (x->vmm_events) {
 		int rc;
 
@@ -782,6 +795,8 @@ engine:
 		return step(vcpu, &st, EMU_HB_REFUSED, -1, kvm_ran);
 	}
 	t2 = now_ns();
+	if (ev.interrupt.shadow && r.counts.ev[0][EMU_EV_INSNS] + r.counts.ev[1][EMU_EV_INSNS])
+		x->shadow_spent = true;
 	engine_counted(vcpu, &r.counts);
 	/* The guest kernel's own PMU registers: answered here, without a KVM step (the PMI handler's). */
 	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_msr_in_place(vcpu, &st)) {

@@ -89,6 +89,11 @@ struct engine_vcpu {
 	struct emu_state state; /* the vCPU's state as the engine left it */
 	bool state_valid;       /* state is current (KVM has not run since) */
 	bool kvm_stale;         /* KVM's registers and FPU are older than state */
+	/*
+	 * The engine ran the instruction after an STI or MOV SS whose interrupt
+	 * shadow KVM still reports (KVM clears it only when it runs the vCPU).
+	 */
+	bool shadow_spent;
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
