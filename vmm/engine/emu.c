@@ -740,7 +740,8 @@ static bool do_in_place(struct emu *e, const struct emu_run_args *a, const struc
 	struct kvm_regs regs = st->regs;
 	void *p[NGPR];
 
-	if (!a->in_place || (e->hook_handback != EMU_HB_HOST_VALUE && e->hook_handback != EMU_HB_LOCKED))
+	if (!a->in_place || (e->hook_handback != EMU_HB_HOST_VALUE && e->hook_handback != EMU_HB_LOCKED &&
+			     e->hook_handback != EMU_HB_SYSTEM))
 		return false;
 	gpr_ptrs(&regs, p);
 	if (uc_reg_read_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK)

@@ -679,7 +679,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 /*
  * What the VMM does in the emulator's place without ending its run
  * (emu_run_args.in_place): RDTSC(P) from KVM's TSC, a locked instruction
- * with the host's (atomic against the other vCPUs).
+ * with the host's (atomic against the other vCPUs), CLI in ring 0.
  */
 static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs)
 {
@@ -687,16 +687,27 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 	struct engine_vcpu *x = engine_of(vcpu);
 	struct emu_state st;
 
-	if (why != EMU_HB_HOST_VALUE && why != EMU_HB_LOCKED)
-		return false;
 	st.regs = *regs;
 	st.sregs = *sregs;
-	if (why == EMU_HB_HOST_VALUE ? !engine_rdtsc(vcpu, &st) : !engine_locked_in_place(vcpu, &st))
-		return false;
-	if (why == EMU_HB_HOST_VALUE)
+	switch (why) {
+	case EMU_HB_HOST_VALUE:
+		if (!engine_rdtsc(vcpu, &st))
+			return false;
 		x->stats.tsc_in_place++;
-	else
+		break;
+	case EMU_HB_LOCKED:
+		if (!engine_locked_in_place(vcpu, &st))
+			return false;
 		x->stats.locked_in_place++;
+		break;
+	case EMU_HB_SYSTEM:
+		if (!engine_cli_in_place(vcpu, &st))
+			return false;
+		x->stats.cli_in_place++;
+		break;
+	default:
+		return false;
+	}
 	*regs = st.regs;
 	return true;
 }
@@ -864,7 +875,7 @@ void engine_print_stats(struct vm *vm)
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
 		"pages mapped %llu, blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
-		"engine's run (RDTSC, locked): %llu\n    hand-backs:",
+		"engine's run (RDTSC, locked, CLI): %llu\n    hand-backs:",
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
 		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
@@ -879,12 +890,13 @@ void engine_print_stats(struct vm *vm)
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
 		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu, "
-		"locked instructions %llu\n",
+		"locked instructions %llu, CLI %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
 		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
-		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place);
+		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place,
+		(unsigned long long)t.cli_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",

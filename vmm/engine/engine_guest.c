@@ -23,6 +23,7 @@
 #define X86_CR0_WP (1ULL << 16)
 #define X86_CR4_SMAP (1ULL << 21)
 #define RFLAGS_AC (1ULL << 18)
+#define RFLAGS_IF (1ULL << 9)
 
 int engine_paging(const struct emu_state *st, struct guest_paging *pg)
 {
@@ -283,6 +284,20 @@ static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const
 	if (!p)
 		return false;
 	memcpy(p, &val, 8);
+	return true;
+}
+
+bool engine_cli_in_place(struct vcpu *vcpu, struct emu_state *st)
+{
+	struct guest_paging pg;
+	uint8_t b;
+
+	/* Ring 0 only: in ring 3 it depends on IOPL (#GP below 3), which KVM decides. */
+	if (st->sregs.cs.dpl != 0 || engine_paging(st, &pg) || engine_read_virt(vcpu, &pg, st->regs.rip, &b, 1) ||
+	    b != 0xfa)
+		return false;
+	st->regs.rflags &= ~RFLAGS_IF;
+	st->regs.rip += 1;
 	return true;
 }
 

@@ -64,6 +64,13 @@ int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
 
 /*
+ * CLI in ring 0, done in place: IF cleared. Interrupts are looked at
+ * between the engine's runs only, so clearing IF inside one changes
+ * nothing else. False for anything else (KVM runs it). The caller counts it.
+ */
+bool engine_cli_in_place(struct vcpu *vcpu, struct emu_state *st);
+
+/*
  * A locked read-modify-write (emu_locked.h) done in place on guest RAM with
  * the host's own locked instruction, atomic against the other vCPUs; false
  * where the CPU would fault, the operand is not RAM or splits across pages,
