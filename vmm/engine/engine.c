@@ -296,7 +296,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 	struct guest_paging pg;
 	uint8_t code[15];
 	uint64_t rip = st->regs.rip;
-	size_t n = sizeof(code);
+	size_t n = 0;
 
 	x->nbp = 0;
 	x->bp_after = 0;
@@ -308,8 +308,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 	x->step_branch = false;
 	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
 	if (!engine_paging(st, &pg)) {
-		while (n && engine_read_virt(vcpu, &pg, rip, code, n))
-			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
+		n = engine_read_insn(vcpu, &pg, rip, code);
 		if (n) {
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
 			x->step_rep = in.len && has_rep_prefix(code, in.len);
@@ -374,11 +373,8 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
 	/* An event KVM may not deliver after all: in ring 0 the breakpoints after the instruction catch that. */
 	if ((event < 0 || st->sregs.cs.dpl == 0) && paging_ok) {
-		/* As many bytes as can be read, up to the instruction's longest. */
-		size_t n = sizeof(code);
+		size_t n = engine_read_insn(vcpu, &pg, rip, code);
 
-		while (n && engine_read_virt(vcpu, &pg, rip, code, n))
-			n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
 		if (n)
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
 	}

@@ -37,6 +37,16 @@ int engine_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t 
 	return guest_read_virt(&ram, pg, gva, buf, len);
 }
 
+size_t engine_read_insn(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t rip, uint8_t code[15])
+{
+	size_t n = 15;
+
+	/* The whole 15 bytes, or what is left of RIP's page when the next one cannot be read. */
+	while (n && engine_read_virt(vcpu, pg, rip, code, n))
+		n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
+	return n;
+}
+
 /* The handler of IDT vector vec (a 64-bit gate), or 0. */
 uint64_t engine_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec)
 {
@@ -306,15 +316,13 @@ bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st)
 	struct guest_paging pg;
 	struct emu_locked in;
 	uint8_t code[15];
-	size_t n = sizeof(code);
+	size_t n;
 	uint64_t rip = st->regs.rip, gva;
 	void *p;
 
 	if (engine_paging(st, &pg))
 		return false;
-	/* As many bytes as can be read, up to the instruction's longest. */
-	while (n && engine_read_virt(vcpu, &pg, rip, code, n))
-		n = (0x1000 - (rip & 0xfff)) < n ? 0x1000 - (rip & 0xfff) : 0;
+	n = engine_read_insn(vcpu, &pg, rip, code);
 	if (!n || emu_locked_decode(code, n, &in))
 		return false;
 	gva = emu_locked_address(&in, &st->regs, rip, st->sregs.fs.base, st->sregs.gs.base);

@@ -4,6 +4,7 @@
 #define KVMPROF_ENGINE_GUEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "emu.h"
@@ -19,6 +20,9 @@ int engine_paging(const struct emu_state *st, struct guest_paging *pg);
 
 /* guest_read_virt of this vCPU's guest RAM. */
 int engine_read_virt(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, void *buf, uint64_t len);
+
+/* The bytes of the instruction at rip, as many as can be read up to 15; how many (0: none). */
+size_t engine_read_insn(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t rip, uint8_t code[15]);
 
 /* The handler address of IDT vector vec (a 64-bit gate), or 0. */
 uint64_t engine_idt_handler(struct vcpu *vcpu, const struct emu_state *st, unsigned int vec);
