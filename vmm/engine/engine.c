@@ -677,6 +677,15 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
  * (emu_run_args.in_place): RDTSC(P) from KVM's TSC, a locked instruction
  * with the host's (atomic against the other vCPUs), CLI in ring 0.
  */
+/* STI in place only when no interrupt waits for IF: else KVM's step of it delivers that one after the next instruction. */
+static bool sti_may_run(struct vcpu *vcpu)
+{
+	bool deliverable;
+	int timer_vector;
+
+	return engine_lapic_pending(vcpu, &deliverable, &timer_vector) < 0 || !deliverable;
+}
+
 static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs)
 {
 	struct vcpu *vcpu = opaque;
@@ -697,15 +706,43 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 		x->stats.locked_in_place++;
 		break;
 	case EMU_HB_SYSTEM:
-		if (!engine_cli_in_place(vcpu, &st))
+		switch (engine_system_in_place(vcpu, &st, sti_may_run)) {
+		case EMU_SYS_CLI:
+			x->stats.cli_in_place++;
+			break;
+		case EMU_SYS_STI:
+			x->stats.sti_in_place++;
+			x->sti_in_run = true;
+			x->sti_next_rip = st.regs.rip;
+			break;
+		case EMU_SYS_MOV_SREG:
+			x->stats.sreg_reads_in_place++;
+			break;
+		default:
 			return false;
-		x->stats.cli_in_place++;
+		}
 		break;
 	default:
 		return false;
 	}
 	*regs = st.regs;
 	return true;
+}
+
+/* STI's interrupt shadow, for the instruction after an STI done in place: KVM's, which the next run and step read. */
+static void sti_shadow_to_kvm(struct vcpu *vcpu)
+{
+	struct kvm_vcpu_events ev;
+
+	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		goto fail;
+	ev.interrupt.shadow = KVM_X86_SHADOW_INT_STI;
+	ev.flags = KVM_VCPUEVENT_VALID_SHADOW;
+	if (ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+		goto fail;
+	return;
+fail:
+	engine_of(vcpu)->stats.engine_errors++;
 }
 
 int engine_run(struct vcpu *vcpu, bool *kvm_ran)
@@ -796,6 +833,7 @@ engine:
 			a.nwatch += (*c)->watches(vcpu, a.watch + a.nwatch, EMU_MAX_WATCHES - a.nwatch);
 	}
 	x->stats.engine_runs++;
+	x->sti_in_run = false;
 	t1 = now_ns();
 	if (emu_run(x->emu, &st, &a, &r)) {
 		x->stats.engine_errors++;
@@ -804,6 +842,12 @@ engine:
 	t2 = now_ns();
 	if (ev.interrupt.shadow && r.counts.ev[0][EMU_EV_INSNS] + r.counts.ev[1][EMU_EV_INSNS])
 		x->shadow_spent = true;
+	if (x->sti_in_run) {
+		x->sti_in_run = false;
+		/* A run back at that RIP later gets a shadow it did not need: one instruction's delay, no more. */
+		if (st.regs.rip == x->sti_next_rip)
+			sti_shadow_to_kvm(vcpu);
+	}
 	engine_counted(vcpu, &r.counts);
 	/* The guest kernel's own PMU registers: answered here, without a KVM step (the PMI handler's). */
 	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_msr_in_place(vcpu, &st)) {
@@ -871,7 +915,7 @@ void engine_print_stats(struct vm *vm)
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
 		"pages mapped %llu, blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
-		"engine's run (RDTSC, locked, CLI): %llu\n    hand-backs:",
+		"engine's run (RDTSC, locked, CLI/STI, segment reads): %llu\n    hand-backs:",
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
 		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
@@ -886,13 +930,14 @@ void engine_print_stats(struct vm *vm)
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
 		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu, "
-		"locked instructions %llu, CLI %llu\n",
+		"locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
 		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
 		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place,
-		(unsigned long long)t.cli_in_place);
+		(unsigned long long)t.cli_in_place, (unsigned long long)t.sti_in_place,
+		(unsigned long long)t.sreg_reads_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",

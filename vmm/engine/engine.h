@@ -70,7 +70,7 @@ extern const struct engine_client *const engine_clients[];
 
 struct engine_stats {
 	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
-	uint64_t rdpmcs_in_place, locked_in_place, cli_in_place;
+	uint64_t rdpmcs_in_place, locked_in_place, cli_in_place, sti_in_place, sreg_reads_in_place;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
 	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
 	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
@@ -94,6 +94,13 @@ struct engine_vcpu {
 	 * shadow KVM still reports (KVM clears it only when it runs the vCPU).
 	 */
 	bool shadow_spent;
+	/*
+	 * An STI done in place in this run, and the RIP after it: if the run
+	 * stops there, the instruction after it has not run yet and KVM is
+	 * given STI's interrupt shadow (STI; HLT must not miss its wake-up).
+	 */
+	bool sti_in_run;
+	uint64_t sti_next_rip;
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */

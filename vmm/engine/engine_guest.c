@@ -297,18 +297,34 @@ static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const
 	return true;
 }
 
-bool engine_cli_in_place(struct vcpu *vcpu, struct emu_state *st)
+enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st, bool (*sti_may)(struct vcpu *))
 {
 	struct guest_paging pg;
-	uint8_t b;
+	uint8_t code[15];
+	size_t n, len;
+	enum emu_sysinsn k;
 
-	/* Ring 0 only: in ring 3 it depends on IOPL (#GP below 3), which KVM decides. */
-	if (st->sregs.cs.dpl != 0 || engine_paging(st, &pg) || engine_read_virt(vcpu, &pg, st->regs.rip, &b, 1) ||
-	    b != 0xfa)
-		return false;
-	st->regs.rflags &= ~RFLAGS_IF;
-	st->regs.rip += 1;
-	return true;
+	if (engine_paging(st, &pg))
+		return EMU_SYS_NONE;
+	n = engine_read_insn(vcpu, &pg, st->regs.rip, code);
+	k = emu_sysinsn_decode(code, n, &len);
+	switch (k) {
+	case EMU_SYS_CLI:
+	case EMU_SYS_STI:
+		/* Ring 0 only: in ring 3 they depend on IOPL (#GP below 3), which KVM decides. */
+		if (st->sregs.cs.dpl != 0 || (k == EMU_SYS_STI && !sti_may(vcpu)))
+			return EMU_SYS_NONE;
+		if (k == EMU_SYS_CLI)
+			st->regs.rflags &= ~RFLAGS_IF;
+		else
+			st->regs.rflags |= RFLAGS_IF;
+		st->regs.rip += len;
+		return k;
+	case EMU_SYS_MOV_SREG:
+		return emu_mov_from_sreg(code, n, &st->sregs, &st->regs) ? k : EMU_SYS_NONE;
+	default:
+		return EMU_SYS_NONE;
+	}
 }
 
 bool engine_locked_in_place(struct vcpu *vcpu, struct emu_state *st)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "emu.h"
+#include "emu_sysinsn.h"
 #include "guest_walk.h"
 
 struct vcpu;
@@ -68,11 +69,15 @@ int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
 
 /*
- * CLI in ring 0, done in place: IF cleared. Interrupts are looked at
- * between the engine's runs only, so clearing IF inside one changes
- * nothing else. False for anything else (KVM runs it). The caller counts it.
+ * CLI and STI in ring 0 and MOV r, Sreg in either ring (emu_sysinsn.h),
+ * done in place; which one, or EMU_SYS_NONE (KVM runs it). Interrupts are
+ * looked at between the engine's runs only, so clearing IF inside one
+ * changes nothing else; STI is done only if sti_may says no interrupt
+ * waits for it (otherwise KVM's step of it delivers the interrupt one
+ * instruction later, as the CPU does). The caller counts it, and keeps
+ * STI's one-instruction interrupt shadow if the run ends right after it.
  */
-bool engine_cli_in_place(struct vcpu *vcpu, struct emu_state *st);
+enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st, bool (*sti_may)(struct vcpu *));
 
 /*
  * A locked read-modify-write (emu_locked.h) done in place on guest RAM with
