@@ -629,7 +629,7 @@ static void test_budget_with_code_hooks(void **state)
 static int in_place_calls;
 static bool in_place_decline;
 
-static bool fake_rdtsc(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs)
+static bool fake_rdtsc(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs)
 {
 	(void)opaque;
 	(void)sregs;
@@ -687,6 +687,46 @@ static void test_in_place(void **state)
 	assert_int_equal(r.handback, EMU_HB_HOST_VALUE);
 	assert_int_equal(st.regs.rip, UCODE + 0x205);
 	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+}
+
+/* emu_run_args.in_place for test_in_place_gs_base: the first SYSTEM hand-back is WRGSBASE to UDATA. */
+static bool fake_wrgsbase(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs)
+{
+	(void)opaque;
+	if (why != EMU_HB_SYSTEM || in_place_calls++)
+		return false;
+	sregs->gs.base = UDATA;
+	regs->rip += 5;
+	return true;
+}
+
+/*
+ * A base the caller changes in place (SWAPGS, WRGSBASE) is the one the
+ * rest of the run addresses with, and the one the run returns.
+ */
+static void test_in_place_gs_base(void **state)
+{
+	/* wrgsbase rax; mov eax, gs:[8]; ud2 */
+	static const uint8_t code[] = { 0xf3, 0x48, 0x0f, 0xae, 0xd8, 0x65, 0x8b, 0x04, 0x25, 8, 0, 0, 0, 0x0f, 0x0b };
+	struct emu_run_args a = { .max_insns = UINT64_MAX, .in_place = fake_wrgsbase };
+	struct emu_state st;
+	struct emu_result r;
+	uint32_t v = 0xabcd;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE + 0x300, code, sizeof(code));
+	memcpy(mem.host + phys_of(UDATA + 8), &v, sizeof(v));
+	in_place_calls = 0;
+	st = user_state(UCODE + 0x300);
+	st.sregs.gs.base = 0;
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_SYSTEM); /* the ud2 */
+	assert_int_equal(st.regs.rip, UCODE + 0x30d);
+	assert_int_equal(st.regs.rax, 0xabcd);
+	assert_int_equal(st.sregs.gs.base, UDATA);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
 }
 
 /*
@@ -1026,6 +1066,7 @@ int main(void)
 		cmocka_unit_test(test_handback_site_hook),
 		cmocka_unit_test(test_budget_with_code_hooks),
 		cmocka_unit_test(test_in_place),
+		cmocka_unit_test(test_in_place_gs_base),
 		cmocka_unit_test(test_accessed_dirty),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),

@@ -4,7 +4,9 @@
  * emu_sysinsn.c): which bytes are which, and MOV r, Sreg on registers:
  * each operand size's effect on the bits above the selector, REX.B
  * registers, and the forms refused (memory destination, segment 6 and 7,
- * REX.R, other prefixes), which must leave the registers alone.
+ * REX.R, other prefixes), which must leave the registers alone;
+ * RD/WR FS/GS BASE: both sizes, REX.B, the #UD without CR4.FSGSBASE and the
+ * #GP of a non-canonical base (with 4- and 5-level paging) left to KVM.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,6 +63,82 @@ static void test_decode(void **state)
 	assert_int_equal(emu_sysinsn_decode(cut, sizeof(cut), &len), EMU_SYS_NONE);
 	assert_int_equal(emu_sysinsn_decode(cut, 0, &len), EMU_SYS_NONE);
 	assert_int_equal(len, 0);
+	{
+		const uint8_t swapgs[] = { 0x0f, 0x01, 0xf8 }, wrgs[] = { 0xf3, 0x48, 0x0f, 0xae, 0xd8 },
+			      rdfs[] = { 0xf3, 0x0f, 0xae, 0xc0 }, clflush[] = { 0x0f, 0xae, 0x38 },
+			      fsmem[] = { 0xf3, 0x0f, 0xae, 0x18 }, slash4[] = { 0xf3, 0x0f, 0xae, 0xe0 };
+
+		assert_int_equal(emu_sysinsn_decode(swapgs, sizeof(swapgs), &len), EMU_SYS_SWAPGS);
+		assert_int_equal(len, 3);
+		assert_int_equal(emu_sysinsn_decode(swapgs, 2, &len), EMU_SYS_NONE);
+		assert_int_equal(emu_sysinsn_decode(wrgs, sizeof(wrgs), &len), EMU_SYS_FSGSBASE);
+		assert_int_equal(len, 5);
+		assert_int_equal(emu_sysinsn_decode(rdfs, sizeof(rdfs), &len), EMU_SYS_FSGSBASE);
+		assert_int_equal(len, 4);
+		assert_int_equal(emu_sysinsn_decode(clflush, sizeof(clflush), &len), EMU_SYS_NONE);
+		assert_int_equal(emu_sysinsn_decode(fsmem, sizeof(fsmem), &len), EMU_SYS_NONE);
+		assert_int_equal(emu_sysinsn_decode(slash4, sizeof(slash4), &len), EMU_SYS_NONE);
+	}
+}
+
+#define CR4_LA57 (1ULL << 12)
+#define CR4_FSGSBASE (1ULL << 16)
+
+static void test_fsgsbase(void **state)
+{
+	(void)state;
+	{
+		/* wrgsbase rax; rdgsbase rcx (REX.W) */
+		const uint8_t w[] = { 0xf3, 0x48, 0x0f, 0xae, 0xd8 }, rd[] = { 0xf3, 0x48, 0x0f, 0xae, 0xc9 };
+		struct kvm_sregs s = sregs();
+		struct kvm_regs r = regs();
+
+		s.cr4 = CR4_FSGSBASE;
+		r.rax = 0xffff888012345000ULL;
+		assert_true(emu_fsgsbase(w, sizeof(w), &s, &r));
+		assert_int_equal(s.gs.base, 0xffff888012345000ULL);
+		assert_int_equal(r.rip, 0x1005);
+		assert_true(emu_fsgsbase(rd, sizeof(rd), &s, &r));
+		assert_int_equal(r.rcx, 0xffff888012345000ULL);
+		assert_int_equal(s.fs.base, 0);
+	}
+	{
+		/* rdfsbase r9d: the low 32 bits, zero-extended; wrfsbase r9d: a zero-extended base */
+		const uint8_t rd[] = { 0xf3, 0x41, 0x0f, 0xae, 0xc1 }, w[] = { 0xf3, 0x41, 0x0f, 0xae, 0xd1 };
+		struct kvm_sregs s = sregs();
+		struct kvm_regs r = regs();
+
+		s.cr4 = CR4_FSGSBASE;
+		s.fs.base = 0x00007f0012345678ULL;
+		r.r9 = FILL;
+		assert_true(emu_fsgsbase(rd, sizeof(rd), &s, &r));
+		assert_int_equal(r.r9, 0x12345678);
+		r.r9 = 0xffffffff87654321ULL;
+		assert_true(emu_fsgsbase(w, sizeof(w), &s, &r));
+		assert_int_equal(s.fs.base, 0x87654321);
+		assert_int_equal(r.rip, 0x100a);
+	}
+	{
+		/* #UD without CR4.FSGSBASE; #GP for a non-canonical base, which 5-level paging allows */
+		const uint8_t w[] = { 0xf3, 0x48, 0x0f, 0xae, 0xd0 }; /* wrfsbase rax */
+		struct kvm_sregs s = sregs(), before;
+		struct kvm_regs r = regs(), rbefore;
+
+		r.rax = 0x0080000000000000ULL;
+		before = s;
+		rbefore = r;
+		assert_false(emu_fsgsbase(w, sizeof(w), &s, &r));
+		s.cr4 = CR4_FSGSBASE;
+		before.cr4 = s.cr4;
+		assert_false(emu_fsgsbase(w, sizeof(w), &s, &r));
+		assert_memory_equal(&s, &before, sizeof(s));
+		assert_memory_equal(&r, &rbefore, sizeof(r));
+		s.cr4 |= CR4_LA57;
+		assert_true(emu_fsgsbase(w, sizeof(w), &s, &r));
+		assert_int_equal(s.fs.base, 0x0080000000000000ULL);
+		r.rax = 0x0100000000000000ULL;
+		assert_false(emu_fsgsbase(w, sizeof(w), &s, &r));
+	}
 }
 
 static void test_mov_sizes(void **state)
@@ -157,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_mov_sizes),
 		cmocka_unit_test(test_mov_refused),
+		cmocka_unit_test(test_fsgsbase),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -735,9 +735,10 @@ static void repair_flags(struct emu *e, const struct emu_block_info *block, uint
  * in_place without leaving the run: the general registers go out and back,
  * the instruction counts in the run's ring. False if it is not done.
  */
-static bool do_in_place(struct emu *e, const struct emu_run_args *a, const struct emu_state *st, uint64_t *rip)
+static bool do_in_place(struct emu *e, const struct emu_run_args *a, struct emu_state *st, uint64_t *rip)
 {
 	struct kvm_regs regs = st->regs;
+	struct kvm_sregs sregs = st->sregs;
 	void *p[NGPR];
 
 	if (!a->in_place || (e->hook_handback != EMU_HB_HOST_VALUE && e->hook_handback != EMU_HB_LOCKED &&
@@ -747,10 +748,18 @@ static bool do_in_place(struct emu *e, const struct emu_run_args *a, const struc
 	if (uc_reg_read_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK)
 		return false;
 	regs.rip = *rip;
-	if (!a->in_place(a->in_place_opaque, e->hook_handback, &regs, &st->sregs))
+	if (!a->in_place(a->in_place_opaque, e->hook_handback, &regs, &sregs))
 		return false;
 	/* Done, so it stays done (a locked instruction must not run twice): Unicorn took these registers at the start. */
 	(void)uc_reg_write_batch(e->uc, (int *)gpr_ids, p, NGPR);
+	if (sregs.fs.base != st->sregs.fs.base || sregs.gs.base != st->sregs.gs.base) {
+		uint64_t fs = sregs.fs.base, gs = sregs.gs.base;
+
+		(void)uc_reg_write(e->uc, UC_X86_REG_FS_BASE, &fs);
+		(void)uc_reg_write(e->uc, UC_X86_REG_GS_BASE, &gs);
+		st->sregs.fs.base = fs;
+		st->sregs.gs.base = gs;
+	}
 	*rip = regs.rip;
 	account(e, EMU_EV_INSNS, 1);
 	e->stats.in_place++;

@@ -80,8 +80,10 @@ struct emu_run_args {
 	 * instruction that retired in the emulator, watches included. Only
 	 * for instructions whose result needs nothing the run has not told
 	 * the caller yet (not RDPMC, whose counter lags the run's counts).
+	 * Of the system registers it may change the FS and GS bases only
+	 * (SWAPGS, WRGSBASE): the run goes on with them and returns them.
 	 */
-	bool (*in_place)(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs);
+	bool (*in_place)(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs);
 	void *in_place_opaque;
 };
 

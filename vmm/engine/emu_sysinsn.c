@@ -7,6 +7,8 @@
 #define REX_W 8u
 #define REX_R 4u
 #define REX_B 1u
+#define CR4_LA57 (1ULL << 12)
+#define CR4_FSGSBASE (1ULL << 16)
 
 /* The 64-bit register with encoding number n (RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8-R15). */
 static __u64 *gpr(struct kvm_regs *r, unsigned int n)
@@ -42,9 +44,33 @@ static bool sreg_form(const uint8_t *code, size_t n, struct sreg_form *f)
 	return true;
 }
 
+struct fsgs_form {
+	size_t len;
+	uint8_t rex, modrm;
+};
+
+/* F3 REX? 0F AE modrm, mod 3 and /0-/3; false for anything else. */
+static bool fsgs_form(const uint8_t *code, size_t n, struct fsgs_form *f)
+{
+	size_t i = 1;
+
+	*f = (struct fsgs_form){ 0 };
+	if (n < 1 || code[0] != 0xf3)
+		return false;
+	if (i < n && (code[i] & 0xf0) == 0x40)
+		f->rex = code[i++];
+	if (i + 3 > n || code[i] != 0x0f || code[i + 1] != 0xae || (code[i + 2] >> 6) != 3 ||
+	    ((code[i + 2] >> 3) & 7) > 3)
+		return false;
+	f->modrm = code[i + 2];
+	f->len = i + 3;
+	return true;
+}
+
 enum emu_sysinsn emu_sysinsn_decode(const uint8_t *code, size_t n, size_t *len)
 {
 	struct sreg_form f;
+	struct fsgs_form g;
 
 	*len = 0;
 	if (!n)
@@ -56,6 +82,14 @@ enum emu_sysinsn emu_sysinsn_decode(const uint8_t *code, size_t n, size_t *len)
 	if (sreg_form(code, n, &f)) {
 		*len = f.len;
 		return EMU_SYS_MOV_SREG;
+	}
+	if (n >= 3 && code[0] == 0x0f && code[1] == 0x01 && code[2] == 0xf8) {
+		*len = 3;
+		return EMU_SYS_SWAPGS;
+	}
+	if (fsgs_form(code, n, &g)) {
+		*len = g.len;
+		return EMU_SYS_FSGSBASE;
 	}
 	return EMU_SYS_NONE;
 }
@@ -79,6 +113,39 @@ bool emu_mov_from_sreg(const uint8_t *code, size_t n, const struct kvm_sregs *s,
 		*reg = (*reg & ~0xffffULL) | segs[sreg]->selector;
 	else
 		*reg = segs[sreg]->selector;
+	r->rip += f.len;
+	return true;
+}
+
+static bool canonical(uint64_t v, const struct kvm_sregs *s)
+{
+	unsigned int bits = (s->cr4 & CR4_LA57) ? 57 : 48;
+
+	return (uint64_t)((int64_t)(v << (64 - bits)) >> (64 - bits)) == v;
+}
+
+bool emu_fsgsbase(const uint8_t *code, size_t n, struct kvm_sregs *s, struct kvm_regs *r)
+{
+	struct fsgs_form f;
+	unsigned int op;
+	__u64 *reg, *base;
+	bool w;
+
+	if (!fsgs_form(code, n, &f) || !(s->cr4 & CR4_FSGSBASE))
+		return false;
+	op = (f.modrm >> 3) & 7; /* 0 RDFSBASE, 1 RDGSBASE, 2 WRFSBASE, 3 WRGSBASE */
+	w = (f.rex & REX_W) != 0;
+	reg = gpr(r, (f.modrm & 7) | ((f.rex & REX_B) ? 8 : 0));
+	base = (op & 1) ? &s->gs.base : &s->fs.base;
+	if (op < 2) {
+		*reg = w ? *base : (uint32_t)*base;
+	} else {
+		uint64_t v = w ? *reg : (uint32_t)*reg;
+
+		if (!canonical(v, s))
+			return false;
+		*base = v;
+	}
 	r->rip += f.len;
 	return true;
 }

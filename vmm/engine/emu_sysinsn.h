@@ -19,6 +19,8 @@ enum emu_sysinsn {
 	EMU_SYS_CLI,      /* FA */
 	EMU_SYS_STI,      /* FB */
 	EMU_SYS_MOV_SREG, /* 8C /r with a register destination: MOV r16/r32/r64, Sreg */
+	EMU_SYS_SWAPGS,   /* 0F 01 F8 */
+	EMU_SYS_FSGSBASE, /* F3 REX? 0F AE /0-/3 with a register: RDFSBASE, RDGSBASE, WRFSBASE, WRGSBASE */
 };
 
 /* Which of the above code[0..n) begins with, and its length. */
@@ -33,5 +35,14 @@ enum emu_sysinsn emu_sysinsn_decode(const uint8_t *code, size_t n, size_t *len);
  * segment number above 5 (#UD), REX.R, another prefix.
  */
 bool emu_mov_from_sreg(const uint8_t *code, size_t n, const struct kvm_sregs *s, struct kvm_regs *r);
+
+/*
+ * RDFSBASE/RDGSBASE/WRFSBASE/WRGSBASE on the registers and the FS and GS
+ * bases in s, RIP past it: 64 bits with REX.W, else 32 (a read zero-
+ * extended, a write's base zero-extended). False, nothing changed, where
+ * the CPU raises #UD (CR4.FSGSBASE clear) or #GP (a non-canonical base
+ * written), and for any other form.
+ */
+bool emu_fsgsbase(const uint8_t *code, size_t n, struct kvm_sregs *s, struct kvm_regs *r);
 
 #endif

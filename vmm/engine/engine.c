@@ -159,10 +159,39 @@ void engine_vcpu_destroy(struct vcpu *vcpu)
  * brought up to date only before KVM runs the vCPU, saving the ioctls of
  * the many engine runs that follow each other (slice ends, signals).
  */
+/* The FS and GS bases (and KERNEL_GS_BASE if SWAPGS changed it) that instructions done in place wrote. */
+static int bases_to_kvm(struct vcpu *vcpu)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e[3];
+	} m = { .h.nmsrs = x->kgs_valid ? 3 : 2,
+		.e = { { .index = MSR_FS_BASE, .data = x->state.sregs.fs.base },
+		       { .index = MSR_GS_BASE, .data = x->state.sregs.gs.base },
+		       { .index = MSR_KERNEL_GS_BASE, .data = x->kernel_gs_base } } };
+	int n = ioctl(vcpu->fd, KVM_SET_MSRS, &m);
+
+	if (n < 0)
+		return -1;
+	if (n != (int)m.h.nmsrs) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
 static int state_to_kvm(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 
+	if (x->bases_dirty && bases_to_kvm(vcpu)) {
+		fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: cannot give the FS/GS bases back to KVM: %s\n",
+			vcpu->id, strerror(errno));
+		return -errno;
+	}
+	x->bases_dirty = false;
+	x->kgs_valid = false; /* KVM may run SWAPGS or WRMSR next */
 	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 ||
 			     ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu) < 0)) {
 		fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: cannot give the state back to KVM: %s\n",
@@ -686,7 +715,7 @@ static bool sti_may_run(struct vcpu *vcpu)
 	return engine_lapic_pending(vcpu, &deliverable, &timer_vector) < 0 || !deliverable;
 }
 
-static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs *regs, const struct kvm_sregs *sregs)
+static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs)
 {
 	struct vcpu *vcpu = opaque;
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -718,6 +747,10 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 		case EMU_SYS_MOV_SREG:
 			x->stats.sreg_reads_in_place++;
 			break;
+		case EMU_SYS_SWAPGS:
+		case EMU_SYS_FSGSBASE:
+			x->stats.gs_in_place++;
+			break;
 		default:
 			return false;
 		}
@@ -726,6 +759,8 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 		return false;
 	}
 	*regs = st.regs;
+	sregs->fs.base = st.sregs.fs.base;
+	sregs->gs.base = st.sregs.gs.base;
 	return true;
 }
 
@@ -915,7 +950,7 @@ void engine_print_stats(struct vm *vm)
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
 		"pages mapped %llu, blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
-		"engine's run (RDTSC, locked, CLI/STI, segment reads): %llu\n    hand-backs:",
+		"engine's run (RDTSC, locked, CLI/STI, segment reads, SWAPGS, FSGSBASE): %llu\n    hand-backs:",
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
 		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
@@ -930,14 +965,14 @@ void engine_print_stats(struct vm *vm)
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
 		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu, "
-		"locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu\n",
+		"locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu, SWAPGS/FSGSBASE %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
 		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
 		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place,
 		(unsigned long long)t.cli_in_place, (unsigned long long)t.sti_in_place,
-		(unsigned long long)t.sreg_reads_in_place);
+		(unsigned long long)t.sreg_reads_in_place, (unsigned long long)t.gs_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",

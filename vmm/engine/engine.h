@@ -70,7 +70,7 @@ extern const struct engine_client *const engine_clients[];
 
 struct engine_stats {
 	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
-	uint64_t rdpmcs_in_place, locked_in_place, cli_in_place, sti_in_place, sreg_reads_in_place;
+	uint64_t rdpmcs_in_place, locked_in_place, cli_in_place, sti_in_place, sreg_reads_in_place, gs_in_place;
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
 	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
 	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
@@ -101,6 +101,14 @@ struct engine_vcpu {
 	 */
 	bool sti_in_run;
 	uint64_t sti_next_rip;
+	/*
+	 * SWAPGS and WR{FS,GS}BASE done in place: KERNEL_GS_BASE as the last
+	 * SWAPGS left it (read from KVM at the first one after KVM ran), and
+	 * whether the bases changed since KVM last had them (state_to_kvm
+	 * writes them as MSRs before KVM runs the guest).
+	 */
+	bool kgs_valid, bases_dirty;
+	uint64_t kernel_gs_base;
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */

@@ -297,6 +297,33 @@ static bool write_u64_ring0(struct vcpu *vcpu, const struct emu_state *st, const
 	return true;
 }
 
+/* KERNEL_GS_BASE, read from KVM once after each time KVM ran the guest (it changes only by SWAPGS and WRMSR). */
+static bool kernel_gs_base_known(struct vcpu *vcpu)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} m = { .h.nmsrs = 1, .e.index = MSR_KERNEL_GS_BASE };
+
+	if (x->kgs_valid)
+		return true;
+	if (ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 1)
+		return false;
+	x->kernel_gs_base = m.e.data;
+	x->kgs_valid = true;
+	return true;
+}
+
+static void swap_gs(struct engine_vcpu *x, struct emu_state *st)
+{
+	uint64_t gs = st->sregs.gs.base;
+
+	st->sregs.gs.base = x->kernel_gs_base;
+	x->kernel_gs_base = gs;
+	x->bases_dirty = true;
+}
+
 enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st, bool (*sti_may)(struct vcpu *))
 {
 	struct guest_paging pg;
@@ -322,6 +349,18 @@ enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st,
 		return k;
 	case EMU_SYS_MOV_SREG:
 		return emu_mov_from_sreg(code, n, &st->sregs, &st->regs) ? k : EMU_SYS_NONE;
+	case EMU_SYS_SWAPGS:
+		/* Ring 0 only (#UD in ring 3). */
+		if (st->sregs.cs.dpl != 0 || !kernel_gs_base_known(vcpu))
+			return EMU_SYS_NONE;
+		swap_gs(engine_of(vcpu), st);
+		st->regs.rip += len;
+		return k;
+	case EMU_SYS_FSGSBASE:
+		if (!emu_fsgsbase(code, n, &st->sregs, &st->regs))
+			return EMU_SYS_NONE;
+		engine_of(vcpu)->bases_dirty = true;
+		return k;
 	default:
 		return EMU_SYS_NONE;
 	}

@@ -68,14 +68,20 @@ bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *va
 int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
 
+#define MSR_FS_BASE 0xc0000100u
+#define MSR_GS_BASE 0xc0000101u
+#define MSR_KERNEL_GS_BASE 0xc0000102u
+
 /*
- * CLI and STI in ring 0 and MOV r, Sreg in either ring (emu_sysinsn.h),
- * done in place; which one, or EMU_SYS_NONE (KVM runs it). Interrupts are
- * looked at between the engine's runs only, so clearing IF inside one
- * changes nothing else; STI is done only if sti_may says no interrupt
- * waits for it (otherwise KVM's step of it delivers the interrupt one
- * instruction later, as the CPU does). The caller counts it, and keeps
- * STI's one-instruction interrupt shadow if the run ends right after it.
+ * CLI, STI and SWAPGS in ring 0, MOV r, Sreg and RD/WR FS/GS BASE in either
+ * ring (emu_sysinsn.h), done in place; which one, or EMU_SYS_NONE (KVM runs
+ * it). Interrupts are looked at between the engine's runs only, so
+ * clearing IF inside one changes nothing else; STI is done only if
+ * sti_may says no interrupt waits for it (otherwise KVM's step of it
+ * delivers the interrupt one instruction later, as the CPU does). SWAPGS
+ * and WR*BASE leave new bases for state_to_kvm (engine_vcpu.bases_dirty).
+ * The caller counts it, and keeps STI's one-instruction interrupt shadow
+ * if the run ends right after it.
  */
 enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st, bool (*sti_may)(struct vcpu *));
 
