@@ -210,6 +210,7 @@ bool engine_active(struct vcpu *vcpu)
 
 	if (!x->enabled || (!x->stepping && !engine_rings(vcpu))) {
 		state_to_kvm(vcpu); /* KVM runs the vCPU next */
+		x->halted = false;  /* KVM's halt, if any, is right: nothing ran since */
 		/*
 		 * For as long as no client needs the engine: the guest may change
 		 * its page tables and flush its TLB meanwhile, unseen, and come
@@ -502,6 +503,54 @@ static void pay_owed(struct vcpu *vcpu)
 		engine_counted(vcpu, &owed);
 }
 
+/*
+ * KVM's view of HLT. Single-stepped, KVM halts the vCPU and yet reports the
+ * step's debug exit (kvm_emulate_halt), so it stays KVM_MP_STATE_HALTED:
+ * the next KVM_RUN would block it wherever the engine had taken it since.
+ */
+static bool kvm_halted(struct vcpu *vcpu)
+{
+	struct kvm_mp_state mp;
+
+	if (ioctl(vcpu->fd, KVM_GET_MP_STATE, &mp) < 0) {
+		engine_of(vcpu)->stats.engine_errors++;
+		return false;
+	}
+	return mp.mp_state == KVM_MP_STATE_HALTED; /* RUNNABLE once KVM has a wake-up (a PV kick included) */
+}
+
+/*
+ * A vCPU KVM holds halted after a step of HLT. True while it stays so:
+ * KVM then waits for the wake-up in a step of the next instruction, which
+ * it runs once woken (without delivering an interrupt: BLOCKIRQ); the
+ * VMM delivers the interrupt at the next run, one instruction later than
+ * the CPU would. False, and KVM told the vCPU runs, once it woke (a PV
+ * kick) or has an event the VMM delivers now (exactly where the CPU
+ * would: at the instruction after HLT). Without this the engine ran on
+ * and a later step blocked in KVM: seen with 2 vCPUs of a Linux guest,
+ * one halted with IF clear inside an interrupt handler for good, the
+ * other waiting for it in its PV spinlock.
+ */
+static bool still_halted(struct vcpu *vcpu, const struct emu_state *st, const struct kvm_vcpu_events *ev)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct kvm_mp_state mp = { .mp_state = KVM_MP_STATE_RUNNABLE };
+	bool deliverable;
+	int timer_vector;
+
+	if (kvm_halted(vcpu)) {
+		if (!(ev->nmi.pending || ev->nmi.injected) &&
+		    !((st->regs.rflags & RFLAGS_IF) && engine_lapic_pending(vcpu, &deliverable, &timer_vector) >= 0 &&
+		      deliverable))
+			return true;
+		x->stats.halt_wakes_by_vmm++;
+	}
+	x->halted = false;
+	if (ioctl(vcpu->fd, KVM_SET_MP_STATE, &mp) < 0)
+		x->stats.engine_errors++;
+	return false;
+}
+
 bool engine_debug_exit(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -518,6 +567,8 @@ bool engine_debug_exit(struct vcpu *vcpu)
 			return true; /* the step goes on */
 		count_completed(vcpu, pc != x->step_rip + x->step_len);
 		step_end(vcpu);
+		x->halted = kvm_halted(vcpu);
+		x->stats.halts += x->halted;
 		return true;
 	}
 	for (hit = 0; hit < x->nbp && x->bp[hit] != pc; hit++)
@@ -831,6 +882,8 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 			x->stats.engine_errors++;
 		x->shadow_spent = false;
 	}
+	if (x->halted && still_halted(vcpu, &st, &ev))
+		return step(vcpu, &st, EMU_HB_NONE, -1, kvm_ran);
 	if (x->vmm_events) {
 		int rc;
 
@@ -983,6 +1036,9 @@ void engine_print_stats(struct vm *vm)
 	if (t.events_by_vmm || t.ack_runs)
 		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
 			(unsigned long long)t.events_by_vmm, (unsigned long long)t.ack_runs);
+	if (t.halts)
+		fprintf(stderr, "    HLTs KVM held halted after their single step %llu (woken by an event the VMM delivered "
+			"%llu, the rest in KVM)\n", (unsigned long long)t.halts, (unsigned long long)t.halt_wakes_by_vmm);
 }
 
 /* The vCPUs a client needs in the engine run there instead of in KVM. */
