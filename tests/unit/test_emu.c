@@ -729,6 +729,48 @@ static void test_in_place_gs_base(void **state)
 	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
 }
 
+/* emu_run_args.in_place for test_cli_then_flags_repair: the first SYSTEM hand-back is CLI. */
+static bool fake_cli(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs)
+{
+	(void)opaque;
+	(void)sregs;
+	if (why != EMU_HB_SYSTEM || in_place_calls++)
+		return false;
+	regs->rflags &= ~0x200ULL;
+	regs->rip += 1;
+	return true;
+}
+
+/*
+ * IF as CLI in place left it, after a page fault later in the same run
+ * made the engine recompute the flags (emu_flags.h): the repair took the
+ * run's starting IF, undoing the CLI (a Linux guest then took an interrupt
+ * inside a spinlock held with interrupts off, and its vCPUs deadlocked).
+ */
+static void test_cli_then_flags_repair(void **state)
+{
+	/* cli; add rax, rbx; mov [rcx], rax; ud2 */
+	static const uint8_t code[] = { 0xfa, 0x48, 0x01, 0xd8, 0x48, 0x89, 0x01, 0x0f, 0x0b };
+	struct emu_run_args a = { .max_insns = UINT64_MAX, .in_place = fake_cli };
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE + 0x400, code, sizeof(code));
+	in_place_calls = 0;
+	st = user_state(UCODE + 0x400);
+	st.regs.rax = ~0ULL;
+	st.regs.rbx = 1;
+	st.regs.rcx = NOTPRESENT;
+	run_ok(&st, &a, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_FAULT);
+	assert_int_equal(st.regs.rip, UCODE + 0x404);
+	assert_int_equal(st.regs.rax, 0);
+	assert_int_equal(st.regs.rflags, 0x2 | 0x1 | 0x4 | 0x10 | 0x40); /* CF, PF, AF, ZF; IF clear */
+}
+
 /*
  * RFLAGS where a memory access stops a block part-way (emu_flags.h): after
  * ADD of -1 and 1 (zero: CF, PF, AF, ZF set) the guest's #PF hand-back
@@ -1067,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_budget_with_code_hooks),
 		cmocka_unit_test(test_in_place),
 		cmocka_unit_test(test_in_place_gs_base),
+		cmocka_unit_test(test_cli_then_flags_repair),
 		cmocka_unit_test(test_accessed_dirty),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),

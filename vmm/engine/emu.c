@@ -77,6 +77,8 @@ struct emu_space {
 };
 
 struct emu {
+	/* RFLAGS' bits no instruction Unicorn runs changes (IF, AC, IOPL...): the run's start, then what CLI/STI in place left. */
+	uint64_t sys_rflags;
 	struct emu_space space[2]; /* [0] ring 3, [1] ring 0 */
 	struct emu_space *sp;      /* this run's */
 	uc_engine *uc;             /* sp->uc */
@@ -752,6 +754,7 @@ static bool do_in_place(struct emu *e, const struct emu_run_args *a, struct emu_
 		return false;
 	/* Done, so it stays done (a locked instruction must not run twice): Unicorn took these registers at the start. */
 	(void)uc_reg_write_batch(e->uc, (int *)gpr_ids, p, NGPR);
+	e->sys_rflags = regs.rflags; /* CLI and STI change IF: a flags repair later in the run must keep it */
 	if (sregs.fs.base != st->sregs.fs.base || sregs.gs.base != st->sregs.gs.base) {
 		uint64_t fs = sregs.fs.base, gs = sregs.gs.base;
 
@@ -837,6 +840,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		goto out;
 	}
 	rip = st->regs.rip;
+	e->sys_rflags = st->regs.rflags;
 	e->partial_until = 0;
 	for (;;) {
 		uint64_t until = e->partial_until ? e->partial_until : EMU_NEVER;
@@ -872,7 +876,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		 */
 		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT) && rip > e->prev->addr &&
 		    rip < e->prev->addr + e->prev->size)
-			repair_flags(e, e->prev, rip, saved.rflags);
+			repair_flags(e, e->prev, rip, e->sys_rflags);
 		/* Whatever stopped it, the instructions of the block in progress before rip retired. */
 		if (e->prev)
 			settle_at(e, e->prev, rip);

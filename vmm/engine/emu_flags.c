@@ -72,8 +72,8 @@ static int ctx_op(const struct emu_flags *f, const uc_context *c)
 
 /*
  * The flags' state as it should have been: cc_op, and EFLAGS' other bits as
- * the run began (no instruction the engine runs changes them; DF lives
- * apart). Leaving a run stores the flags computed with the stale cc_op in
+ * the caller gives them (no instruction Unicorn runs changes them, only
+ * CLI and STI done in place; DF lives apart). Leaving a run stores the flags computed with the stale cc_op in
  * EFLAGS, where they would stay.
  */
 static void ctx_set_flags(const struct emu_flags *f, uc_context *c, int op, uint64_t sys_rflags)
