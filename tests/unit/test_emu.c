@@ -741,6 +741,52 @@ static bool fake_cli(void *opaque, enum emu_handback why, struct kvm_regs *regs,
 	return true;
 }
 
+/* emu_run_args.in_place for test_stac_clac_in_run: STAC, then CLAC. */
+static bool fake_stac_clac(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs)
+{
+	(void)opaque;
+	(void)sregs;
+	if (why != EMU_HB_SYSTEM || in_place_calls > 1)
+		return false;
+	if (in_place_calls++)
+		regs->rflags &= ~(1ULL << 18);
+	else
+		regs->rflags |= 1ULL << 18;
+	regs->rip += 3;
+	return true;
+}
+
+/*
+ * STAC and CLAC done in place change SMAP for the rest of the run: a user
+ * page ring 0 reads after STAC, and faults on after CLAC (its mapping,
+ * made while AC was set, dropped at the CLAC).
+ */
+static void test_stac_clac_in_run(void **state)
+{
+	/* stac; mov rax, [rbx]; clac; mov rax, [rbx]; ud2 */
+	static const uint8_t code[] = { 0x0f, 0x01, 0xcb, 0x48, 0x8b, 0x03, 0x0f, 0x01, 0xca, 0x48, 0x8b, 0x03, 0x0f, 0x0b };
+	struct emu_run_args a = { .max_insns = UINT64_MAX, .in_place = fake_stac_clac };
+	uint64_t v = 0x5eed;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(KCODE + 0x200, code, sizeof(code));
+	memcpy(mem.host + phys_of(UDATA + 0x40), &v, sizeof(v));
+	in_place_calls = 0;
+	st = kernel_state(KCODE + 0x200);
+	st.sregs.cr4 |= (1ULL << 20) | (1ULL << 21); /* SMEP, SMAP */
+	st.regs.rbx = UDATA + 0x40;
+	run_ok(&st, &a, &r);
+	assert_int_equal(in_place_calls, 2);
+	assert_int_equal(st.regs.rax, 0x5eed);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_FAULT);
+	assert_int_equal(st.regs.rip, KCODE + 0x209);
+	assert_int_equal(st.regs.rflags & (1ULL << 18), 0);
+}
+
 /*
  * IF as CLI in place left it, after a page fault later in the same run
  * made the engine recompute the flags (emu_flags.h): the repair took the
@@ -1110,6 +1156,7 @@ int main(void)
 		cmocka_unit_test(test_in_place),
 		cmocka_unit_test(test_in_place_gs_base),
 		cmocka_unit_test(test_cli_then_flags_repair),
+		cmocka_unit_test(test_stac_clac_in_run),
 		cmocka_unit_test(test_accessed_dirty),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),

@@ -71,6 +71,14 @@ static void test_decode(void **state)
 		assert_int_equal(emu_sysinsn_decode(swapgs, sizeof(swapgs), &len), EMU_SYS_SWAPGS);
 		assert_int_equal(len, 3);
 		assert_int_equal(emu_sysinsn_decode(swapgs, 2, &len), EMU_SYS_NONE);
+		{
+			const uint8_t clac[] = { 0x0f, 0x01, 0xca }, stac[] = { 0x0f, 0x01, 0xcb }, xgetbv[] = { 0x0f, 0x01, 0xd0 };
+
+			assert_int_equal(emu_sysinsn_decode(clac, sizeof(clac), &len), EMU_SYS_CLAC);
+			assert_int_equal(len, 3);
+			assert_int_equal(emu_sysinsn_decode(stac, sizeof(stac), &len), EMU_SYS_STAC);
+			assert_int_equal(emu_sysinsn_decode(xgetbv, sizeof(xgetbv), &len), EMU_SYS_NONE);
+		}
 		assert_int_equal(emu_sysinsn_decode(wrgs, sizeof(wrgs), &len), EMU_SYS_FSGSBASE);
 		assert_int_equal(len, 5);
 		assert_int_equal(emu_sysinsn_decode(rdfs, sizeof(rdfs), &len), EMU_SYS_FSGSBASE);

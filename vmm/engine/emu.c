@@ -754,7 +754,13 @@ static bool do_in_place(struct emu *e, const struct emu_run_args *a, struct emu_
 		return false;
 	/* Done, so it stays done (a locked instruction must not run twice): Unicorn took these registers at the start. */
 	(void)uc_reg_write_batch(e->uc, (int *)gpr_ids, p, NGPR);
-	e->sys_rflags = regs.rflags; /* CLI and STI change IF: a flags repair later in the run must keep it */
+	if ((regs.rflags ^ e->sys_rflags) & RFLAGS_AC) {
+		/* CLAC or STAC: SMAP holds for the rest of the run as the new AC says (run_context's rule). */
+		e->smap_enforced = (st->sregs.cr4 & X86_CR4_SMAP) && !(regs.rflags & RFLAGS_AC);
+		if (e->cpl == 0 && e->smap_enforced && e->sp->nuser)
+			drop_user_pages(e->sp);
+	}
+	e->sys_rflags = regs.rflags; /* CLI/STI change IF, CLAC/STAC AC: a flags repair later in the run keeps them */
 	if (sregs.fs.base != st->sregs.fs.base || sregs.gs.base != st->sregs.gs.base) {
 		uint64_t fs = sregs.fs.base, gs = sregs.gs.base;
 

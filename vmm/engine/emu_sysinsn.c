@@ -83,9 +83,9 @@ enum emu_sysinsn emu_sysinsn_decode(const uint8_t *code, size_t n, size_t *len)
 		*len = f.len;
 		return EMU_SYS_MOV_SREG;
 	}
-	if (n >= 3 && code[0] == 0x0f && code[1] == 0x01 && code[2] == 0xf8) {
+	if (n >= 3 && code[0] == 0x0f && code[1] == 0x01 && (code[2] == 0xf8 || code[2] == 0xca || code[2] == 0xcb)) {
 		*len = 3;
-		return EMU_SYS_SWAPGS;
+		return code[2] == 0xf8 ? EMU_SYS_SWAPGS : code[2] == 0xca ? EMU_SYS_CLAC : EMU_SYS_STAC;
 	}
 	if (fsgs_form(code, n, &g)) {
 		*len = g.len;

@@ -21,6 +21,8 @@ enum emu_sysinsn {
 	EMU_SYS_MOV_SREG, /* 8C /r with a register destination: MOV r16/r32/r64, Sreg */
 	EMU_SYS_SWAPGS,   /* 0F 01 F8 */
 	EMU_SYS_FSGSBASE, /* F3 REX? 0F AE /0-/3 with a register: RDFSBASE, RDGSBASE, WRFSBASE, WRGSBASE */
+	EMU_SYS_CLAC,     /* 0F 01 CA */
+	EMU_SYS_STAC,     /* 0F 01 CB */
 };
 
 /* Which of the above code[0..n) begins with, and its length. */

@@ -802,6 +802,10 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 		case EMU_SYS_FSGSBASE:
 			x->stats.gs_in_place++;
 			break;
+		case EMU_SYS_CLAC:
+		case EMU_SYS_STAC:
+			x->stats.ac_in_place++;
+			break;
 		default:
 			return false;
 		}
@@ -1003,7 +1007,7 @@ void engine_print_stats(struct vm *vm)
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
 		"pages mapped %llu, blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
-		"engine's run (RDTSC, locked, CLI/STI, segment reads, SWAPGS, FSGSBASE): %llu\n    hand-backs:",
+		"engine's run (RDTSC, locked, CLI/STI, segment reads, SWAPGS, FSGSBASE, CLAC/STAC): %llu\n    hand-backs:",
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
 		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
@@ -1018,14 +1022,15 @@ void engine_print_stats(struct vm *vm)
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
 		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu, "
-		"locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu, SWAPGS/FSGSBASE %llu\n",
+		"locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu, SWAPGS/FSGSBASE %llu, CLAC/STAC %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
 		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
 		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place,
 		(unsigned long long)t.cli_in_place, (unsigned long long)t.sti_in_place,
-		(unsigned long long)t.sreg_reads_in_place, (unsigned long long)t.gs_in_place);
+		(unsigned long long)t.sreg_reads_in_place, (unsigned long long)t.gs_in_place,
+		(unsigned long long)t.ac_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
 			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",

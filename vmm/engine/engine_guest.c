@@ -356,6 +356,17 @@ enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st,
 		swap_gs(engine_of(vcpu), st);
 		st->regs.rip += len;
 		return k;
+	case EMU_SYS_CLAC:
+	case EMU_SYS_STAC:
+		/* #UD in ring 3 or without CR4.SMAP: KVM's. */
+		if (st->sregs.cs.dpl != 0 || !(st->sregs.cr4 & X86_CR4_SMAP))
+			return EMU_SYS_NONE;
+		if (k == EMU_SYS_CLAC)
+			st->regs.rflags &= ~RFLAGS_AC;
+		else
+			st->regs.rflags |= RFLAGS_AC;
+		st->regs.rip += len;
+		return k;
 	case EMU_SYS_FSGSBASE:
 		if (!emu_fsgsbase(code, n, &st->sregs, &st->regs))
 			return EMU_SYS_NONE;
