@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "emu_gpr.h"
+
 #define REX_W 8u
 #define REX_R 4u
 #define REX_X 2u
@@ -11,18 +13,9 @@
 /* CF, PF, AF, ZF, SF, OF: what these instructions write, and read (ADC, SBB; INC and DEC keep CF). */
 #define FLAGS_ARITH 0x8d5ULL
 
-/* The 64-bit register with encoding number n (RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8-R15). */
-static __u64 *gpr(struct kvm_regs *r, int n)
-{
-	__u64 *const regs[16] = { &r->rax, &r->rcx, &r->rdx, &r->rbx, &r->rsp, &r->rbp, &r->rsi, &r->rdi,
-				  &r->r8,  &r->r9,  &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15 };
-
-	return regs[n & 15];
-}
-
 static uint64_t gpr_value(const struct kvm_regs *r, int n)
 {
-	return *gpr((struct kvm_regs *)r, n);
+	return *emu_gpr((struct kvm_regs *)r, n);
 }
 
 static uint64_t size_mask(unsigned int size)
@@ -275,7 +268,7 @@ uint64_t emu_locked_address(const struct emu_locked *in, const struct kvm_regs *
 void emu_locked_exec(const struct emu_locked *in, void *mem, struct kvm_regs *r)
 {
 	uint64_t fl = 0x202 | (r->rflags & FLAGS_ARITH), src = 0, acc = r->rax, dummy = 0;
-	__u64 *reg = in->reg >= 0 ? gpr(r, in->reg) : NULL;
+	__u64 *reg = in->reg >= 0 ? emu_gpr(r, in->reg) : NULL;
 	bool writes_reg = false;
 
 	if (in->has_imm)

@@ -2,6 +2,7 @@
 /* System instructions done within the engine's run (emu_sysinsn.h). */
 #include <stdbool.h>
 
+#include "emu_gpr.h"
 #include "emu_sysinsn.h"
 
 #define REX_W 8u
@@ -9,15 +10,6 @@
 #define REX_B 1u
 #define CR4_LA57 (1ULL << 12)
 #define CR4_FSGSBASE (1ULL << 16)
-
-/* The 64-bit register with encoding number n (RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8-R15). */
-static __u64 *gpr(struct kvm_regs *r, unsigned int n)
-{
-	__u64 *const regs[16] = { &r->rax, &r->rcx, &r->rdx, &r->rbx, &r->rsp, &r->rbp, &r->rsi, &r->rdi,
-				  &r->r8,  &r->r9,  &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15 };
-
-	return regs[n & 15];
-}
 
 struct sreg_form {
 	size_t len;
@@ -107,7 +99,7 @@ bool emu_mov_from_sreg(const uint8_t *code, size_t n, const struct kvm_sregs *s,
 	if (sreg > 5)
 		return false;
 	dst = (f.modrm & 7) | ((f.rex & REX_B) ? 8 : 0);
-	reg = gpr(r, dst);
+	reg = emu_gpr(r, dst);
 	/* REX.W wins over 66 for the operand size; either way the selector is zero-extended past 16 bits. */
 	if (f.size16 && !(f.rex & REX_W))
 		*reg = (*reg & ~0xffffULL) | segs[sreg]->selector;
@@ -135,7 +127,7 @@ bool emu_fsgsbase(const uint8_t *code, size_t n, struct kvm_sregs *s, struct kvm
 		return false;
 	op = (f.modrm >> 3) & 7; /* 0 RDFSBASE, 1 RDGSBASE, 2 WRFSBASE, 3 WRGSBASE */
 	w = (f.rex & REX_W) != 0;
-	reg = gpr(r, (f.modrm & 7) | ((f.rex & REX_B) ? 8 : 0));
+	reg = emu_gpr(r, (f.modrm & 7) | ((f.rex & REX_B) ? 8 : 0));
 	base = (op & 1) ? &s->gs.base : &s->fs.base;
 	if (op < 2) {
 		*reg = w ? *base : (uint32_t)*base;
