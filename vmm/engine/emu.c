@@ -77,7 +77,7 @@ struct emu_space {
 };
 
 struct emu {
-	/* RFLAGS' bits no instruction Unicorn runs changes (IF, AC, IOPL...): the run's start, then what CLI/STI in place left. */
+	/* RFLAGS' bits no instruction Unicorn runs changes (IF, AC, IOPL...): the run's start, then as in_place left them. */
 	uint64_t sys_rflags;
 	struct emu_space space[2]; /* [0] ring 3, [1] ring 0 */
 	struct emu_space *sp;      /* this run's */

@@ -73,8 +73,9 @@ static int ctx_op(const struct emu_flags *f, const uc_context *c)
 /*
  * The flags' state as it should have been: cc_op, and EFLAGS' other bits as
  * the caller gives them (no instruction Unicorn runs changes them, only
- * CLI and STI done in place; DF lives apart). Leaving a run stores the flags computed with the stale cc_op in
- * EFLAGS, where they would stay.
+ * CLI/STI and CLAC/STAC done in place; DF lives apart). Leaving a run
+ * stores the flags computed with the stale cc_op in EFLAGS, where they
+ * would stay.
  */
 static void ctx_set_flags(const struct emu_flags *f, uc_context *c, int op, uint64_t sys_rflags)
 {

@@ -154,11 +154,6 @@ void engine_vcpu_destroy(struct vcpu *vcpu)
 	x->dec = NULL;
 }
 
-/*
- * The vCPU's state between engine runs stays in x->state: KVM's copy is
- * brought up to date only before KVM runs the vCPU, saving the ioctls of
- * the many engine runs that follow each other (slice ends, signals).
- */
 /* The FS and GS bases (and KERNEL_GS_BASE if SWAPGS changed it) that instructions done in place wrote. */
 static int bases_to_kvm(struct vcpu *vcpu)
 {
@@ -181,6 +176,11 @@ static int bases_to_kvm(struct vcpu *vcpu)
 	return 0;
 }
 
+/*
+ * The vCPU's state between engine runs stays in x->state: KVM's copy is
+ * brought up to date only before KVM runs the vCPU, saving the ioctls of
+ * the many engine runs that follow each other (slice ends, signals).
+ */
 static int state_to_kvm(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -334,6 +334,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 	x->step_rip = rip;
 	x->step_len = 0;
 	x->step_rep = false;
+	x->step_hlt = false;
 	x->single_step = true;
 	x->step_branch = false;
 	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
@@ -342,6 +343,8 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 		if (n) {
 			emu_decode_one(x->dec, rip, code, n, vcpu->vm->cfg->ncpus > 1, &in);
 			x->step_rep = in.len && has_rep_prefix(code, in.len);
+			/* HLT, prefixed or not; a false match (an immediate 0xf4) costs one KVM_GET_MP_STATE. */
+			x->step_hlt = in.len && code[in.len - 1] == 0xf4;
 		}
 	}
 	x->step_len = in.len;
@@ -503,6 +506,15 @@ static void pay_owed(struct vcpu *vcpu)
 		engine_counted(vcpu, &owed);
 }
 
+/* An interrupt in the LAPIC that the guest takes as soon as IF allows (engine_lapic_pending). */
+static bool irq_deliverable(struct vcpu *vcpu)
+{
+	bool deliverable;
+	int timer_vector;
+
+	return engine_lapic_pending(vcpu, &deliverable, &timer_vector) >= 0 && deliverable;
+}
+
 /*
  * KVM's view of HLT. Single-stepped, KVM halts the vCPU and yet reports the
  * step's debug exit (kvm_emulate_halt), so it stays KVM_MP_STATE_HALTED:
@@ -535,13 +547,9 @@ static bool still_halted(struct vcpu *vcpu, const struct emu_state *st, const st
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 	struct kvm_mp_state mp = { .mp_state = KVM_MP_STATE_RUNNABLE };
-	bool deliverable;
-	int timer_vector;
 
 	if (kvm_halted(vcpu)) {
-		if (!(ev->nmi.pending || ev->nmi.injected) &&
-		    !((st->regs.rflags & RFLAGS_IF) && engine_lapic_pending(vcpu, &deliverable, &timer_vector) >= 0 &&
-		      deliverable))
+		if (!(ev->nmi.pending || ev->nmi.injected) && !((st->regs.rflags & RFLAGS_IF) && irq_deliverable(vcpu)))
 			return true;
 		x->stats.halt_wakes_by_vmm++;
 	}
@@ -567,7 +575,7 @@ bool engine_debug_exit(struct vcpu *vcpu)
 			return true; /* the step goes on */
 		count_completed(vcpu, pc != x->step_rip + x->step_len);
 		step_end(vcpu);
-		x->halted = kvm_halted(vcpu);
+		x->halted = x->step_hlt && kvm_halted(vcpu);
 		x->stats.halts += x->halted;
 		return true;
 	}
@@ -752,20 +760,18 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 	return 0;
 }
 
-/*
- * What the VMM does in the emulator's place without ending its run
- * (emu_run_args.in_place): RDTSC(P) from KVM's TSC, a locked instruction
- * with the host's (atomic against the other vCPUs), CLI in ring 0.
- */
 /* STI in place only when no interrupt waits for IF: else KVM's step of it delivers that one after the next instruction. */
 static bool sti_may_run(struct vcpu *vcpu)
 {
-	bool deliverable;
-	int timer_vector;
-
-	return engine_lapic_pending(vcpu, &deliverable, &timer_vector) < 0 || !deliverable;
+	return !irq_deliverable(vcpu);
 }
 
+/*
+ * What the VMM does in the emulator's place without ending its run
+ * (emu_run_args.in_place): RDTSC(P) from KVM's TSC, a locked instruction
+ * with the host's (atomic against the other vCPUs), and the system
+ * instructions of engine_system_in_place.
+ */
 static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs *regs, struct kvm_sregs *sregs)
 {
 	struct vcpu *vcpu = opaque;

@@ -116,6 +116,7 @@ struct engine_vcpu {
 	 * (engine.c, still_halted).
 	 */
 	bool halted;
+	bool step_hlt; /* the single step is of HLT: only that one can leave KVM holding the vCPU halted */
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */

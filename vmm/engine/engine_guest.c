@@ -324,6 +324,13 @@ static void swap_gs(struct engine_vcpu *x, struct emu_state *st)
 	x->bases_dirty = true;
 }
 
+/* CLI/STI, CLAC/STAC: one RFLAGS bit, RIP past the instruction. */
+static void set_flag(struct emu_state *st, uint64_t bit, bool on, size_t len)
+{
+	st->regs.rflags = on ? st->regs.rflags | bit : st->regs.rflags & ~bit;
+	st->regs.rip += len;
+}
+
 enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st, bool (*sti_may)(struct vcpu *))
 {
 	struct guest_paging pg;
@@ -341,11 +348,7 @@ enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st,
 		/* Ring 0 only: in ring 3 they depend on IOPL (#GP below 3), which KVM decides. */
 		if (st->sregs.cs.dpl != 0 || (k == EMU_SYS_STI && !sti_may(vcpu)))
 			return EMU_SYS_NONE;
-		if (k == EMU_SYS_CLI)
-			st->regs.rflags &= ~RFLAGS_IF;
-		else
-			st->regs.rflags |= RFLAGS_IF;
-		st->regs.rip += len;
+		set_flag(st, RFLAGS_IF, k == EMU_SYS_STI, len);
 		return k;
 	case EMU_SYS_MOV_SREG:
 		return emu_mov_from_sreg(code, n, &st->sregs, &st->regs) ? k : EMU_SYS_NONE;
@@ -361,11 +364,7 @@ enum emu_sysinsn engine_system_in_place(struct vcpu *vcpu, struct emu_state *st,
 		/* #UD in ring 3 or without CR4.SMAP: KVM's. */
 		if (st->sregs.cs.dpl != 0 || !(st->sregs.cr4 & X86_CR4_SMAP))
 			return EMU_SYS_NONE;
-		if (k == EMU_SYS_CLAC)
-			st->regs.rflags &= ~RFLAGS_AC;
-		else
-			st->regs.rflags |= RFLAGS_AC;
-		st->regs.rip += len;
+		set_flag(st, RFLAGS_AC, k == EMU_SYS_STAC, len);
 		return k;
 	case EMU_SYS_FSGSBASE:
 		if (!emu_fsgsbase(code, n, &st->sregs, &st->regs))
