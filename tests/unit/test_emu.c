@@ -473,6 +473,97 @@ static void test_accessed_dirty(void **state)
 	}
 }
 
+/*
+ * A store that stops Unicorn inside a block (the first write to a clean
+ * page, a page the guest has not mapped): the instructions after it in
+ * the block must not have run. Unicorn 2.0.1's store path leaves the
+ * block running on after the faulting store (cpu_exit without leaving
+ * the block), so a Linux guest's process, re-run from the store, did the
+ * block's later instructions twice and crashed.
+ */
+static void test_store_fault_mid_block(void **state)
+{
+	/* mov [rbx],eax; add ecx,1; add ecx,1; ud2 */
+	static const uint8_t store_then_adds[] = { 0x89, 0x03, 0x83, 0xc1, 0x01, 0x83, 0xc1, 0x01 };
+	uint64_t *data = pte(PT_LO, (UDATA >> 12) & 511);
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	/* A clean page: mapped read-only, made writable at the first write, the run going on. */
+	*data &= ~(A | D);
+	emu_invalidate(emu);
+	put_access(store_then_adds, sizeof(store_then_adds), UDATA + 128);
+	st = user_state(UCODE);
+	st.regs.rax = 0x5eed;
+	st.regs.rcx = 0;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_SYSTEM); /* the ud2 */
+	assert_int_equal(st.regs.rcx, 2);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 4);
+	assert_int_equal(*(uint32_t *)(mem.host + phys_of(UDATA + 128)), 0x5eed);
+	/* A page the guest has not mapped: the fault hands back at the store, nothing after it done. */
+	emu_invalidate(emu);
+	put_access(store_then_adds, sizeof(store_then_adds), NOTPRESENT);
+	st = user_state(UCODE);
+	st.regs.rcx = 0;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, EMU_HB_FAULT);
+	assert_int_equal(st.regs.rip, UCODE + 10);
+	assert_int_equal(st.regs.rcx, 0);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+	/*
+	 * As a Linux guest's static busybox sets up its TLS (glibc): a store
+	 * through FS to a page not present yet, the block going on into an
+	 * SSE loop. The fault hands back at the store with nothing after it done.
+	 */
+	{
+		static const uint8_t tls[] = {
+			0x64, 0x48, 0x89, 0x08,                   /* mov %rcx,%fs:(%rax) */
+			0x48, 0x83, 0xc1, 0x60,                   /* add $0x60,%rcx */
+			0x48, 0x89, 0xc8,                         /* mov %rcx,%rax */
+			0x48, 0x8d, 0x91, 0x40, 0x00, 0x00, 0x00, /* lea 0x40(%rcx),%rdx */
+			0x66, 0x48, 0x0f, 0x6e, 0xc0,             /* 1: movq %rax,%xmm0 */
+			0x48, 0x83, 0xc0, 0x10,                   /* add $0x10,%rax */
+			0x66, 0x0f, 0x6c, 0xc0,                   /* punpcklqdq %xmm0,%xmm0 */
+			0x0f, 0x29, 0x00,                         /* movaps %xmm0,(%rax) */
+			0x48, 0x39, 0xd0,                         /* cmp %rdx,%rax */
+			0x75, 0xeb,                               /* jne 1b */
+			0x0f, 0x0b,
+		};
+
+		emu_invalidate(emu);
+		put_code(UCODE, tls, sizeof(tls));
+		st = user_state(UCODE);
+		st.sregs.fs.base = NOTPRESENT + 0x58;
+		st.regs.rax = (uint64_t)-0x58;
+		st.regs.rcx = UDATA;
+		st.regs.rdx = 0;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, EMU_HB_FAULT);
+		assert_int_equal(st.regs.rip, UCODE);
+		assert_int_equal(st.regs.rax, (uint64_t)-0x58);
+		assert_int_equal(st.regs.rcx, UDATA);
+		assert_int_equal(st.regs.rdx, 0);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 0);
+		/* The TLS store done, the SSE store in the loop faults: the hand-back is at the MOVAPS. */
+		emu_invalidate(emu);
+		st = user_state(UCODE);
+		st.sregs.fs.base = UDATA + 0x58;
+		st.regs.rax = (uint64_t)-0x58;
+		st.regs.rcx = NOTPRESENT - 0x60;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(r.handback, EMU_HB_FAULT);
+		assert_int_equal(st.regs.rip, UCODE + 31);
+		assert_int_equal(st.regs.rax, NOTPRESENT + 0x10);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 7);
+	}
+}
+
 static void test_handback_mid_block(void **state)
 {
 	/* mov eax,1; mov ebx,2; cpuid; ud2 */
@@ -1158,6 +1249,7 @@ int main(void)
 		cmocka_unit_test(test_cli_then_flags_repair),
 		cmocka_unit_test(test_stac_clac_in_run),
 		cmocka_unit_test(test_accessed_dirty),
+		cmocka_unit_test(test_store_fault_mid_block),
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),
 		cmocka_unit_test(test_sse_and_fs_state),

@@ -49,8 +49,8 @@
 #define BLOCK_CACHE_BITS 15
 #define BLOCK_CACHE_SIZE (1u << BLOCK_CACHE_BITS)
 /* Hand-back instructions inside blocks that stop Unicorn through a code hook (a space's), at most. */
-#define SITES_MAX 512
-#define SITE_SLOTS 1024 /* power of two, > SITES_MAX */
+#define SITES_MAX 2048
+#define SITE_SLOTS 4096 /* power of two, > SITES_MAX */
 
 /*
  * One Unicorn per privilege level. Each keeps the mappings and translated
@@ -74,6 +74,11 @@ struct emu_space {
 	 */
 	uint64_t site[SITE_SLOTS]; /* open addressing; 0: empty */
 	unsigned int nsites;
+	/*
+	 * A code hook also has Unicorn store RIP (and the lazy flags) before
+	 * the instruction: the instructions whose faults Unicorn would not
+	 * tell the RIP of (emu_block_info.sync) get one, which stops nothing.
+	 */
 };
 
 struct emu {
@@ -110,6 +115,7 @@ struct emu {
 	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
 	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable; HOOK_MAP_CODE: to map */
 	uint64_t new_site;      /* HOOK_ADD_SITE: the hand-back instruction to hook */
+	bool new_site_sync;     /* ... or one whose RIP Unicorn must store (emu_block_info.sync) */
 	uint64_t stop_rip;      /* hook_stop(): where the run stopped */
 	bool in_partial;
 
@@ -302,6 +308,39 @@ static int site_add(struct emu *e, uint64_t addr)
 	return 0;
 }
 
+/*
+ * Whether every instruction of b whose fault Unicorn would not give the
+ * RIP of has its code hook. If not, stops the run at b's start (nothing of
+ * it ran): to add the first missing hook, the block then translated anew;
+ * or, with no hook left to give (or more such instructions than a block
+ * records), to hand b's first instruction to KVM, the next run starting
+ * after it, until the instruction is KVM's.
+ */
+static bool sync_sites_hooked(struct emu *e, const struct emu_block_info *b, uint64_t addr)
+{
+	for (unsigned int i = 0; i < b->nsync; i++) {
+		uint64_t site = b->addr + b->offset[b->sync[i]];
+
+		if (site_hooked(e->sp, site))
+			continue;
+		if (e->sp->nsites < SITES_MAX) {
+			e->new_site = site;
+			e->new_site_sync = true;
+			hook_stop(e, HOOK_ADD_SITE, EMU_STOP_BUDGET, EMU_HB_NONE, addr);
+		} else {
+			e->stats.unsynced_handbacks++;
+			hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, EMU_HB_UNMODELED, addr);
+		}
+		return false;
+	}
+	if (b->sync_overflow) {
+		e->stats.unsynced_handbacks++;
+		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, EMU_HB_UNMODELED, addr);
+		return false;
+	}
+	return true;
+}
+
 /* Runs as each translated block starts, before any of its instructions. */
 static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 {
@@ -324,6 +363,8 @@ static void on_block(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 		hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, EMU_HB_FAULT, addr);
 		return;
 	}
+	if (!e->in_partial && (b->nsync || b->sync_overflow) && !sync_sites_hooked(e, b, addr))
+		return;
 	if (e->in_partial) {
 		/* Unicorn's instruction count ends this run inside b: settle_at counts it. */
 		e->prev = b;
@@ -902,6 +943,8 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		}
 		if (e->hook == HOOK_ADD_SITE) {
 			/* Nothing of the block ran: it runs again, translated with the hook. */
+			e->stats.sync_sites += e->new_site_sync;
+			e->new_site_sync = false;
 			if (site_add(e, e->new_site))
 				e->sp->nsites = SITES_MAX; /* Unicorn refused: partial runs from now on */
 			continue;

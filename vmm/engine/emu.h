@@ -128,6 +128,8 @@ struct emu_stats {
 	uint64_t runs, insns, handbacks[EMU_HB_COUNT], pages_mapped, blocks_decoded, invalidations;
 	uint64_t flags_repaired, flags_unknown; /* RFLAGS after a page fault inside a block (emu_flags.h) */
 	uint64_t sites;        /* hand-backs inside blocks stopped at by a code hook */
+	uint64_t sync_sites;   /* code hooks that only have Unicorn store RIP (emu_block_info.sync) */
+	uint64_t unsynced_handbacks; /* blocks handed to KVM for want of such a hook */
 	uint64_t partial_runs; /* blocks run part-way to an "until" address (retranslated) */
 	uint64_t in_place;     /* hand-backs done by emu_run_args.in_place without ending the run */
 	uint64_t run_ns; /* time inside emu_run */

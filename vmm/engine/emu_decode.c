@@ -244,6 +244,62 @@ void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, s
 	}
 }
 
+static bool vector_or_x87_reg(x86_reg r)
+{
+	return (r >= X86_REG_MM0 && r <= X86_REG_MM7) || (r >= X86_REG_ST0 && r <= X86_REG_ST7) ||
+	       (r >= X86_REG_FP0 && r <= X86_REG_FP7) || (r >= X86_REG_XMM0 && r <= X86_REG_ZMM31);
+}
+
+/*
+ * An instruction whose memory access, if it faults, leaves Unicorn 2.0.1's
+ * RIP where an earlier instruction of the block put it: Unicorn stores RIP
+ * before the accesses of the general-purpose instructions (its
+ * gen_op_ld_v, gen_op_st_v), not before those of SSE, MMX and x87
+ * instructions, FXSAVE/FXRSTOR, LDMXCSR/STMXCSR, CMPXCHG8B/16B or the
+ * atomic ones (LOCK, XCHG), which load and store through other paths. A
+ * fault there came back with the registers of the faulting instruction
+ * and the RIP of an earlier one: the guest, resumed there, ran the
+ * instructions between twice (a Linux guest's glibc crashed so, in the
+ * SSE loop that fills its TLS).
+ */
+static bool unsynced_memory(csh cs, const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	bool mem = false, vec = false;
+
+	switch (in->id) {
+	case X86_INS_LEA: case X86_INS_NOP:
+	case X86_INS_PREFETCH: case X86_INS_PREFETCHNTA: case X86_INS_PREFETCHT0: case X86_INS_PREFETCHT1:
+	case X86_INS_PREFETCHT2: case X86_INS_PREFETCHW: case X86_INS_CLFLUSH: case X86_INS_CLFLUSHOPT:
+		return false; /* an address, no access */
+	default:
+		break;
+	}
+	for (uint8_t i = 0; i < x->op_count; i++) {
+		mem |= x->operands[i].type == X86_OP_MEM;
+		vec |= x->operands[i].type == X86_OP_REG && vector_or_x87_reg(x->operands[i].reg);
+	}
+	if (!mem)
+		return false;
+	if (vec || x->prefix[0] == X86_PREFIX_LOCK)
+		return true;
+	switch (in->id) {
+	case X86_INS_XCHG: case X86_INS_CMPXCHG8B: case X86_INS_CMPXCHG16B:
+	case X86_INS_FXSAVE: case X86_INS_FXSAVE64: case X86_INS_FXRSTOR: case X86_INS_FXRSTOR64:
+	case X86_INS_LDMXCSR: case X86_INS_STMXCSR:
+		return true;
+	default:
+		break;
+	}
+	return cs_insn_group(cs, in, X86_GRP_SSE1) || cs_insn_group(cs, in, X86_GRP_SSE2) ||
+	       cs_insn_group(cs, in, X86_GRP_SSE3) || cs_insn_group(cs, in, X86_GRP_SSSE3) ||
+	       cs_insn_group(cs, in, X86_GRP_SSE41) || cs_insn_group(cs, in, X86_GRP_SSE42) ||
+	       cs_insn_group(cs, in, X86_GRP_SSE4A) || cs_insn_group(cs, in, X86_GRP_MMX) ||
+	       cs_insn_group(cs, in, X86_GRP_FPU) || cs_insn_group(cs, in, X86_GRP_AES) ||
+	       cs_insn_group(cs, in, X86_GRP_PCLMUL) || cs_insn_group(cs, in, X86_GRP_SHA) ||
+	       in->mnemonic[0] == 'f'; /* x87: capstone does not group them all */
+}
+
 void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
 		      struct emu_block_info *info)
 {
@@ -267,6 +323,12 @@ void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code,
 		if (info->handback != EMU_HB_NONE)
 			break;
 		info->branch = branch_kind(d->cs, d->insn);
+		if (unsynced_memory(d->cs, d->insn)) {
+			if (info->nsync < EMU_BLOCK_SYNC_MAX)
+				info->sync[info->nsync++] = info->ninsns;
+			else
+				info->sync_overflow = true;
+		}
 		if (info->ninsns == 0)
 			info->rep_string = is_rep_string(d->insn);
 		else

@@ -36,6 +36,7 @@ enum emu_branch {
 };
 
 #define EMU_BLOCK_MAX_INSNS 512
+#define EMU_BLOCK_SYNC_MAX 32
 
 struct emu_block_info {
 	uint64_t addr;
@@ -44,6 +45,14 @@ struct emu_block_info {
 	enum emu_handback handback; /* of instruction number ninsns, if any */
 	enum emu_branch branch;     /* of the last instruction, when there is no hand-back */
 	bool rep_string;       /* the block is one REP-prefixed string instruction (the emulator loops it) */
+	/*
+	 * Instructions whose memory accesses Unicorn 2.0.1 does not tell the
+	 * RIP of when they fault (emu_decode_unsynced): their numbers, the
+	 * first EMU_BLOCK_SYNC_MAX of them (sync_overflow: more).
+	 */
+	uint8_t nsync;
+	bool sync_overflow;
+	uint16_t sync[EMU_BLOCK_SYNC_MAX];
 	uint16_t offset[EMU_BLOCK_MAX_INSNS + 1]; /* start of each instruction; offset[ninsns] its end */
 };
 
