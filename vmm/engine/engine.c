@@ -1055,6 +1055,13 @@ void engine_print_stats(struct vm *vm)
 			"%llu, the rest in KVM)\n", (unsigned long long)t.halts, (unsigned long long)t.halt_wakes_by_vmm);
 }
 
+static bool engine_wanted(const struct vm *vm)
+{
+	const struct engine_client *c[ENGINE_CLIENTS_MAX];
+
+	return wanted_clients(vm, c) > 0;
+}
+
 /* The vCPUs a client needs in the engine run there instead of in KVM. */
 static bool engine_take_run(struct vcpu *vcpu, int *rc, bool *kvm_ran)
 {
@@ -1071,9 +1078,34 @@ static void engine_before_run(struct vcpu *vcpu)
 		vcpu_exit_within(vcpu, ENGINE_STEP_EXIT_NS);
 }
 
+#define KVM_CPUID_FEATURES_LEAF 0x40000001u
+#define KVM_FEATURE_PV_TLB_FLUSH_BIT 9
+
+/*
+ * KVM's paravirtual remote TLB flush, hidden from a guest the engine may
+ * run: with it, a vCPU that finds another "preempted" (KVM's flag in the
+ * steal-time area, left set from that vCPU's last KVM_RUN) marks it to
+ * flush at its next entry into KVM instead of sending it the IPI whose
+ * handler runs INVLPG or a CR3 write. The engine keeps the vCPU out of
+ * KVM and would go on with the page mappings it made before the guest
+ * changed the page tables: seen as copy-on-write pages still written
+ * after fork, a Linux guest's processes crashing at once under perf.
+ * Without it, Linux flushes remote TLBs with IPIs, which the engine sees.
+ */
+static struct kvm_cpuid2 *engine_cpuid(const struct vm *vm, struct kvm_cpuid2 *cpuid)
+{
+	if (!engine_wanted(vm))
+		return cpuid;
+	for (unsigned int i = 0; i < cpuid->nent; i++)
+		if (cpuid->entries[i].function == KVM_CPUID_FEATURES_LEAF)
+			cpuid->entries[i].eax &= ~(1u << KVM_FEATURE_PV_TLB_FLUSH_BIT);
+	return cpuid;
+}
+
 const struct vcpu_hooks engine_hooks = {
 	.name = "emulation engine",
 	.vcpu_size = sizeof(struct engine_vcpu),
+	.cpuid = engine_cpuid,
 	.init = engine_vcpu_init,
 	.destroy = engine_vcpu_destroy,
 	.before_run = engine_before_run,
@@ -1081,12 +1113,6 @@ const struct vcpu_hooks engine_hooks = {
 	.after_exit = engine_after_exit,
 };
 
-static bool engine_wanted(const struct vm *vm)
-{
-	const struct engine_client *c[ENGINE_CLIENTS_MAX];
-
-	return wanted_clients(vm, c) > 0;
-}
 
 /*
  * "the emulation engine (for CLIENT and CLIENT)": this VM's clients; and
