@@ -192,6 +192,7 @@ static int state_to_kvm(struct vcpu *vcpu)
 	}
 	x->bases_dirty = false;
 	x->kgs_valid = false; /* KVM may run SWAPGS or WRMSR next */
+	x->pkru_valid = false; /* or WRPKRU, XRSTOR */
 	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 ||
 			     ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu) < 0)) {
 		fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: cannot give the state back to KVM: %s\n",
@@ -665,7 +666,7 @@ void engine_after_exit(struct vcpu *vcpu)
 	step_end(vcpu);
 }
 
-/* The IRETQ done by iret_to_user retired in ring 0, a taken far branch. */
+/* The IRETQ done by engine_iretq retired in ring 0, a taken far branch. */
 static void count_iret(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -766,6 +767,32 @@ static bool sti_may_run(struct vcpu *vcpu)
 	return !irq_deliverable(vcpu);
 }
 
+/* A system instruction engine_system_in_place did, in the statistics; false if it did none. */
+static bool count_sysinsn(struct engine_vcpu *x, enum emu_sysinsn k)
+{
+	switch (k) {
+	case EMU_SYS_CLI:
+		x->stats.cli_in_place++;
+		return true;
+	case EMU_SYS_STI:
+		x->stats.sti_in_place++;
+		return true;
+	case EMU_SYS_MOV_SREG:
+		x->stats.sreg_reads_in_place++;
+		return true;
+	case EMU_SYS_SWAPGS:
+	case EMU_SYS_FSGSBASE:
+		x->stats.gs_in_place++;
+		return true;
+	case EMU_SYS_CLAC:
+	case EMU_SYS_STAC:
+		x->stats.ac_in_place++;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /*
  * What the VMM does in the emulator's place without ending its run
  * (emu_run_args.in_place): RDTSC(P) from KVM's TSC, a locked instruction
@@ -776,15 +803,19 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 {
 	struct vcpu *vcpu = opaque;
 	struct engine_vcpu *x = engine_of(vcpu);
+	uint64_t sti = x->stats.sti_in_place;
 	struct emu_state st;
 
 	st.regs = *regs;
 	st.sregs = *sregs;
 	switch (why) {
 	case EMU_HB_HOST_VALUE:
-		if (!engine_rdtsc(vcpu, &st))
+		if (engine_rdtsc(vcpu, &st))
+			x->stats.tsc_in_place++;
+		else if (engine_rdpkru(vcpu, &st))
+			x->stats.pkru_in_place++;
+		else
 			return false;
-		x->stats.tsc_in_place++;
 		break;
 	case EMU_HB_LOCKED:
 		if (!engine_locked_in_place(vcpu, &st))
@@ -792,28 +823,11 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 		x->stats.locked_in_place++;
 		break;
 	case EMU_HB_SYSTEM:
-		switch (engine_system_in_place(vcpu, &st, sti_may_run)) {
-		case EMU_SYS_CLI:
-			x->stats.cli_in_place++;
-			break;
-		case EMU_SYS_STI:
-			x->stats.sti_in_place++;
+		if (!count_sysinsn(x, engine_system_in_place(vcpu, &st, sti_may_run)))
+			return false;
+		if (x->stats.sti_in_place != sti) {
 			x->sti_in_run = true;
 			x->sti_next_rip = st.regs.rip;
-			break;
-		case EMU_SYS_MOV_SREG:
-			x->stats.sreg_reads_in_place++;
-			break;
-		case EMU_SYS_SWAPGS:
-		case EMU_SYS_FSGSBASE:
-			x->stats.gs_in_place++;
-			break;
-		case EMU_SYS_CLAC:
-		case EMU_SYS_STAC:
-			x->stats.ac_in_place++;
-			break;
-		default:
-			return false;
 		}
 		break;
 	default:
@@ -839,6 +853,47 @@ static void sti_shadow_to_kvm(struct vcpu *vcpu)
 	return;
 fail:
 	engine_of(vcpu)->stats.engine_errors++;
+}
+
+static bool sti_always(struct vcpu *vcpu)
+{
+	(void)vcpu;
+	return true;
+}
+
+/*
+ * A system instruction the run stopped at, done by the VMM without a KVM
+ * step; the next run goes on after it. The guest kernel's own PMU
+ * registers (the PMI handler's) and RDPMC (KVM has no exit for it: done
+ * here, or KVM raises #GP); the LAPIC's registers; and STI with an
+ * interrupt waiting, which engine_in_place leaves: done here, the run
+ * having ended on it, with KVM given STI's interrupt shadow, so that the
+ * interrupt comes after the next instruction, as on the CPU.
+ */
+static bool system_after_run(struct vcpu *vcpu, struct emu_state *st)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	enum emu_sysinsn k;
+
+	if (engine_msr_in_place(vcpu, st)) {
+		x->stats.msrs_in_place++;
+		return true;
+	}
+	if (engine_rdpmc_in_place(vcpu, st)) {
+		x->stats.rdpmcs_in_place++;
+		return true;
+	}
+	if (engine_lapic_wrmsr_in_place(vcpu, st)) {
+		x->stats.apic_msrs_in_place++;
+		return true;
+	}
+	k = engine_system_in_place(vcpu, st, sti_always);
+	if (!count_sysinsn(x, k))
+		return false;
+	engine_count_insn(vcpu, st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL);
+	if (k == EMU_SYS_STI)
+		sti_shadow_to_kvm(vcpu);
+	return true;
 }
 
 int engine_run(struct vcpu *vcpu, bool *kvm_ran)
@@ -947,15 +1002,8 @@ engine:
 			sti_shadow_to_kvm(vcpu);
 	}
 	engine_counted(vcpu, &r.counts);
-	/* The guest kernel's own PMU registers: answered here, without a KVM step (the PMI handler's). */
-	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_msr_in_place(vcpu, &st)) {
+	if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && system_after_run(vcpu, &st))
 		r.stop = EMU_STOP_BUDGET;
-		x->stats.msrs_in_place++;
-	} else if (r.stop == EMU_STOP_HANDBACK && r.handback == EMU_HB_SYSTEM && engine_rdpmc_in_place(vcpu, &st)) {
-		/* KVM has no exit for RDPMC: done here, or KVM raises #GP. */
-		r.stop = EMU_STOP_BUDGET;
-		x->stats.rdpmcs_in_place++;
-	}
 	x->state = st;
 	x->kvm_stale = true;
 	/* Where readers of KVM's synced registers (the guest sampler) look; KVM ignores them unless marked dirty. */
@@ -966,7 +1014,7 @@ engine:
 		struct guest_paging pg;
 
 		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !engine_paging(&st, &pg) &&
-		    engine_is_iretq(vcpu, &st, &pg) && engine_iret_to_user(vcpu, &st, &pg)) {
+		    engine_is_iretq(vcpu, &st, &pg) && engine_iretq(vcpu, &st, &pg)) {
 			count_iret(vcpu);
 			x->state = st;
 			vcpu->run->s.regs.regs = st.regs;
@@ -1030,13 +1078,14 @@ void engine_print_stats(struct vm *vm)
 	fputc('\n', stderr);
 	fprintf(stderr,
 		"    engine runs %llu, each with %.1f us of state transfer and interrupt checks; a KVM step %.1f us; "
-		"done by the VMM: IRETQs to ring 3 %llu, PMU RDMSR/WRMSR %llu, RDTSC(P) %llu, RDPMC %llu, "
-		"locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu, SWAPGS/FSGSBASE %llu, CLAC/STAC %llu\n",
+		"done by the VMM: IRETQs %llu, PMU RDMSR/WRMSR %llu, x2APIC/TSC-deadline WRMSR %llu, RDTSC(P) %llu, "
+		"RDPKRU %llu, RDPMC %llu, locked instructions %llu, CLI %llu, STI %llu, segment-register reads %llu, "
+		"SWAPGS/FSGSBASE %llu, CLAC/STAC %llu\n",
 		(unsigned long long)t.engine_runs,
 		t.engine_runs ? (double)t.transfer_ns / (double)t.engine_runs / 1e3 : 0.0,
 		t.steps ? (double)t.step_ns / (double)t.steps / 1e3 : 0.0, (unsigned long long)t.irets,
-		(unsigned long long)t.msrs_in_place, (unsigned long long)t.tsc_in_place,
-		(unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place,
+		(unsigned long long)t.msrs_in_place, (unsigned long long)t.apic_msrs_in_place,
+		(unsigned long long)t.tsc_in_place, (unsigned long long)t.pkru_in_place, (unsigned long long)t.rdpmcs_in_place, (unsigned long long)t.locked_in_place,
 		(unsigned long long)t.cli_in_place, (unsigned long long)t.sti_in_place,
 		(unsigned long long)t.sreg_reads_in_place, (unsigned long long)t.gs_in_place,
 		(unsigned long long)t.ac_in_place);

@@ -7,6 +7,7 @@
  */
 #include "engine_guest.h"
 
+#include <cpuid.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -22,6 +23,7 @@
 #define X86_CR4_PCE (1ULL << 8)
 #define X86_CR0_WP (1ULL << 16)
 #define X86_CR4_SMAP (1ULL << 21)
+#define X86_CR4_PKE (1ULL << 22)
 #define RFLAGS_AC (1ULL << 18)
 #define RFLAGS_IF (1ULL << 9)
 
@@ -113,20 +115,60 @@ static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const str
 }
 
 /*
- * IRETQ from ring 0 back to ring 3, done here: KVM cannot be stopped in
- * guest ring 3 on this host (breakpoints and single steps do not fire
- * there), so the vCPU must reach ring 3 in the engine. Returns false if
- * the frame is not a plain 64-bit return to ring 3 (KVM then runs it).
+ * A selector the frame of an IRETQ from ring 0 returns to, as KVM's
+ * segment state: the one the vCPU has if it is the same (a return within
+ * ring 0 mostly is), else from the GDT. False where the CPU would fault or
+ * the descriptor is not plain. A null SS (what an interrupt from ring 3
+ * loads) may be returned to within ring 0: taken as it is, if the vCPU
+ * has it already, else left to KVM.
  */
-bool engine_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
+static bool iret_segment(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg, uint16_t sel,
+			 const struct kvm_segment *now, bool code, struct kvm_segment *out)
+{
+	unsigned int rpl = sel & 3;
+
+	if (!code && !(sel & ~3u)) {
+		*out = *now;
+		return rpl == 0 && sel == now->selector;
+	}
+	if (sel == now->selector && !now->unusable) {
+		*out = *now;
+	} else if (!gdt_segment(vcpu, st, pg, sel, out)) {
+		return false;
+	}
+	if (!out->s || out->dpl != rpl)
+		return false;
+	if (code)
+		return (out->type & 8) && out->l;
+	return (out->type & 0xa) == 2; /* writable data */
+}
+
+/*
+ * IRETQ in ring 0, done here: back to ring 3 (KVM cannot be stopped in
+ * guest ring 3 on some hosts: breakpoints and single steps do not fire
+ * there, so the vCPU must reach ring 3 in the engine) or within ring 0
+ * (the return from an interrupt or exception taken in the kernel, Linux's
+ * sync_core), which would otherwise cost a KVM step each. Returns false
+ * if the frame is not a plain 64-bit return to ring 3 or 0 (KVM then runs
+ * it and raises what the CPU would).
+ */
+bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
 {
 	struct kvm_segment cs, ss;
 	struct kvm_vcpu_events ev;
+	struct kvm_sregs sregs;
 	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
+	unsigned int rpl;
 
-	if (engine_read_virt(vcpu, pg, st->regs.rsp, f, sizeof(f)) || (f[1] & 3) != 3 || (f[4] & 3) != 3 ||
-	    !gdt_segment(vcpu, st, pg, (uint16_t)f[1], &cs) || !gdt_segment(vcpu, st, pg, (uint16_t)f[4], &ss) ||
-	    !cs.s || !(cs.type & 8) || !cs.l || cs.dpl != 3 || !ss.s || (ss.type & 0xa) != 2 || ss.dpl != 3)
+	if (st->sregs.cs.dpl != 0 || engine_read_virt(vcpu, pg, st->regs.rsp, f, sizeof(f)))
+		return false;
+	rpl = f[1] & 3;
+	if ((rpl != 0 && rpl != 3) || (f[4] & 3) != rpl || (f[1] >> 16) || (f[4] >> 16) ||
+	    !iret_segment(vcpu, st, pg, (uint16_t)f[1], &st->sregs.cs, true, &cs) ||
+	    !iret_segment(vcpu, st, pg, (uint16_t)f[4], &st->sregs.ss, false, &ss))
+		return false;
+	/* The return address must be canonical (else #GP, KVM's). */
+	if ((uint64_t)((int64_t)(f[0] << 16) >> 16) != f[0])
 		return false;
 	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
 		return false;
@@ -137,7 +179,10 @@ bool engine_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct g
 	cs.base = 0; /* 64-bit code: base 0 */
 	st->sregs.cs = cs;
 	st->sregs.ss = ss;
-	if (ioctl(vcpu->fd, KVM_SET_SREGS, &st->sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
+	sregs = st->sregs;
+	/* An interrupt bitmap left in the copy would have KVM_SET_SREGS queue that interrupt again. */
+	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
 		return false;
 	/* IRETQ ends NMI blocking; KVM saw none. */
 	if (ev.nmi.masked) {
@@ -472,5 +517,51 @@ bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int 
 	st->regs.rflags &= ~(RFLAGS_TF | RFLAGS_RF | (1ULL << 14) /* NT */ | (type == 0xe ? 1ULL << 9 : 0));
 	if (ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
 		return false;
+	return true;
+}
+
+#define XFEATURE_PKRU 9
+
+/* PKRU in KVM's XSAVE image (standard format, where CPUID leaf 0xd says); 0 in its init state. */
+static int kvm_pkru(struct vcpu *vcpu, uint32_t *pkru)
+{
+	unsigned int size, off, ecx, edx;
+	struct kvm_xsave xs;
+	uint64_t xstate_bv;
+
+	if (!__get_cpuid_count(0xd, XFEATURE_PKRU, &size, &off, &ecx, &edx) || size < 4 ||
+	    off + 4 > sizeof(xs.region) || ioctl(vcpu->fd, KVM_GET_XSAVE, &xs) < 0)
+		return -1;
+	memcpy(&xstate_bv, (const uint8_t *)xs.region + 512, 8);
+	if (!(xstate_bv & (1ULL << XFEATURE_PKRU)))
+		*pkru = 0;
+	else
+		memcpy(pkru, (const uint8_t *)xs.region + off, 4);
+	return 0;
+}
+
+/*
+ * RDPKRU (0f 01 ee), which a Linux kernel with protection keys runs at
+ * every context switch: PKRU is KVM's (WRPKRU and XRSTOR are done in KVM),
+ * read once after each time KVM ran. Without CR4.PKE, or with ECX not 0,
+ * the CPU raises #UD or #GP: KVM's.
+ */
+bool engine_rdpkru(struct vcpu *vcpu, struct emu_state *st)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct guest_paging pg;
+	uint8_t b[3];
+
+	if (!(st->sregs.cr4 & X86_CR4_PKE) || (uint32_t)st->regs.rcx || engine_paging(st, &pg) ||
+	    engine_read_virt(vcpu, &pg, st->regs.rip, b, 3) || b[0] != 0x0f || b[1] != 0x01 || b[2] != 0xee)
+		return false;
+	if (!x->pkru_valid) {
+		if (kvm_pkru(vcpu, &x->pkru))
+			return false;
+		x->pkru_valid = true;
+	}
+	st->regs.rax = x->pkru;
+	st->regs.rdx = 0;
+	st->regs.rip += 3;
 	return true;
 }

@@ -37,8 +37,8 @@ void engine_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, 
 /* Whether the instruction at RIP is IRETQ (48 cf). */
 bool engine_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg);
 
-/* IRETQ from ring 0 to ring 3, done by the VMM; false if the frame is not a plain 64-bit return to ring 3. */
-bool engine_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
+/* IRETQ in ring 0 (to ring 3 or within ring 0), done by the VMM; false if the frame is not a plain 64-bit return. */
+bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
 
 /*
  * Delivers interrupt or exception vec through the guest's IDT in the VMM
@@ -50,6 +50,9 @@ bool engine_iret_to_user(struct vcpu *vcpu, struct emu_state *st, const struct g
  */
 bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
 			 bool soft);
+
+/* RDPKRU, with KVM's PKRU, done in place; false where the CPU would fault, or PKRU cannot be read. */
+bool engine_rdpkru(struct vcpu *vcpu, struct emu_state *st);
 
 /* RDMSR or WRMSR in ring 0 that a client answers, done in place; false for anything else. */
 bool engine_msr_in_place(struct vcpu *vcpu, struct emu_state *st);

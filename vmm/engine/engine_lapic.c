@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "engine_guest.h"
 #include "vm.h"
 
 #define APIC_TPR 0x80
@@ -14,6 +15,15 @@
 #define APIC_LVTT 0x320
 #define APIC_TMCCT 0x390
 #define APIC_LVT_MASKED (1u << 16)
+#define APIC_TIMER_TSC_DEADLINE 2 /* LVTT bits 18:17 */
+#define MSR_IA32_TSC 0x10
+#define MSR_IA32_TSC_DEADLINE 0x6e0
+#define MSR_X2APIC_EOI 0x80b
+#define MSR_X2APIC_ICR 0x830
+#define MSR_X2APIC_LVTT 0x832
+#define MSR_X2APIC_TMICT 0x838
+#define MSR_X2APIC_TDCR 0x83e
+#define MSR_X2APIC_SELF_IPI 0x83f
 
 static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
 {
@@ -30,14 +40,38 @@ static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
  * the count KVM reports (one-shot and periodic modes), and returns the
  * timer's vector when it is due.
  */
+/*
+ * TSC-deadline mode: due once the guest's TSC reached the deadline KVM
+ * holds (KVM clears it when it turns the expiry into an IRR bit).
+ */
+static bool tsc_deadline_due(struct vcpu *vcpu)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e[2];
+	} m = { .hdr.nmsrs = 2, .e = { { .index = MSR_IA32_TSC_DEADLINE }, { .index = MSR_IA32_TSC } } };
+
+	return ioctl(vcpu->fd, KVM_GET_MSRS, &m) == 2 && m.e[0].data && m.e[1].data >= m.e[0].data;
+}
+
 static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 	uint32_t lvtt = lapic_reg(l, APIC_LVTT), cur = lapic_reg(l, APIC_TMCCT);
-	bool periodic = ((lvtt >> 17) & 3) == 1;
+	unsigned int mode = (lvtt >> 17) & 3;
+	bool periodic = mode == 1;
 
-	if ((lvtt & APIC_LVT_MASKED) || ((lvtt >> 17) & 3) > 1) {
-		x->timer_seen = false; /* masked, or TSC-deadline mode: not followed (see docs/vpmu.md) */
+	if (lvtt & APIC_LVT_MASKED) {
+		x->timer_seen = false;
+		return -1;
+	}
+	if (mode == APIC_TIMER_TSC_DEADLINE) {
+		x->timer_seen = false;
+		x->timer_due = x->timer_due || tsc_deadline_due(vcpu);
+		return x->timer_due && (lvtt & 0xff) >= 16 ? (int)(lvtt & 0xff) : -1;
+	}
+	if (mode > 1) {
+		x->timer_seen = false; /* reserved mode: no timer */
 		return -1;
 	}
 	/*
@@ -88,4 +122,61 @@ int engine_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector
 	if (irr >= 16)
 		*deliverable = (irr >> 4) > (int)((tpr & 0xff) >> 4) && (isr < 0 || (irr >> 4) > (isr >> 4));
 	return irr >= 16 ? irr : -1;
+}
+
+/*
+ * The LAPIC registers a kernel writes all the time (EOI, IPIs, the timer).
+ * Not TPR: KVM_SET_SREGS (event delivery and IRETQ done by the VMM) sets it
+ * from CR8 as the engine last read it.
+ */
+static bool lapic_msr_in_place(uint32_t msr)
+{
+	switch (msr) {
+	case MSR_IA32_TSC_DEADLINE:
+	case MSR_X2APIC_EOI:
+	case MSR_X2APIC_ICR:
+	case MSR_X2APIC_LVTT:
+	case MSR_X2APIC_TMICT:
+	case MSR_X2APIC_TDCR:
+	case MSR_X2APIC_SELF_IPI:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * WRMSR in ring 0 to an x2APIC register (EOI, ICR, the timer's) or to the
+ * TSC deadline: the same write KVM makes for the guest
+ * (kvm_x2apic_msr_write, kvm_set_lapic_tscdeadline_msr), through
+ * KVM_SET_MSRS, without a KVM step. A write KVM refuses (a read-only or
+ * reserved register, reserved bits set, the APIC not in x2APIC mode) is
+ * left to the step, in which KVM raises the #GP.
+ */
+bool engine_lapic_wrmsr_in_place(struct vcpu *vcpu, struct emu_state *st)
+{
+	uint32_t msr = (uint32_t)st->regs.rcx;
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e;
+	} m = { .hdr.nmsrs = 1, .e.index = msr, .e.data = (st->regs.rdx << 32) | (uint32_t)st->regs.rax };
+	struct guest_paging pg;
+	uint8_t b[2];
+
+	if (st->sregs.cs.dpl != 0 || !lapic_msr_in_place(msr))
+		return false;
+	if (engine_paging(st, &pg) || engine_read_virt(vcpu, &pg, st->regs.rip, b, 2) || b[0] != 0x0f || b[1] != 0x30)
+		return false;
+	if (ioctl(vcpu->fd, KVM_SET_MSRS, &m) != 1)
+		return false;
+	/*
+	 * The timer re-armed: its count starts afresh (lapic_timer_due must
+	 * not take the jump for an expiry). An expiry already due stays
+	 * pending in KVM all the same.
+	 */
+	if (msr != MSR_X2APIC_EOI && msr != MSR_X2APIC_ICR && msr != MSR_X2APIC_SELF_IPI)
+		engine_of(vcpu)->timer_seen = false;
+	st->regs.rip += 2;
+	engine_count_insn(vcpu, EMU_RING_KERNEL);
+	return true;
 }

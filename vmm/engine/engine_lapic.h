@@ -13,4 +13,8 @@ struct vcpu;
  */
 int engine_lapic_pending(struct vcpu *vcpu, bool *deliverable, int *timer_vector);
 
+struct emu_state;
+/* WRMSR in ring 0 to an x2APIC register or the TSC deadline, done through KVM_SET_MSRS; false: KVM's step does it. */
+bool engine_lapic_wrmsr_in_place(struct vcpu *vcpu, struct emu_state *st);
+
 #endif
