@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "emu_fpu.h"
 #include "vcpu_hooks.h"
 #include "engine_guest.h"
 #include "engine_lapic.h"
@@ -176,6 +177,28 @@ static int bases_to_kvm(struct vcpu *vcpu)
 	return 0;
 }
 
+/* The x87/SSE state, through KVM's XSAVE image where KVM has it (emu_fpu.h). */
+static int fpu_to_kvm(struct vcpu *vcpu)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+
+	if (!x->xsave_valid)
+		return ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu);
+	emu_fpu_to_xsave(&x->state.fpu, &x->xsave);
+	return ioctl(vcpu->fd, KVM_SET_XSAVE, &x->xsave);
+}
+
+static int fpu_from_kvm(struct vcpu *vcpu, struct kvm_fpu *fpu)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+
+	x->xsave_valid = ioctl(vcpu->fd, KVM_GET_XSAVE, &x->xsave) == 0;
+	if (!x->xsave_valid)
+		return ioctl(vcpu->fd, KVM_GET_FPU, fpu); /* a guest state too large for it (AMX): the legacy area alone */
+	emu_fpu_from_xsave(&x->xsave, fpu);
+	return 0;
+}
+
 /*
  * The vCPU's state between engine runs stays in x->state: KVM's copy is
  * brought up to date only before KVM runs the vCPU, saving the ioctls of
@@ -193,8 +216,7 @@ static int state_to_kvm(struct vcpu *vcpu)
 	x->bases_dirty = false;
 	x->kgs_valid = false; /* KVM may run SWAPGS or WRMSR next */
 	x->pkru_valid = false; /* or WRPKRU, XRSTOR */
-	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 ||
-			     ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu) < 0)) {
+	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 || fpu_to_kvm(vcpu) < 0)) {
 		fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: cannot give the state back to KVM: %s\n",
 			vcpu->id, strerror(errno));
 		return -errno;
@@ -231,7 +253,7 @@ bool engine_active(struct vcpu *vcpu)
 static int get_state(struct vcpu *vcpu, struct emu_state *st)
 {
 	if (ioctl(vcpu->fd, KVM_GET_REGS, &st->regs) < 0 || ioctl(vcpu->fd, KVM_GET_SREGS, &st->sregs) < 0 ||
-	    ioctl(vcpu->fd, KVM_GET_FPU, &st->fpu) < 0)
+	    fpu_from_kvm(vcpu, &st->fpu) < 0)
 		return -errno;
 	return 0;
 }

@@ -111,6 +111,9 @@ struct engine_vcpu {
 	 */
 	bool kgs_valid, bases_dirty;
 	uint64_t kernel_gs_base;
+	/* KVM's XSAVE image from the last look (the state's x87/SSE part goes back in it: emu_fpu.h). */
+	bool xsave_valid;
+	struct kvm_xsave xsave;
 	/* PKRU for RDPKRU done in place: read from KVM at the first one after KVM ran (only KVM changes it). */
 	bool pkru_valid;
 	uint32_t pkru;
