@@ -30,6 +30,8 @@ static void test_round_trip(void **state)
 	(void)state;
 	memset(&x, 0xa5, sizeof(x));
 	memset(b + 512, 0, 64);             /* header: nothing in use */
+	memset(b + 28, 0, 4);               /* MXCSR_MASK: 0xffff */
+	b[28] = b[29] = 0xff;
 	b[576] = 0x77;                      /* the first byte past the header (AVX state) */
 	f.fcw = 0x37f;
 	f.fsw = 0x1234;
@@ -52,7 +54,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(b[32 + 7 * 16], 8);
 	assert_int_equal(b[160 + 15], 0x10); /* XMM0's top byte */
 	assert_int_equal(b[160 + 15 * 16 + 15], 0x1f);
-	assert_int_equal(b[28], 0xa5);     /* MXCSR_MASK: KVM's */
+	assert_int_equal(b[28], 0xff);     /* MXCSR_MASK: KVM's, kept */
+	assert_int_equal(b[30], 0);
 	assert_int_equal(b[576], 0x77);
 	/* Marked in use, so that XRSTOR loads them and does not zero them. */
 	assert_int_equal(xstate_bv(&x), EMU_XSAVE_X87 | EMU_XSAVE_SSE);
@@ -75,11 +78,31 @@ static void test_keeps_other_components(void **state)
 	assert_int_equal(xstate_bv(&x), bv | EMU_XSAVE_X87 | EMU_XSAVE_SSE);
 }
 
+/* MXCSR goes in with the bits MXCSR_MASK allows only (KVM refuses the image otherwise); 0 stands for 0xffbf. */
+static void test_mxcsr_mask(void **state)
+{
+	struct kvm_xsave x;
+	struct kvm_fpu f = { .mxcsr = 0x1ffc0 }; /* DAZ (bit 6) and a reserved bit 16 */
+	uint32_t mask = 0xffff, mxcsr;
+
+	(void)state;
+	memset(&x, 0, sizeof(x));
+	memcpy((uint8_t *)x.region + 28, &mask, 4);
+	emu_fpu_to_xsave(&f, &x);
+	memcpy(&mxcsr, (uint8_t *)x.region + 24, 4);
+	assert_int_equal(mxcsr, 0xffc0);
+	memset(&x, 0, sizeof(x));
+	emu_fpu_to_xsave(&f, &x);
+	memcpy(&mxcsr, (uint8_t *)x.region + 24, 4);
+	assert_int_equal(mxcsr, 0xff80);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_keeps_other_components),
+		cmocka_unit_test(test_mxcsr_mask),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,8 @@
 #define FX_FIP 8
 #define FX_FDP 16
 #define FX_MXCSR 24
+#define FX_MXCSR_MASK 28
+#define MXCSR_MASK_DEFAULT 0xffbfu /* what a zero MXCSR_MASK stands for (SDM 11.6.6) */
 #define FX_ST 32   /* 8 registers, 16 bytes apart */
 #define FX_XMM 160 /* 16 registers, 16 bytes each */
 #define XSAVE_HEADER 512
@@ -36,6 +38,7 @@ void emu_fpu_from_xsave(const struct kvm_xsave *x, struct kvm_fpu *fpu)
 void emu_fpu_to_xsave(const struct kvm_fpu *fpu, struct kvm_xsave *x)
 {
 	uint8_t *b = (uint8_t *)x->region;
+	uint32_t mxcsr = fpu->mxcsr, mask;
 	uint64_t bv;
 
 	memcpy(b + FX_FCW, &fpu->fcw, 2);
@@ -44,7 +47,13 @@ void emu_fpu_to_xsave(const struct kvm_fpu *fpu, struct kvm_xsave *x)
 	memcpy(b + FX_FOP, &fpu->last_opcode, 2);
 	memcpy(b + FX_FIP, &fpu->last_ip, 8);
 	memcpy(b + FX_FDP, &fpu->last_dp, 8);
-	memcpy(b + FX_MXCSR, &fpu->mxcsr, 4);
+	/*
+	 * Only the bits this CPU's MXCSR has (KVM refuses the image otherwise):
+	 * the guest cannot set others (LDMXCSR raises #GP), the emulator may.
+	 */
+	memcpy(&mask, b + FX_MXCSR_MASK, 4);
+	mxcsr &= mask ? mask : MXCSR_MASK_DEFAULT;
+	memcpy(b + FX_MXCSR, &mxcsr, 4);
 	memcpy(b + FX_ST, fpu->fpr, sizeof(fpu->fpr));
 	memcpy(b + FX_XMM, fpu->xmm, sizeof(fpu->xmm));
 	/* In use: XRSTOR then loads them instead of their init values. */

@@ -23,7 +23,10 @@
 /* The legacy area of an XSAVE image (its first 512 bytes) as struct kvm_fpu. */
 void emu_fpu_from_xsave(const struct kvm_xsave *x, struct kvm_fpu *fpu);
 
-/* fpu into the image's legacy area, MXCSR included, with XSTATE_BV's x87 and SSE bits set. */
+/*
+ * fpu into the image's legacy area, MXCSR included (to the bits its
+ * MXCSR_MASK allows), with XSTATE_BV's x87 and SSE bits set.
+ */
 void emu_fpu_to_xsave(const struct kvm_fpu *fpu, struct kvm_xsave *x);
 
 #endif

@@ -182,10 +182,16 @@ static int fpu_to_kvm(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 
-	if (!x->xsave_valid)
-		return ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu);
-	emu_fpu_to_xsave(&x->state.fpu, &x->xsave);
-	return ioctl(vcpu->fd, KVM_SET_XSAVE, &x->xsave);
+	if (x->xsave_valid) {
+		emu_fpu_to_xsave(&x->state.fpu, &x->xsave);
+		if (ioctl(vcpu->fd, KVM_SET_XSAVE, &x->xsave) == 0)
+			return 0;
+		if (!x->stats.xsave_refused++)
+			fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: KVM refused the XSAVE image (%s; MXCSR %#x): "
+				"the legacy FPU state goes back instead (counted in --vpmu-stats)\n", vcpu->id, strerror(errno),
+				x->state.fpu.mxcsr);
+	}
+	return ioctl(vcpu->fd, KVM_SET_FPU, &x->state.fpu);
 }
 
 static int fpu_from_kvm(struct vcpu *vcpu, struct kvm_fpu *fpu)
@@ -1124,6 +1130,9 @@ void engine_print_stats(struct vm *vm)
 	if (t.halts)
 		fprintf(stderr, "    HLTs KVM held halted after their single step %llu (woken by an event the VMM delivered "
 			"%llu, the rest in KVM)\n", (unsigned long long)t.halts, (unsigned long long)t.halt_wakes_by_vmm);
+	if (t.xsave_refused)
+		fprintf(stderr, "    x87/SSE state given back with KVM_SET_FPU after KVM refused its XSAVE image %llu\n",
+			(unsigned long long)t.xsave_refused);
 }
 
 static bool engine_wanted(const struct vm *vm)
