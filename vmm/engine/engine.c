@@ -1040,9 +1040,21 @@ engine:
 	x->stats.transfer_ns += (t1 - t0) + (now_ns() - t2);
 	if (r.stop == EMU_STOP_HANDBACK) {
 		struct guest_paging pg;
+		uint64_t at = st.regs.rip;
 
 		if (r.handback == EMU_HB_SYSTEM && st.sregs.cs.dpl == 0 && !engine_paging(&st, &pg) &&
 		    engine_is_iretq(vcpu, &st, &pg) && engine_iretq(vcpu, &st, &pg)) {
+			/*
+			 * An IRETQ to the instruction after it, within ring 0: Linux's
+			 * sync_core(), which every CPU runs (text_poke_bp's IPIs)
+			 * after one of them patched kernel code through another
+			 * mapping. The emulator's translations of the old code go,
+			 * as a CPU's do at a serializing instruction.
+			 */
+			if (st.regs.rip == at + 2 && st.sregs.cs.dpl == 0) {
+				x->flush = true;
+				x->stats.serializing_flushes++;
+			}
 			count_iret(vcpu);
 			x->state = st;
 			vcpu->run->s.regs.regs = st.regs;
@@ -1133,6 +1145,9 @@ void engine_print_stats(struct vm *vm)
 	if (t.xsave_refused)
 		fprintf(stderr, "    x87/SSE state given back with KVM_SET_FPU after KVM refused its XSAVE image %llu\n",
 			(unsigned long long)t.xsave_refused);
+	if (t.serializing_flushes)
+		fprintf(stderr, "    translated code dropped at an IRETQ to itself (the guest's sync_core after code patching) %llu\n",
+			(unsigned long long)t.serializing_flushes);
 }
 
 static bool engine_wanted(const struct vm *vm)

@@ -72,6 +72,7 @@ struct engine_stats {
 	uint64_t engine_runs, steps, step_insns, steps_faulted, escapes, engine_errors, irets, msrs_in_place, tsc_in_place;
 	uint64_t rdpmcs_in_place, locked_in_place, cli_in_place, sti_in_place, sreg_reads_in_place, gs_in_place, ac_in_place;
 	uint64_t apic_msrs_in_place, pkru_in_place;
+	uint64_t serializing_flushes; /* IRETQs to themselves (sync_core) that dropped the translated code */
 	uint64_t xsave_refused;       /* state transfers KVM_SET_XSAVE refused (KVM_SET_FPU instead) */
 	uint64_t halts, halt_wakes_by_vmm; /* HLTs KVM held halted after a single step; of them, woken by an event the VMM delivered */
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
