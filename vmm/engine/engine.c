@@ -221,7 +221,6 @@ static int state_to_kvm(struct vcpu *vcpu)
 	}
 	x->bases_dirty = false;
 	x->kgs_valid = false; /* KVM may run SWAPGS or WRMSR next */
-	x->pkru_valid = false; /* or WRPKRU, XRSTOR */
 	if (x->kvm_stale && (ioctl(vcpu->fd, KVM_SET_REGS, &x->state.regs) < 0 || fpu_to_kvm(vcpu) < 0)) {
 		fprintf(stderr, "kvmprof-vmm: vCPU %u: emulation engine: cannot give the state back to KVM: %s\n",
 			vcpu->id, strerror(errno));
@@ -264,7 +263,7 @@ static int get_state(struct vcpu *vcpu, struct emu_state *st)
 	return 0;
 }
 
-static uint64_t now_ns(void)
+uint64_t engine_now_ns(void)
 {
 	struct timespec ts;
 
@@ -323,7 +322,7 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
 	if (flush)
 		x->flush = true;
 	x->stats.steps++;
-	x->step_start_ns = now_ns();
+	x->step_start_ns = engine_now_ns();
 	if (event >= 0)
 		x->stats.events_delivered++;
 	/*
@@ -332,6 +331,7 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
 	 */
 	x->timer_due = false;
 	x->timer_seen = false;
+	x->deadline_known = false;
 	/* If nothing brings the vCPU back, an exit within 1 ms does (engine_after_exit). */
 	vcpu_exit_within(vcpu, ENGINE_STEP_EXIT_NS);
 	vcpu_exit_timer_arm(vcpu);
@@ -495,7 +495,7 @@ static void step_end(struct vcpu *vcpu)
 	struct engine_vcpu *x = engine_of(vcpu);
 
 	guest_debug_clear(vcpu, &engine_debug_client);
-	x->stats.step_ns += now_ns() - x->step_start_ns;
+	x->stats.step_ns += engine_now_ns() - x->step_start_ns;
 	x->stepping = false;
 	x->nbp = 0;
 }
@@ -773,6 +773,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 	x->state_valid = true;
 	x->timer_due = false;
 	x->timer_seen = false;
+	x->deadline_known = false;
 	if (ev->nmi.injected) {
 		if (!deliver_nmi(vcpu, st, ev))
 			x->stats.engine_errors++;
@@ -831,7 +832,7 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 {
 	struct vcpu *vcpu = opaque;
 	struct engine_vcpu *x = engine_of(vcpu);
-	uint64_t sti = x->stats.sti_in_place;
+	enum emu_sysinsn k;
 	struct emu_state st;
 
 	st.regs = *regs;
@@ -851,9 +852,10 @@ static bool engine_in_place(void *opaque, enum emu_handback why, struct kvm_regs
 		x->stats.locked_in_place++;
 		break;
 	case EMU_HB_SYSTEM:
-		if (!count_sysinsn(x, engine_system_in_place(vcpu, &st, sti_may_run)))
+		k = engine_system_in_place(vcpu, &st, sti_may_run);
+		if (!count_sysinsn(x, k))
 			return false;
-		if (x->stats.sti_in_place != sti) {
+		if (k == EMU_SYS_STI) {
 			x->sti_in_run = true;
 			x->sti_next_rip = st.regs.rip;
 		}
@@ -945,7 +947,7 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 	*kvm_ran = true;
 	if (x->stepping)
 		return ioctl(vcpu->fd, KVM_RUN, 0);
-	t0 = now_ns();
+	t0 = engine_now_ns();
 	if (x->exit_unfinished) {
 		/* Let KVM finish the exit without running guest code: KVM_RUN with immediate_exit (api.rst). */
 		x->exit_unfinished = false;
@@ -1015,12 +1017,12 @@ engine:
 	}
 	x->stats.engine_runs++;
 	x->sti_in_run = false;
-	t1 = now_ns();
+	t1 = engine_now_ns();
 	if (emu_run(x->emu, &st, &a, &r)) {
 		x->stats.engine_errors++;
 		return step(vcpu, &st, EMU_HB_REFUSED, -1, kvm_ran);
 	}
-	t2 = now_ns();
+	t2 = engine_now_ns();
 	if (ev.interrupt.shadow && r.counts.ev[0][EMU_EV_INSNS] + r.counts.ev[1][EMU_EV_INSNS])
 		x->shadow_spent = true;
 	if (x->sti_in_run) {
@@ -1037,7 +1039,7 @@ engine:
 	/* Where readers of KVM's synced registers (the guest sampler) look; KVM ignores them unless marked dirty. */
 	vcpu->run->s.regs.regs = st.regs;
 	vcpu->run->s.regs.sregs = st.sregs;
-	x->stats.transfer_ns += (t1 - t0) + (now_ns() - t2);
+	x->stats.transfer_ns += (t1 - t0) + (engine_now_ns() - t2);
 	if (r.stop == EMU_STOP_HANDBACK) {
 		struct guest_paging pg;
 		uint64_t at = st.regs.rip;

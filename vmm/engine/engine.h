@@ -113,12 +113,9 @@ struct engine_vcpu {
 	 */
 	bool kgs_valid, bases_dirty;
 	uint64_t kernel_gs_base;
-	/* KVM's XSAVE image from the last look (the state's x87/SSE part goes back in it: emu_fpu.h). */
+	/* KVM's XSAVE image from the last look (the state's x87/SSE part goes back in it: emu_fpu.h; RDPKRU reads it). */
 	bool xsave_valid;
 	struct kvm_xsave xsave;
-	/* PKRU for RDPKRU done in place: read from KVM at the first one after KVM ran (only KVM changes it). */
-	bool pkru_valid;
-	uint32_t pkru;
 	/*
 	 * A single step of HLT returned with KVM holding the vCPU halted
 	 * (KVM_MP_STATE_HALTED): until it wakes, the engine must not run it
@@ -150,6 +147,14 @@ struct engine_vcpu {
 	bool timer_seen;     /* timer_cur holds the LAPIC timer's count at the last look */
 	uint32_t timer_cur;
 	bool timer_due;      /* it expired while the vCPU was in the engine */
+	/*
+	 * TSC-deadline mode: KVM's deadline was read since KVM last ran or the
+	 * guest last wrote a timer register, and when (CLOCK_MONOTONIC) the
+	 * guest's TSC reaches it; 0: no deadline armed (engine_lapic.c).
+	 */
+	bool deadline_known;
+	uint64_t deadline_ns;
+	long tsc_khz; /* the vCPU's TSC rate (KVM_GET_TSC_KHZ); 0: not read yet */
 	int irr_vector;      /* the highest IRR bit at the last look, or -1 */
 	uint64_t step_start_ns;
 	struct engine_stats stats;

@@ -522,45 +522,43 @@ bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int 
 
 #define XFEATURE_PKRU 9
 
-/* PKRU in KVM's XSAVE image (standard format, where CPUID leaf 0xd says); 0 in its init state. */
-static int kvm_pkru(struct vcpu *vcpu, uint32_t *pkru)
+/* PKRU in an XSAVE image of KVM's (standard format, where CPUID leaf 0xd says); 0 in its init state. */
+static int xsave_pkru(const struct kvm_xsave *xs, uint32_t *pkru)
 {
 	unsigned int size, off, ecx, edx;
-	struct kvm_xsave xs;
 	uint64_t xstate_bv;
 
 	if (!__get_cpuid_count(0xd, XFEATURE_PKRU, &size, &off, &ecx, &edx) || size < 4 ||
-	    off + 4 > sizeof(xs.region) || ioctl(vcpu->fd, KVM_GET_XSAVE, &xs) < 0)
+	    off + 4 > sizeof(xs->region))
 		return -1;
-	memcpy(&xstate_bv, (const uint8_t *)xs.region + 512, 8);
+	memcpy(&xstate_bv, (const uint8_t *)xs->region + 512, 8);
 	if (!(xstate_bv & (1ULL << XFEATURE_PKRU)))
 		*pkru = 0;
 	else
-		memcpy(pkru, (const uint8_t *)xs.region + off, 4);
+		memcpy(pkru, (const uint8_t *)xs->region + off, 4);
 	return 0;
 }
 
 /*
  * RDPKRU (0f 01 ee), which a Linux kernel with protection keys runs at
  * every context switch: PKRU is KVM's (WRPKRU and XRSTOR are done in KVM),
- * read once after each time KVM ran. Without CR4.PKE, or with ECX not 0,
+ * read from the XSAVE image fetched with the state after KVM last ran. Without CR4.PKE, or with ECX not 0,
  * the CPU raises #UD or #GP: KVM's.
  */
 bool engine_rdpkru(struct vcpu *vcpu, struct emu_state *st)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 	struct guest_paging pg;
+	uint32_t pkru;
 	uint8_t b[3];
 
 	if (!(st->sregs.cr4 & X86_CR4_PKE) || (uint32_t)st->regs.rcx || engine_paging(st, &pg) ||
 	    engine_read_virt(vcpu, &pg, st->regs.rip, b, 3) || b[0] != 0x0f || b[1] != 0x01 || b[2] != 0xee)
 		return false;
-	if (!x->pkru_valid) {
-		if (kvm_pkru(vcpu, &x->pkru))
-			return false;
-		x->pkru_valid = true;
-	}
-	st->regs.rax = x->pkru;
+	/* The image the run's state came from: only KVM changes PKRU (WRPKRU and XRSTOR are not run here). */
+	if (!x->xsave_valid || xsave_pkru(&x->xsave, &pkru))
+		return false;
+	st->regs.rax = pkru;
 	st->regs.rdx = 0;
 	st->regs.rip += 3;
 	return true;

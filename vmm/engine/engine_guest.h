@@ -70,6 +70,8 @@ bool engine_client_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *va
 /* 1 with *val: a client answered; 0: a client serves RDPMC and there is no such counter; -1: no client serves it. */
 int engine_client_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val);
 void engine_count_insn(struct vcpu *vcpu, unsigned int ring);
+/* CLOCK_MONOTONIC in nanoseconds: the engine's time for steps and timers. */
+uint64_t engine_now_ns(void);
 
 #define MSR_FS_BASE 0xc0000100u
 #define MSR_GS_BASE 0xc0000101u

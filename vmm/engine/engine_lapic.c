@@ -3,6 +3,7 @@
 #include "engine.h"
 #include "engine_lapic.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -42,16 +43,39 @@ static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned int off)
  */
 /*
  * TSC-deadline mode: due once the guest's TSC reached the deadline KVM
- * holds (KVM clears it when it turns the expiry into an IRR bit).
+ * holds (KVM clears it when it turns the expiry into an IRR bit, at an
+ * entry). Read from KVM once after each entry or timer write: until then
+ * the host's monotonic clock, at the vCPU's TSC rate, says when the TSC
+ * gets there, and KVM is asked again only then (never due early: KVM's
+ * TSC decides; at most a clock drift late).
  */
 static bool tsc_deadline_due(struct vcpu *vcpu)
 {
+	struct engine_vcpu *x = engine_of(vcpu);
 	struct {
 		struct kvm_msrs hdr;
 		struct kvm_msr_entry e[2];
 	} m = { .hdr.nmsrs = 2, .e = { { .index = MSR_IA32_TSC_DEADLINE }, { .index = MSR_IA32_TSC } } };
+	uint64_t deadline, tsc, now = engine_now_ns();
+	unsigned __int128 wait_ns;
 
-	return ioctl(vcpu->fd, KVM_GET_MSRS, &m) == 2 && m.e[0].data && m.e[1].data >= m.e[0].data;
+	if (x->deadline_known && (!x->deadline_ns || now < x->deadline_ns))
+		return false;
+	x->deadline_known = false;
+	if (ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 2)
+		return false;
+	deadline = m.e[0].data;
+	tsc = m.e[1].data;
+	if (deadline && tsc >= deadline)
+		return true;
+	if (!x->tsc_khz)
+		x->tsc_khz = ioctl(vcpu->fd, KVM_GET_TSC_KHZ, 0);
+	if (deadline && x->tsc_khz <= 0)
+		return false; /* no rate: ask KVM at every look */
+	wait_ns = deadline ? (unsigned __int128)(deadline - tsc) * 1000000u / (unsigned long)x->tsc_khz : 0;
+	x->deadline_ns = !deadline ? 0 : wait_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)wait_ns;
+	x->deadline_known = true;
+	return false;
 }
 
 static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
@@ -174,8 +198,10 @@ bool engine_lapic_wrmsr_in_place(struct vcpu *vcpu, struct emu_state *st)
 	 * not take the jump for an expiry). An expiry already due stays
 	 * pending in KVM all the same.
 	 */
-	if (msr != MSR_X2APIC_EOI && msr != MSR_X2APIC_ICR && msr != MSR_X2APIC_SELF_IPI)
+	if (msr != MSR_X2APIC_EOI && msr != MSR_X2APIC_ICR && msr != MSR_X2APIC_SELF_IPI) {
 		engine_of(vcpu)->timer_seen = false;
+		engine_of(vcpu)->deadline_known = false;
+	}
 	st->regs.rip += 2;
 	engine_count_insn(vcpu, EMU_RING_KERNEL);
 	return true;
