@@ -1133,6 +1133,56 @@ static void test_remapped_page(void **state)
 	map_user(UCODE2, US);
 }
 
+/*
+ * A page the engine mapped read-only at a read, whose entry the guest then
+ * pointed at another page (copy-on-write) with no TLB flush the VMM saw:
+ * the first write goes to the page the entry names now, as a CPU's does
+ * (it walks the tables again at a write its TLB entry does not allow),
+ * never to the old one, which for a private file mapping is the page
+ * cache's, shared by every process that maps the file.
+ */
+static void test_write_after_unseen_remap(void **state)
+{
+	static const uint8_t both[] = { 0x8b, 0x0b, 0x89, 0x03 }; /* mov ecx,[rbx]; mov [rbx],eax */
+	static const uint8_t store[] = { 0x89, 0x03 };
+	uint64_t *entry = pte(PT_LO, (UDATA >> 12) & 511), old = *entry, copy = 0x108000;
+	struct emu_stats before, after;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	emu_get_stats(emu, &before);
+	/* Read: the page is mapped read-only (the dirty bit waits for a write). */
+	put_access(both, 2, UDATA + 16);
+	st = user_state(UCODE);
+	run_ok(&st, &plain, &r);
+	*(uint32_t *)(mem.host + phys_of(UDATA) + 16) = 5;
+	*(uint32_t *)(mem.host + copy + 16) = 5;
+	*entry = copy | P | US | RW | XD;
+	/* The store from another code page: UCODE's translation stays as it was. */
+	{
+		uint8_t code[14] = { 0x48, 0xbb };
+		uint64_t addr = UDATA + 16;
+
+		memcpy(code + 2, &addr, 8);
+		memcpy(code + 10, store, 2);
+		code[12] = 0x0f;
+		code[13] = 0x0b;
+		put_code(UCODE_RW, code, sizeof(code));
+	}
+	st = user_state(UCODE_RW);
+	st.regs.rax = 99;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+	assert_int_equal(*(uint32_t *)(mem.host + copy + 16), 99);
+	assert_int_equal(*(uint32_t *)(mem.host + phys_of(UDATA) + 16), 5);
+	emu_get_stats(emu, &after);
+	assert_int_equal(after.stale_mappings - before.stale_mappings, 1);
+	*entry = old;
+	emu_invalidate(emu);
+}
+
 static void test_unsupported_modes(void **state)
 {
 	struct emu_state st = user_state(UCODE);
@@ -1255,6 +1305,7 @@ int main(void)
 		cmocka_unit_test(test_sse_and_fs_state),
 		cmocka_unit_test(test_self_modifying_code),
 		cmocka_unit_test(test_remapped_page),
+		cmocka_unit_test(test_write_after_unseen_remap),
 		cmocka_unit_test(test_unsupported_modes),
 		cmocka_unit_test(test_locked_on_smp),
 		cmocka_unit_test(test_decode_one),

@@ -63,6 +63,7 @@ struct emu_space {
 	uc_hook block_hook, mem_hook, precise_hook;
 	struct mapped_page {
 		uint64_t va, size; /* one Unicorn region: a 4 KiB page, or a guest large page (or 2 MiB of one) */
+		uint64_t gpa;      /* the guest-physical address it maps va to */
 		bool user;         /* a user page: what ring 0 may do with it depends on SMAP and RFLAGS.AC */
 	} *pages;
 	size_t npages, pages_cap, nuser;
@@ -434,7 +435,7 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	return p;
 }
 
-static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, bool user)
+static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, uint64_t gpa, bool user)
 {
 	if (sp->npages == sp->pages_cap) {
 		size_t cap = sp->pages_cap ? sp->pages_cap * 2 : 256;
@@ -445,7 +446,7 @@ static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, bool
 		sp->pages = n;
 		sp->pages_cap = cap;
 	}
-	sp->pages[sp->npages++] = (struct mapped_page){ va, size, user };
+	sp->pages[sp->npages++] = (struct mapped_page){ va, size, gpa, user };
 	sp->nuser += user;
 	return true;
 }
@@ -460,6 +461,14 @@ static void unmap_page(struct emu_space *sp, const struct mapped_page *m)
 	/* Unicorn keeps translated code across mappings and does not see writes made outside it. */
 	uc_ctl_remove_cache(sp->uc, m->va, m->va + m->size);
 	uc_mem_unmap(sp->uc, m->va, m->size);
+}
+
+/* Unmaps m and forgets it. */
+static void drop_mapping(struct emu_space *sp, struct mapped_page *m)
+{
+	unmap_page(sp, m);
+	sp->nuser -= m->user;
+	*m = sp->pages[--sp->npages];
 }
 
 /* The mapping that holds va, or NULL. */
@@ -514,7 +523,7 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 		uint64_t chunk = t.page_size < REGION_MAX ? t.page_size : REGION_MAX, b = va & ~(chunk - 1);
 
 		host = vmi_mem_ptr(&e->mem, t.gpa - (va - b), chunk);
-		if (host && remember_page(e->sp, b, chunk, t.user)) {
+		if (host && remember_page(e->sp, b, chunk, t.gpa - (va - b), t.user)) {
 			if (uc_mem_map_ptr(e->uc, b, chunk, perms, host) == UC_ERR_OK) {
 				e->stats.pages_mapped++;
 				return 0;
@@ -523,7 +532,7 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 		}
 	}
 	host = vmi_mem_ptr(&e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || !remember_page(e->sp, base, size, t.user))
+	if (!host || !remember_page(e->sp, base, size, t.gpa & PAGE_MASK, t.user))
 		return -EFAULT;
 	if (uc_mem_map_ptr(e->uc, base, size, perms, host) != UC_ERR_OK) {
 		forget_last_page(e->sp);
@@ -934,8 +943,24 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			struct mapped_page *m = mapping_of(e->sp, e->protect_page);
 
 			/* The first write to a page the guest lets us write: dirty bit, then writable (all of its mapping). */
-			if (!m || guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t) ||
-			    uc_mem_protect(e->uc, m->va, m->size, uc_perms(e, &t, true)) != UC_ERR_OK) {
+			if (!m || guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t)) {
+				why = EMU_HB_FAULT;
+				break;
+			}
+			/*
+			 * The guest's entry now names another page than the one mapped
+			 * (a copy-on-write the engine saw no TLB flush for): as a CPU
+			 * walks the tables again at a write its TLB entry does not
+			 * allow, the write goes to the new page, never the old one (the
+			 * page cache's, say). The retry maps it afresh.
+			 */
+			if (t.gpa != m->gpa + (e->protect_page - m->va)) {
+				e->stats.stale_mappings++;
+				drop_mapping(e->sp, m);
+				cache_clear(e);
+				continue;
+			}
+			if (uc_mem_protect(e->uc, m->va, m->size, uc_perms(e, &t, true)) != UC_ERR_OK) {
 				why = EMU_HB_FAULT;
 				break;
 			}

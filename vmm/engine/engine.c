@@ -1101,7 +1101,7 @@ void engine_print_stats(struct vm *vm)
 		"  emulation engine: %llu instructions in the emulator (%.1f M/s while in it), %llu KVM steps "
 		"(%llu instructions completed in KVM, %llu faulted or delivered an event, %llu NMIs/interrupts)\n"
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
-		"pages mapped %llu, blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
+		"pages mapped %llu (%llu found stale at a write), blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
 		"engine's run (RDTSC, locked, CLI/STI, segment reads, SWAPGS, FSGSBASE, CLAC/STAC): %llu\n"
 		"    instructions hooked for a precise fault RIP (SSE, x87, atomics) %llu, blocks handed to KVM for want "
@@ -1109,7 +1109,7 @@ void engine_print_stats(struct vm *vm)
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
 		(unsigned long long)t.events_delivered, (unsigned long long)t.escapes,
-		(unsigned long long)t.engine_errors, (unsigned long long)e.pages_mapped,
+		(unsigned long long)t.engine_errors, (unsigned long long)e.pages_mapped, (unsigned long long)e.stale_mappings,
 		(unsigned long long)e.blocks_decoded, (unsigned long long)e.flags_repaired,
 		e.flags_unknown ? " (could not recompute them: " : "", (unsigned long long)e.flags_unknown,
 		e.flags_unknown ? ")" : "", (unsigned long long)e.sites, (unsigned long long)e.partial_runs,
