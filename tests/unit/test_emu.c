@@ -1183,6 +1183,54 @@ static void test_write_after_unseen_remap(void **state)
 	emu_invalidate(emu);
 }
 
+/*
+ * Flags live across a hand-back inside a block: the run stops at the
+ * hand-back's code hook, and RFLAGS must be the compare's, on the first
+ * translation of the block and on every later one.
+ */
+static void test_flags_at_handback_site(void **state)
+{
+	/* mov eax, 5; cmp eax, 5; rdtsc */
+	static const uint8_t code[] = { 0xb8, 5, 0, 0, 0, 0x83, 0xf8, 5, 0x0f, 0x31 };
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	put_code(UCODE, code, sizeof(code));
+	for (int i = 0; i < 4; i++) {
+		emu_invalidate(emu);
+		st = user_state(UCODE);
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+		assert_int_equal(st.regs.rip, UCODE + 8);
+		assert_int_equal(st.regs.rflags & 0x8d5, 0x44); /* ZF, PF: equal */
+	}
+	/*
+	 * The same with an SSE load's code hook (a precise-RIP site) before it,
+	 * and PUSHFQ between, which stores the lazy flags' kind at run time:
+	 * mov rbx, UDATA; mov eax, 5; cmp eax, 5; movdqu xmm0, [rbx];
+	 * add eax, 1; pushfq; cmp eax, eax; rdtsc
+	 */
+	{
+		uint8_t c2[32] = { 0x48, 0xbb };
+		uint64_t data = UDATA;
+		static const uint8_t rest[] = { 0xb8, 5, 0, 0, 0, 0x83, 0xf8, 5, 0xf3, 0x0f, 0x6f, 0x03,
+						0x83, 0xc0, 0x01, 0x9c, 0x39, 0xc0, 0x0f, 0x31 };
+
+		memcpy(c2 + 2, &data, 8);
+		memcpy(c2 + 10, rest, sizeof(rest));
+		put_code(UCODE, c2, 10 + sizeof(rest));
+		for (int i = 0; i < 4; i++) {
+			emu_invalidate(emu);
+			st = user_state(UCODE);
+			run_ok(&st, &plain, &r);
+			assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+			assert_int_equal(st.regs.rip, UCODE + 10 + sizeof(rest) - 2);
+			assert_int_equal(st.regs.rflags & 0x8d5, 0x44);
+		}
+	}
+}
+
 static void test_unsupported_modes(void **state)
 {
 	struct emu_state st = user_state(UCODE);
@@ -1306,6 +1354,7 @@ int main(void)
 		cmocka_unit_test(test_self_modifying_code),
 		cmocka_unit_test(test_remapped_page),
 		cmocka_unit_test(test_write_after_unseen_remap),
+		cmocka_unit_test(test_flags_at_handback_site),
 		cmocka_unit_test(test_unsupported_modes),
 		cmocka_unit_test(test_locked_on_smp),
 		cmocka_unit_test(test_decode_one),

@@ -926,12 +926,18 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		if (e->hook == HOOK_STOP || e->hook == HOOK_PARTIAL || e->hook == HOOK_ADD_SITE)
 			rip = e->stop_rip;
 		/*
-		 * A memory access that stopped the block part-way: Unicorn's flags
-		 * may be wrong (emu_flags.h). Not a fetch at the next block's start
-		 * (a branch into a page that faults): that block ended whole.
+		 * A memory access or a hand-back site's hook that stopped the block
+		 * part-way: Unicorn's flags may be wrong (emu_flags.h). At a code
+		 * hook Unicorn 2.0.1 stores the lazy flags' kind only if it differs
+		 * from the one at the last hook it translated (DisasContext's
+		 * last_cc_op, never initialised, not updated where the kind is
+		 * stored otherwise): after a PUSHFQ between an SSE load's hook and
+		 * the site, say, CMP's flags read back as ADD's
+		 * (test_flags_at_handback_site). Not a fetch at the next block's
+		 * start (a branch into a page that faults): that block ended whole.
 		 */
-		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT) && rip > e->prev->addr &&
-		    rip < e->prev->addr + e->prev->size)
+		if (e->prev && (e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT || e->hook == HOOK_STOP) &&
+		    rip > e->prev->addr && rip < e->prev->addr + e->prev->size)
 			repair_flags(e, e->prev, rip, e->sys_rflags);
 		/* Whatever stopped it, the instructions of the block in progress before rip retired. */
 		if (e->prev)
