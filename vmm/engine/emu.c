@@ -772,12 +772,12 @@ void emu_get_stats(const struct emu *e, struct emu_stats *s)
 
 static void repair_flags(struct emu *e, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags)
 {
-	int r = emu_flags_fix(e->flags, e->uc, block, rip, sys_rflags);
+	int r = emu_flags_fix(e->flags, e->uc, block, rip, sys_rflags, e->hook == HOOK_STOP);
 
 	if (r > 0)
 		e->stats.flags_repaired++;
 	else if (r < 0 && !e->stats.flags_unknown++)
-		fprintf(stderr, "kvmprof-vmm: emulation engine: the flags at %#llx (block %#llx) after a page fault "
+		fprintf(stderr, "kvmprof-vmm: emulation engine: the flags at %#llx (block %#llx) after a stop inside it "
 			"could not be recomputed: %s; they may be wrong (counted in --vpmu-stats)\n",
 			(unsigned long long)rip, (unsigned long long)block->addr, emu_flags_why(e->flags));
 }

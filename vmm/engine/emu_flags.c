@@ -38,6 +38,7 @@ struct emu_flags {
 	uc_context *main_ctx, *scratch_ctx;
 	size_t data_off; /* where CPUX86State starts in a saved context */
 	bool needed;     /* this Unicorn loses cc_op on a memory fault */
+	bool usable;     /* the repair works on this Unicorn (its state layout checked) */
 	uc_hook map_hook, precise_hook;
 	uint64_t page[SCRATCH_PAGES_MAX];
 	unsigned int npages;
@@ -255,7 +256,8 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 	return h;
 }
 
-int emu_flags_fix(struct emu_flags *f, uc_engine *uc, const struct emu_block_info *b, uint64_t rip, uint64_t sys_rflags)
+int emu_flags_fix(struct emu_flags *f, uc_engine *uc, const struct emu_block_info *b, uint64_t rip, uint64_t sys_rflags,
+		  bool at_hook)
 {
 	uint64_t block = b->addr;
 	uint8_t code[512 * 15];
@@ -263,7 +265,8 @@ int emu_flags_fix(struct emu_flags *f, uc_engine *uc, const struct emu_block_inf
 	unsigned int slot;
 	int op;
 
-	if (!f->needed || rip == block)
+	/* At a code hook every Unicorn so far may have it wrong (emu_flags.h), at a fault only some. */
+	if (!(at_hook ? f->usable : f->needed) || rip == block)
 		return 0; /* the block's start: cc_op is the one stored when the last block ended */
 	if (rip < block || rip - block > sizeof(code) || uc_mem_read(uc, block, code, rip - block) != UC_ERR_OK) {
 		snprintf(f->why, sizeof(f->why), "the block's code (%llu bytes) cannot be read",
@@ -374,6 +377,7 @@ out:
 	}
 	if (why)
 		f->needed = false; /* a Unicorn that keeps them: nothing to repair */
+	f->usable = !why;
 	return 0;
 }
 

@@ -37,6 +37,7 @@
 #ifndef KVMPROF_EMU_FLAGS_H
 #define KVMPROF_EMU_FLAGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <unicorn/unicorn.h>
@@ -55,13 +56,17 @@ void emu_flags_forget(struct emu_flags *f);
 /*
  * uc (a Unicorn of the engine's, with the CPU model main_uc has) stopped at
  * rip, inside the translated block block (its bytes readable through uc),
- * on a memory access: sets its RFLAGS right. sys_rflags: RFLAGS as the run
- * began, for the bits no instruction the engine runs changes (IF, IOPL,
- * AC...). 1 if they were wrong, 0 if they were right, -1 if the repair
- * could not run (the flags are then unknown).
+ * on a memory access or (at_hook) in a code hook: sets its RFLAGS right.
+ * At a code hook Unicorn (2.0.1 to 2.1.4) stores cc_op only if it differs
+ * from the one at the last hook it translated (DisasContext.last_cc_op,
+ * never initialised, and not updated where cc_op is stored otherwise), so
+ * there the repair runs whatever a fault does. sys_rflags: RFLAGS as the
+ * run began, for the bits no instruction the engine runs changes (IF,
+ * IOPL, AC...). 1 if they were wrong, 0 if they were right, -1 if the
+ * repair could not run (the flags are then unknown).
  */
 int emu_flags_fix(struct emu_flags *f, uc_engine *uc, const struct emu_block_info *block, uint64_t rip,
-		  uint64_t sys_rflags);
+		  uint64_t sys_rflags, bool at_hook);
 
 /* Makes uc report a faulting access at its instruction, not its block's start (a never-called memory hook). */
 int emu_precise_faults(uc_engine *uc, uc_hook *hook);

@@ -1101,7 +1101,7 @@ void engine_print_stats(struct vm *vm)
 		"  emulation engine: %llu instructions in the emulator (%.1f M/s while in it), %llu KVM steps "
 		"(%llu instructions completed in KVM, %llu faulted or delivered an event, %llu NMIs/interrupts)\n"
 		"    escapes (guest ran natively, uncounted, until the next exit) %llu, engine errors %llu, "
-		"pages mapped %llu (%llu found stale at a write), blocks decoded %llu, flags recomputed after a page fault inside a block %llu"
+		"pages mapped %llu (%llu found stale at a write), blocks decoded %llu, flags recomputed after a stop inside a block (a page fault, a hand-back) %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
 		"engine's run (RDTSC, locked, CLI/STI, segment reads, SWAPGS, FSGSBASE, CLAC/STAC): %llu\n"
 		"    instructions hooked for a precise fault RIP (SSE, x87, atomics) %llu, blocks handed to KVM for want "
