@@ -763,7 +763,13 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 		x->stats.ack_runs++;
 		*rc = ioctl(vcpu->fd, KVM_RUN, 0);
 		if (*rc == 0 || errno != EINTR) {
+			/*
+			 * The guest ran natively until an exit: its page tables may
+			 * have changed and its TLB been flushed meanwhile, unseen (as
+			 * after the other escapes).
+			 */
 			x->stats.escapes++;
+			x->flush = true;
 			return 1;
 		}
 		if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, ev) < 0 || ev->interrupt.injected || ev->nmi.injected)
