@@ -325,13 +325,7 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
 	x->step_start_ns = engine_now_ns();
 	if (event >= 0)
 		x->stats.events_delivered++;
-	/*
-	 * Any entry lets KVM take an expired timer: forget it, and the expiry
-	 * it was computed from, lest a tick KVM has delivered be taken as due.
-	 */
-	x->timer_due = false;
-	x->timer_seen = false;
-	x->deadline_known = false;
+	engine_lapic_forget(x); /* the entry lets KVM take an expired timer */
 	/* If nothing brings the vCPU back, an exit within 1 ms does (engine_after_exit). */
 	vcpu_exit_within(vcpu, ENGINE_STEP_EXIT_NS);
 	vcpu_exit_timer_arm(vcpu);
@@ -643,6 +637,17 @@ bool engine_debug_exit(struct vcpu *vcpu)
 	return true;
 }
 
+/*
+ * The guest ran natively, uncounted, until an exit: its page tables may have
+ * changed and its TLB been flushed meanwhile, unseen, so the engine's
+ * mappings go.
+ */
+static void escaped(struct engine_vcpu *x)
+{
+	x->stats.escapes++;
+	x->flush = true;
+}
+
 void engine_after_exit(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -675,8 +680,7 @@ void engine_after_exit(struct vcpu *vcpu)
 		r.rflags &= ~(RFLAGS_TF | RFLAGS_RF);
 		if (!memcmp(&r, &was, sizeof(r)))
 			return;
-		x->stats.escapes++;
-		x->flush = true;
+		escaped(x);
 		step_end(vcpu);
 		return;
 	}
@@ -689,8 +693,7 @@ void engine_after_exit(struct vcpu *vcpu)
 	if (!memcmp(&r, &x->step_regs, sizeof(r)))
 		return;
 	/* Guest ring-3 code is running natively, and no breakpoint brought it back: take it back now. */
-	x->stats.escapes++;
-	x->flush = true;
+	escaped(x);
 	step_end(vcpu);
 }
 
@@ -763,13 +766,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 		x->stats.ack_runs++;
 		*rc = ioctl(vcpu->fd, KVM_RUN, 0);
 		if (*rc == 0 || errno != EINTR) {
-			/*
-			 * The guest ran natively until an exit: its page tables may
-			 * have changed and its TLB been flushed meanwhile, unseen (as
-			 * after the other escapes).
-			 */
-			x->stats.escapes++;
-			x->flush = true;
+			escaped(x); /* the guest ran natively until an exit */
 			return 1;
 		}
 		if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, ev) < 0 || ev->interrupt.injected || ev->nmi.injected)
@@ -777,9 +774,7 @@ static int deliver_pending(struct vcpu *vcpu, struct emu_state *st, struct kvm_v
 	}
 	/* KVM did not run the guest: its registers are still st's. Any expired timer went to the IRR. */
 	x->state_valid = true;
-	x->timer_due = false;
-	x->timer_seen = false;
-	x->deadline_known = false;
+	engine_lapic_forget(x);
 	if (ev->nmi.injected) {
 		if (!deliver_nmi(vcpu, st, ev))
 			x->stats.engine_errors++;

@@ -78,6 +78,13 @@ static bool tsc_deadline_due(struct vcpu *vcpu)
 	return false;
 }
 
+void engine_lapic_forget(struct engine_vcpu *x)
+{
+	x->timer_due = false;
+	x->timer_seen = false;
+	x->deadline_known = false;
+}
+
 static int lapic_timer_due(struct vcpu *vcpu, const struct kvm_lapic_state *l)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
