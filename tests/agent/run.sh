@@ -197,30 +197,38 @@ else
 fi
 # perf on the same program with the same event and rate: the same top rows.
 # Tolerance 5 points on a row's share: two runs, ~1300 samples each (the
-# binomial standard error of a 75% share is ~1.2 points), and the kernel's
-# share (page faults, ticks) varies between runs on a loaded machine; perf's
-# Overhead weighs samples by period, which at a fixed rate varies a little.
+# binomial standard error of a 75% share is ~1.2 points); perf's Overhead
+# weighs samples by period, which at a fixed rate varies a little. The
+# comm,dso row is compared as a share of the user-space samples: the
+# kernel's share (page faults, ticks) is the run's, not the tool's, and a
+# loaded CI host gave perf's run 7.29% in [kernel.kallsyms] against 1.7% in
+# ours, which moved the top row 5.6 points.
 if ! perf record -q -e cpu-clock -F 2000 -o "$T/split.perf" -- "$FIX/split" 200000 >/dev/null 2>"$T/perf-split.err"; then
 	skip report-sort-vs-perf "perf record -e cpu-clock does not run here: $(head -n 1 "$T/perf-split.err")"
 else
 	perf report -i "$T/split.perf" --stdio --sort comm,dso 2>/dev/null | awk '!/^#/ && NF' >"$T/perf-cd.rep"
 	perf report -i "$T/split.perf" --stdio --sort sym 2>/dev/null | awk '!/^#/ && NF' >"$T/perf-sym.rep"
-	read -r p_pct p_comm p_dso < <(awk 'NR == 1 { sub("%", "", $1); print $1, $2, $3 }' "$T/perf-cd.rep")
-	read -r o_pct o_comm o_dso < <(rows_of "$T/cd.rep" | awk 'NR == 1 { sub("%", "", $2); print $2, $3, $4 }')
+	# The top row and its share of the rows outside the kernel (perf: "92.68%  split  split";
+	# ours: "3121 98.24%  split  split").
+	user_top() { awk -v f="$1" '{ sub("%", "", $f) } $(f + 2) != "[kernel.kallsyms]" { u += $f; if (!n++) { t = $f; c = $(f + 1); d = $(f + 2) } }
+		END { if (n && u > 0) printf "%.2f %s %s %.2f\n", 100 * t / u, c, d, u }'; }
+	read -r p_pct p_comm p_dso p_user < <(user_top 1 <"$T/perf-cd.rep")
+	read -r o_pct o_comm o_dso o_user < <(rows_of "$T/cd.rep" | user_top 2)
 	# perf's sym lines: "73.65%  [.] split_three_quarters"; ours: "987 73.17%  split  split_three_quarters".
-	perf_syms=$(awk 'NR <= 2 { sub("%", "", $1); printf "%s %s ", $3, $1 }' "$T/perf-sym.rep")
-	our_syms=$(rows_of "$T/sym.rep" | awk 'NR <= 2 { sub("%", "", $2); printf "%s %s ", $4, $2 }')
+	# The symbols' shares of the user-space samples, as the comm,dso row's.
+	perf_syms=$(awk -v u="${p_user:-100}" 'NR <= 2 { sub("%", "", $1); printf "%s %.2f ", $3, 100 * $1 / u }' "$T/perf-sym.rep")
+	our_syms=$(rows_of "$T/sym.rep" | awk -v u="${o_user:-100}" 'NR <= 2 { sub("%", "", $2); printf "%s %.2f ", $4, 100 * $2 / u }')
 	read -r ps1 pp1 ps2 pp2 <<<"$perf_syms"
 	read -r os1 op1 os2 op2 <<<"$our_syms"
 	if [ "$p_comm $p_dso" = "$o_comm $o_dso" ] && within "${p_pct:-x}" "${o_pct:-y}" 5; then
-		pass "report-sort-comm-dso-vs-perf (top row $o_comm $o_dso: ours $o_pct%, perf $p_pct%)"
+		pass "report-sort-comm-dso-vs-perf (top row $o_comm $o_dso: ours $o_pct%, perf $p_pct% of the user-space samples)"
 	else
-		fail report-sort-comm-dso-vs-perf "top row: perf '$p_comm $p_dso' $p_pct%, ours '$o_comm $o_dso' $o_pct%" "$T/perf-cd.rep"
+		fail report-sort-comm-dso-vs-perf "top row of the user-space samples: perf '$p_comm $p_dso' $p_pct%, ours '$o_comm $o_dso' $o_pct%" "$T/perf-cd.rep" "$T/cd.rep"
 	fi
 	if [ "$ps1 $ps2" = "$os1 $os2" ] && within "${pp1:-x}" "${op1:-y}" 5 && within "${pp2:-x}" "${op2:-y}" 5; then
-		pass "report-sort-sym-vs-perf ($os1 $op1% / perf $pp1%, $os2 $op2% / perf $pp2%)"
+		pass "report-sort-sym-vs-perf ($os1 $op1% / perf $pp1%, $os2 $op2% / perf $pp2% of the user-space samples)"
 	else
-		fail report-sort-sym-vs-perf "top two symbols: perf '$perf_syms', ours '$our_syms'" "$T/perf-sym.rep"
+		fail report-sort-sym-vs-perf "top two symbols, shares of the user-space samples: perf '$perf_syms', ours '$our_syms'" "$T/perf-sym.rep" "$T/sym.rep"
 	fi
 fi
 # perf's --percentage on the same program, event and rate, under --symbols
@@ -879,7 +887,17 @@ fi
 "$AGENT" record -q -e task-clock -c 10000000 -o "$T/k9t.data" -- sh -c 'while :; do :; done' >/dev/null 2>"$T/k9t.err" &
 rec=$!
 wait_command_cpu "$rec" 2000000000 1200 # until the command has had 2 s of CPU (cap 120 s)
-[ -n "$kid" ] && ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null)
+# Stopped before its CPU time is read: a command still running between that
+# read and the kill gets samples the count does not know of (a loaded CI host
+# recovered 209 of "207").
+if [ -n "$kid" ]; then
+	kill -STOP "$kid"
+	for _ in $(seq 100); do
+		[ "$(awk '{ print $3 }' "/proc/$kid/stat" 2>/dev/null)" = T ] && break
+		sleep 0.05
+	done
+	ns=$(cut -d ' ' -f 1 "/proc/$kid/schedstat" 2>/dev/null)
+fi
 { kill -KILL "$rec"; wait "$rec"; } 2>/dev/null
 [ -n "$kid" ] && kill -KILL "$kid" 2>/dev/null
 "$AGENT" report --recover -i "$T/k9t.data" >"$T/k9t.rep" 2>>"$T/k9t.err"
