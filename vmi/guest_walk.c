@@ -126,7 +126,7 @@ static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64
 	}
 	/* Only RAM is ever read: a mapping of the MMIO hole or past RAM is not followed. */
 	if (!vmi_mem_contains(mem, t.gpa, 1))
-		return -EFAULT;
+		return -ENXIO;
 	/* As the CPU does: a locked OR, since the guest may update the same entries meanwhile. */
 	for (unsigned int i = 0; mark && i < used; i++)
 		if (vmi_mem_set_bits64(mem, entries[i], i + 1 == used ? mark : (mark & PTE_A)))

@@ -66,9 +66,11 @@ struct guest_translation {
 };
 
 /*
- * Translates gva. -EFAULT if it is not canonical, not mapped, maps outside
- * guest RAM, or a table on the way lies outside guest RAM or has reserved
- * bits set; -EINVAL for a paging mode this reader does not know.
+ * Translates gva. -EFAULT if it is not canonical, not mapped, or a table on
+ * the way lies outside guest RAM or has reserved bits set (where the CPU
+ * would raise #PF, or the tables are not RAM); -ENXIO if the tables map it
+ * outside guest RAM (MMIO, which the CPU would access); -EINVAL for a
+ * paging mode this reader does not know.
  */
 int guest_walk_translate(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 			 struct guest_translation *out);

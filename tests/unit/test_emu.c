@@ -48,6 +48,7 @@
 #define UCODE_RW 0x406000ULL /* user, writable, executable: self-modifying code */
 #define UCODE2 0x407000ULL  /* user, executable: remapped by a test */
 #define KCODE 0xffffffff81000000ULL /* a 2 MiB supervisor page at physical 0x200000 */
+#define UMMIO 0x408000ULL   /* user, writable: mapped past RAM (a device's registers) */
 
 static struct guest_mem mem;
 static struct emu *emu;
@@ -86,6 +87,7 @@ static int setup(void **state)
 	map_user(USTACK, US | RW | XD);
 	map_user(UCODE_RW, US | RW);
 	map_user(UCODE2, US);
+	*pte(PT_LO, (UMMIO >> 12) & 511) = RAM_SIZE | P | US | RW | XD;
 	*pte(PML4, 511) = PDPT_HI | P | RW;
 	*pte(PDPT_HI, 510) = PD_HI | P | RW;
 	*pte(PD_HI, 8) = 0x200000 | P | RW | PS; /* 0xffffffff81000000 */
@@ -398,20 +400,24 @@ static void test_permissions(void **state)
 	static const uint8_t store[] = { 0x89, 0x03 }; /* mov [rbx], eax */
 	static const uint8_t load[] = { 0x8b, 0x03 };  /* mov eax, [rbx] */
 	static const uint8_t jump[] = { 0xff, 0xe3 };  /* jmp rbx */
+	/* page_fault: the guest's tables refuse the access (KVM raises #PF), not a mapping outside RAM (MMIO). */
 	static const struct {
 		const uint8_t *op;
 		uint64_t addr;
 		enum emu_handback want;
 		uint64_t insns, rip;
+		bool page_fault;
 	} cases[] = {
-		{ store, UDATA + 8, EMU_HB_SYSTEM, 2, UCODE + 12 },  /* allowed: runs to the ud2 */
-		{ store, URO + 8, EMU_HB_FAULT, 1, UCODE + 10 },     /* read-only */
-		{ load, URO + 8, EMU_HB_SYSTEM, 2, UCODE + 12 },
-		{ load, KPAGE, EMU_HB_FAULT, 1, UCODE + 10 },        /* supervisor page from ring 3 */
-		{ load, NOTPRESENT, EMU_HB_FAULT, 1, UCODE + 10 },
-		{ load, 0x0000800000000000ULL, EMU_HB_FAULT, 1, UCODE + 10 }, /* not canonical */
-		{ load, 16 * MiB - 2, EMU_HB_FAULT, 1, UCODE + 10 }, /* unmapped (identity page 0 is not there) */
-		{ jump, UDATA, EMU_HB_FAULT, 2, UDATA },             /* NX: the jump retires, the fetch faults */
+		{ store, UDATA + 8, EMU_HB_SYSTEM, 2, UCODE + 12, false },  /* allowed: runs to the ud2 */
+		{ store, URO + 8, EMU_HB_FAULT, 1, UCODE + 10, true },      /* read-only */
+		{ load, URO + 8, EMU_HB_SYSTEM, 2, UCODE + 12, false },
+		{ load, KPAGE, EMU_HB_FAULT, 1, UCODE + 10, true },         /* supervisor page from ring 3 */
+		{ load, NOTPRESENT, EMU_HB_FAULT, 1, UCODE + 10, true },
+		{ load, 0x0000800000000000ULL, EMU_HB_FAULT, 1, UCODE + 10, true }, /* not canonical */
+		{ load, 16 * MiB - 2, EMU_HB_FAULT, 1, UCODE + 10, true },  /* unmapped (identity page 0 is not there) */
+		{ jump, UDATA, EMU_HB_FAULT, 2, UDATA, true },              /* NX: the jump retires, the fetch faults */
+		{ store, UMMIO + 0xb0, EMU_HB_FAULT, 1, UCODE + 10, false }, /* MMIO: KVM does it */
+		{ load, UMMIO, EMU_HB_FAULT, 1, UCODE + 10, false },
 	};
 
 	(void)state;
@@ -425,6 +431,7 @@ static void test_permissions(void **state)
 		run_ok(&st, &plain, &r);
 		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
 		assert_int_equal(r.handback, cases[i].want);
+		assert_int_equal(r.page_fault, cases[i].page_fault);
 		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], cases[i].insns);
 		assert_int_equal(st.regs.rip, cases[i].rip);
 	}

@@ -111,6 +111,7 @@ struct emu {
 	const struct emu_block_info *prev; /* the block executing, not yet counted */
 	/* Why the block hook or the memory hook stopped Unicorn. */
 	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT, HOOK_MAP_CODE, HOOK_ADD_SITE } hook;
+	bool guest_refused; /* HOOK_FAULT: the guest's page tables refuse the access */
 	enum emu_stop hook_stop;
 	enum emu_handback hook_handback;
 	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
@@ -549,14 +550,17 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	uint64_t va = addr & PAGE_MASK;
 	bool write = type == UC_MEM_WRITE_UNMAPPED || type == UC_MEM_WRITE_PROT;
 	struct guest_translation t;
+	int rc;
 
 	(void)uc;
 	(void)size;
 	(void)value;
 	if (e->hook != HOOK_NONE)
 		return false;
-	if (guest_walk_translate(&e->mem, &e->pg, va, &t) || !access_allowed(e, &t, type)) {
+	rc = guest_walk_translate(&e->mem, &e->pg, va, &t);
+	if (rc || !access_allowed(e, &t, type)) {
 		e->hook = HOOK_FAULT;
+		e->guest_refused = rc != -ENXIO; /* MMIO (the LAPIC's EOI, say): KVM does it, no #PF */
 		return false;
 	}
 	if (type == UC_MEM_WRITE_PROT) {
@@ -567,6 +571,7 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	}
 	if (type != UC_MEM_READ_UNMAPPED && type != UC_MEM_WRITE_UNMAPPED && type != UC_MEM_FETCH_UNMAPPED) {
 		e->hook = HOOK_FAULT; /* a fetch from a no-execute mapping, or a read Unicorn refused */
+		e->guest_refused = true;
 		return false;
 	}
 	if (type == UC_MEM_FETCH_UNMAPPED) {
@@ -904,6 +909,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 
 		e->partial_until = 0;
 		e->hook = HOOK_NONE;
+		e->guest_refused = false;
 		e->prev = NULL;
 		e->in_partial = until != EMU_NEVER;
 		/*
@@ -950,6 +956,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 
 			/* The first write to a page the guest lets us write: dirty bit, then writable (all of its mapping). */
 			if (!m || guest_walk_touch(&e->mem, &e->pg, e->protect_page, true, &t)) {
+				e->guest_refused = m != NULL;
 				why = EMU_HB_FAULT;
 				break;
 			}
@@ -1030,6 +1037,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	if (why != EMU_HB_NONE) {
 		r->stop = EMU_STOP_HANDBACK;
 		r->handback = why;
+		r->page_fault = why == EMU_HB_FAULT && e->guest_refused;
 		e->stats.handbacks[why]++;
 	}
 	if (state_save(e, &st->regs, &st->fpu)) {

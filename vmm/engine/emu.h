@@ -97,6 +97,8 @@ struct emu_result {
 	enum emu_stop stop;
 	enum emu_handback handback;
 	unsigned int watch_hit;
+	/* A FAULT hand-back the guest refuses (KVM raises #PF, or #GP if not canonical), not an access outside RAM (MMIO). */
+	bool page_fault;
 	struct emu_counts counts; /* what retired in this run */
 };
 

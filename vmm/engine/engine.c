@@ -293,6 +293,7 @@ static void add_bp(struct engine_vcpu *x, uint64_t addr, bool taken, int vector)
 }
 
 static void count_completed(struct vcpu *vcpu, bool taken);
+static void escaped(struct engine_vcpu *x);
 
 /* Whether the instruction's bytes carry a REP or REPNE prefix (before REX and the opcode). */
 static bool has_rep_prefix(const uint8_t *code, size_t n)
@@ -342,7 +343,7 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
  * on a KVM without BLOCKIRQ) runs its handler natively: an escape, found
  * at the next exit (engine_after_exit).
  */
-static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool *kvm_ran)
+static int step_single(struct vcpu *vcpu, struct emu_state *st, bool page_fault, int event, bool *kvm_ran)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 	struct emu_insn_info in = { .vector = -1 };
@@ -358,6 +359,7 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
 	x->step_len = 0;
 	x->step_rep = false;
 	x->step_hlt = false;
+	x->step_fault = page_fault;
 	x->single_step = true;
 	x->step_branch = false;
 	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
@@ -408,7 +410,8 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, int event, bool 
  * instruction that should complete in ring 3 (or an IRETQ to ring 3) is
  * single-stepped; in ring 0 (emulated by KVM) breakpoints after it do.
  */
-static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, int event, bool *kvm_ran)
+static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, bool page_fault, int event,
+		bool *kvm_ran)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 	struct emu_insn_info in = { .vector = -1 };
@@ -419,7 +422,7 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 	int irq, timer_vector;
 
 	if (x->vmm_events)
-		return step_single(vcpu, st, event, kvm_ran);
+		return step_single(vcpu, st, page_fault, event, kvm_ran);
 	x->nbp = 0;
 	x->step_regs = st->regs;
 	x->step_rip = rip;
@@ -596,6 +599,17 @@ bool engine_debug_exit(struct vcpu *vcpu)
 			return false;
 		if (pc == x->step_rip && x->step_rep)
 			return true; /* the step goes on */
+		/*
+		 * An access the guest's page tables refuse faulted in KVM too, and
+		 * the step ran the whole #PF handler natively: the exception's
+		 * delivery cleared TF, its IRETQ set it again, and this debug exit
+		 * came once the instruction, run again, completed. The handler may
+		 * have changed page tables (a copy-on-write: a new page for the
+		 * address) with no TLB flush the engine saw: an escape, the
+		 * handler's instructions uncounted.
+		 */
+		if (x->step_fault)
+			escaped(x);
 		count_completed(vcpu, pc != x->step_rip + x->step_len);
 		step_end(vcpu);
 		x->halted = x->step_hlt && kvm_halted(vcpu);
@@ -979,7 +993,7 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 		x->shadow_spent = false;
 	}
 	if (x->halted && still_halted(vcpu, &st, &ev))
-		return step(vcpu, &st, EMU_HB_NONE, -1, kvm_ran);
+		return step(vcpu, &st, EMU_HB_NONE, false, -1, kvm_ran);
 	if (x->vmm_events) {
 		int rc;
 
@@ -989,7 +1003,7 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 	}
 	/* What KVM must deliver first: an NMI (a PMI), or an interrupt the guest accepts now. */
 	if ((ev.nmi.pending || ev.nmi.injected) && (!ev.nmi.masked || st.sregs.cs.dpl == 0))
-		return step(vcpu, &st, EMU_HB_NONE, 2, kvm_ran);
+		return step(vcpu, &st, EMU_HB_NONE, false, 2, kvm_ran);
 	irq = engine_lapic_pending(vcpu, &deliverable, &timer_vector);
 	/*
 	 * In ring 3 only what KVM surely delivers on entry may be stepped for:
@@ -1002,7 +1016,7 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 		irq = -1;
 	if (irq >= 0 && deliverable && (st.regs.rflags & RFLAGS_IF)) {
 		if (!ev.interrupt.shadow)
-			return step(vcpu, &st, EMU_HB_NONE, irq, kvm_ran);
+			return step(vcpu, &st, EMU_HB_NONE, false, irq, kvm_ran);
 		/* After STI or MOV SS the CPU delivers it one instruction later: run exactly that one. */
 		a.nwatch = 1;
 		a.watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER | EMU_RING_KERNEL, 1 };
@@ -1021,7 +1035,7 @@ engine:
 	t1 = engine_now_ns();
 	if (emu_run(x->emu, &st, &a, &r)) {
 		x->stats.engine_errors++;
-		return step(vcpu, &st, EMU_HB_REFUSED, -1, kvm_ran);
+		return step(vcpu, &st, EMU_HB_REFUSED, false, -1, kvm_ran);
 	}
 	t2 = engine_now_ns();
 	if (ev.interrupt.shadow && r.counts.ev[0][EMU_EV_INSNS] + r.counts.ev[1][EMU_EV_INSNS])
@@ -1065,7 +1079,7 @@ engine:
 			*kvm_ran = false;
 			return 0;
 		}
-		return step(vcpu, &st, r.handback, -1, kvm_ran);
+		return step(vcpu, &st, r.handback, r.page_fault, -1, kvm_ran);
 	}
 	*kvm_ran = false;
 	return 0;

@@ -123,6 +123,7 @@ struct engine_vcpu {
 	 */
 	bool halted;
 	bool step_hlt; /* the single step is of HLT: only that one can leave KVM holding the vCPU halted */
+	bool step_fault; /* the single step is of an access the guest's page tables refuse (emu_result.page_fault) */
 	uint64_t bp[4];
 	unsigned int nbp;
 	unsigned int bp_after; /* bp[0..bp_after) lie after the stepped instruction: it completed */
