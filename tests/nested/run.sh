@@ -368,9 +368,9 @@ for c in $CASES; do
 			# byte), so RCU reports a stall after 21 s and sends that CPU an
 			# NMI; an L1 once died silently right then (TCG's nested SVM).
 			# The stall report says nothing about the agent: suppress it.
-			# One L2 CPU (AGENT_CPUS): with two, the export's interrupts and
-			# IPIs between L2's vCPUs crossed L1's CPUs ~30000 times, and
-			# TCG's nested SVM broke under them: L2 triple-faulted, or L1
+			# One L2 CPU (AGENT_CPUS): with two, the export's ~420000 OUTs,
+			# the UART's interrupts and the IPIs between L2's vCPUs cross
+			# L1's CPUs, and TCG's nested SVM broke under them: L2 triple-faulted, or L1
 			# took an interrupt between a #VMEXIT and the VMLOAD of its own
 			# GS base and overflowed its stack in exc_page_fault (2 of 2 runs
 			# failed so, 3 of 3 passed with one CPU; the boot cases keep SMP).
