@@ -293,7 +293,17 @@ static void add_bp(struct engine_vcpu *x, uint64_t addr, bool taken, int vector)
 }
 
 static void count_completed(struct vcpu *vcpu, bool taken);
-static void escaped(struct engine_vcpu *x);
+
+/*
+ * The guest ran natively, uncounted, until an exit: its page tables may have
+ * changed and its TLB been flushed meanwhile, unseen, so the engine's
+ * mappings go.
+ */
+static void escaped(struct engine_vcpu *x)
+{
+	x->stats.escapes++;
+	x->flush = true;
+}
 
 /* Whether the instruction's bytes carry a REP or REPNE prefix (before REX and the opcode). */
 static bool has_rep_prefix(const uint8_t *code, size_t n)
@@ -649,17 +659,6 @@ bool engine_debug_exit(struct vcpu *vcpu)
 	}
 	step_end(vcpu);
 	return true;
-}
-
-/*
- * The guest ran natively, uncounted, until an exit: its page tables may have
- * changed and its TLB been flushed meanwhile, unseen, so the engine's
- * mappings go.
- */
-static void escaped(struct engine_vcpu *x)
-{
-	x->stats.escapes++;
-	x->flush = true;
 }
 
 void engine_after_exit(struct vcpu *vcpu)
