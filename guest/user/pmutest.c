@@ -207,12 +207,23 @@ static int cmd_pmi(long period, long k, int keep, int cycles)
 		expected = (long)(counted / (uint64_t)period);
 	}
 	n = pmu_samples(rips, PMU_SAMPLE_BUF);
-	for (long i = 0; i < n; i++)
-		in_loop += rips[i] >= (uint64_t)sample_loop_begin && rips[i] < (uint64_t)sample_loop_end;
+	/* The RIPs outside the loop, listed so that a test can say whose they are. */
+	char outside[8 * 20 + 1] = "-";
+	size_t len = 0;
+	for (long i = 0, listed = 0; i < n; i++) {
+		if (rips[i] >= (uint64_t)sample_loop_begin && rips[i] < (uint64_t)sample_loop_end) {
+			in_loop++;
+		} else if (listed++ < 8) {
+			int w = snprintf(outside + len, sizeof(outside) - len, "%s0x%lx", len ? "," : "",
+					 (unsigned long)rips[i]);
+			if (w > 0 && (size_t)w < sizeof(outside) - len)
+				len += (size_t)w;
+		}
+	}
 	printf("pmutest pmi: event=%s period=%ld expected=%ld pmis=%ld recorded=%lu "
-	       "rips_in_loop=%ld/%ld overshoot_avg=%lu overshoot_max=%lu\n",
+	       "rips_in_loop=%ld/%ld overshoot_avg=%lu overshoot_max=%lu rips_outside=%s\n",
 	       cycles ? "cycles" : "instructions", period, expected, r, st.recorded, in_loop, n, st.pmis ? st.overshoot_sum / st.pmis : 0,
-	       st.overshoot_max);
+	       st.overshoot_max, outside);
 	return 0;
 }
 

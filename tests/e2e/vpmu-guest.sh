@@ -239,13 +239,45 @@ for model in amd intel; do
 	else fail "vpmu-guest-cycles-$model" "rc=$rc cycles=$c"; fi
 done
 
+# guest_symbol_at ADDR [ELF]: the symbol of ELF (the guest kernel's kernel.elf
+# if none) whose range holds ADDR (hex).
+guest_symbol_at() {
+	nm -n "${2:-$BUILD/guest/kernel.elf}" | awk -v a="$1" '
+		function hex(s,  i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
+			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+		BEGIN { want = hex(a) } { v = hex($1); if (v > want) exit; name = $3 } END { print name }'
+}
+
 # --- sampling: PMIs as NMIs, re-armed by the guest ------------------------------
 # Hardware counters: K periods of P instructions give K PMIs, +-1. Clock
 # backend: cycles are run time and the VMM predicts overflows from the rate,
 # so a PMI may come more than a period late (a lost period): at least half
 # of the periods, at most one more. Either way the recorded user RIPs lie in
 # the sampled loop (one may be the stop call's, when its save finds the last
-# overflow before its PMI).
+# overflow before its PMI). The clock backend's cycles are the vCPU thread's
+# run time, the guest kernel's included, and its overflows are noticed late:
+# a period may end during the start call, and the first event after the call
+# (a timer tick held while the call ran with interrupts off, whose save finds
+# the wrapped counter, or the late PMI itself) interrupts the call's first user
+# instruction. With a loaded host that was seen once in 10 runs, and 4 RIPs
+# in one CI run (a host stalled for several ticks). So on that backend RIPs in
+# pmu_sample_start are allowed (at most 8: what pmutest lists), and no other
+# place outside the loop.
+# pmi_rips_ok ALLOW_START: every RIP outside the loop is the stop call's (at
+# most one) or, with ALLOW_START=1, the start call's; names them if not.
+pmi_rips_ok() {
+	local rip fn stops=0 bad=""
+	for rip in $(pmu_field pmi rips_outside | tr ',' ' '); do
+		[ "$rip" = - ] && continue
+		fn=$(guest_symbol_at "$rip" "$BUILD/guest/bin/pmutest")
+		if [ "$fn" = pmu_sample_stop ] && [ $stops = 0 ]; then stops=1
+		elif [ "$fn" = pmu_sample_start ] && [ "$1" = 1 ]; then :
+		else bad+=" $rip(${fn:-?})"; fi
+	done
+	[ -z "$bad" ] && return 0
+	echo "RIPs outside the loop:$bad"
+	return 1
+}
 if [ $PMU_HW = 1 ]; then pmi_args="pmi:1000000:100"; else pmi_args="pmi:2000000:100:cycles:keep"; fi
 for model in amd intel; do
 	vmm "${PMU_BE[@]}" --vpmu=$model --vpmu-stats --cmdline "start=/bin/pmutest:$pmi_args" --timeout $((60 * HANG))
@@ -255,10 +287,12 @@ for model in amd intel; do
 	[ $pmi_ok != 0 ] && [ $PMU_HW = 0 ] && [ -n "$p" ] && [ "$p" -le $((${e:-0} + 1)) ] &&
 		real_kvm_only "vpmu-guest-pmi-$model-periods" "the clock backend's overflows are noticed at the L1 kernel's coarse timer grain, many periods late: $p PMIs for $e periods" &&
 		pmi_ok=0
-	if [ "$rc" = 0 ] && [ "$pmi_ok" = 0 ] && [ -n "$r" ] && [ "${r%/*}" -gt 0 ] && [ $((${r#*/} - ${r%/*})) -le 1 ]; then
+	rips_why=$(pmi_rips_ok $((1 - PMU_HW)))
+	if [ "$rc" = 0 ] && [ "$pmi_ok" = 0 ] && [ -n "$r" ] && [ "${r%/*}" -gt 0 ] && [ -z "$rips_why" ] &&
+		[ $((${r#*/} - ${r%/*})) -le $((PMU_HW ? 1 : 8)) ]; then # pmutest lists 8
 		pass "vpmu-guest-pmi-$model"
 		echo "    $(grep '^pmutest pmi:' "$TMP/out")"
-	else fail "vpmu-guest-pmi-$model" "rc=$rc pmis=$p expected=$e rips_in_loop=$r"; fi
+	else fail "vpmu-guest-pmi-$model" "rc=$rc pmis=$p expected=$e rips_in_loop=$r $rips_why"; fi
 done
 
 # --- event filter: a denied event reads 0 --------------------------------------
@@ -316,13 +350,6 @@ done
 # there: the first single-step must land in that vector's stub (isr2, isr32
 # in kernel.elf), every traced window must end at its IRETQ, and the figures
 # must be there (bench/agent.sh reads them).
-# guest_symbol_at ADDR: the kernel.elf symbol whose range holds ADDR (hex).
-guest_symbol_at() {
-	nm -n "$BUILD/guest/kernel.elf" | awk -v a="$1" '
-		function hex(s,  i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
-			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
-		BEGIN { want = hex(a) } { v = hex($1); if (v > want) exit; name = $3 } END { print name }'
-}
 for trace in pmi:isr2 tick:isr32; do
 	kind=${trace%%:*} stub=${trace#*:}
 	real_kvm_only "vpmu-trace-$kind-finds-the-handler" "hardware breakpoints never fire on QEMU 7.2's nested SVM (its VMRUN loads DR7 without arming them; fixed in QEMU in 2024), and the trace starts at one on the handler's entry" && continue
