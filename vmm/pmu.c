@@ -346,7 +346,10 @@ int vcpu_pmu_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t *val)
 
 int vcpu_pmu_rdpmc(struct vcpu *vcpu, uint32_t ecx, uint64_t *val)
 {
-	return vpmu_rdpmc(&vcpu_pmu_of(vcpu)->v, ecx, val);
+	int rc = vpmu_rdpmc(&vcpu_pmu_of(vcpu)->v, ecx, val);
+
+	TRACE(rdpmc, ecx, rc == VPMU_MSR_OK ? *val : 0, rc != VPMU_MSR_OK);
+	return rc;
 }
 
 void vcpu_pmu_sync(struct vcpu *vcpu)

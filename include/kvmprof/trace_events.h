@@ -38,7 +38,8 @@
 	EV(13, guest_sample, 6, "pid:u,tid:u,ip:x,cpl:u,period:u,depth:u", "the guest sampler took a sample") \
 	EV(14, guest_process_switch, 3, "from:u,to:u,tid:u", "the sampler saw another guest process on this vCPU") \
 	EV(15, control_request, 3, "cmd:s,ok:u,bytes:u", "the control socket answered a request") \
-	EV(16, vm_run_end, 3, "reason:u,err:u,emulated:u", "a run ended: KVM_RUN returned (exit reason, its errno) or an emulator slice did; no registers read")
+	EV(16, vm_run_end, 3, "reason:u,err:u,emulated:u", "a run ended: KVM_RUN returned (exit reason, its errno) or an emulator slice did; no registers read") \
+	EV(17, rdpmc, 3, "ecx:x,value:x,gp:u", "RDPMC done by the VMM in the guest's place (exact backend; gp=1: #GP)")
 
 enum kvmprof_trace_event {
 #define KVMPROF_TRACE_ENUM(id, name, nargs, args, desc) KVMPROF_TRACE_##name = id,

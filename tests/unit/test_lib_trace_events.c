@@ -16,7 +16,7 @@
 static const char *const stable_ids[] = {
 	"vcpu_start", "vcpu_stop", "vm_exit", "vm_entry", "pio", "mmio", "msr_read", "msr_write",
 	"cpuid", "hlt", "pmu_counter_program", "pmu_overflow", "pmi_inject", "guest_sample",
-	"guest_process_switch", "control_request", "vm_run_end",
+	"guest_process_switch", "control_request", "vm_run_end", "rdpmc",
 };
 
 static void test_ids_are_stable_and_dense(void **state)
@@ -38,6 +38,7 @@ static void test_ids_are_stable_and_dense(void **state)
 	assert_int_equal(KVMPROF_TRACE_vm_exit, 2);
 	assert_int_equal(KVMPROF_TRACE_control_request, 15);
 	assert_int_equal(KVMPROF_TRACE_vm_run_end, 16);
+	assert_int_equal(KVMPROF_TRACE_rdpmc, 17);
 }
 
 static void test_names_unique_and_described(void **state)
