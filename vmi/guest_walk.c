@@ -69,9 +69,12 @@ static uint64_t reserved_bits(const struct guest_paging *pg, unsigned int level,
 	return rsvd;
 }
 
-/* mark: 0 reads only; PTE_A sets accessed bits on the way; PTE_A | PTE_D also the leaf's dirty bit. */
-static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
-		struct guest_translation *out, uint64_t mark)
+/*
+ * mark: 0 reads only; PTE_A sets accessed bits on the way; PTE_A | PTE_D also the leaf's dirty bit.
+ * why, if not NULL, says why a walk failed (enum guest_walk_refusal).
+ */
+static int walk_why(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
+		    struct guest_translation *out, uint64_t mark, enum guest_walk_refusal *why)
 {
 	struct guest_translation t = { .user = true, .writable = true };
 	uint64_t entries[5]; /* guest-physical addresses of the entries walked */
@@ -91,8 +94,15 @@ static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64
 	default:
 		return -EINVAL;
 	}
-	if (!guest_walk_canonical(pg, gva))
+	enum guest_walk_refusal dummy;
+
+	if (!why)
+		why = &dummy;
+	*why = GUEST_WALK_OUTSIDE_RAM;
+	if (!guest_walk_canonical(pg, gva)) {
+		*why = GUEST_WALK_NOT_CANONICAL;
 		return -EFAULT;
+	}
 	if (mark && !vmi_mem_can_set_bits(mem))
 		return -EOPNOTSUPP;
 
@@ -110,8 +120,14 @@ static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64
 		/* Read once: the checks below see the value the walk then follows. */
 		if (vmi_mem_load64(mem, entry_gpa, &entry))
 			return -EFAULT;
-		if (!(entry & PTE_P) || (entry & reserved_bits(pg, level, entry)))
+		if (!(entry & PTE_P)) {
+			*why = GUEST_WALK_NOT_PRESENT;
 			return -EFAULT;
+		}
+		if (entry & reserved_bits(pg, level, entry)) {
+			*why = GUEST_WALK_RESERVED;
+			return -EFAULT;
+		}
 		entries[used++] = entry_gpa;
 		t.user = t.user && (entry & PTE_US);
 		t.writable = t.writable && (entry & PTE_RW);
@@ -133,6 +149,23 @@ static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64
 			return -EFAULT;
 	*out = t;
 	return 0;
+}
+
+static int walk(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
+		struct guest_translation *out, uint64_t mark)
+{
+	return walk_why(mem, pg, gva, out, mark, NULL);
+}
+
+int guest_walk_refusal(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
+		       enum guest_walk_refusal *why)
+{
+	struct guest_translation t;
+	int rc = walk_why(mem, pg, gva, &t, 0, why);
+
+	if (rc != -EFAULT)
+		*why = rc == 0 ? GUEST_WALK_MAPPED : GUEST_WALK_OUTSIDE_RAM;
+	return rc == -EINVAL ? -EINVAL : 0;
 }
 
 int guest_walk_translate(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,

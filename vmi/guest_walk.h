@@ -75,6 +75,19 @@ struct guest_translation {
 int guest_walk_translate(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
 			 struct guest_translation *out);
 
+/* Why a translation fails, as a page fault's error code needs it. */
+enum guest_walk_refusal {
+	GUEST_WALK_MAPPED,        /* it translates: a refusal is the access's permission (#PF with P set) */
+	GUEST_WALK_NOT_PRESENT,   /* an entry on the way is not present (#PF, P clear) */
+	GUEST_WALK_RESERVED,      /* an entry has reserved bits set (#PF with P and RSVD) */
+	GUEST_WALK_NOT_CANONICAL, /* no page walk at all: the CPU raises #GP or #SS */
+	GUEST_WALK_OUTSIDE_RAM,   /* a table outside guest RAM, or the page maps outside it: not a #PF this reader can name */
+};
+
+/* Why gva does or does not translate (*why); -EINVAL for a paging mode this reader does not know. */
+int guest_walk_refusal(const struct vmi_mem *mem, const struct guest_paging *pg, uint64_t gva,
+		       enum guest_walk_refusal *why);
+
 /*
  * guest_walk_translate for an access the guest itself makes (the emulation
  * engine's): also sets the accessed bit of every entry on the way and, for

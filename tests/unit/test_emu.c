@@ -400,24 +400,34 @@ static void test_permissions(void **state)
 	static const uint8_t store[] = { 0x89, 0x03 }; /* mov [rbx], eax */
 	static const uint8_t load[] = { 0x8b, 0x03 };  /* mov eax, [rbx] */
 	static const uint8_t jump[] = { 0xff, 0xe3 };  /* jmp rbx */
-	/* page_fault: the guest's tables refuse the access (KVM raises #PF), not a mapping outside RAM (MMIO). */
+	/*
+	 * page_fault: the guest's tables refuse the access (KVM raises #PF), not
+	 * a mapping outside RAM (MMIO). pf: the #PF a CPU raises there, CR2 in
+	 * the page that refused (the second, for an access across two pages),
+	 * and its error code; -1 where there is none to name (#GP for a
+	 * non-canonical address, MMIO).
+	 */
 	static const struct {
 		const uint8_t *op;
 		uint64_t addr;
 		enum emu_handback want;
 		uint64_t insns, rip;
 		bool page_fault;
+		int pf_code;
+		uint64_t cr2;
 	} cases[] = {
-		{ store, UDATA + 8, EMU_HB_SYSTEM, 2, UCODE + 12, false },  /* allowed: runs to the ud2 */
-		{ store, URO + 8, EMU_HB_FAULT, 1, UCODE + 10, true },      /* read-only */
-		{ load, URO + 8, EMU_HB_SYSTEM, 2, UCODE + 12, false },
-		{ load, KPAGE, EMU_HB_FAULT, 1, UCODE + 10, true },         /* supervisor page from ring 3 */
-		{ load, NOTPRESENT, EMU_HB_FAULT, 1, UCODE + 10, true },
-		{ load, 0x0000800000000000ULL, EMU_HB_FAULT, 1, UCODE + 10, true }, /* not canonical */
-		{ load, 16 * MiB - 2, EMU_HB_FAULT, 1, UCODE + 10, true },  /* unmapped (identity page 0 is not there) */
-		{ jump, UDATA, EMU_HB_FAULT, 2, UDATA, true },              /* NX: the jump retires, the fetch faults */
-		{ store, UMMIO + 0xb0, EMU_HB_FAULT, 1, UCODE + 10, false }, /* MMIO: KVM does it */
-		{ load, UMMIO, EMU_HB_FAULT, 1, UCODE + 10, false },
+		{ store, UDATA + 8, EMU_HB_SYSTEM, 2, UCODE + 12, false, -1, 0 }, /* allowed: runs to the ud2 */
+		{ store, URO + 8, EMU_HB_FAULT, 1, UCODE + 10, true, 7, URO + 8 }, /* read-only: P W U */
+		{ load, URO + 8, EMU_HB_SYSTEM, 2, UCODE + 12, false, -1, 0 },
+		{ load, KPAGE, EMU_HB_FAULT, 1, UCODE + 10, true, 5, KPAGE }, /* supervisor page from ring 3: P U */
+		{ load, NOTPRESENT, EMU_HB_FAULT, 1, UCODE + 10, true, 4, NOTPRESENT }, /* U */
+		{ load, 0x0000800000000000ULL, EMU_HB_FAULT, 1, UCODE + 10, true, -1, 0 }, /* not canonical */
+		{ load, 16 * MiB - 2, EMU_HB_FAULT, 1, UCODE + 10, true, 4, 16 * MiB - 2 }, /* unmapped */
+		{ load, URO + 0xffe, EMU_HB_FAULT, 1, UCODE + 10, true, 5, KPAGE },   /* across into the supervisor page */
+		{ store, UDATA + 0xffe, EMU_HB_FAULT, 1, UCODE + 10, true, 7, URO },  /* across into the read-only page */
+		{ jump, UDATA, EMU_HB_FAULT, 2, UDATA, true, 0x15, UDATA }, /* NX: the jump retires, the fetch faults: P U I */
+		{ store, UMMIO + 0xb0, EMU_HB_FAULT, 1, UCODE + 10, false, -1, 0 }, /* MMIO: KVM does it */
+		{ load, UMMIO, EMU_HB_FAULT, 1, UCODE + 10, false, -1, 0 },
 	};
 
 	(void)state;
@@ -432,6 +442,11 @@ static void test_permissions(void **state)
 		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
 		assert_int_equal(r.handback, cases[i].want);
 		assert_int_equal(r.page_fault, cases[i].page_fault);
+		assert_int_equal(r.pf_valid, cases[i].pf_code >= 0);
+		if (r.pf_valid) {
+			assert_int_equal(r.pf_code, cases[i].pf_code);
+			assert_int_equal(r.pf_addr, cases[i].cr2);
+		}
 		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], cases[i].insns);
 		assert_int_equal(st.regs.rip, cases[i].rip);
 	}

@@ -112,6 +112,9 @@ struct emu {
 	/* Why the block hook or the memory hook stopped Unicorn. */
 	enum { HOOK_NONE, HOOK_STOP, HOOK_PARTIAL, HOOK_FAULT, HOOK_WRITE_PROTECT, HOOK_MAP_CODE, HOOK_ADD_SITE } hook;
 	bool guest_refused; /* HOOK_FAULT: the guest's page tables refuse the access */
+	/* The last access the memory hook saw: a refused one's #PF (emu_result.pf_*). */
+	uint64_t fault_addr;
+	bool fault_write, fault_fetch;
 	enum emu_stop hook_stop;
 	enum emu_handback hook_handback;
 	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
@@ -557,6 +560,10 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	(void)value;
 	if (e->hook != HOOK_NONE)
 		return false;
+	/* Unicorn calls this for the page it fills: for an access across two pages, the one refusing it. */
+	e->fault_addr = addr;
+	e->fault_write = write;
+	e->fault_fetch = type == UC_MEM_FETCH_UNMAPPED || type == UC_MEM_FETCH_PROT;
 	rc = guest_walk_translate(&e->mem, &e->pg, va, &t);
 	if (rc || !access_allowed(e, &t, type)) {
 		e->hook = HOOK_FAULT;
@@ -830,6 +837,39 @@ static bool do_in_place(struct emu *e, const struct emu_run_args *a, struct emu_
 	return true;
 }
 
+/*
+ * The #PF of the access the guest refused (e->fault_*), as the CPU reports
+ * it: P if the page translates (a permission refused it) or an entry has
+ * reserved bits, W for a write, U at CPL 3, I for a fetch where NX or SMEP
+ * makes fetches checked. A read-modify-write refused at its read reports a
+ * read, which the guest's handler serves as one, and the write that follows
+ * faults again if it must. Protection keys never refuse here (access_allowed
+ * does not check them), so PK is never set.
+ */
+static void page_fault_code(struct emu *e, struct emu_result *r)
+{
+	enum guest_walk_refusal why;
+	uint32_t code = 0;
+
+	if (guest_walk_refusal(&e->mem, &e->pg, e->fault_addr, &why))
+		return;
+	if (why == GUEST_WALK_MAPPED)
+		code |= EMU_PF_P;
+	else if (why == GUEST_WALK_RESERVED)
+		code |= EMU_PF_P | EMU_PF_RSVD;
+	else if (why != GUEST_WALK_NOT_PRESENT)
+		return;
+	if (e->fault_write)
+		code |= EMU_PF_W;
+	if (e->cpl == 3)
+		code |= EMU_PF_U;
+	if (e->fault_fetch && (e->pg.nxe || e->smep))
+		code |= EMU_PF_I;
+	r->pf_valid = true;
+	r->pf_addr = e->fault_addr;
+	r->pf_code = code;
+}
+
 /* The run's CPL and the paging checks, or a hand-back reason if the engine cannot run this state. */
 static enum emu_handback run_context(struct emu *e, const struct emu_state *st)
 {
@@ -1038,6 +1078,8 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		r->stop = EMU_STOP_HANDBACK;
 		r->handback = why;
 		r->page_fault = why == EMU_HB_FAULT && e->guest_refused;
+		if (r->page_fault)
+			page_fault_code(e, r);
 		e->stats.handbacks[why]++;
 	}
 	if (state_save(e, &st->regs, &st->fpu)) {

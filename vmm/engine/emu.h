@@ -87,6 +87,13 @@ struct emu_run_args {
 	void *in_place_opaque;
 };
 
+/* A page fault's error code (Intel SDM vol. 3, 4.7; AMD APM vol. 2, 8.4.2). */
+#define EMU_PF_P (1u << 0)    /* a present page refused the access (clear: not present) */
+#define EMU_PF_W (1u << 1)    /* a write */
+#define EMU_PF_U (1u << 2)    /* made at CPL 3 */
+#define EMU_PF_RSVD (1u << 3) /* an entry with reserved bits set */
+#define EMU_PF_I (1u << 4)    /* an instruction fetch (reported with EFER.NXE or CR4.SMEP) */
+
 enum emu_stop {
 	EMU_STOP_BUDGET,   /* max_insns reached */
 	EMU_STOP_WATCH,    /* watch[watch_hit] reached its target */
@@ -99,6 +106,15 @@ struct emu_result {
 	unsigned int watch_hit;
 	/* A FAULT hand-back the guest refuses (KVM raises #PF, or #GP if not canonical), not an access outside RAM (MMIO). */
 	bool page_fault;
+	/*
+	 * The #PF a CPU raises there, where the engine can name it (pf_valid):
+	 * the address (CR2: in the page that refused the access) and the error
+	 * code (EMU_PF_*). Not for a non-canonical address (#GP), nor for
+	 * tables outside RAM.
+	 */
+	bool pf_valid;
+	uint64_t pf_addr;
+	uint32_t pf_code;
 	struct emu_counts counts; /* what retired in this run */
 };
 

@@ -721,6 +721,35 @@ static void count_iret(struct vcpu *vcpu)
 	x->stats.irets++;
 }
 
+/*
+ * x->vmm_events: the #PF of an access the guest's tables refuse, delivered
+ * by the VMM (CR2, the error code, the frame at the faulting instruction),
+ * so that the handler runs in the engine, counted, and nothing runs
+ * natively. A KVM step of it was a single step: the CPU pushed the #PF's
+ * frame with the TF of that step, the handler ran natively (an escape,
+ * uncounted), and an IRETQ of that frame the engine did itself (the
+ * handler still running when KVM exited) gave the guest a TF it never
+ * set, so that every instruction after it became a KVM step and the
+ * guest's kernel met single-step traps it did not ask for (its
+ * exc_debug warning). False where the engine cannot name the fault
+ * (emu_result.pf_valid) or the IDT refuses the delivery: KVM steps it.
+ */
+static bool deliver_page_fault(struct vcpu *vcpu, struct emu_state *st, const struct emu_result *r)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct emu_state ns = *st;
+
+	if (!x->vmm_events || !r->page_fault || !r->pf_valid)
+		return false;
+	ns.sregs.cr2 = r->pf_addr;
+	if (!engine_deliver_event(vcpu, &ns, 14, st->regs.rip, r->pf_code, false))
+		return false;
+	*st = ns;
+	x->stats.events_by_vmm++;
+	x->stats.page_faults_by_vmm++;
+	return true;
+}
+
 /* The NMI KVM holds for the guest (KVM_NMI, a PMI), delivered by the VMM; false if it cannot. */
 static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev)
 {
@@ -1078,6 +1107,13 @@ engine:
 			*kvm_ran = false;
 			return 0;
 		}
+		if (r.handback == EMU_HB_FAULT && deliver_page_fault(vcpu, &st, &r)) {
+			x->state = st;
+			vcpu->run->s.regs.regs = st.regs;
+			vcpu->run->s.regs.sregs = st.sregs;
+			*kvm_ran = false;
+			return 0;
+		}
 		return step(vcpu, &st, r.handback, r.page_fault, -1, kvm_ran);
 	}
 	*kvm_ran = false;
@@ -1153,8 +1189,8 @@ void engine_print_stats(struct vm *vm)
 			vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
 						       "KVM steps stop at breakpoints");
 	if (t.events_by_vmm || t.ack_runs)
-		fprintf(stderr, "    events delivered by the VMM %llu (interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
-			(unsigned long long)t.events_by_vmm, (unsigned long long)t.ack_runs);
+		fprintf(stderr, "    events delivered by the VMM %llu (page faults %llu; interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
+			(unsigned long long)t.events_by_vmm, (unsigned long long)t.page_faults_by_vmm, (unsigned long long)t.ack_runs);
 	if (t.halts)
 		fprintf(stderr, "    HLTs KVM held halted after their single step %llu (woken by an event the VMM delivered "
 			"%llu, the rest in KVM)\n", (unsigned long long)t.halts, (unsigned long long)t.halt_wakes_by_vmm);

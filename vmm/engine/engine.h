@@ -77,6 +77,7 @@ struct engine_stats {
 	uint64_t halts, halt_wakes_by_vmm; /* HLTs KVM held halted after a single step; of them, woken by an event the VMM delivered */
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
 	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
+	uint64_t page_faults_by_vmm; /* of them, #PFs of accesses the guest's tables refused */
 	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
 	uint64_t transfer_ns;      /* in engine_run around the engine: state in and out, checks */
 	uint64_t step_ns;          /* from a step's start to its breakpoint */
