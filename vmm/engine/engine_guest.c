@@ -193,6 +193,48 @@ bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_pa
 	return true;
 }
 
+#define EFER_SCE (1ULL << 0)
+
+bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e[3];
+	} m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR }, { .index = MSR_SYSCALL_MASK } } };
+	struct emu_state ns;
+	struct kvm_sregs sregs;
+	uint8_t b[2];
+	uint16_t sel;
+
+	if (!st->sregs.cs.l || !(st->sregs.efer & EFER_SCE) || engine_read_virt(vcpu, pg, st->regs.rip, b, 2) ||
+	    b[0] != 0x0f || b[1] != 0x05 || ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 3)
+		return false;
+	sel = (uint16_t)(m.e[0].data >> 32);
+	ns = *st;
+	ns.regs.rcx = st->regs.rip + 2;
+	ns.regs.r11 = st->regs.rflags & ~RFLAGS_RF;
+	ns.regs.rflags = (st->regs.rflags & ~(uint32_t)m.e[2].data & ~RFLAGS_RF) | 2;
+	ns.regs.rip = m.e[1].data;
+	/* Flat 64-bit code and data at DPL 0, whatever the GDT says (the CPU does not read it). */
+	ns.sregs.cs = (struct kvm_segment){ .selector = sel & 0xfffc, .limit = 0xffffffff, .type = 11, .present = 1,
+					    .s = 1, .l = 1, .g = 1 };
+	ns.sregs.ss = (struct kvm_segment){ .selector = (uint16_t)(sel + 8), .limit = 0xffffffff, .type = 3,
+					    .present = 1, .s = 1, .db = 1, .g = 1 };
+	sregs = ns.sregs;
+	/* An interrupt bitmap left in the copy would have KVM_SET_SREGS queue that interrupt again. */
+	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0)
+		return false;
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &ns.regs) < 0) {
+		sregs = st->sregs; /* KVM gets the old segments back: its step runs SYSCALL */
+		memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+		ioctl(vcpu->fd, KVM_SET_SREGS, &sregs);
+		return false;
+	}
+	*st = ns;
+	return true;
+}
+
 /*
  * RDMSR or WRMSR in ring 0 of a register a client answers (the vPMU's):
  * what KVM would have exited to the VMM for, done without entering KVM.

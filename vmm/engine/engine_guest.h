@@ -51,6 +51,14 @@ bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_pa
 bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int vec, uint64_t ret_rip, int64_t err,
 			 bool soft);
 
+/*
+ * SYSCALL from 64-bit code, done by the VMM as the CPU does it (STAR,
+ * LSTAR and FMASK read from KVM): RCX and R11 saved, RFLAGS masked, CS and
+ * SS from STAR, RIP from LSTAR, KVM's registers set. False where it is not
+ * plain (not SYSCALL, EFER.SCE clear: #UD, compatibility mode): KVM's step.
+ */
+bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
+
 /* RDPKRU, with KVM's PKRU, done in place; false where the CPU would fault, or PKRU cannot be read. */
 bool engine_rdpkru(struct vcpu *vcpu, struct emu_state *st);
 
@@ -76,6 +84,9 @@ uint64_t engine_now_ns(void);
 #define MSR_FS_BASE 0xc0000100u
 #define MSR_GS_BASE 0xc0000101u
 #define MSR_KERNEL_GS_BASE 0xc0000102u
+#define MSR_STAR 0xc0000081u
+#define MSR_LSTAR 0xc0000082u
+#define MSR_SYSCALL_MASK 0xc0000084u
 
 /*
  * CLI, STI and SWAPGS in ring 0, MOV r, Sreg and RD/WR FS/GS BASE in either
