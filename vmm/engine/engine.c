@@ -750,6 +750,20 @@ static bool deliver_page_fault(struct vcpu *vcpu, struct emu_state *st, const st
 	return true;
 }
 
+/*
+ * The hand-back instruction the run stopped at was done by the VMM, which
+ * gave KVM the new registers: st is where the vCPU goes on, in the engine.
+ */
+static int done_by_vmm(struct vcpu *vcpu, const struct emu_state *st, bool *kvm_ran)
+{
+	engine_of(vcpu)->state = *st;
+	/* Where readers of KVM's synced registers (the guest sampler) look. */
+	vcpu->run->s.regs.regs = st->regs;
+	vcpu->run->s.regs.sregs = st->sregs;
+	*kvm_ran = false;
+	return 0;
+}
+
 /* The NMI KVM holds for the guest (KVM_NMI, a PMI), delivered by the VMM; false if it cannot. */
 static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu_events *ev)
 {
@@ -1101,11 +1115,7 @@ engine:
 				x->stats.serializing_flushes++;
 			}
 			count_iret(vcpu);
-			x->state = st;
-			vcpu->run->s.regs.regs = st.regs;
-			vcpu->run->s.regs.sregs = st.sregs;
-			*kvm_ran = false;
-			return 0;
+			return done_by_vmm(vcpu, &st, kvm_ran);
 		}
 		unsigned int ring = st.sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
 
@@ -1119,19 +1129,10 @@ engine:
 			 */
 			engine_count_insn(vcpu, ring);
 			x->stats.syscalls_in_place++;
-			x->state = st;
-			vcpu->run->s.regs.regs = st.regs;
-			vcpu->run->s.regs.sregs = st.sregs;
-			*kvm_ran = false;
-			return 0;
+			return done_by_vmm(vcpu, &st, kvm_ran);
 		}
-		if (r.handback == EMU_HB_FAULT && deliver_page_fault(vcpu, &st, &r)) {
-			x->state = st;
-			vcpu->run->s.regs.regs = st.regs;
-			vcpu->run->s.regs.sregs = st.sregs;
-			*kvm_ran = false;
-			return 0;
-		}
+		if (r.handback == EMU_HB_FAULT && deliver_page_fault(vcpu, &st, &r))
+			return done_by_vmm(vcpu, &st, kvm_ran);
 		return step(vcpu, &st, r.handback, r.page_fault, -1, kvm_ran);
 	}
 	*kvm_ran = false;

@@ -114,6 +114,15 @@ static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const str
 	return out->present;
 }
 
+/* KVM_SET_SREGS of s, without its interrupt bitmap (a copy left with one would have KVM queue that interrupt again). */
+static bool set_kvm_sregs(struct vcpu *vcpu, const struct kvm_sregs *s)
+{
+	struct kvm_sregs sregs = *s;
+
+	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+	return ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) == 0;
+}
+
 /*
  * A selector the frame of an IRETQ from ring 0 returns to, as KVM's
  * segment state: the one the vCPU has if it is the same (a return within
@@ -156,7 +165,6 @@ bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_pa
 {
 	struct kvm_segment cs, ss;
 	struct kvm_vcpu_events ev;
-	struct kvm_sregs sregs;
 	uint64_t f[5]; /* RIP, CS, RFLAGS, RSP, SS */
 	unsigned int rpl;
 
@@ -179,10 +187,7 @@ bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_pa
 	cs.base = 0; /* 64-bit code: base 0 */
 	st->sregs.cs = cs;
 	st->sregs.ss = ss;
-	sregs = st->sregs;
-	/* An interrupt bitmap left in the copy would have KVM_SET_SREGS queue that interrupt again. */
-	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
-	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0 || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
+	if (!set_kvm_sregs(vcpu, &st->sregs) || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
 		return false;
 	/* IRETQ ends NMI blocking; KVM saw none. */
 	if (ev.nmi.masked) {
@@ -202,7 +207,6 @@ bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_
 		struct kvm_msr_entry e[3];
 	} m = { .h.nmsrs = 3, .e = { { .index = MSR_STAR }, { .index = MSR_LSTAR }, { .index = MSR_SYSCALL_MASK } } };
 	struct emu_state ns;
-	struct kvm_sregs sregs;
 	uint8_t b[2];
 	uint16_t sel;
 
@@ -220,15 +224,10 @@ bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_
 					    .s = 1, .l = 1, .g = 1 };
 	ns.sregs.ss = (struct kvm_segment){ .selector = (uint16_t)(sel + 8), .limit = 0xffffffff, .type = 3,
 					    .present = 1, .s = 1, .db = 1, .g = 1 };
-	sregs = ns.sregs;
-	/* An interrupt bitmap left in the copy would have KVM_SET_SREGS queue that interrupt again. */
-	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
-	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0)
+	if (!set_kvm_sregs(vcpu, &ns.sregs))
 		return false;
 	if (ioctl(vcpu->fd, KVM_SET_REGS, &ns.regs) < 0) {
-		sregs = st->sregs; /* KVM gets the old segments back: its step runs SYSCALL */
-		memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
-		ioctl(vcpu->fd, KVM_SET_SREGS, &sregs);
+		set_kvm_sregs(vcpu, &st->sregs); /* KVM gets the old segments back: its step runs SYSCALL */
 		return false;
 	}
 	*st = ns;
@@ -549,10 +548,9 @@ bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int 
 	if (cs.dpl != cpl)
 		/* A null SS with RPL = the new CPL, as the CPU loads on a privilege change in 64-bit mode. */
 		sregs.ss = (struct kvm_segment){ .selector = (uint16_t)cs.dpl, .dpl = (uint8_t)cs.dpl, .unusable = 1 };
-	/* An interrupt bitmap left in the copy would have KVM_SET_SREGS queue that interrupt again. */
-	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
-	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0)
+	if (!set_kvm_sregs(vcpu, &sregs))
 		return false;
+	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
 	st->sregs = sregs;
 	st->regs.rsp = rsp;
 	st->regs.rip = handler;
