@@ -109,6 +109,7 @@ static int walk_why(const struct vmi_mem *mem, const struct guest_paging *pg, ui
 	if (levels == 0) {
 		t.gpa = gva;
 		t.page_size = PAGE_SIZE;
+		t.dirty = true;
 	}
 	/* CR3's low bits are PCID or flags and its top bits LAM controls: only the frame counts. */
 	table = pg->cr3 & PTE_ADDR;
@@ -136,6 +137,7 @@ static int walk_why(const struct vmi_mem *mem, const struct guest_paging *pg, ui
 			t.page_size = 1ULL << shift;
 			/* For large pages bit 12 is PAT, not address: the page mask drops it. */
 			t.gpa = (entry & PTE_ADDR & ~(t.page_size - 1)) | (gva & (t.page_size - 1));
+			t.dirty = (entry & PTE_D) || (mark & PTE_D);
 			break;
 		}
 		table = entry & PTE_ADDR;

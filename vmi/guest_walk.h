@@ -62,6 +62,7 @@ struct guest_translation {
 	uint64_t page_size;
 	bool user;     /* U/S set at every level: CPL 3 code may read it */
 	bool writable; /* R/W set at every level */
+	bool dirty;    /* the leaf entry's dirty bit (after the walk: a write's touch has set it) */
 	bool nx;       /* XD set at some level (only with EFER.NXE) */
 };
 

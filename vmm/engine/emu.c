@@ -115,6 +115,9 @@ struct emu {
 	/* The last access the memory hook saw: a refused one's #PF (emu_result.pf_*). */
 	uint64_t fault_addr;
 	bool fault_write, fault_fetch;
+	/* Where the access that stopped Unicorn was made (fault_rip()). */
+	uint64_t fault_rip;
+	bool fault_rip_valid;
 	enum emu_stop hook_stop;
 	enum emu_handback hook_handback;
 	uint64_t partial_until; /* HOOK_PARTIAL: run up to this instruction next */
@@ -433,8 +436,17 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	/* SMEP: ring 0 may read a user page (SMAP aside) but never run it. */
 	if (!t->nx && !(e->cpl == 0 && e->smep && t->user))
 		p |= UC_PROT_EXEC;
-	/* Writable only once written: the dirty bit is set on the first write, as by the CPU. */
-	if (write && (t->writable || (e->cpl == 0 && !e->wp)))
+	/*
+	 * Writable once the guest's entry is dirty, as a CPU's TLB entry: a
+	 * clean page is mapped read-only, and its first write sets the dirty
+	 * bit (the write-protect stop). Only a clean page: that stop ends
+	 * Unicorn's run only after the instruction, and an instruction it runs
+	 * through a helper (CMPXCHG16B, FXSAVE, x87) goes on without its
+	 * store. A Linux kernel's per-CPU CMPXCHG16B (SLUB's freelist), its
+	 * page first mapped by a read, lost its store so and SLUB handed out
+	 * the same object twice (freelist corruption at the next exec).
+	 */
+	if ((write || t->dirty) && (t->writable || (e->cpl == 0 && !e->wp)))
 		p |= UC_PROT_WRITE;
 	return p;
 }
@@ -546,6 +558,26 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 	return 0;
 }
 
+/*
+ * The RIP of the instruction whose access stops Unicorn, as Unicorn has it
+ * in the memory hook: stored before the access (gen_op_ld_v and
+ * gen_op_st_v for general-purpose instructions, the code hook of the
+ * others: emu_decode's sync list). Unicorn's RIP once it stops may be
+ * another's: an instruction it runs through a helper (FXSAVE, CMPXCHG16B,
+ * x87) goes on after its failed access, and the block with it up to the
+ * next code hook, whose instruction's RIP Unicorn then stores. A Linux
+ * guest's STAC; FXSAVE64 (%rbp); CLAC, writing a signal frame to a
+ * copy-on-write stack page, got its #PF at the CLAC: no exception-table
+ * entry there, an Oops.
+ */
+static void fault_rip(struct emu *e, uc_engine *uc, uc_mem_type type)
+{
+	/* Not a fetch: a new block's RIP is not stored before its first instruction is. */
+	if (type == UC_MEM_FETCH_UNMAPPED || type == UC_MEM_FETCH_PROT)
+		return;
+	e->fault_rip_valid = uc_reg_read(uc, UC_X86_REG_RIP, &e->fault_rip) == UC_ERR_OK;
+}
+
 /* Maps the page holding addr if the guest allows this access; false stops Unicorn with a fault. */
 static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, int64_t value, void *opaque)
 {
@@ -568,17 +600,35 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	if (rc || !access_allowed(e, &t, type)) {
 		e->hook = HOOK_FAULT;
 		e->guest_refused = rc != -ENXIO; /* MMIO (the LAPIC's EOI, say): KVM does it, no #PF */
+		fault_rip(e, uc, type);
 		return false;
 	}
 	if (type == UC_MEM_WRITE_PROT) {
-		/* Mapped read-only before and the guest allows the write: make it writable outside the hook. */
+		struct mapped_page *m = mapping_of(e->sp, va);
+		struct guest_translation w;
+
+		/*
+		 * The first write to a clean page the guest lets us write: its
+		 * dirty bit, and writable from here on (all of its mapping), the
+		 * store going on. Here, not after stopping Unicorn: a stop takes
+		 * effect only after the instruction, and one Unicorn runs through
+		 * a helper (CMPXCHG16B, FXSAVE, x87) would go on without its store
+		 * (test_fault_before_site). A page the entry no longer names (a
+		 * copy-on-write the engine saw no TLB flush for) is remapped
+		 * outside the hook.
+		 */
+		if (m && !guest_walk_touch(&e->mem, &e->pg, va, true, &w) && w.gpa == m->gpa + (va - m->va) &&
+		    uc_mem_protect(uc, m->va, m->size, uc_perms(e, &w, true)) == UC_ERR_OK)
+			return true;
 		e->hook = HOOK_WRITE_PROTECT;
 		e->protect_page = va;
+		fault_rip(e, uc, type);
 		return false;
 	}
 	if (type != UC_MEM_READ_UNMAPPED && type != UC_MEM_WRITE_UNMAPPED && type != UC_MEM_FETCH_UNMAPPED) {
 		e->hook = HOOK_FAULT; /* a fetch from a no-execute mapping, or a read Unicorn refused */
 		e->guest_refused = true;
+		fault_rip(e, uc, type);
 		return false;
 	}
 	if (type == UC_MEM_FETCH_UNMAPPED) {
@@ -595,6 +645,7 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	}
 	if (map_page(e, va, write)) {
 		e->hook = HOOK_FAULT;
+		fault_rip(e, uc, type);
 		return false;
 	}
 	return true;
@@ -950,6 +1001,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		e->partial_until = 0;
 		e->hook = HOOK_NONE;
 		e->guest_refused = false;
+		e->fault_rip_valid = false;
 		e->prev = NULL;
 		e->in_partial = until != EMU_NEVER;
 		/*
@@ -971,6 +1023,17 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		}
 		if (e->hook == HOOK_STOP || e->hook == HOOK_PARTIAL || e->hook == HOOK_ADD_SITE)
 			rip = e->stop_rip;
+		if ((e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT) && e->fault_rip_valid && e->fault_rip != rip &&
+		    site_hooked(e->sp, e->fault_rip)) {
+			/*
+			 * Unicorn went on past the access of an instruction it runs
+			 * through a helper (fault_rip()): it is that one, whose code
+			 * hook stored its RIP, that stops. (A general-purpose
+			 * instruction's stops Unicorn at once.)
+			 */
+			e->stats.ran_past_fault++;
+			rip = e->fault_rip;
+		}
 		/*
 		 * A memory access or a hand-back site's hook that stopped the block
 		 * part-way: Unicorn's flags may be wrong (emu_flags.h). At a code
