@@ -63,6 +63,8 @@ DEB_PACKAGES += clang libclang-rt-14-dev
 DEB_PACKAGES += lld
 # tests/agent/svg.sh: xmllint checks the SVG flame graph, headless Chromium renders it.
 DEB_PACKAGES += libxml2-utils chromium python3
+# tests/nested, perf case: Linux's own perf in the L2 guest, copied with the libraries it links.
+DEB_PACKAGES += linux-perf
 
 # Everything `make test` runs; fragments below append to these.
 UNIT_TESTS :=

@@ -8,12 +8,14 @@
 # no libc): l2-exit powers L2 off through the exit port, kvm-check runs a
 # tiny guest on L1's /dev/kvm, hotloop is the agent case's workload (frame
 # pointers and symbols, so that the agent in L2 names hotloop_spin and walks
-# its callers). agent-check runs on the host: it reads the stream exported
-# from L2 through the project's checked reader.
+# its callers); countloop and pmuself are the perf case's counted loops (by
+# perf stat, and by perf_event_open with read() and RDPMC). agent-check runs
+# on the host: it reads the stream exported from L2 through the project's
+# checked reader.
 NESTED_HELPERS := $(BUILD)/nested/l2-exit $(BUILD)/nested/kvm-check $(BUILD)/nested/hotloop \
-                  $(BUILD)/nested/agent-check
+                  $(BUILD)/nested/countloop $(BUILD)/nested/pmuself $(BUILD)/nested/agent-check
 
-$(BUILD)/nested/l2-exit $(BUILD)/nested/kvm-check $(BUILD)/nested/hotloop: $(BUILD)/nested/%: tests/nested/%.c
+$(BUILD)/nested/l2-exit $(BUILD)/nested/kvm-check $(BUILD)/nested/hotloop $(BUILD)/nested/countloop $(BUILD)/nested/pmuself: $(BUILD)/nested/%: tests/nested/%.c
 	@mkdir -p $(@D)
 	$(CC) -static $(HOST_CFLAGS) -fno-omit-frame-pointer -o $@ $<
 

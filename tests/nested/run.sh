@@ -32,7 +32,12 @@
 #   CONFIG_X86_MPPARSE unset and needs an ACPI MADT to see more than 1 CPU),
 #   KVMPROF ($BUILD/kvmprof-static: system-wide profiling of L2 from L1 in
 #   the agent case; skipped without it), SYSPROF_SECS (its --duration, 3),
-#   SYSPROF_MS (CPU time of the workload it profiles, 8000).
+#   SYSPROF_MS (CPU time of the workload it profiles, 8000), VPMU (the
+#   VMM's vPMU options for every L2 run, --vpmu=off), VMM_ENV (environment
+#   assignments for the VMM in L1, e.g. KVMPROF_DBG_X=1), PERF (/usr/bin/perf,
+#   the perf case's: Linux's perf with the shared libraries it links),
+#   L2_PERF_SCRIPT (the perf case's script in L2, tests/nested/l2-perf.sh),
+#   PERF_N1, PERF_N2 (its countloop iteration counts, 1000000 3000000).
 # Prints one PASS/FAIL/SKIP line per case and "N passed, N failed, N skipped"
 # (tests/lib/harness.sh); the full L1 log is $BUILD/nested/l1.log. The
 # helper programs are built by make (make test-nested).
@@ -56,6 +61,11 @@ L2_FLAVOUR=${L2_FLAVOUR:-cloud-amd64}
 KVMPROF=${KVMPROF:-$BUILD/kvmprof-static}
 SYSPROF_SECS=${SYSPROF_SECS:-3}
 SYSPROF_MS=${SYSPROF_MS:-8000}
+VPMU=${VPMU:---vpmu=off}
+VMM_ENV=${VMM_ENV:-}
+PERF=${PERF:-/usr/bin/perf}
+PERF_N1=${PERF_N1:-1000000}
+PERF_N2=${PERF_N2:-3000000}
 L1_ONLY=0
 VERBOSE=${V:-0}
 for a in "$@"; do
@@ -70,6 +80,7 @@ done
 
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../.." && pwd)
+L2_PERF_SCRIPT=${L2_PERF_SCRIPT:-$SRC/l2-perf.sh}
 # shellcheck source=tests/lib/harness.sh
 . "$TOP/tests/lib/harness.sh"
 # A missing prerequisite or a failed setup step ends the run as one counted FAIL.
@@ -107,6 +118,14 @@ if [ "$AGENT_CASE" = 1 ]; then
 		CASES=$(echo " $CASES " | sed 's/ agent / /g; s/^ *//; s/ *$//')
 	fi
 fi
+# The perf case: Linux's own perf in L2, dynamically linked, its libraries
+# copied beside it (Debian's linux-perf; make deps installs it).
+PERF_CASE=0
+case " $CASES " in *" perf "*) PERF_CASE=1 ;; esac
+if [ "$PERF_CASE" = 1 ]; then
+	[ -x "$PERF" ] || die "perf not found at $PERF (apt-get install linux-perf)"
+	[ -r "$L2_PERF_SCRIPT" ] || die "perf case script $L2_PERF_SCRIPT not found"
+fi
 # System-wide profiling of L2 from L1 rides on the agent case (its export
 # carries the task layout and the maps): it needs the static kvmprof.
 SYSPROF=0 SYSPROF_SKIP=
@@ -142,7 +161,7 @@ fi
 
 # --- helpers, built by make (tests/nested/nested.mk) -------------------------------
 # l2-exit and kvm-check (static), and for the agent case hotloop (static) and agent-check.
-for p in l2-exit kvm-check $([ "$AGENT_CASE" = 1 ] && echo hotloop agent-check); do
+for p in l2-exit kvm-check $([ "$AGENT_CASE" = 1 ] && echo hotloop agent-check) $([ "$PERF_CASE" = 1 ] && echo countloop pmuself); do
 	[ -x "$OUT/$p" ] || die "$OUT/$p not built (make $OUT/$p; make test-nested builds it)"
 done
 
@@ -252,6 +271,14 @@ if [ "${kvmprof_case:-}" = agent ]; then
 		echo "KVMPROF-L2-SYSPROF-RUN-END rc=$rc pid=$hl start=$t0 end=$(cut -d' ' -f1 /proc/uptime) $(tail -n 1 /tmp/hotloop.out)"
 	fi
 fi
+# The perf case (kvmprof_case=perf): Linux's perf through the vPMU.
+if [ "${kvmprof_case:-}" = perf ]; then
+	echo "KVMPROF-L2-PERF-BEGIN uptime=$(cut -d' ' -f1 /proc/uptime)"
+	/bin/l2-perf.sh
+	rc=$?
+	[ $rc = 0 ] || status=1
+	echo "KVMPROF-L2-PERF-END rc=$rc uptime=$(cut -d' ' -f1 /proc/uptime)"
+fi
 echo "KVMPROF-L2-EXIT status=$status via=outl32"
 /bin/l2-exit $status 4
 echo "KVMPROF-L2-EXIT status=$status via=outb"
@@ -273,6 +300,25 @@ if [ "$AGENT_CASE" = 1 ]; then
 		die "cannot write $OUT/l2-agent.cpio"
 fi
 
+# The perf case's image: the base tree plus perf, every shared library it
+# links (at the paths ldd names) and the counted workload.
+if [ "$PERF_CASE" = 1 ]; then
+	P=$OUT/l2-perf-root
+	rm -rf "$P" && cp -a "$L2" "$P" && mkdir -p "$P/tmp" "$P/usr/bin" &&
+	cp "$PERF" "$P/usr/bin/perf" && ln -s ../usr/bin/perf "$P/bin/perf" &&
+	cp "$OUT/countloop" "$P/bin/countloop" && cp "$OUT/pmuself" "$P/bin/pmuself" &&
+	cp "$L2_PERF_SCRIPT" "$P/bin/l2-perf.sh" &&
+	chmod +x "$P/bin/l2-perf.sh" || die "cannot populate $P"
+	libs=$(ldd "$PERF" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p')
+	[ -n "$libs" ] || die "ldd found no libraries for $PERF"
+	for l in $libs; do
+		mkdir -p "$P$(dirname "$l")" && cp -L "$l" "$P$l" || die "cannot copy $l for perf"
+	done
+	rm -f "$P/init.tmp"
+	(cd "$P" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) > "$OUT/l2-perf.cpio" ||
+		die "cannot write $OUT/l2-perf.cpio"
+fi
+
 # --- L1 initramfs ---------------------------------------------------------------
 L2_CMDLINE="console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 reboot=t kvmprof_cpus=$CPUS $L2_APPEND"
 L1=$OUT/l1-root
@@ -284,6 +330,9 @@ cp "$DEB/modules/irqbypass.ko" "$DEB/modules/kvm.ko" "$DEB/modules/kvm-amd.ko" "
 cp "$OUT/l2.cpio" "$L1/l2/initrd.cpio" || die "cannot populate $L1"
 if [ "$AGENT_CASE" = 1 ]; then
 	cp "$OUT/l2-agent.cpio" "$L1/l2/initrd-agent.cpio" || die "cannot populate $L1"
+fi
+if [ "$PERF_CASE" = 1 ]; then
+	cp "$OUT/l2-perf.cpio" "$L1/l2/initrd-perf.cpio" || die "cannot populate $L1"
 fi
 # The big files go in as hard links when the file system allows it.
 ln -f "$L2DEB/vmlinuz" "$L1/l2/bzImage" 2>/dev/null || cp "$L2DEB/vmlinuz" "$L1/l2/bzImage" || die "cannot copy vmlinuz"
@@ -308,6 +357,10 @@ L2_CMDLINE="$L2_CMDLINE"
 SYSPROF=$SYSPROF
 SYSPROF_SECS=$SYSPROF_SECS
 SYSPROF_MS=$SYSPROF_MS
+VPMU="$VPMU"
+VMM_ENV="$VMM_ENV"
+PERF_N1=$PERF_N1
+PERF_N2=$PERF_N2
 EOF
 	cat <<'EOF'
 /bin/busybox --install -s /bin
@@ -385,23 +438,26 @@ for c in $CASES; do
 				limit=$((limit + 30))
 				set -- "$@" --control /tmp/vm.sock
 			fi ;;
+		perf)
+			k=/l2/bzImage initrd=/l2/initrd-perf.cpio
+			cmdline="$cmdline kvmprof_case=perf kvmprof_perf_n1=$PERF_N1 kvmprof_perf_n2=$PERF_N2" ;;
 		*) echo "KVMPROF-L1-UNKNOWN-CASE $c"; continue ;;
 	esac
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	echo "KVMPROF-L1-BEGIN case=$c uptime=$t0"
-	# --vpmu=off: L1 has no hardware PMU, and L2 Linux is tested without one
-	# (the agent's cpu-clock fallback); the exact backend is tested on the bundled guest.
-	echo "+ kvmprof-vmm --kernel $k --initrd $initrd --cpus $ncpus --vpmu=off --mem $L2_MEM $* --cmdline \"$cmdline\""
+	# VPMU: the vPMU options (--vpmu=off by default: L1 has no hardware PMU,
+	# and L2 Linux is tested without one, the agent's cpu-clock fallback).
+	echo "+ $VMM_ENV kvmprof-vmm --kernel $k --initrd $initrd --cpus $ncpus $VPMU --mem $L2_MEM $* --cmdline \"$cmdline\""
 	if [ $c = agent ] && [ "$SYSPROF" = 1 ]; then
-		timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
-			--cpus $ncpus --vpmu=off --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null &
+		env $VMM_ENV timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
+			--cpus $ncpus $VPMU --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null &
 		vpid=$!
 		sysprof_record
 		wait $vpid
 		rc=$?
 	else
-		timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
-			--cpus $ncpus --vpmu=off --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null
+		env $VMM_ENV timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
+			--cpus $ncpus $VPMU --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null
 		rc=$?
 	fi
 	t1=$(cut -d' ' -f1 /proc/uptime)
@@ -632,6 +688,59 @@ check_sysprof() { # section-log
 		result l2-sysprof-hot-symbol 0 "top row of [guest] hotloop is '$top', want 'hotloop hotloop_spin'"
 	fi
 }
+# The perf case: the guest kernel's PMU driver found the vPMU, and perf stat
+# of countloop at two iteration counts differs by exactly the loop's two
+# instructions and one branch per iteration.
+perf_count() { # section-log n event: the count perf stat printed, or "" (not counted, not supported)
+	between "KVMPROF-L2-PERF-STAT n=$2 " "KVMPROF-L2-PERF-STAT-END n=$2" "$1" |
+		awk -F, -v e="$3" '$3 == e && $1 ~ /^[0-9]+$/ { print $1; exit }'
+}
+check_perf() { # section-log end-line
+	local sect="$1" endl="$2" pmu why ok=1 i1 i2 b1 b2 di db wi wb
+	why=
+	if [ ! -s "$sect" ]; then why="case never started in L1"
+	elif [ -z "$endl" ]; then why="VMM run did not finish before L1 was stopped$(run_end_why "$sect" "")"
+	fi
+	pmu=$(grep -m1 -o 'KVMPROF-L2-PERF-PMU .*' "$sect" | sed 's/KVMPROF-L2-PERF-PMU //')
+	if [ -z "$pmu" ]; then result l2-perf-pmu 0 "${why:-no KVMPROF-L2-PERF-PMU line}"
+	elif echo "$pmu" | grep -q -E 'Performance Events:.*(AMD|Intel|PMU driver)' && ! echo "$pmu" | grep -q 'no PMU'; then
+		result l2-perf-pmu 1 "L2's dmesg: $pmu"
+	else result l2-perf-pmu 0 "L2's kernel found no PMU: $pmu"
+	fi
+	i1=$(perf_count "$sect" "$PERF_N1" instructions:u) i2=$(perf_count "$sect" "$PERF_N2" instructions:u)
+	b1=$(perf_count "$sect" "$PERF_N1" branches:u) b2=$(perf_count "$sect" "$PERF_N2" branches:u)
+	wi=$((2 * (PERF_N2 - PERF_N1))) wb=$((PERF_N2 - PERF_N1))
+	if [ -z "$i1" ] || [ -z "$i2" ] || [ -z "$b1" ] || [ -z "$b2" ]; then
+		ok=0
+		why="${why:+$why; }perf stat counted instructions:u ${i1:-none}/${i2:-none}, branches:u ${b1:-none}/${b2:-none} for n=$PERF_N1/$PERF_N2: $(between "KVMPROF-L2-PERF-STAT n=$PERF_N1 " "KVMPROF-L2-PERF-STAT-END" "$sect" | head -n 4 | tr '
+' '|')"
+	else
+		di=$((i2 - i1)) db=$((b2 - b1))
+		[ "$di" = "$wi" ] && [ "$db" = "$wb" ] || ok=0
+		why="instructions:u $i1 and $i2 (difference $di, want $wi), branches:u $b1 and $b2 (difference $db, want $wb) for countloop $PERF_N1 and $PERF_N2"
+	fi
+	result l2-perf-stat-user-exact $ok "$why"
+	# Self-monitoring: read() and RDPMC through the mmap page, at both counts.
+	check_perf_self "$sect" instructions "$wi"
+	check_perf_self "$sect" branches "$wb"
+}
+self_field() { # section-log n event field: pmuself's value, or ""
+	between "KVMPROF-L2-PERF-SELF n=$2\$" "KVMPROF-L2-PERF-SELF-END n=$2 " "$1" |
+		awk -v e="$3" -v f="$4=" '$1 == "pmuself:" && $2 == e { for (i = 3; i <= NF; i++) if (index($i, f) == 1) { v = substr($i, length(f) + 1); if (v ~ /^[0-9]+$/) print v; exit } }'
+}
+check_perf_self() { # section-log event want-difference
+	local r1 r2 p1 p2 ok=1 why
+	r1=$(self_field "$1" "$PERF_N1" "$2" read) r2=$(self_field "$1" "$PERF_N2" "$2" read)
+	p1=$(self_field "$1" "$PERF_N1" "$2" rdpmc) p2=$(self_field "$1" "$PERF_N2" "$2" rdpmc)
+	if [ -z "$r1" ] || [ -z "$r2" ] || [ -z "$p1" ] || [ -z "$p2" ]; then
+		ok=0
+		why="pmuself $2: read ${r1:-none}/${r2:-none}, rdpmc ${p1:-none}/${p2:-none} for n=$PERF_N1/$PERF_N2: $(between "KVMPROF-L2-PERF-SELF n=$PERF_N1\$" "KVMPROF-L2-PERF-SELF-END" "$1" | head -n 3 | tr '\n' '|')"
+	else
+		[ $((r2 - r1)) = "$3" ] && [ $((p2 - p1)) = "$3" ] || ok=0
+		why="pmuself $2: read() $r1 and $r2 (difference $((r2 - r1))), RDPMC through the mmap page $p1 and $p2 (difference $((p2 - p1))), want $3"
+	fi
+	result "l2-perf-self-rdpmc-$2" $ok "$why"
+}
 line=$(grep -m1 -o 'KVMPROF-L1-INIT.*' "$CLEAN")
 if [ -n "$line" ]; then result l1-boot 1 "$line"; else result l1-boot 0 "L1 never reached /init"; fi
 k=$(grep -m1 -o 'KVMPROF-L1-KVM.*' "$CLEAN")
@@ -656,6 +765,11 @@ for c in $CASES; do
 	times=$(echo "$endl" | sed -n 's/.* start=\([0-9.]*\) end=\([0-9.]*\).*/\1 \2/p')
 	dur=
 	[ -n "$times" ] && dur=$(echo "$times" | awk '{ printf "%.1fs", $2 - $1 }')
+	if [ "$c" = perf ]; then
+		[ -n "$endl" ] && echo "$ME: perf case: VMM run ${dur} in L1, exit code $rc"
+		check_perf "$sect" "$endl"
+		continue
+	fi
 	if [ "$c" = agent ]; then
 		[ -n "$endl" ] && echo "$ME: agent case: VMM run ${dur} in L1, exit code $rc"
 		check_agent "$sect" "$endl"
