@@ -586,6 +586,21 @@ static void test_store_fault_mid_block(void **state)
 	}
 }
 
+/* A run of the code at UCODE with RBX = addr: where it stops, and how many instructions ran. */
+static void run_store(uint64_t addr, enum emu_handback hb, uint64_t rip, uint64_t insns)
+{
+	struct emu_state st = user_state(UCODE);
+	struct emu_result r;
+
+	st.regs.rbx = addr;
+	st.regs.rax = 0x5eed;
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.stop, EMU_STOP_HANDBACK);
+	assert_int_equal(r.handback, hb);
+	assert_int_equal(st.regs.rip, rip);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], insns);
+}
+
 /*
  * A store that faults right before a hand-back site (an instruction whose
  * code hook stops Unicorn): the fault is the store's, RIP at it, nothing
@@ -612,27 +627,13 @@ static void test_fault_before_site(void **state)
 			/* Twice: translated afresh, then with its hooks in place. */
 			emu_invalidate(emu);
 			put_code(UCODE, cases[i].code, cases[i].len);
-			st = user_state(UCODE);
-			st.regs.rbx = NOTPRESENT;
-			st.regs.rax = 0x5eed;
-			run_ok(&st, &plain, &r);
-			assert_int_equal(r.stop, EMU_STOP_HANDBACK);
-			assert_int_equal(r.handback, EMU_HB_FAULT);
-			assert_int_equal(st.regs.rip, UCODE + 1);
-			assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 1);
+			run_store(NOTPRESENT, EMU_HB_FAULT, UCODE + 1, 1);
 		}
 		/* A clean page: the store is done and the run goes on to the site. */
 		*data &= ~(A | D);
 		emu_invalidate(emu);
 		memset(mem.host + phys_of(UDATA), 0, 512);
-		st = user_state(UCODE);
-		st.regs.rbx = UDATA;
-		st.regs.rax = 0x5eed;
-		run_ok(&st, &plain, &r);
-		assert_int_equal(r.stop, EMU_STOP_HANDBACK);
-		assert_int_equal(r.handback, EMU_HB_SYSTEM);
-		assert_int_equal(st.regs.rip, UCODE + cases[i].len - 2);
-		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+		run_store(UDATA, EMU_HB_SYSTEM, UCODE + cases[i].len - 2, 2);
 		/* mov stores EAX; FXSAVE stores FCW (0x37f) first. */
 		assert_int_equal(*(uint16_t *)(mem.host + phys_of(UDATA)), i == 0 ? 0x5eed : 0x37f);
 		assert_true(*data & D);
