@@ -1414,6 +1414,21 @@ static void test_decode_one(void **state)
 		/* RDPKRU and WRPKRU, which Capstone 4 cannot decode: known, so that KVM steps of them flush only for WRPKRU */
 		{ .code = { 0x0f, 0x01, 0xee }, .len = 3, .want_len = 3, .hb = EMU_HB_HOST_VALUE, .vector = -1 },
 		{ .code = { 0x0f, 0x01, 0xef }, .len = 3, .want_len = 3, .hb = EMU_HB_SYSTEM, .vector = -1, .flush = true },
+		/*
+		 * VEX, EVEX and XOP encodings go to KVM, whatever Capstone's groups:
+		 * Unicorn 2.0.1 runs them wrong (emu_decode.c, vex_encoded).
+		 */
+		{ .code = { 0xc5, 0xf9, 0xef, 0xc8 }, .len = 4, .want_len = 4, .hb = EMU_HB_UNMODELED, .vector = -1 }, /* vpxor xmm1, xmm0, xmm0 */
+		{ .code = { 0xc4, 0xe2, 0x78, 0xf5, 0xc0 }, .len = 5, .want_len = 5, .hb = EMU_HB_UNMODELED, .vector = -1 }, /* bzhi eax, eax, eax */
+		{ .code = { 0xc4, 0xe2, 0xe3, 0xf5, 0xc8 }, .len = 5, .want_len = 5, .hb = EMU_HB_UNMODELED, .vector = -1 }, /* pdep rcx, rbx, rax */
+		{ .code = { 0x62, 0xe1, 0x7f, 0x48, 0x6f, 0x0f }, .len = 6, .want_len = 6, .hb = EMU_HB_UNMODELED, .vector = -1 }, /* vmovdqu8 zmm17, [rdi] */
+		{ .code = { 0x67, 0xc5, 0xfe, 0x6f, 0x00 }, .len = 5, .want_len = 5, .hb = EMU_HB_UNMODELED, .vector = -1 }, /* vmovdqu ymm0, [eax] */
+		{ .code = { 0x8f, 0xc0 }, .len = 2, .want_len = 2, .hb = EMU_HB_NONE, .vector = -1 }, /* pop rax (8F /0): not XOP */
+		{ .code = { 0xf3, 0x48, 0x0f, 0xbc, 0xd8 }, .len = 5, .want_len = 5, .hb = EMU_HB_NONE, .vector = -1 }, /* tzcnt rbx, rax: no VEX */
+		/* PCMPESTRI/PCMPISTRM in equal-ordered mode: Unicorn's results differ from the CPU's */
+		{ .code = { 0x66, 0x0f, 0x3a, 0x61, 0xd1, 0x0c }, .len = 6, .want_len = 6, .hb = EMU_HB_UNMODELED, .vector = -1 },
+		{ .code = { 0x66, 0x0f, 0x3a, 0x62, 0xd1, 0x4c }, .len = 6, .want_len = 6, .hb = EMU_HB_UNMODELED, .vector = -1 },
+		{ .code = { 0x66, 0x0f, 0x3a, 0x63, 0xd1, 0x1a }, .len = 6, .want_len = 6, .hb = EMU_HB_NONE, .vector = -1 }, /* pcmpistri, equal each */
 	};
 	struct emu_decoder *d;
 

@@ -757,7 +757,7 @@ static int space_open(struct emu *e, struct emu_space *sp, char *err, size_t err
 		return -EINVAL;
 	}
 	/* A model with what compilers emit for x86-64-v2/v3 short of AVX, which TCG lacks (AVX is handed back). */
-	uc_ctl_set_cpu_model(sp->uc, UC_CPU_X86_HASWELL);
+	uc_ctl_set_cpu_model(sp->uc, EMU_UNICORN_CPU_MODEL);
 	if (uc_hook_add(sp->uc, &sp->block_hook, UC_HOOK_BLOCK, (void *)on_block, e, 1, 0) != UC_ERR_OK ||
 	    uc_hook_add(sp->uc, &sp->mem_hook, UC_HOOK_MEM_UNMAPPED | UC_HOOK_MEM_PROT, (void *)on_memory, e, 1,
 			0) != UC_ERR_OK ||

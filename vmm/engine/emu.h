@@ -48,6 +48,13 @@
 #include "emu_decode.h"
 #include "guest_mem.h"
 
+/*
+ * The CPU model the engine's Unicorn emulates (UC_CPU_X86_HASWELL of
+ * <unicorn/unicorn.h>): what emu_decode's hand-backs were checked against
+ * (test_emu_vs_cpu compares it with the host CPU).
+ */
+#define EMU_UNICORN_CPU_MODEL UC_CPU_X86_HASWELL
+
 enum emu_event { EMU_EV_INSNS, EMU_EV_BRANCHES, EMU_EV_TAKEN, EMU_EV_COUNT };
 
 #define EMU_RING_USER 1u   /* CPL 3 */

@@ -79,6 +79,68 @@ static bool touches_system_reg(const cs_insn *in)
 	return false;
 }
 
+/*
+ * Whether the instruction at code is VEX-, EVEX- or XOP-encoded (in 64-bit
+ * mode C4/C5, 62 and 8F with a non-zero ModRM.reg after the legacy
+ * prefixes and REX). Unicorn 2.0.1 gets many of them wrong instead of
+ * refusing them, so none runs in it, whatever Capstone's groups say:
+ * - a VEX.128 vector instruction runs as its legacy SSE form, ignoring
+ *   the extra source and leaving the destination's upper half as it was
+ *   (VPXOR xmm1, xmm0, xmm0 gave xmm1 ^ xmm0, not 0);
+ * - the BMI1/BMI2 ones compute wrong results or flags: BZHI, PDEP, PEXT,
+ *   32-bit BEXTR, BLSI's CF. glibc's AVX2 string functions mask their
+ *   matches with BZHI, so a Linux guest's programs in the engine got
+ *   wrong string lengths and comparisons;
+ * - AVX-512BW's VMOVDQU8 ran as something else, and Capstone 4 puts it
+ *   and the others glibc's EVEX string functions use (VPMINUB, VPCMPEQB,
+ *   VPTESTNMD) in no AVX group.
+ * Found by running each instruction of libc, ld.so, busybox and perf
+ * both in Unicorn and on the host CPU and comparing registers, flags and
+ * memory. KVM runs them instead.
+ */
+static bool vex_encoded(const uint8_t *code, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && i < 14) {
+		switch (code[i]) {
+		case 0x66: case 0x67: case 0xf2: case 0xf3: case 0xf0:
+		case 0x2e: case 0x36: case 0x3e: case 0x26: case 0x64: case 0x65:
+			i++;
+			continue;
+		default:
+			break;
+		}
+		break;
+	}
+	if (i < len && (code[i] & 0xf0) == 0x40)
+		i++; /* REX: a VEX prefix after it is #UD, which KVM raises just as well */
+	if (i >= len)
+		return false;
+	if (code[i] == 0xc4 || code[i] == 0xc5 || code[i] == 0x62)
+		return true;
+	return code[i] == 0x8f && i + 1 < len && ((code[i + 1] >> 3) & 7) != 0; /* POP r/m64 is 8F /0 */
+}
+
+/*
+ * PCMPESTRI/M and PCMPISTRI/M in their "equal ordered" mode (substring
+ * search, imm8 bits 3:2 = 11): Unicorn 2.0.1's index and mask differ from
+ * the CPU's where a match runs into the end of a string (ECX 16 for 15,
+ * CF clear for set), found as vex_encoded()'s were. The other modes agree.
+ */
+static bool equal_ordered_string_compare(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (in->id != X86_INS_PCMPESTRI && in->id != X86_INS_PCMPESTRM && in->id != X86_INS_PCMPISTRI &&
+	    in->id != X86_INS_PCMPISTRM)
+		return false;
+	for (uint8_t i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_IMM)
+			return (x->operands[i].imm & 0x0c) == 0x0c;
+	return true;
+}
+
 static enum emu_handback classify(csh cs, const cs_insn *in, bool smp)
 {
 	const cs_x86 *x = &in->detail->x86;
@@ -122,6 +184,8 @@ static enum emu_handback classify(csh cs, const cs_insn *in, bool smp)
 	    cs_insn_group(cs, in, X86_GRP_FSGSBASE) || cs_insn_group(cs, in, X86_GRP_SMAP) ||
 	    touches_system_reg(in))
 		return EMU_HB_SYSTEM;
+	if (vex_encoded(in->bytes, in->size) || equal_ordered_string_compare(in))
+		return EMU_HB_UNMODELED;
 	if (cs_insn_group(cs, in, X86_GRP_AVX) || cs_insn_group(cs, in, X86_GRP_AVX2) ||
 	    cs_insn_group(cs, in, X86_GRP_AVX512) || cs_insn_group(cs, in, X86_GRP_FMA) ||
 	    cs_insn_group(cs, in, X86_GRP_FMA4) || cs_insn_group(cs, in, X86_GRP_F16C) ||

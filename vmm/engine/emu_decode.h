@@ -18,7 +18,7 @@ enum emu_handback {
 	EMU_HB_NONE,
 	EMU_HB_SYSTEM,      /* privileged, I/O, CPL/IOPL-dependent, interrupts, far transfers, segment loads */
 	EMU_HB_HOST_VALUE,  /* its result comes from the real CPU or KVM: CPUID, RDTSC(P), RDPID, RDRAND, RDSEED, XGETBV */
-	EMU_HB_UNMODELED,   /* the emulator does not model it faithfully: AVX and later, XSAVE family, TSX, SGX */
+	EMU_HB_UNMODELED,   /* the emulator does not model it faithfully: VEX/EVEX/XOP-encoded (AVX and later, BMI), XSAVE family, TSX, SGX */
 	EMU_HB_LOCKED,      /* a locked read-modify-write while other vCPUs run (the emulator's are not atomic) */
 	EMU_HB_UNDECODABLE, /* no valid instruction at this address (KVM raises the #UD) */
 	EMU_HB_FAULT,       /* a memory access the guest's page tables refuse, or outside RAM (KVM raises #PF or does MMIO) */

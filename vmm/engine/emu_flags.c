@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu.h"
+
 #define PAGE_SIZE 4096ULL
 #define PAGE_MASK (~(PAGE_SIZE - 1))
 #define RFLAGS_ARITH 0x8d5ULL /* OF SF ZF AF PF CF */
@@ -396,7 +398,7 @@ int emu_flags_open(struct emu_flags **out, uc_engine *main_uc, char *err, size_t
 		return -1;
 	}
 	/* The main engine's model: the same instructions translate the same way. */
-	uc_ctl_set_cpu_model(f->scratch, UC_CPU_X86_HASWELL);
+	uc_ctl_set_cpu_model(f->scratch, EMU_UNICORN_CPU_MODEL);
 	if (uc_context_alloc(main_uc, &f->main_ctx) != UC_ERR_OK ||
 	    uc_context_alloc(f->scratch, &f->scratch_ctx) != UC_ERR_OK ||
 	    emu_precise_faults(f->scratch, &f->precise_hook)) {
