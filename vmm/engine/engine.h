@@ -79,6 +79,7 @@ struct engine_stats {
 	uint64_t events_by_vmm;    /* NMIs, interrupts and exceptions the VMM delivered itself (vmm_events) */
 	uint64_t page_faults_by_vmm; /* of them, #PFs of accesses the guest's tables refused */
 	uint64_t syscalls_in_place;   /* SYSCALLs done by the VMM (vmm_events: engine_syscall) */
+	uint64_t sysrets_in_place;    /* SYSRETs done by the VMM (vmm_events: engine_sysret) */
 	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
 	uint64_t transfer_ns;      /* in engine_run around the engine: state in and out, checks */
 	uint64_t step_ns;          /* from a step's start to its breakpoint */

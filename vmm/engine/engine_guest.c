@@ -234,6 +234,41 @@ bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_
 	return true;
 }
 
+bool engine_sysret(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e[1];
+	} m = { .h.nmsrs = 1, .e = { { .index = MSR_STAR } } };
+	struct emu_state ns;
+	uint8_t b[3];
+	uint16_t sel;
+
+	/* SYSRETQ (48 0f 07) from 64-bit ring 0 to a canonical RIP; anything else (a #GP, #UD, compatibility mode) is KVM's. */
+	if (!st->sregs.cs.l || st->sregs.cs.dpl != 0 || !(st->sregs.efer & EFER_SCE) ||
+	    engine_read_virt(vcpu, pg, st->regs.rip, b, 3) || b[0] != 0x48 || b[1] != 0x0f || b[2] != 0x07 ||
+	    (uint64_t)((int64_t)(st->regs.rcx << 16) >> 16) != st->regs.rcx || ioctl(vcpu->fd, KVM_GET_MSRS, &m) != 1)
+		return false;
+	sel = (uint16_t)(m.e[0].data >> 48);
+	ns = *st;
+	ns.regs.rip = st->regs.rcx;
+	/* R11 as RFLAGS, but RF and VM (and the reserved bits); bit 1 set. */
+	ns.regs.rflags = (st->regs.r11 & 0x3c7fd7ULL) | 2;
+	/* Flat 64-bit code and data at DPL 3 from STAR[63:48] (+16 and +8), whatever the GDT says. */
+	ns.sregs.cs = (struct kvm_segment){ .selector = (uint16_t)((sel + 16) | 3), .limit = 0xffffffff, .type = 11,
+					    .present = 1, .dpl = 3, .s = 1, .l = 1, .g = 1 };
+	ns.sregs.ss = (struct kvm_segment){ .selector = (uint16_t)((sel + 8) | 3), .limit = 0xffffffff, .type = 3,
+					    .present = 1, .dpl = 3, .s = 1, .db = 1, .g = 1 };
+	if (!set_kvm_sregs(vcpu, &ns.sregs))
+		return false;
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &ns.regs) < 0) {
+		set_kvm_sregs(vcpu, &st->sregs); /* KVM gets the old segments back: its step runs SYSRET */
+		return false;
+	}
+	*st = ns;
+	return true;
+}
+
 /*
  * RDMSR or WRMSR in ring 0 of a register a client answers (the vPMU's):
  * what KVM would have exited to the VMM for, done without entering KVM.

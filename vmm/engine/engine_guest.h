@@ -59,6 +59,17 @@ bool engine_deliver_event(struct vcpu *vcpu, struct emu_state *st, unsigned int 
  */
 bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
 
+/*
+ * SYSRETQ to 64-bit ring 3, done by the VMM as the CPU does it: RIP from
+ * RCX, RFLAGS from R11, CS and SS from STAR, KVM's registers set. Not a KVM
+ * step: a single step of SYSRET does not trap after it when R11's TF is
+ * clear (QEMU's SVM, the L1 of the nested harness, checks the TF SYSRET
+ * loads), so ring 3 ran natively, uncounted, until the next exit. False
+ * where it is not plain (not SYSRETQ, a non-canonical RCX: #GP, EFER.SCE
+ * clear: #UD): KVM's step.
+ */
+bool engine_sysret(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg);
+
 /* RDPKRU, with KVM's PKRU, done in place; false where the CPU would fault, or PKRU cannot be read. */
 bool engine_rdpkru(struct vcpu *vcpu, struct emu_state *st);
 
