@@ -37,6 +37,7 @@
 #   assignments for the VMM in L1, e.g. KVMPROF_DBG_X=1), PERF (/usr/bin/perf,
 #   the perf case's: Linux's perf with the shared libraries it links),
 #   L2_PERF_SCRIPT (the perf case's script in L2, tests/nested/l2-perf.sh),
+#   L2_PERF_EXTRA (files put into the perf case's /bin for such a script),
 #   PERF_N1, PERF_N2 (its countloop iteration counts, 1000000 3000000).
 # Prints one PASS/FAIL/SKIP line per case and "N passed, N failed, N skipped"
 # (tests/lib/harness.sh); the full L1 log is $BUILD/nested/l1.log. The
@@ -81,6 +82,7 @@ done
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../.." && pwd)
 L2_PERF_SCRIPT=${L2_PERF_SCRIPT:-$SRC/l2-perf.sh}
+L2_PERF_EXTRA=${L2_PERF_EXTRA:-}
 # shellcheck source=tests/lib/harness.sh
 . "$TOP/tests/lib/harness.sh"
 # A missing prerequisite or a failed setup step ends the run as one counted FAIL.
@@ -309,6 +311,9 @@ if [ "$PERF_CASE" = 1 ]; then
 	cp "$OUT/countloop" "$P/bin/countloop" && cp "$OUT/pmuself" "$P/bin/pmuself" &&
 	cp "$L2_PERF_SCRIPT" "$P/bin/l2-perf.sh" &&
 	chmod +x "$P/bin/l2-perf.sh" || die "cannot populate $P"
+	for f in $L2_PERF_EXTRA; do
+		cp "$f" "$P/bin/" || die "cannot add $f (L2_PERF_EXTRA) to $P"
+	done
 	libs=$(ldd "$PERF" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p')
 	[ -n "$libs" ] || die "ldd found no libraries for $PERF"
 	for l in $libs; do
