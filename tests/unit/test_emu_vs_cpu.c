@@ -181,7 +181,6 @@ static uint64_t undefined_flags(const cs_insn *in)
 {
 	const cs_x86 *x = &in->detail->x86;
 	uint64_t f = x->eflags, u = 0;
-	bool by_one = false;
 
 	if (f & X86_EFLAGS_UNDEFINED_OF)
 		u |= FLAG_OF;
@@ -196,6 +195,8 @@ static uint64_t undefined_flags(const cs_insn *in)
 	if (f & X86_EFLAGS_UNDEFINED_CF)
 		u |= 0x1;
 	if (is_shift_or_rotate(in->id)) {
+		bool by_one = false;
+
 		for (uint8_t i = 0; i < x->op_count; i++)
 			by_one |= x->operands[i].type == X86_OP_IMM && x->operands[i].imm == 1;
 		if (!by_one)

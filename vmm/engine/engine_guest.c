@@ -200,6 +200,18 @@ bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_pa
 
 #define EFER_SCE (1ULL << 0)
 
+/* KVM's segments and registers from ns; on a failure the segments of was go back, and KVM's step runs the instruction. */
+static bool set_kvm_state(struct vcpu *vcpu, const struct emu_state *was, const struct emu_state *ns)
+{
+	if (!set_kvm_sregs(vcpu, &ns->sregs))
+		return false;
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &ns->regs) < 0) {
+		set_kvm_sregs(vcpu, &was->sregs);
+		return false;
+	}
+	return true;
+}
+
 bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_paging *pg)
 {
 	struct {
@@ -224,12 +236,8 @@ bool engine_syscall(struct vcpu *vcpu, struct emu_state *st, const struct guest_
 					    .s = 1, .l = 1, .g = 1 };
 	ns.sregs.ss = (struct kvm_segment){ .selector = (uint16_t)(sel + 8), .limit = 0xffffffff, .type = 3,
 					    .present = 1, .s = 1, .db = 1, .g = 1 };
-	if (!set_kvm_sregs(vcpu, &ns.sregs))
+	if (!set_kvm_state(vcpu, st, &ns))
 		return false;
-	if (ioctl(vcpu->fd, KVM_SET_REGS, &ns.regs) < 0) {
-		set_kvm_sregs(vcpu, &st->sregs); /* KVM gets the old segments back: its step runs SYSCALL */
-		return false;
-	}
 	*st = ns;
 	return true;
 }
@@ -259,12 +267,8 @@ bool engine_sysret(struct vcpu *vcpu, struct emu_state *st, const struct guest_p
 					    .present = 1, .dpl = 3, .s = 1, .l = 1, .g = 1 };
 	ns.sregs.ss = (struct kvm_segment){ .selector = (uint16_t)((sel + 8) | 3), .limit = 0xffffffff, .type = 3,
 					    .present = 1, .dpl = 3, .s = 1, .db = 1, .g = 1 };
-	if (!set_kvm_sregs(vcpu, &ns.sregs))
+	if (!set_kvm_state(vcpu, st, &ns))
 		return false;
-	if (ioctl(vcpu->fd, KVM_SET_REGS, &ns.regs) < 0) {
-		set_kvm_sregs(vcpu, &st->sregs); /* KVM gets the old segments back: its step runs SYSRET */
-		return false;
-	}
 	*st = ns;
 	return true;
 }
