@@ -7,7 +7,7 @@
 # tests/e2e/ring_client.c (SAMPLE records, VM_EXIT records of a signal) and
 # `kvmprof report` of the file. The vPMU is off, so that no other kick ends
 # a run while the sampler samples. Sourced by tests/e2e/run.sh after
-# guest-sampler.sh (uses gs_end).
+# guest-sampler.sh (uses gs_stop and GS_ENDLESS: the guest outlasts the client).
 FX_SOCK=$TMP/fx.sock
 FX_KVMPROF=$BUILD/kvmprof
 [ -n "${TAG:-}" ] && [ -x "$BUILD/asan/kvmprof" ] && FX_KVMPROF=$BUILD/asan/kvmprof
@@ -21,7 +21,7 @@ else
 	rm -f "$FX_SOCK"
 	# shellcheck disable=SC2086 # VMM may carry a prefix
 	$VMM --cpus 2 --vpmu=off --control "$FX_SOCK" --kernel "$BUILD/guest/kernel.elf" \
-		--initrd "$BUILD/guest/initrd.cpio" --cmdline "quiet start=/bin/matmul:128:2000,/bin/hash:6000" \
+		--initrd "$BUILD/guest/initrd.cpio" --cmdline "quiet start=$GS_ENDLESS,/bin/hash:6000" \
 		--timeout $((60 * HANG)) >"$TMP/fx.out" 2>"$TMP/fx.err" </dev/null &
 	gs_pid=$!
 	if ! ctl_wait_socket "$FX_SOCK" $gs_pid; then
@@ -32,7 +32,7 @@ else
 		# 2 s at 1 kHz of vCPU thread time, with a VM_EXIT record per exit.
 		"$HELPERS/ring_client" -e -d 2 -o "$TMP/fx.data" "$FX_SOCK" >"$TMP/fx.ring" 2>&1
 		crc=$?
-		gs_end
+		gs_stop
 		samples=$(fx_json samples)
 		kicks=$(fx_json kick_exits)
 		idle=$(fx_json kicks_no_period)

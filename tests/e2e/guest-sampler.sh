@@ -27,6 +27,16 @@ gs_end() {
 	rc=$?
 }
 
+# gs_stop: ends the VM as a user's Ctrl-C would (SIGTERM; rc 130 when it stopped cleanly).
+# The cases' guests run a program that outlasts any client (GS_ENDLESS): a guest that
+# powered off before the client's sample-stop would fail them on a fast host (CI's did:
+# matmul 128 2000 was over in under 2 s, and the client's stop got EPIPE).
+GS_ENDLESS=/bin/matmul:128:100000000
+gs_stop() {
+	kill -TERM "$gs_pid" 2>/dev/null
+	gs_end
+}
+
 # gs_ctl REQUEST: one request on a new connection; the reply in $TMP/gs.reply.
 gs_ctl() {
 	printf '%s\n' "$1" | "$CTL_CLIENT" "$GS_SOCK" >"$TMP/gs.reply" 2>&1
@@ -48,7 +58,7 @@ if [ ! -x "${CTL_CLIENT:-}" ]; then
 	fail guest-sampler-needs-control-client "tests/e2e/control.sh did not build it"
 elif [ ! -x "$GS_CLIENT" ]; then
 	fail guest-sampler-client-builds "$GS_CLIENT missing (make test-e2e builds it)"
-elif ! gs_boot "quiet start=/bin/matmul:128:2000,/bin/hash:6000"; then
+elif ! gs_boot "quiet start=$GS_ENDLESS,/bin/hash:6000"; then
 	fail guest-sampler-boot "no control socket: $(head -c 300 "$TMP/gs.err")"
 	kill -9 "$gs_pid" 2>/dev/null
 	wait "$gs_pid" 2>/dev/null
@@ -72,9 +82,18 @@ else
 	other_stop=$(cat "$TMP/gs.reply")
 	wait $client
 	client_rc=$?
-	gs_end
-	if [ $rc = 0 ] && grep -q '^matmul: n=128 iters=2000 checksum=' "$TMP/gs.out"; then pass guest-sampler-vm-runs-on
-	else fail guest-sampler-vm-runs-on "rc=$rc"; fi
+	# Sampling over, the VM runs on: hash ends on its own (its result line), matmul until stopped.
+	gs_ctl '{"cmd":"status"}'
+	after=$(cat "$TMP/gs.reply")
+	for _ in $(seq $((300 * HANG))); do
+		grep -q '^hash: size=65536 iters=6000 hash=0x' "$TMP/gs.out" && break
+		kill -0 "$gs_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	gs_stop
+	if [ $rc = 130 ] && grep -q '"state":"running"' <<<"$after" && grep -q '"sampling":false' <<<"$after" &&
+		grep -q '^hash: size=65536 iters=6000 hash=0x' "$TMP/gs.out"; then pass guest-sampler-vm-runs-on
+	else fail guest-sampler-vm-runs-on "rc=$rc (130: stopped by SIGTERM), status after the client: $after; $(grep -c '^hash:' "$TMP/gs.out") hash result lines"; fi
 	if [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" && grep -q '^read: samples=[1-9][0-9]* .* bad=0$' "$TMP/gs.ring"
 	then pass guest-sampler-records-valid-counts-match
 	else fail guest-sampler-records-valid-counts-match "client rc=$client_rc: $(grep -E '^(stop|read|BAD)' "$TMP/gs.ring" | head -c 400)"; fi
@@ -135,11 +154,11 @@ fi
 
 # A guest that registers lying descriptors: refused ones are reported, the accepted liar
 # (pointers to nowhere) costs it its process names, nothing else.
-if [ -x "$GS_CLIENT" ] && gs_boot "quiet sampletest=baddesc start=/bin/matmul:128:1500,/bin/hash"; then
+if [ -x "$GS_CLIENT" ] && gs_boot "quiet sampletest=baddesc start=$GS_ENDLESS,/bin/hash"; then
 	"$GS_CLIENT" -g -d 1 "$GS_SOCK" >"$TMP/gs.ring" 2>&1
 	client_rc=$?
-	gs_end
-	if [ $rc = 0 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
+	gs_stop
+	if [ $rc = 130 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
 		grep -q '^pid 0 \[unknown\]: [1-9]' "$TMP/gs.ring" && ! grep -q '^pid [1-9]' "$TMP/gs.ring" &&
 		[ "$(grep -c 'guest descriptor at 0x[0-9a-f]* refused' "$TMP/gs.err")" = 2 ]; then
 		pass guest-sampler-hostile-descriptor
@@ -151,12 +170,12 @@ fi
 # A Linux task layout given to a guest that is not Linux (or lies about it): every read of it
 # misses (the bundled guest maps nothing in the kernel half), samples get pid 0 [unknown],
 # the VM and the rings are fine.
-if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:1500"; then
+if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=$GS_ENDLESS"; then
 	"$GS_CLIENT" -g -d 1 -l '{"current_task":"0x20d40","per_cpu_offset":"0xffffffff82a1e9a0","pid":2416,"tgid":2420,"comm":2976,"comm_size":16,"task_size":9728}' \
 		"$GS_SOCK" >"$TMP/gs.ring" 2>&1
 	client_rc=$?
-	gs_end
-	if [ $rc = 0 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
+	gs_stop
+	if [ $rc = 130 ] && [ $client_rc = 0 ] && grep -qx match "$TMP/gs.ring" &&
 		grep -q '^start: .*"processes":"linux"' "$TMP/gs.ring" &&
 		grep -q '^pid 0 \[unknown\]: [1-9]' "$TMP/gs.ring" && ! grep -q '^pid [1-9]' "$TMP/gs.ring"; then
 		pass guest-sampler-linux-layout-misses
@@ -166,7 +185,7 @@ elif [ -x "$GS_CLIENT" ]; then
 fi
 
 # The client vanishes mid-sampling: sampling stops with it and can start again; fail requests.
-if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
+if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=$GS_ENDLESS"; then
 	"$GS_CLIENT" -x -d 0.5 "$GS_SOCK" >"$TMP/gs.ring" 2>&1
 	for _ in $(seq 20); do
 		gs_ctl '{"cmd":"status"}'
@@ -183,8 +202,8 @@ if [ -x "$GS_CLIENT" ] && gs_boot "quiet start=/bin/matmul:128:3000"; then
 		'{"cmd":"sample-start","linux":{"current_task":"0x40","per_cpu_offset":"0x3000","pid":2416,"tgid":2420,"comm":2976,"comm_size":16,"task_size":9728}}' \
 		'{"cmd":"sample-start","event":"cycles","period":1000000}' |
 		"$CTL_CLIENT" "$GS_SOCK" >"$TMP/gs.reply" 2>&1
-	gs_end
-	if [ $rc = 0 ] && [ "$stopped" = 1 ] && [ $again = 0 ] && grep -qx match "$TMP/gs.ring2"; then
+	gs_stop
+	if [ $rc = 130 ] && [ "$stopped" = 1 ] && [ $again = 0 ] && grep -qx match "$TMP/gs.ring2"; then
 		pass guest-sampler-client-vanishes
 	else fail guest-sampler-client-vanishes "vm rc=$rc stopped=$stopped again=$again"; fi
 	if [ "$(sed -n 1p "$TMP/gs.reply")" = '{"ok":false,"error":"guest sampling is not running"}' ] &&
