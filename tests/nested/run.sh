@@ -452,16 +452,19 @@ for c in $CASES; do
 	echo "KVMPROF-L1-BEGIN case=$c uptime=$t0"
 	# VPMU: the vPMU options (--vpmu=off by default: L1 has no hardware PMU,
 	# and L2 Linux is tested without one, the agent's cpu-clock fallback).
+	# The VMM's own --timeout stops the guest and still prints what it
+	# prints at its end (--vpmu-stats); timeout(1) kills it 60 s later if not.
+	set -- --timeout $limit "$@"
 	echo "+ $VMM_ENV kvmprof-vmm --kernel $k --initrd $initrd --cpus $ncpus $VPMU --mem $L2_MEM $* --cmdline \"$cmdline\""
 	if [ $c = agent ] && [ "$SYSPROF" = 1 ]; then
-		env $VMM_ENV timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
+		env $VMM_ENV timeout -s KILL $((limit + 60)) kvmprof-vmm --kernel $k --initrd $initrd \
 			--cpus $ncpus $VPMU --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null &
 		vpid=$!
 		sysprof_record
 		wait $vpid
 		rc=$?
 	else
-		env $VMM_ENV timeout -s KILL $limit kvmprof-vmm --kernel $k --initrd $initrd \
+		env $VMM_ENV timeout -s KILL $((limit + 60)) kvmprof-vmm --kernel $k --initrd $initrd \
 			--cpus $ncpus $VPMU --mem $L2_MEM "$@" --cmdline "$cmdline" < /dev/null
 		rc=$?
 	fi
@@ -808,7 +811,7 @@ for c in $CASES; do
 		if [ -n "$okl" ] && [ "$cpus" != "$CPUS" ] && grep -q 'ACPI MADT or MP tables are not detected' "$sect"; then
 			why="$why (L2 found no ACPI MADT$([ "$L2_FLAVOUR" = cloud-amd64 ] && echo "; the cloud kernel has CONFIG_X86_MPPARSE unset, so it ignores MP tables: the VMM needs ACPI tables, or use L2_FLAVOUR=amd64"))"
 		fi
-		[ "$rc" = 0 ] || why="${why:+$why; }VMM exit code $rc$([ "$rc" = 137 ] && echo " (killed after ${L2_TIMEOUT}s)")"
+		[ "$rc" = 0 ] || why="${why:+$why; }VMM exit code $rc$([ "$rc" = 124 ] && echo " (stopped after ${L2_TIMEOUT}s)")$([ "$rc" = 137 ] && echo " (killed after ${L2_TIMEOUT}s + 60 s)")"
 		panic=$(grep -m1 -o 'Kernel panic - not syncing:.*' "$sect")
 		[ -z "$panic" ] || why="${why:+$why; }L2 $panic"
 		vmsg=$(grep -m1 -o 'kvmprof-vmm: .*' "$sect")
