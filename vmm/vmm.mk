@@ -21,7 +21,7 @@ VMM_LIBS := $(VPMU_LIBS) $(shell pkg-config --libs json-c 2>/dev/null || echo -l
 
 # The parts of the VMM that need no KVM: unit tests link these (and vmi/'s archive).
 VMM_PURE_SRCS := vmm/boot.c vmm/boot_pvh.c vmm/boot_bzimage.c vmm/memmap.c vmm/mptable.c vmm/acpi.c \
-                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c vmm/engine/emu.c vmm/engine/emu_decode.c vmm/engine/emu_flags.c vmm/engine/emu_locked.c vmm/engine/emu_sysinsn.c vmm/engine/emu_fpu.c \
+                 vmm/guest_mem.c vmm/serial.c vmm/options.c vmm/ioport.c vmm/engine/emu.c vmm/engine/emu_decode.c vmm/engine/emu_flags.c vmm/engine/emu_locked.c vmm/engine/emu_sysinsn.c vmm/engine/emu_fpu.c vmm/engine/step_frame.c \
                  $(VMM_LIB_SRCS)
 
 GUEST_KERNEL := $(BUILD)/guest/kernel.elf

@@ -370,6 +370,8 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, bool page_fault,
 	x->step_rep = false;
 	x->step_hlt = false;
 	x->step_fault = page_fault;
+	x->step_cs = st->sregs.cs.selector;
+	x->step_ss = st->sregs.ss.selector;
 	x->single_step = true;
 	x->step_branch = false;
 	x->step_ring = st->sregs.cs.dpl == 3 ? EMU_RING_USER : EMU_RING_KERNEL;
@@ -661,6 +663,35 @@ bool engine_debug_exit(struct vcpu *vcpu)
 	return true;
 }
 
+/*
+ * x->vmm_events: a single step the guest left. What KVM delivered in it (an
+ * exception the instruction raised: #GP, #UD, a #PF of a locked instruction
+ * the VMM could not do in place, one KVM's own emulation injected) pushed
+ * its frame with the step's TF, and the handler ran natively; whoever does
+ * its IRETQ, KVM or the engine, would hand the interrupted code a TF it
+ * never set (in ring 3 every instruction of it a single-step trap in KVM,
+ * or, in the engine, which has no trap, a TF that stays). So the frame
+ * goes without it, found on the handler's stack where it is now (Linux
+ * copies it from the entry stack to the task's).
+ */
+static void clear_step_tf(struct vcpu *vcpu, const struct kvm_sregs *s, const struct kvm_regs *r)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+	struct step_frame f = {
+		.rip = x->step_rip,
+		.next_rip = x->step_rip + x->step_len,
+		.rflags = x->step_regs.rflags,
+		.rsp = x->step_regs.rsp,
+		.cs = x->step_cs,
+		.ss = x->step_ss,
+	};
+	struct guest_paging pg;
+
+	if (guest_paging_init(&pg, s->cr0, s->cr3, s->cr4, s->efer))
+		return;
+	x->stats.step_tf_cleared += engine_clear_step_tf(vcpu, &pg, r->rsp, &f);
+}
+
 void engine_after_exit(struct vcpu *vcpu)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
@@ -694,6 +725,8 @@ void engine_after_exit(struct vcpu *vcpu)
 		if (!memcmp(&r, &was, sizeof(r)))
 			return;
 		escaped(x);
+		if (!(x->step_regs.rflags & RFLAGS_TF))
+			clear_step_tf(vcpu, &s, &r);
 		step_end(vcpu);
 		return;
 	}
@@ -1232,6 +1265,9 @@ void engine_print_stats(struct vm *vm)
 	if (t.syscalls_in_place || t.sysrets_in_place)
 		fprintf(stderr, "    SYSCALLs done by the VMM %llu, SYSRETs %llu\n", (unsigned long long)t.syscalls_in_place,
 			(unsigned long long)t.sysrets_in_place);
+	if (t.escapes && vmm_events)
+		fprintf(stderr, "    frames of events KVM delivered in a single step, cleared of the step's TF %llu\n",
+			(unsigned long long)t.step_tf_cleared);
 	if (t.halts)
 		fprintf(stderr, "    HLTs KVM held halted after their single step %llu (woken by an event the VMM delivered "
 			"%llu, the rest in KVM)\n", (unsigned long long)t.halts, (unsigned long long)t.halt_wakes_by_vmm);

@@ -80,6 +80,7 @@ struct engine_stats {
 	uint64_t page_faults_by_vmm; /* of them, #PFs of accesses the guest's tables refused */
 	uint64_t syscalls_in_place;   /* SYSCALLs done by the VMM (vmm_events: engine_syscall) */
 	uint64_t sysrets_in_place;    /* SYSRETs done by the VMM (vmm_events: engine_sysret) */
+	uint64_t step_tf_cleared;     /* frames of an event KVM delivered in a single step, cleared of the step's TF */
 	uint64_t ack_runs;         /* KVM_RUNs that only had KVM acknowledge an interrupt (vmm_events) */
 	uint64_t transfer_ns;      /* in engine_run around the engine: state in and out, checks */
 	uint64_t step_ns;          /* from a step's start to its breakpoint */
@@ -145,6 +146,7 @@ struct engine_vcpu {
 	unsigned int step_ring; /* EMU_RING_* of the stepped instruction */
 	uint64_t step_rip;      /* where it is */
 	struct kvm_regs step_regs; /* the registers KVM got for the step */
+	uint16_t step_cs, step_ss; /* and its code and stack selectors */
 	unsigned int step_len;  /* its length; 0: an event delivery, or not decoded */
 	uint64_t owed[EMU_EV_COUNT]; /* events of a completed step, told the clients at the next run */
 	unsigned int owed_ring;

@@ -87,6 +87,29 @@ void engine_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, 
 		__atomic_fetch_and(rflags, ~flags, __ATOMIC_RELAXED);
 }
 
+/* How far above the handler's RSP a step's frame is looked for: Linux's 16 KiB task stack. */
+#define STEP_FRAME_SEARCH (16 * 1024)
+
+unsigned int engine_clear_step_tf(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t rsp,
+				  const struct step_frame *f)
+{
+	uint64_t q[(STEP_FRAME_SEARCH + 4096) / 8], start = rsp & ~7ULL, len = 0;
+	size_t at[4], n;
+
+	/* Page by page: the stack ends where its mapping does. */
+	while (len < STEP_FRAME_SEARCH) {
+		uint64_t chunk = 4096 - ((start + len) & 4095);
+
+		if (engine_read_virt(vcpu, pg, start + len, (uint8_t *)q + len, chunk))
+			break;
+		len += chunk;
+	}
+	n = step_frame_find(q, len / 8, f, at, sizeof(at) / sizeof(at[0]));
+	for (size_t i = 0; i < n; i++)
+		engine_clear_frame_flags(vcpu, pg, start + 8 * (at[i] + 2), RFLAGS_TF);
+	return (unsigned int)n;
+}
+
 /* A segment descriptor from the guest's GDT, as KVM's segment state; false if absent or not readable. */
 static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg,
 			uint16_t sel, struct kvm_segment *out)

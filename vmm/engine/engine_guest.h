@@ -10,6 +10,7 @@
 #include "emu.h"
 #include "emu_sysinsn.h"
 #include "guest_walk.h"
+#include "step_frame.h"
 
 struct vcpu;
 
@@ -33,6 +34,15 @@ bool engine_pushes_error_code(int vec);
 
 /* Clears flags in an interrupt frame's RFLAGS image at gva (RF, or the TF of a single step). */
 void engine_clear_frame_flags(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t gva, uint64_t flags);
+
+/*
+ * Clears TF in every copy of the frame of an event KVM delivered in a
+ * single step (step_frame.h) on the stack at and above rsp (the handler's,
+ * up to a Linux task stack's size): an IRETQ of it would give the guest
+ * the step's TF. Returns how many it cleared.
+ */
+unsigned int engine_clear_step_tf(struct vcpu *vcpu, const struct guest_paging *pg, uint64_t rsp,
+				  const struct step_frame *f);
 
 /* Whether the instruction at RIP is IRETQ (48 cf). */
 bool engine_is_iretq(struct vcpu *vcpu, const struct emu_state *st, const struct guest_paging *pg);
