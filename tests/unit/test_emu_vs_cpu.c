@@ -176,7 +176,12 @@ static bool is_shift_or_rotate(unsigned int id)
 	}
 }
 
-/* Flags the architecture leaves undefined after in (Capstone's, and OF after a shift by more than 1). */
+/*
+ * Flags the architecture leaves undefined after in: Capstone's, OF after a
+ * shift by more than 1, and those the SDM names where Capstone 4 may leave
+ * them out (it did for MUL and IMUL: an AMD EPYC here set SF, ZF, AF and PF
+ * otherwise than Unicorn in 157 IMULs of libc, another host's CPU did not).
+ */
 static uint64_t undefined_flags(const cs_insn *in)
 {
 	const cs_x86 *x = &in->detail->x86;
@@ -194,6 +199,29 @@ static uint64_t undefined_flags(const cs_insn *in)
 		u |= 0x10;
 	if (f & X86_EFLAGS_UNDEFINED_CF)
 		u |= 0x1;
+	switch (in->id) {
+	case X86_INS_MUL: case X86_INS_IMUL:
+		u |= 0x80 | 0x40 | 0x10 | 0x4;
+		break;
+	case X86_INS_DIV: case X86_INS_IDIV:
+		u |= FLAG_OF | 0x80 | 0x40 | 0x10 | 0x4 | 0x1;
+		break;
+	case X86_INS_AND: case X86_INS_OR: case X86_INS_XOR: case X86_INS_TEST:
+	case X86_INS_SHL: case X86_INS_SAL: case X86_INS_SHR: case X86_INS_SAR: case X86_INS_SHLD: case X86_INS_SHRD:
+		u |= 0x10;
+		break;
+	case X86_INS_BT: case X86_INS_BTS: case X86_INS_BTR: case X86_INS_BTC:
+		u |= FLAG_OF | 0x80 | 0x10 | 0x4;
+		break;
+	case X86_INS_BSF: case X86_INS_BSR:
+		u |= FLAG_OF | 0x80 | 0x10 | 0x4 | 0x1;
+		break;
+	case X86_INS_LZCNT: case X86_INS_TZCNT:
+		u |= FLAG_OF | 0x80 | 0x10 | 0x4;
+		break;
+	default:
+		break;
+	}
 	if (is_shift_or_rotate(in->id)) {
 		bool by_one = false;
 
