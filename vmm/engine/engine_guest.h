@@ -14,8 +14,6 @@
 
 struct vcpu;
 
-#define RFLAGS_TF (1ULL << 8)
-#define RFLAGS_RF (1ULL << 16)
 
 /* The paging a state's control registers describe; -EINVAL outside long mode. */
 int engine_paging(const struct emu_state *st, struct guest_paging *pg);

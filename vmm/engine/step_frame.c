@@ -8,9 +8,6 @@
  */
 #include "step_frame.h"
 
-#define RFLAGS_TF (1ULL << 8)
-#define RFLAGS_RF (1ULL << 16)
-
 static int is_step_frame(const uint64_t *q, const struct step_frame *f)
 {
 	/* Only TF and RF may differ from the flags before the step (a fault sets RF in the frame). */

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The RFLAGS bits a step's frame may differ in: its TF, and RF for a fault. */
+#define RFLAGS_TF (1ULL << 8)
+#define RFLAGS_RF (1ULL << 16)
+
 /*
  * What the CPU pushed, lowest address first: RIP (the stepped
  * instruction's for a fault, the next one's for a trap), CS, RFLAGS (the
