@@ -507,7 +507,7 @@ chmod +x "$L1/init"
 
 # --- boot L1 ----------------------------------------------------------------------
 LOG=$OUT/l1.log
-L1_CMDLINE="console=ttyS0 panic=-1 mitigations=off $L1_APPEND"
+L1_CMDLINE="console=ttyS0 panic=-1 mitigations=off no_timer_check $L1_APPEND"
 echo "$ME: L2 kernel $(cat "$L2DEB/version"), L2 command line: $L2_CMDLINE"
 echo "$ME: booting L1 under TCG (timeout ${QEMU_TIMEOUT}s, log $LOG)"
 start=$(date +%s.%N)
