@@ -124,7 +124,8 @@ struct emu {
 	uint64_t protect_page;  /* HOOK_WRITE_PROTECT: the page to make writable; HOOK_MAP_CODE: to map */
 	uint64_t new_site;      /* HOOK_ADD_SITE: the hand-back instruction to hook */
 	bool new_site_sync;     /* ... or one whose RIP Unicorn must store (emu_block_info.sync) */
-	uint64_t stop_rip;      /* hook_stop(): where the run stopped */
+	uint64_t stop_rip;      /* hook_stop(), helper_access_ok(): where the run stopped */
+	bool stopped_at_hook;   /* a fault helper_access_ok() raised in a code hook, before its instruction */
 	bool in_partial;
 
 	struct emu_stats stats;
@@ -284,16 +285,24 @@ static bool site_hooked(const struct emu_space *sp, uint64_t addr)
 	return false;
 }
 
-/* Runs before an instruction with a code hook: stops Unicorn there if it is the block's hand-back. */
+static bool helper_access_ok(struct emu *e, uc_engine *uc, const struct emu_block_info *b, uint64_t addr);
+
+/*
+ * Runs before an instruction with a code hook: stops Unicorn there if it is
+ * the block's hand-back, or an access through a helper the guest refuses.
+ */
 static void on_site(uc_engine *uc, uint64_t addr, uint32_t size, void *opaque)
 {
 	struct emu *e = opaque;
 	const struct emu_block_info *b = e->prev;
 
-	(void)uc;
 	(void)size;
 	/* A hook left from code that is no longer there (another process, a module) stops nothing. */
-	if (e->hook != HOOK_NONE || !b || b->handback == EMU_HB_NONE || b->addr + b->offset[b->ninsns] != addr)
+	if (e->hook != HOOK_NONE || !b)
+		return;
+	if (b->sync_helper && !helper_access_ok(e, uc, b, addr))
+		return;
+	if (b->handback == EMU_HB_NONE || b->addr + b->offset[b->ninsns] != addr)
 		return;
 	hook_stop(e, HOOK_STOP, EMU_STOP_HANDBACK, b->handback, addr);
 }
@@ -651,6 +660,95 @@ static bool on_memory(uc_engine *uc, uc_mem_type type, uint64_t addr, int size, 
 	return true;
 }
 
+/* The general registers in encoding order (emu_mem_operand's base and index). */
+static const int gpr_by_number[16] = {
+	UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX, UC_X86_REG_RSP, UC_X86_REG_RBP,
+	UC_X86_REG_RSI, UC_X86_REG_RDI, UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+	UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
+};
+
+static uint64_t uc_gpr(uc_engine *uc, int number)
+{
+	uint64_t v = 0;
+
+	if (number >= 0)
+		(void)uc_reg_read(uc, gpr_by_number[number], &v);
+	return v;
+}
+
+/*
+ * Called from the code hook before an instruction of b at addr: if it is
+ * one Unicorn runs through a helper (emu_decode_helper_access), checks its
+ * whole memory operand as the CPU does before it accesses any of it. A
+ * refused page (or MMIO, or a writable mapping that names a page the
+ * guest's entry no longer does) stops Unicorn here, before the helper
+ * runs, as if the access had been refused at its first byte there: the
+ * fault is then the instruction's, with nothing of it or after it done.
+ * Pages allowed are left to the memory hook, which maps them as the
+ * helper reaches them. False if it stopped Unicorn.
+ */
+static bool helper_access_ok(struct emu *e, uc_engine *uc, const struct emu_block_info *b, uint64_t addr)
+{
+	struct emu_mem_operand op;
+	uint8_t code[16];
+	uint64_t va, end, page;
+	unsigned int i;
+
+	for (i = 0; i < b->nsync; i++)
+		if ((b->sync_helper & (1u << i)) && b->addr + b->offset[b->sync[i]] == addr)
+			break;
+	if (i == b->nsync)
+		return true;
+	{
+		unsigned int n = b->offset[b->sync[i] + 1] - b->offset[b->sync[i]];
+
+		if (n > sizeof(code) || uc_mem_read(uc, addr, code, n) != UC_ERR_OK ||
+		    emu_decode_helper_access(e->dec, addr, code, n, &op))
+			return true; /* decoded as such when the block was: cannot happen */
+	}
+	va = (uint64_t)op.disp + uc_gpr(uc, op.base) + uc_gpr(uc, op.index) * op.scale;
+	if (op.rip_relative)
+		va += addr + op.len;
+	if (op.addr32)
+		va &= 0xffffffffULL;
+	if (op.seg) {
+		uint64_t base = 0;
+
+		(void)uc_reg_read(uc, op.seg == 4 ? UC_X86_REG_FS_BASE : UC_X86_REG_GS_BASE, &base);
+		va += base;
+	}
+	end = va + op.size - 1;
+	for (page = va & PAGE_MASK;; page += PAGE_SIZE) {
+		uc_mem_type type = op.write ? UC_MEM_WRITE_UNMAPPED : UC_MEM_READ_UNMAPPED;
+		uint64_t at = page > va ? page : va;
+		struct guest_translation t;
+		struct mapped_page *m;
+		int rc = guest_walk_translate(&e->mem, &e->pg, page, &t);
+
+		if (rc || !access_allowed(e, &t, type)) {
+			e->hook = HOOK_FAULT;
+			e->guest_refused = rc != -ENXIO;
+		} else if (op.write && (m = mapping_of(e->sp, page)) && t.gpa != m->gpa + (page - m->va)) {
+			e->hook = HOOK_WRITE_PROTECT;
+			e->protect_page = page;
+		}
+		if (e->hook != HOOK_NONE) {
+			e->fault_addr = at;
+			e->fault_write = op.write;
+			e->fault_fetch = false;
+			e->fault_rip = addr;
+			e->fault_rip_valid = true;
+			e->stop_rip = addr;
+			e->stopped_at_hook = true;
+			e->stats.helper_faults_first++;
+			uc_emu_stop(uc);
+			return false;
+		}
+		if ((end & PAGE_MASK) == page)
+			return true;
+	}
+}
+
 /* --- state --------------------------------------------------------------- */
 
 static const int gpr_ids[] = {
@@ -835,7 +933,7 @@ void emu_get_stats(const struct emu *e, struct emu_stats *s)
 
 static void repair_flags(struct emu *e, const struct emu_block_info *block, uint64_t rip, uint64_t sys_rflags)
 {
-	int r = emu_flags_fix(e->flags, e->uc, block, rip, sys_rflags, e->hook == HOOK_STOP);
+	int r = emu_flags_fix(e->flags, e->uc, block, rip, sys_rflags, e->hook == HOOK_STOP || e->stopped_at_hook);
 
 	if (r > 0)
 		e->stats.flags_repaired++;
@@ -1002,6 +1100,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 		e->hook = HOOK_NONE;
 		e->guest_refused = false;
 		e->fault_rip_valid = false;
+		e->stopped_at_hook = false;
 		e->prev = NULL;
 		e->in_partial = until != EMU_NEVER;
 		/*
@@ -1021,7 +1120,7 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			rc = -EIO;
 			goto out;
 		}
-		if (e->hook == HOOK_STOP || e->hook == HOOK_PARTIAL || e->hook == HOOK_ADD_SITE)
+		if (e->hook == HOOK_STOP || e->hook == HOOK_PARTIAL || e->hook == HOOK_ADD_SITE || e->stopped_at_hook)
 			rip = e->stop_rip;
 		if ((e->hook == HOOK_FAULT || e->hook == HOOK_WRITE_PROTECT) && e->fault_rip_valid && e->fault_rip != rip &&
 		    site_hooked(e->sp, e->fault_rip)) {
@@ -1029,9 +1128,14 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 			 * Unicorn went on past the access of an instruction it runs
 			 * through a helper (fault_rip()): it is that one, whose code
 			 * hook stored its RIP, that stops. (A general-purpose
-			 * instruction's stops Unicorn at once.)
+			 * instruction's stops Unicorn at once.) What ran past it is
+			 * not undone: helper_access_ok() keeps the helpers it knows
+			 * from getting here, so this is one it does not.
 			 */
-			e->stats.ran_past_fault++;
+			if (!e->stats.ran_past_fault++)
+				fprintf(stderr, "kvmprof-vmm: emulation engine: Unicorn ran on past a refused access at %#llx "
+					"(stopped at %#llx); what ran after it is not undone (counted in --vpmu-stats)\n",
+					(unsigned long long)e->fault_rip, (unsigned long long)rip);
 			rip = e->fault_rip;
 		}
 		/*

@@ -175,7 +175,18 @@ static enum emu_handback classify(csh cs, const cs_insn *in, bool smp)
 	case X86_INS_XRSTOR: case X86_INS_XRSTOR64: case X86_INS_XRSTORS: case X86_INS_XRSTORS64:
 	case X86_INS_XBEGIN: case X86_INS_XEND: case X86_INS_XABORT: case X86_INS_XTEST:
 	case X86_INS_ENCLS: case X86_INS_ENCLU:
+	/*
+	 * Their stores go through Unicorn helpers that go on past a refused
+	 * one (emu_mem_operand), and, unlike those of emu_decode_helper_access,
+	 * not over a span the CPU checks first: MASKMOV's bytes depend on the
+	 * mask, ENTER's frame copy on its nesting level. Rare in 64-bit code.
+	 */
+	case X86_INS_MASKMOVQ: case X86_INS_MASKMOVDQU:
 		return EMU_HB_UNMODELED;
+	case X86_INS_ENTER:
+		if (x->op_count == 2 && x->operands[1].type == X86_OP_IMM && (x->operands[1].imm & 0x1f))
+			return EMU_HB_UNMODELED;
+		break;
 	default:
 		break;
 	}
@@ -364,6 +375,97 @@ static bool unsynced_memory(csh cs, const cs_insn *in)
 	       in->mnemonic[0] == 'f'; /* x87: capstone does not group them all */
 }
 
+/* The operand size of an instruction Unicorn runs through a memory-accessing helper; 0 for any other. */
+static unsigned int helper_access_size(const cs_insn *in, bool *write)
+{
+	const cs_x86 *x = &in->detail->x86;
+	bool opsize16 = x->prefix[2] == X86_PREFIX_OPSIZE;
+	unsigned int mem_size = 0;
+
+	for (uint8_t i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM)
+			mem_size = x->operands[i].size;
+	if (!mem_size && in->id != X86_INS_FNSTENV && in->id != X86_INS_FLDENV && in->id != X86_INS_FNSAVE &&
+	    in->id != X86_INS_FRSTOR)
+		return 0;
+	*write = true;
+	switch (in->id) {
+	case X86_INS_CMPXCHG8B: return 8;
+	case X86_INS_CMPXCHG16B: return 16;
+	case X86_INS_FXSAVE: case X86_INS_FXSAVE64: return 512;
+	case X86_INS_FBSTP: return 10;
+	case X86_INS_FSTP: return mem_size == 10 ? 10 : 0; /* m32 and m64 are stored inline */
+	case X86_INS_FNSTENV: return opsize16 ? 14 : 28;
+	case X86_INS_FNSAVE: return opsize16 ? 94 : 108;
+	default: break;
+	}
+	*write = false;
+	switch (in->id) {
+	case X86_INS_FXRSTOR: case X86_INS_FXRSTOR64: return 512;
+	case X86_INS_FBLD: return 10;
+	case X86_INS_FLD: return mem_size == 10 ? 10 : 0;
+	case X86_INS_FLDENV: return opsize16 ? 14 : 28;
+	case X86_INS_FRSTOR: return opsize16 ? 94 : 108;
+	default: return 0;
+	}
+}
+
+/* A general register's number in encoding order, for a 64- or 32-bit address register; -1 for none. */
+static int address_reg(x86_reg r)
+{
+	static const x86_reg r64[16] = { X86_REG_RAX, X86_REG_RCX, X86_REG_RDX, X86_REG_RBX, X86_REG_RSP, X86_REG_RBP,
+					 X86_REG_RSI, X86_REG_RDI, X86_REG_R8,  X86_REG_R9,  X86_REG_R10, X86_REG_R11,
+					 X86_REG_R12, X86_REG_R13, X86_REG_R14, X86_REG_R15 };
+	static const x86_reg r32[16] = { X86_REG_EAX, X86_REG_ECX, X86_REG_EDX, X86_REG_EBX, X86_REG_ESP, X86_REG_EBP,
+					 X86_REG_ESI, X86_REG_EDI, X86_REG_R8D, X86_REG_R9D, X86_REG_R10D, X86_REG_R11D,
+					 X86_REG_R12D, X86_REG_R13D, X86_REG_R14D, X86_REG_R15D };
+
+	for (int i = 0; i < 16; i++)
+		if (r == r64[i] || r == r32[i])
+			return i;
+	return -1;
+}
+
+int emu_decode_helper_access(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len,
+			     struct emu_mem_operand *out)
+{
+	const uint8_t *p = code;
+	size_t left = len;
+	uint64_t pc = addr;
+	const cs_x86 *x;
+	bool write = false;
+	unsigned int size;
+
+	memset(out, 0, sizeof(*out));
+	if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->insn))
+		return -ENOENT;
+	size = helper_access_size(d->insn, &write);
+	if (!size)
+		return -ENOENT;
+	x = &d->insn->detail->x86;
+	for (uint8_t i = 0; i < x->op_count; i++) {
+		const x86_op_mem *m = &x->operands[i].mem;
+
+		if (x->operands[i].type != X86_OP_MEM)
+			continue;
+		out->len = (uint8_t)d->insn->size;
+		out->size = (uint16_t)size;
+		out->write = write;
+		out->rip_relative = m->base == X86_REG_RIP || m->base == X86_REG_EIP;
+		out->base = out->rip_relative ? -1 : address_reg(m->base);
+		out->index = address_reg(m->index);
+		out->scale = (uint8_t)(m->scale > 0 ? m->scale : 1);
+		out->disp = m->disp;
+		out->addr32 = x->prefix[3] == X86_PREFIX_ADDRSIZE;
+		out->seg = m->segment == X86_REG_FS ? 4 : m->segment == X86_REG_GS ? 5 : 0;
+		if ((m->base != X86_REG_INVALID && out->base < 0 && !out->rip_relative) ||
+		    (m->index != X86_REG_INVALID && out->index < 0))
+			return -ENOENT; /* an address register this cannot name: not one the CPU has in 64-bit mode */
+		return 0;
+	}
+	return -ENOENT;
+}
+
 void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
 		      struct emu_block_info *info)
 {
@@ -388,9 +490,13 @@ void emu_decode_block(struct emu_decoder *d, uint64_t addr, const uint8_t *code,
 			break;
 		info->branch = branch_kind(d->cs, d->insn);
 		if (unsynced_memory(d->cs, d->insn)) {
-			if (info->nsync < EMU_BLOCK_SYNC_MAX)
+			bool write;
+
+			if (info->nsync < EMU_BLOCK_SYNC_MAX) {
+				if (helper_access_size(d->insn, &write))
+					info->sync_helper |= 1u << info->nsync;
 				info->sync[info->nsync++] = info->ninsns;
-			else
+			} else
 				info->sync_overflow = true;
 		}
 		if (info->ninsns == 0)

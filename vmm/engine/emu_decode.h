@@ -18,7 +18,7 @@ enum emu_handback {
 	EMU_HB_NONE,
 	EMU_HB_SYSTEM,      /* privileged, I/O, CPL/IOPL-dependent, interrupts, far transfers, segment loads */
 	EMU_HB_HOST_VALUE,  /* its result comes from the real CPU or KVM: CPUID, RDTSC(P), RDPID, RDRAND, RDSEED, XGETBV */
-	EMU_HB_UNMODELED,   /* the emulator does not model it faithfully: VEX/EVEX/XOP-encoded (AVX and later, BMI), XSAVE family, TSX, SGX */
+	EMU_HB_UNMODELED,   /* the emulator does not model it faithfully: VEX/EVEX/XOP-encoded (AVX and later, BMI), XSAVE family, TSX, SGX, MASKMOV, ENTER with a nesting level */
 	EMU_HB_LOCKED,      /* a locked read-modify-write while other vCPUs run (the emulator's are not atomic) */
 	EMU_HB_UNDECODABLE, /* no valid instruction at this address (KVM raises the #UD) */
 	EMU_HB_FAULT,       /* a memory access the guest's page tables refuse, or outside RAM (KVM raises #PF or does MMIO) */
@@ -53,6 +53,7 @@ struct emu_block_info {
 	uint8_t nsync;
 	bool sync_overflow;
 	uint16_t sync[EMU_BLOCK_SYNC_MAX];
+	uint32_t sync_helper; /* bit i: sync[i] accesses memory through a Unicorn helper (emu_decode_helper_access) */
 	uint16_t offset[EMU_BLOCK_MAX_INSNS + 1]; /* start of each instruction; offset[ninsns] its end */
 };
 
@@ -84,5 +85,33 @@ struct emu_insn_info {
 
 void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len, bool smp,
 		    struct emu_insn_info *out);
+
+/*
+ * The memory operand of an instruction Unicorn 2.0.1 runs through a C
+ * helper that loads and stores with cpu_ld*_data_ra / cpu_st*_data_ra
+ * (CMPXCHG8B/16B, FXSAVE/FXRSTOR, the x87 80-bit, BCD, environment and
+ * state loads and stores). A store such a helper makes that the memory
+ * hook refuses does not stop it: the helper goes on (an FSTP pops, a
+ * CMPXCHG16B loads RDX:RAX) and so does the block, up to its next check
+ * for a stop, and a load refused part-way has set what it loaded before.
+ * The engine checks the whole operand before the instruction runs
+ * instead (emu.c's helper_access_ok). The size is the architectural
+ * operand's, the span the CPU checks before it writes any of it.
+ */
+struct emu_mem_operand {
+	uint8_t len;      /* of the instruction, in bytes */
+	uint16_t size;    /* of the operand, in bytes */
+	bool write;       /* stores (CMPXCHG8B/16B store even when they do not match) */
+	int base, index;  /* general registers in encoding order (0: RAX ... 15: R15), or -1 */
+	uint8_t scale;
+	bool rip_relative; /* from the next instruction */
+	bool addr32;      /* an address-size prefix: the address wraps at 4 GiB */
+	int64_t disp;
+	int seg;          /* 0: none; 4: FS, 5: GS (the others' bases are 0 in 64-bit mode) */
+};
+
+/* 0 and *out for such an instruction at code[0..len); -ENOENT for any other. */
+int emu_decode_helper_access(struct emu_decoder *d, uint64_t addr, const uint8_t *code, size_t len,
+			     struct emu_mem_operand *out);
 
 #endif

@@ -1224,7 +1224,8 @@ void engine_print_stats(struct vm *vm)
 		"pages mapped %llu (%llu found stale at a write), blocks decoded %llu, flags recomputed after a stop inside a block (a page fault, a hand-back) %llu"
 		"%s%.0llu%s\n    hand-backs inside blocks: %llu hooked, %llu blocks run part-way; done by the VMM within the "
 		"engine's run (RDTSC, locked, CLI/STI, segment reads, SWAPGS, FSGSBASE, CLAC/STAC): %llu\n"
-		"    instructions hooked for a precise fault RIP (SSE, x87, atomics) %llu (faults Unicorn ran past %llu), "
+		"    instructions hooked for a precise fault RIP (SSE, x87, atomics) %llu (faults Unicorn ran past %llu, "
+		"helper accesses refused before they ran %llu), "
 		"blocks handed to KVM for want of a hook %llu\n    hand-backs:",
 		(unsigned long long)e.insns, e.run_ns ? (double)e.insns * 1e3 / (double)e.run_ns : 0.0,
 		(unsigned long long)t.steps, (unsigned long long)t.step_insns, (unsigned long long)t.steps_faulted,
@@ -1234,7 +1235,7 @@ void engine_print_stats(struct vm *vm)
 		e.flags_unknown ? " (could not recompute them: " : "", (unsigned long long)e.flags_unknown,
 		e.flags_unknown ? ")" : "", (unsigned long long)e.sites, (unsigned long long)e.partial_runs,
 		(unsigned long long)e.in_place, (unsigned long long)e.sync_sites, (unsigned long long)e.ran_past_fault,
-		(unsigned long long)e.unsynced_handbacks);
+		(unsigned long long)e.helper_faults_first, (unsigned long long)e.unsynced_handbacks);
 	for (unsigned int h = 1; h < EMU_HB_COUNT; h++)
 		if (e.handbacks[h])
 			fprintf(stderr, " %s %llu,", emu_handback_name(h), (unsigned long long)e.handbacks[h]);
