@@ -1275,6 +1275,55 @@ static void test_sse_and_fs_state(void **state)
 	assert_int_equal(st.regs.rax, v);
 }
 
+/*
+ * The x87 stack with its top not at physical register 0, in and out of a
+ * run: KVM's image holds ST(i) in stack order (FXSAVE's layout) and tags
+ * by physical register. Two values pushed (top 6): fstpl (%rbx) stores
+ * ST(0), fstpl 8(%rbx) then ST(1); a third run of fld1 leaves 1.0 in ST(0)
+ * and the old ST(0) in ST(1), both back in KVM's order.
+ */
+static void test_x87_stack_state(void **state)
+{
+	static const uint8_t store2[] = { 0xdd, 0x1b, 0xdd, 0x5b, 0x08, 0x0f, 0x0b }; /* fstpl (%rbx); fstpl 8(%rbx); ud2 */
+	static const uint8_t push1[] = { 0xd9, 0xe8, 0x0f, 0x0b };                    /* fld1; ud2 */
+	/* 80-bit 2.0 and 3.0: sign/exponent 0x4000, significands 0x8000... and 0xc000... */
+	static const uint8_t two[10] = { 0, 0, 0, 0, 0, 0, 0, 0x80, 0x00, 0x40 };
+	static const uint8_t three[10] = { 0, 0, 0, 0, 0, 0, 0, 0xc0, 0x00, 0x40 };
+	static const uint8_t one[10] = { 0, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f };
+	double d[2];
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	emu_invalidate(emu);
+	put_code(UCODE, store2, sizeof(store2));
+	st = user_state(UCODE);
+	st.regs.rbx = UDATA;
+	st.fpu.fsw = 6u << 11; /* top 6: ST(0) is physical register 6, ST(1) register 7 */
+	st.fpu.ftwx = 0xc0;
+	memcpy(st.fpu.fpr[0], two, 10);
+	memcpy(st.fpu.fpr[1], three, 10);
+	run_ok(&st, &plain, &r);
+	assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+	memcpy(d, mem.host + phys_of(UDATA), sizeof(d));
+	assert_true(d[0] == 2.0);
+	assert_true(d[1] == 3.0);
+	assert_int_equal((st.fpu.fsw >> 11) & 7, 0);
+	assert_int_equal(st.fpu.ftwx, 0);
+
+	emu_invalidate(emu);
+	put_code(UCODE, push1, sizeof(push1));
+	st = user_state(UCODE);
+	st.fpu.fsw = 7u << 11; /* one value, 2.0, in physical register 7 */
+	st.fpu.ftwx = 0x80;
+	memcpy(st.fpu.fpr[0], two, 10);
+	run_ok(&st, &plain, &r);
+	assert_int_equal((st.fpu.fsw >> 11) & 7, 6);
+	assert_int_equal(st.fpu.ftwx, 0xc0);
+	assert_memory_equal(st.fpu.fpr[0], one, 10);
+	assert_memory_equal(st.fpu.fpr[1], two, 10);
+}
+
 static void test_self_modifying_code(void **state)
 {
 	/* mov rbx, X+1; mov byte [rbx], 2; X: mov eax, 1; ud2 */
@@ -1628,6 +1677,7 @@ int main(void)
 		cmocka_unit_test(test_handback_mid_block),
 		cmocka_unit_test(test_rep_string_counts_once),
 		cmocka_unit_test(test_sse_and_fs_state),
+		cmocka_unit_test(test_x87_stack_state),
 		cmocka_unit_test(test_self_modifying_code),
 		cmocka_unit_test(test_remapped_page),
 		cmocka_unit_test(test_write_after_unseen_remap),

@@ -768,17 +768,10 @@ static void gpr_ptrs(struct kvm_regs *r, void *p[NGPR])
 		p[i] = v[i];
 }
 
-/* KVM's FXSAVE-format x87 state holds ST(i); Unicorn addresses the physical registers. */
-static unsigned int fpu_top(const struct kvm_fpu *f)
-{
-	return (f->fsw >> 11) & 7;
-}
-
 static int state_load(struct emu *e, struct kvm_regs *regs, const struct kvm_sregs *s, const struct kvm_fpu *f)
 {
 	void *p[NGPR];
 	uint64_t fs = s->fs.base, gs = s->gs.base, fcw = f->fcw, fsw = f->fsw, ftw = 0, mxcsr = f->mxcsr;
-	unsigned int top = fpu_top(f);
 
 	gpr_ptrs(regs, p);
 	if (uc_reg_write_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK ||
@@ -794,11 +787,18 @@ static int state_load(struct emu *e, struct kvm_regs *regs, const struct kvm_sre
 	    uc_reg_write(e->uc, UC_X86_REG_FPTAG, &ftw) != UC_ERR_OK ||
 	    uc_reg_write(e->uc, UC_X86_REG_MXCSR, &mxcsr) != UC_ERR_OK)
 		return -EIO;
+	/*
+	 * KVM's image (FXSAVE's layout) holds the registers in stack order,
+	 * ST(i), and tags them by physical register; so does Unicorn's ST0-7,
+	 * relative to the top FPSW just set (its FP0-7 are the physical ones).
+	 * With the registers permuted by the top, x87 code in a run found its
+	 * operands in the wrong registers whenever the stack was not empty.
+	 */
 	for (unsigned int i = 0; i < 8; i++) {
 		uint8_t st[10];
 
 		memcpy(st, f->fpr[i], sizeof(st));
-		if (uc_reg_write(e->uc, UC_X86_REG_ST0 + (int)((top + i) & 7), st) != UC_ERR_OK)
+		if (uc_reg_write(e->uc, UC_X86_REG_ST0 + (int)i, st) != UC_ERR_OK)
 			return -EIO;
 	}
 	for (unsigned int i = 0; i < 16; i++)
@@ -811,7 +811,6 @@ static int state_save(struct emu *e, struct kvm_regs *regs, struct kvm_fpu *f)
 {
 	void *p[NGPR];
 	uint64_t fcw = 0, fsw = 0, ftw = 0, mxcsr = 0;
-	unsigned int top;
 
 	gpr_ptrs(regs, p);
 	if (uc_reg_read_batch(e->uc, (int *)gpr_ids, p, NGPR) != UC_ERR_OK)
@@ -828,11 +827,10 @@ static int state_save(struct emu *e, struct kvm_regs *regs, struct kvm_fpu *f)
 	for (unsigned int i = 0; i < 8; i++)
 		if (((ftw >> (2 * i)) & 3) != 3)
 			f->ftwx |= (uint8_t)(1u << i);
-	top = fpu_top(f);
-	for (unsigned int i = 0; i < 8; i++) {
+	for (unsigned int i = 0; i < 8; i++) { /* ST(i), as state_load() */
 		uint8_t st[10];
 
-		if (uc_reg_read(e->uc, UC_X86_REG_ST0 + (int)((top + i) & 7), st) != UC_ERR_OK)
+		if (uc_reg_read(e->uc, UC_X86_REG_ST0 + (int)i, st) != UC_ERR_OK)
 			return -EIO;
 		memset(f->fpr[i], 0, sizeof(f->fpr[i]));
 		memcpy(f->fpr[i], st, sizeof(st));
