@@ -1,7 +1,7 @@
 # Unit tests (cmocka), the end-to-end tests, and the `make test` runner.
 
 VMM_TEST_NAMES := test_boot_pvh test_bzimage test_platform test_vmi_mem test_vmi_walk test_vmi_desc test_vmi_procs test_vmi_kernel_fit \
-                  test_emu test_emu_locked test_emu_sysinsn test_emu_fpu test_emu_vs_cpu test_step_frame
+                  test_emu test_emu_cuts test_emu_locked test_emu_sysinsn test_emu_fpu test_emu_vs_cpu test_step_frame
 UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/tests/%)
 ASAN_UNIT_TESTS += $(VMM_TEST_NAMES:%=$(BUILD)/asan/tests/%)
 
