@@ -1065,8 +1065,10 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	 * do. In ring 0 that also depends on RFLAGS.AC under SMAP: a run with
 	 * SMAP enforced drops the user pages a run with AC set mapped.
 	 */
-	if (e->mapped_valid && e->mapped_cr3 != st->sregs.cr3)
+	if (e->mapped_valid && e->mapped_cr3 != st->sregs.cr3) {
+		e->stats.cr3_invalidations++;
 		emu_invalidate(e);
+	}
 	e->sp = &e->space[e->ring];
 	e->uc = e->sp->uc;
 	if (e->cpl == 0 && e->smap_enforced && e->sp->nuser)

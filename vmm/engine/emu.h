@@ -159,6 +159,7 @@ struct emu_stats {
 	uint64_t in_place;     /* hand-backs done by emu_run_args.in_place without ending the run */
 	uint64_t stale_mappings; /* mappings found at a write to name another page than the guest's entry now does */
 	uint64_t ran_past_fault; /* stops where Unicorn had gone on past the access that stopped it (fault_rip) */
+	uint64_t cr3_invalidations; /* emu_run found a CR3 other than its mappings' (no flush seen before) */
 	uint64_t helper_faults_first; /* helper accesses refused before the instruction ran (helper_access_ok) */
 	uint64_t run_ns; /* time inside emu_run */
 };

@@ -244,6 +244,7 @@ bool engine_active(struct vcpu *vcpu)
 		 * its page tables and flush its TLB meanwhile, unseen, and come
 		 * back under the same CR3 (a counted process scheduled out and in).
 		 */
+		x->stats.flushes_native += !x->flush;
 		x->flush = true;
 		return false;
 	}
@@ -302,6 +303,7 @@ static void count_completed(struct vcpu *vcpu, bool taken);
 static void escaped(struct engine_vcpu *x)
 {
 	x->stats.escapes++;
+	x->stats.flushes_native += !x->flush;
 	x->flush = true;
 }
 
@@ -330,8 +332,10 @@ static int step_enter(struct vcpu *vcpu, bool flush, int event)
 	struct engine_vcpu *x = engine_of(vcpu);
 
 	x->stepping = true;
-	if (flush)
+	if (flush) {
+		x->stats.flushes_step += !x->flush;
 		x->flush = true;
+	}
 	x->stats.steps++;
 	x->step_start_ns = engine_now_ns();
 	if (event >= 0)
@@ -1278,6 +1282,12 @@ void engine_print_stats(struct vm *vm)
 	if (t.serializing_flushes)
 		fprintf(stderr, "    translated code dropped at an IRETQ to itself (the guest's sync_core after code patching) %llu\n",
 			(unsigned long long)t.serializing_flushes);
+	fprintf(stderr,
+		"    mappings and decoded blocks dropped %llu times: after a KVM step that changes translations %llu, after "
+		"the guest ran natively %llu, at code patching %llu, at a CR3 the engine had not seen %llu\n",
+		(unsigned long long)e.invalidations, (unsigned long long)t.flushes_step,
+		(unsigned long long)t.flushes_native, (unsigned long long)t.serializing_flushes,
+		(unsigned long long)e.cr3_invalidations);
 }
 
 static bool engine_wanted(const struct vm *vm)

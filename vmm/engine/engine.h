@@ -73,6 +73,9 @@ struct engine_stats {
 	uint64_t rdpmcs_in_place, locked_in_place, cli_in_place, sti_in_place, sreg_reads_in_place, gs_in_place, ac_in_place;
 	uint64_t apic_msrs_in_place, pkru_in_place;
 	uint64_t serializing_flushes; /* IRETQs to themselves (sync_core) that dropped the translated code */
+	/* Why the engine dropped its mappings and decoded blocks (each time counted once, at the first reason). */
+	uint64_t flushes_step;   /* a KVM step of an instruction that changes translations (MOV CR3, INVLPG...) */
+	uint64_t flushes_native; /* the guest ran natively: an escape, or the vCPU out of the engine for a while */
 	uint64_t xsave_refused;       /* state transfers KVM_SET_XSAVE refused (KVM_SET_FPU instead) */
 	uint64_t halts, halt_wakes_by_vmm; /* HLTs KVM held halted after a single step; of them, woken by an event the VMM delivered */
 	uint64_t events_delivered; /* NMIs and interrupts KVM delivered in a step */
