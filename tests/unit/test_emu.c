@@ -1324,6 +1324,63 @@ static void test_x87_stack_state(void **state)
 	assert_memory_equal(st.fpu.fpr[1], two, 10);
 }
 
+/*
+ * FXSAVE and FXRSTOR save and load MXCSR and the XMM registers when the
+ * guest's CR4.OSFXSR is set, and only then (Unicorn's follow its own CR4,
+ * which the engine sets from the guest's). Without them a Linux guest
+ * that switches tasks with FXSAVE/FXRSTOR gave each task the XMM
+ * registers of the one before.
+ */
+static void test_fxsave_xmm(void **state)
+{
+	/* fxsave64 (%rbx); fxrstor64 0x200(%rbx); ud2 */
+	static const uint8_t code[] = { 0x48, 0x0f, 0xae, 0x03, 0x48, 0x0f, 0xae, 0x8b, 0x00, 0x02, 0x00, 0x00, 0x0f, 0x0b };
+	uint8_t *area = mem.host + phys_of(UDATA);
+
+	(void)state;
+	put_code(UCODE, code, sizeof(code));
+	for (int osfxsr = 1; osfxsr >= 0; osfxsr--) {
+		struct emu_state st = user_state(UCODE);
+		struct emu_result r;
+		uint32_t mxcsr = 0x1fa0;
+
+		emu_invalidate(emu);
+		memset(area, 0x5c, 1024);
+		/* The image FXRSTOR loads: FCW 0x37f, MXCSR 0x1fa0, XMM7 all 0x42. */
+		memset(area + 0x200, 0, 512);
+		area[0x200] = 0x7f;
+		area[0x201] = 0x03;
+		memcpy(area + 0x200 + 24, &mxcsr, 4);
+		memset(area + 0x200 + 160 + 7 * 16, 0x42, 16);
+		if (osfxsr)
+			st.sregs.cr4 |= 0x600; /* OSFXSR, OSXMMEXCPT */
+		st.regs.rbx = UDATA;
+		st.fpu.mxcsr = 0x1f80;
+		memset(st.fpu.xmm[3], 0x33, 16);
+		memset(st.fpu.xmm[7], 0x77, 16);
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.counts.ev[0][EMU_EV_INSNS], 2);
+		if (osfxsr) {
+			uint32_t saved;
+
+			memcpy(&saved, area + 24, 4);
+			assert_int_equal(saved, 0x1f80);
+			assert_int_equal(area[160 + 3 * 16], 0x33);
+			assert_int_equal(area[160 + 7 * 16 + 15], 0x77);
+			assert_int_equal(st.fpu.mxcsr, 0x1fa0);
+			assert_int_equal(st.fpu.xmm[7][0], 0x42);
+			assert_int_equal(st.fpu.xmm[3][0], 0); /* loaded from the image too */
+		} else {
+			/* The x87 part only: MXCSR and the XMM registers neither saved nor loaded. */
+			assert_int_equal(area[24], 0x5c);
+			assert_int_equal(area[160 + 3 * 16], 0x5c);
+			assert_int_equal(st.fpu.mxcsr, 0x1f80);
+			assert_int_equal(st.fpu.xmm[7][0], 0x77);
+			assert_int_equal(st.fpu.xmm[3][0], 0x33);
+		}
+	}
+}
+
 static void test_self_modifying_code(void **state)
 {
 	/* mov rbx, X+1; mov byte [rbx], 2; X: mov eax, 1; ud2 */
@@ -1678,6 +1735,7 @@ int main(void)
 		cmocka_unit_test(test_rep_string_counts_once),
 		cmocka_unit_test(test_sse_and_fs_state),
 		cmocka_unit_test(test_x87_stack_state),
+		cmocka_unit_test(test_fxsave_xmm),
 		cmocka_unit_test(test_self_modifying_code),
 		cmocka_unit_test(test_remapped_page),
 		cmocka_unit_test(test_write_after_unseen_remap),

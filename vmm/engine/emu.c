@@ -34,9 +34,12 @@
 #define X86_CR0_WP (1ULL << 16)
 #define X86_CR0_AM (1ULL << 18)
 #define X86_CR0_PG (1ULL << 31)
+#define X86_CR4_OSFXSR (1ULL << 9)
+#define X86_CR4_OSXMMEXCPT (1ULL << 10)
 #define X86_CR4_SMEP (1ULL << 20)
 #define X86_CR4_SMAP (1ULL << 21)
 #define EFER_LMA (1ULL << 10)
+#define EFER_FFXSR (1ULL << 14)
 #define RFLAGS_TF (1ULL << 8)
 #define RFLAGS_AC (1ULL << 18)
 /* Where Unicorn's own "until" stop can never trigger: not canonical with 4- or 5-level paging. */
@@ -80,6 +83,14 @@ struct emu_space {
 	 * the instruction: the instructions whose faults Unicorn would not
 	 * tell the RIP of (emu_block_info.sync) get one, which stops nothing.
 	 */
+	/*
+	 * The guest's CR4.OSFXSR and OSXMMEXCPT as this Unicorn has them: its
+	 * FXSAVE and FXRSTOR save and load MXCSR and the XMM registers only
+	 * with OSFXSR in its own CR4, which Unicorn starts with clear. A Linux
+	 * guest that switches tasks with FXSAVE/FXRSTOR (without XSAVE) in
+	 * the engine handed each task the XMM registers of the one before.
+	 */
+	uint64_t cr4;
 };
 
 struct emu {
@@ -1026,6 +1037,9 @@ static enum emu_handback run_context(struct emu *e, const struct emu_state *st)
 		return EMU_HB_MODE;
 	if (st->regs.rflags & RFLAGS_TF)
 		return EMU_HB_MODE;
+	/* AMD's fast FXSAVE/FXRSTOR (no XMM registers in ring 0): Unicorn's follow its own EFER, not the guest's. */
+	if (s->efer & EFER_FFXSR)
+		return EMU_HB_MODE;
 	e->cpl = s->cs.dpl;
 	if (e->cpl != 0 && e->cpl != 3)
 		return EMU_HB_MODE;
@@ -1071,6 +1085,17 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	}
 	e->sp = &e->space[e->ring];
 	e->uc = e->sp->uc;
+	{
+		uint64_t cr4 = st->sregs.cr4 & (X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT);
+
+		if (cr4 != e->sp->cr4) {
+			if (uc_reg_write(e->uc, UC_X86_REG_CR4, &cr4) != UC_ERR_OK) {
+				rc = -EIO;
+				goto out;
+			}
+			e->sp->cr4 = cr4;
+		}
+	}
 	if (e->cpl == 0 && e->smap_enforced && e->sp->nuser)
 		drop_user_pages(e->sp);
 	e->mapped_valid = true;

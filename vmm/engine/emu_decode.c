@@ -21,7 +21,7 @@ const char *emu_handback_name(enum emu_handback why)
 		[EMU_HB_LOCKED] = "locked instruction on SMP",
 		[EMU_HB_UNDECODABLE] = "undecodable bytes",
 		[EMU_HB_FAULT] = "page fault or MMIO",
-		[EMU_HB_MODE] = "not 64-bit mode, or TF/AC set",
+		[EMU_HB_MODE] = "not 64-bit mode, TF/AC set, or EFER.FFXSR",
 		[EMU_HB_REFUSED] = "refused by the emulator",
 	};
 

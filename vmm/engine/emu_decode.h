@@ -22,7 +22,7 @@ enum emu_handback {
 	EMU_HB_LOCKED,      /* a locked read-modify-write while other vCPUs run (the emulator's are not atomic) */
 	EMU_HB_UNDECODABLE, /* no valid instruction at this address (KVM raises the #UD) */
 	EMU_HB_FAULT,       /* a memory access the guest's page tables refuse, or outside RAM (KVM raises #PF or does MMIO) */
-	EMU_HB_MODE,        /* the vCPU is not in 64-bit long mode, or has TF/AC set */
+	EMU_HB_MODE,        /* the vCPU is not in 64-bit long mode, has TF/AC set, or EFER.FFXSR */
 	EMU_HB_REFUSED,     /* the emulator refused it (an instruction its CPU model lacks) */
 	EMU_HB_COUNT,
 };
