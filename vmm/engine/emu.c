@@ -246,13 +246,16 @@ static const struct emu_block_info *block_lookup(struct emu *e, uint64_t addr, u
 
 	struct emu_block_info *d = &e->decoded;
 	size_t used;
+	uint64_t t0;
 
 	if (b && b->addr == addr && b->size == size)
 		return b;
 	if (size > sizeof(code) || uc_mem_read(e->uc, addr, code, size) != UC_ERR_OK)
 		return NULL;
+	t0 = now_ns();
 	emu_decode_block(e->dec, addr, code, size, e->smp, d);
 	e->stats.blocks_decoded++;
+	e->stats.decode_ns += now_ns() - t0;
 	/* Kept in what it uses: offset[] up to its end (most blocks have a few instructions, not 512). */
 	used = offsetof(struct emu_block_info, offset) + (d->ninsns + 1u) * sizeof(d->offset[0]);
 	free(b);
@@ -545,7 +548,7 @@ static void drop_user_pages(struct emu_space *sp)
  * a kernel run in the engine, touching thousands of 4 KiB pages of its
  * text and direct map, would otherwise reach.
  */
-static int map_page(struct emu *e, uint64_t va, bool write)
+static int map_page_now(struct emu *e, uint64_t va, bool write)
 {
 	struct guest_translation t;
 	uint64_t base = va, size = PAGE_SIZE;
@@ -576,6 +579,16 @@ static int map_page(struct emu *e, uint64_t va, bool write)
 	}
 	e->stats.pages_mapped++;
 	return 0;
+}
+
+/* Maps the page holding va (Unicorn's region bookkeeping grows with the regions it has: timed). */
+static int map_page(struct emu *e, uint64_t va, bool write)
+{
+	uint64_t t0 = now_ns();
+	int rc = map_page_now(e, va, write);
+
+	e->stats.map_ns += now_ns() - t0;
+	return rc;
 }
 
 /*
@@ -905,6 +918,8 @@ int emu_create(struct emu **out, const struct guest_mem *mem, bool smp, char *er
 
 void emu_invalidate(struct emu *e)
 {
+	uint64_t t0 = now_ns();
+
 	for (unsigned int s = 0; s < 2; s++) {
 		struct emu_space *sp = &e->space[s];
 
@@ -916,6 +931,7 @@ void emu_invalidate(struct emu *e)
 	cache_clear(e);
 	e->mapped_valid = false;
 	e->stats.invalidations++;
+	e->stats.unmap_ns += now_ns() - t0;
 }
 
 void emu_destroy(struct emu *e)

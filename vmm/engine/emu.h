@@ -162,6 +162,7 @@ struct emu_stats {
 	uint64_t cr3_invalidations; /* emu_run found a CR3 other than its mappings' (no flush seen before) */
 	uint64_t helper_faults_first; /* helper accesses refused before the instruction ran (helper_access_ok) */
 	uint64_t run_ns; /* time inside emu_run */
+	uint64_t map_ns, unmap_ns, decode_ns; /* of it: mapping pages, dropping every mapping (emu_invalidate), decoding blocks */
 };
 
 void emu_get_stats(const struct emu *e, struct emu_stats *s);
