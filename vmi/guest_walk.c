@@ -15,6 +15,7 @@
 #define PTE_A (1ULL << 5)
 #define PTE_D (1ULL << 6)
 #define PTE_PS (1ULL << 7)
+#define PTE_G (1ULL << 8)
 #define PTE_XD (1ULL << 63)
 /* Bits 51:12: the architectural maximum; anything above RAM fails the bounds check anyway. */
 #define PTE_ADDR 0x000ffffffffff000ULL
@@ -138,6 +139,7 @@ static int walk_why(const struct vmi_mem *mem, const struct guest_paging *pg, ui
 			/* For large pages bit 12 is PAT, not address: the page mask drops it. */
 			t.gpa = (entry & PTE_ADDR & ~(t.page_size - 1)) | (gva & (t.page_size - 1));
 			t.dirty = (entry & PTE_D) || (mark & PTE_D);
+			t.global = (entry & PTE_G) != 0;
 			break;
 		}
 		table = entry & PTE_ADDR;

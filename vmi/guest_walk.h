@@ -64,6 +64,7 @@ struct guest_translation {
 	bool writable; /* R/W set at every level */
 	bool dirty;    /* the leaf entry's dirty bit (after the walk: a write's touch has set it) */
 	bool nx;       /* XD set at some level (only with EFER.NXE) */
+	bool global;   /* the leaf entry's G bit: with CR4.PGE its TLB entries outlive a CR3 write */
 };
 
 /*

@@ -222,6 +222,59 @@ static void test_kernel_half_ring0(void **state)
 }
 
 /*
+ * A CR3 write with CR4.PGE keeps global pages (a Linux kernel's text and
+ * direct map) mapped and decoded, as a TLB keeps their entries, and drops
+ * the rest: the user code at UCODE, remapped to other bytes, runs anew;
+ * the kernel's loop is neither mapped nor decoded again. Without PGE, or
+ * for a page without G, nothing stays.
+ */
+static void test_flush_keeps_global(void **state)
+{
+	uint64_t *pde = pte(PD_HI, 8), *code_pte = pte(PT_LO, (UCODE >> 12) & 511), saved = *code_pte;
+	static const uint8_t mov1[] = { 0xb8, 1, 0, 0, 0, 0x0f, 0x0b }; /* mov eax,1; ud2 */
+	static const uint8_t mov2[] = { 0xb8, 2, 0, 0, 0, 0x0f, 0x0b }; /* mov eax,2; ud2 */
+	struct emu_stats before, after;
+	struct emu_state st;
+	struct emu_result r;
+
+	(void)state;
+	put_loop(KCODE + 0x10, 10);
+	put_code(UCODE, mov1, sizeof(mov1));
+	put_code(UCODE2, mov2, sizeof(mov2));
+	for (int pge = 1; pge >= 0; pge--) {
+		*pde |= 1ULL << 8; /* G */
+		emu_invalidate(emu);
+		*code_pte = saved;
+		st = kernel_state(KCODE + 0x10);
+		st.sregs.cr4 |= pge ? 0x80 : 0;
+		run_ok(&st, &plain, &r);
+		st = user_state(UCODE);
+		st.sregs.cr4 |= pge ? 0x80 : 0;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(st.regs.rax, 1);
+		/* The user page now names other bytes (the CR3 write's new tables, in effect). */
+		*code_pte = (*code_pte & ~0x000ffffffffff000ULL) | phys_of(UCODE2);
+		emu_flush_nonglobal(emu);
+		emu_get_stats(emu, &before);
+		st = kernel_state(KCODE + 0x10);
+		st.sregs.cr4 |= pge ? 0x80 : 0;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(r.counts.ev[1][EMU_EV_INSNS], 21);
+		emu_get_stats(emu, &after);
+		assert_int_equal(after.blocks_decoded - before.blocks_decoded, pge ? 0 : 3); /* the loop's two and the UD2 */
+		assert_int_equal(after.pages_mapped - before.pages_mapped, pge ? 0 : 1);
+		st = user_state(UCODE);
+		st.sregs.cr4 |= pge ? 0x80 : 0;
+		run_ok(&st, &plain, &r);
+		assert_int_equal(st.regs.rax, 2);
+	}
+	/* A global page's mapping without PGE: dropped as any other. */
+	*pde &= ~(1ULL << 8);
+	*code_pte = saved;
+	emu_invalidate(emu);
+}
+
+/*
  * A guest large page is one mapping in the emulator: code and data 1 MiB
  * apart in KCODE's 2 MiB page map once, and the first write to it (its
  * dirty bit clear) makes all of it writable and sets the large page's
@@ -1716,6 +1769,7 @@ int main(void)
 		cmocka_unit_test(test_loop_counts_exact),
 		cmocka_unit_test(test_loop_instruction),
 		cmocka_unit_test(test_kernel_half_ring0),
+		cmocka_unit_test(test_flush_keeps_global),
 		cmocka_unit_test(test_watch_instructions),
 		cmocka_unit_test(test_watch_branches),
 		cmocka_unit_test(test_budget),

@@ -34,6 +34,7 @@
 #define X86_CR0_WP (1ULL << 16)
 #define X86_CR0_AM (1ULL << 18)
 #define X86_CR0_PG (1ULL << 31)
+#define X86_CR4_PGE (1ULL << 7)
 #define X86_CR4_OSFXSR (1ULL << 9)
 #define X86_CR4_OSXMMEXCPT (1ULL << 10)
 #define X86_CR4_SMEP (1ULL << 20)
@@ -68,6 +69,7 @@ struct emu_space {
 		uint64_t va, size; /* one Unicorn region: a 4 KiB page, or a guest large page (or 2 MiB of one) */
 		uint64_t gpa;      /* the guest-physical address it maps va to */
 		bool user;         /* a user page: what ring 0 may do with it depends on SMAP and RFLAGS.AC */
+		bool global;       /* global (G, with CR4.PGE): kept across CR3 writes (emu_flush_nonglobal) */
 	} *pages;
 	size_t npages, pages_cap, nuser;
 	/*
@@ -108,12 +110,13 @@ struct emu {
 	bool mapped_valid;
 	uint64_t mapped_cr3;
 	struct emu_block_info *cache[BLOCK_CACHE_SIZE];
+	bool cache_global[BLOCK_CACHE_SIZE]; /* the block's bytes are on global pages of ring 0 (emu_flush_nonglobal keeps it) */
 	struct emu_block_info decoded; /* block_lookup's, before it is cached */
 
 	/* This run. */
 	struct guest_paging pg;
 	unsigned int cpl, ring; /* ring: 0 for CPL 3, 1 for CPL 0 */
-	bool wp, smep, smap_enforced;
+	bool wp, smep, smap_enforced, pge;
 	const struct emu_run_args *args;
 	struct emu_result *res;
 	uint64_t remaining[EMU_MAX_WATCHES]; /* events left before each watch fires; 0: not in this ring */
@@ -237,6 +240,14 @@ static void cache_clear(struct emu *e)
 	}
 }
 
+/* Whether the guest maps va with a global entry (its translation outlives CR3 writes, CR4.PGE aside). */
+static bool on_global_page(struct emu *e, uint64_t va)
+{
+	struct guest_translation t;
+
+	return !guest_walk_translate(&e->mem, &e->pg, va, &t) && t.global;
+}
+
 /* The decoded block at addr of size bytes, decoding it if it is new (NULL if its bytes cannot be read). */
 static const struct emu_block_info *block_lookup(struct emu *e, uint64_t addr, uint32_t size)
 {
@@ -263,6 +274,7 @@ static const struct emu_block_info *block_lookup(struct emu *e, uint64_t addr, u
 	if (!b)
 		return NULL;
 	memcpy(b, d, used);
+	e->cache_global[slot] = e->cpl == 0 && e->pge && on_global_page(e, addr) && on_global_page(e, addr + size - 1);
 	return b;
 }
 
@@ -474,7 +486,7 @@ static uint32_t uc_perms(const struct emu *e, const struct guest_translation *t,
 	return p;
 }
 
-static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, uint64_t gpa, bool user)
+static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, uint64_t gpa, bool user, bool global)
 {
 	if (sp->npages == sp->pages_cap) {
 		size_t cap = sp->pages_cap ? sp->pages_cap * 2 : 256;
@@ -485,7 +497,7 @@ static bool remember_page(struct emu_space *sp, uint64_t va, uint64_t size, uint
 		sp->pages = n;
 		sp->pages_cap = cap;
 	}
-	sp->pages[sp->npages++] = (struct mapped_page){ va, size, gpa, user };
+	sp->pages[sp->npages++] = (struct mapped_page){ va, size, gpa, user, global };
 	sp->nuser += user;
 	return true;
 }
@@ -562,7 +574,7 @@ static int map_page_now(struct emu *e, uint64_t va, bool write)
 		uint64_t chunk = t.page_size < REGION_MAX ? t.page_size : REGION_MAX, b = va & ~(chunk - 1);
 
 		host = vmi_mem_ptr(&e->mem, t.gpa - (va - b), chunk);
-		if (host && remember_page(e->sp, b, chunk, t.gpa - (va - b), t.user)) {
+		if (host && remember_page(e->sp, b, chunk, t.gpa - (va - b), t.user, t.global && e->pge)) {
 			if (uc_mem_map_ptr(e->uc, b, chunk, perms, host) == UC_ERR_OK) {
 				e->stats.pages_mapped++;
 				return 0;
@@ -571,7 +583,7 @@ static int map_page_now(struct emu *e, uint64_t va, bool write)
 		}
 	}
 	host = vmi_mem_ptr(&e->mem, t.gpa & PAGE_MASK, PAGE_SIZE);
-	if (!host || !remember_page(e->sp, base, size, t.gpa & PAGE_MASK, t.user))
+	if (!host || !remember_page(e->sp, base, size, t.gpa & PAGE_MASK, t.user, t.global && e->pge))
 		return -EFAULT;
 	if (uc_mem_map_ptr(e->uc, base, size, perms, host) != UC_ERR_OK) {
 		forget_last_page(e->sp);
@@ -934,6 +946,36 @@ void emu_invalidate(struct emu *e)
 	e->stats.unmap_ns += now_ns() - t0;
 }
 
+void emu_flush_nonglobal(struct emu *e)
+{
+	uint64_t t0 = now_ns();
+
+	for (unsigned int s = 0; s < 2; s++) {
+		struct emu_space *sp = &e->space[s];
+		size_t kept = 0;
+
+		for (size_t i = 0; i < sp->npages; i++) {
+			if (sp->pages[i].global) {
+				sp->pages[kept++] = sp->pages[i];
+				continue;
+			}
+			unmap_page(sp, &sp->pages[i]);
+			sp->nuser -= sp->pages[i].user;
+		}
+		sp->npages = kept;
+	}
+	if (e->flags)
+		emu_flags_forget(e->flags);
+	for (unsigned int i = 0; i < BLOCK_CACHE_SIZE; i++)
+		if (e->cache[i] && !e->cache_global[i]) {
+			free(e->cache[i]);
+			e->cache[i] = NULL;
+		}
+	e->mapped_valid = false; /* what is left holds under any CR3 */
+	e->stats.nonglobal_flushes++;
+	e->stats.unmap_ns += now_ns() - t0;
+}
+
 void emu_destroy(struct emu *e)
 {
 	if (!e)
@@ -1066,6 +1108,7 @@ static enum emu_handback run_context(struct emu *e, const struct emu_state *st)
 		return EMU_HB_MODE;
 	e->ring = e->cpl == 3 ? 0 : 1;
 	e->wp = (s->cr0 & X86_CR0_WP) != 0;
+	e->pge = (s->cr4 & X86_CR4_PGE) != 0;
 	e->smep = (s->cr4 & X86_CR4_SMEP) != 0;
 	e->smap_enforced = (s->cr4 & X86_CR4_SMAP) && !(st->regs.rflags & RFLAGS_AC);
 	return EMU_HB_NONE;
@@ -1097,7 +1140,10 @@ int emu_run(struct emu *e, struct emu_state *st, const struct emu_run_args *a, s
 	 */
 	if (e->mapped_valid && e->mapped_cr3 != st->sregs.cr3) {
 		e->stats.cr3_invalidations++;
-		emu_invalidate(e);
+		if (e->pge)
+			emu_flush_nonglobal(e);
+		else
+			emu_invalidate(e);
 	}
 	e->sp = &e->space[e->ring];
 	e->uc = e->sp->uc;

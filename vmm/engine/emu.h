@@ -142,6 +142,14 @@ void emu_destroy(struct emu *e);
 void emu_invalidate(struct emu *e);
 
 /*
+ * What a CR3 write with CR4.PGE flushes from a TLB: every mapping and
+ * decoded block but those of global pages (in ring 0, a Linux kernel's
+ * text and direct map), which the guest flushes itself (INVLPG, a CR4.PGE
+ * toggle) when it changes them.
+ */
+void emu_flush_nonglobal(struct emu *e);
+
+/*
  * Runs from st until a stop; st is updated to where it stopped. Returns 0
  * (the reason in r) or a negative errno when the engine itself failed (st is
  * then unchanged and the caller should run the vCPU in KVM).
@@ -160,6 +168,7 @@ struct emu_stats {
 	uint64_t stale_mappings; /* mappings found at a write to name another page than the guest's entry now does */
 	uint64_t ran_past_fault; /* stops where Unicorn had gone on past the access that stopped it (fault_rip) */
 	uint64_t cr3_invalidations; /* emu_run found a CR3 other than its mappings' (no flush seen before) */
+	uint64_t nonglobal_flushes; /* of the flushes, emu_flush_nonglobal's (global pages kept) */
 	uint64_t helper_faults_first; /* helper accesses refused before the instruction ran (helper_access_ok) */
 	uint64_t run_ns; /* time inside emu_run */
 	uint64_t map_ns, unmap_ns, decode_ns; /* of it: mapping pages, dropping every mapping (emu_invalidate), decoding blocks */

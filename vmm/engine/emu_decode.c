@@ -303,6 +303,7 @@ void emu_decode_one(struct emu_decoder *d, uint64_t addr, const uint8_t *code, s
 	case X86_INS_MOV:
 		out->flushes_tlb = x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
 				   x->operands[0].reg >= X86_REG_CR0 && x->operands[0].reg <= X86_REG_CR15;
+		out->keeps_global = out->flushes_tlb && x->operands[0].reg == X86_REG_CR3;
 		break;
 	case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B:
 		out->vector = 6;

@@ -80,6 +80,7 @@ struct emu_insn_info {
 	bool is_ret, is_iret;     /* the next RIP is on the stack */
 	int vector;               /* the exception or interrupt it raises for sure (#UD, #BP, INT n), or -1 */
 	bool flushes_tlb;         /* MOV to a control register, INVLPG, INVPCID, LMSW: translations may change */
+	bool keeps_global;        /* of those, MOV to CR3: with CR4.PGE global translations stay */
 	bool is_wrmsr;
 };
 

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <asm/processor-flags.h> /* X86_CR4_PGE */
 
 #include "engine.h"
 #include "emu_fpu.h"
@@ -327,14 +328,17 @@ static bool has_rep_prefix(const uint8_t *code, size_t n)
  * The entry of a KVM step, with its debug state set: the engine's copy goes
  * stale only when the stepped instruction changes translations (flush).
  */
-static int step_enter(struct vcpu *vcpu, bool flush, int event)
+static int step_enter(struct vcpu *vcpu, bool flush, bool keep_global, int event)
 {
 	struct engine_vcpu *x = engine_of(vcpu);
 
 	x->stepping = true;
 	if (flush) {
-		x->stats.flushes_step += !x->flush;
-		x->flush = true;
+		x->stats.flushes_step += !x->flush && !x->flush_nonglobal;
+		if (keep_global)
+			x->flush_nonglobal = true; /* a CR3 write: see engine_run */
+		else
+			x->flush = true;
 	}
 	x->stats.steps++;
 	x->step_start_ns = engine_now_ns();
@@ -416,7 +420,8 @@ static int step_single(struct vcpu *vcpu, struct emu_state *st, bool page_fault,
 		return -1;
 	if (guest_debug_set(vcpu, &engine_debug_client, NULL, 0, true, x->blockirq ? KVM_GUESTDBG_BLOCKIRQ : 0))
 		x->stats.engine_errors++;
-	return step_enter(vcpu, in.flushes_tlb || !in.len || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)), event);
+	return step_enter(vcpu, in.flushes_tlb || !in.len || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)),
+			  in.keeps_global, event);
 }
 
 /*
@@ -500,7 +505,8 @@ static int step(struct vcpu *vcpu, struct emu_state *st, enum emu_handback why, 
 		x->nbp = 0;
 	}
 	/* A KVM step runs one instruction: only one that changes translations makes the engine's stale. */
-	return step_enter(vcpu, in.flushes_tlb || (event < 0 && !in.len) || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)), event);
+	return step_enter(vcpu, in.flushes_tlb || (event < 0 && !in.len) || (in.is_wrmsr && ((uint32_t)st->regs.rcx == MSR_EFER || (uint32_t)st->regs.rcx == MSR_PAT)),
+			  in.keeps_global, event);
 }
 
 static void step_end(struct vcpu *vcpu)
@@ -1113,10 +1119,18 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 		a.watch[0] = (struct emu_watch){ EMU_EV_INSNS, EMU_RING_USER | EMU_RING_KERNEL, 1 };
 	}
 engine:
-	if (x->flush) {
+	/*
+	 * A CR3 write flushes what a TLB holds but its global entries (with
+	 * CR4.PGE): a Linux kernel's text and direct map stay mapped and
+	 * decoded across task switches. Anything else that changes
+	 * translations drops everything.
+	 */
+	if (x->flush || (x->flush_nonglobal && !(st.sregs.cr4 & X86_CR4_PGE)))
 		emu_invalidate(x->emu);
-		x->flush = false;
-	}
+	else if (x->flush_nonglobal)
+		emu_flush_nonglobal(x->emu);
+	x->flush = false;
+	x->flush_nonglobal = false;
 	EACH_CLIENT(c, x) {
 		if ((*c)->watches)
 			a.nwatch += (*c)->watches(vcpu, a.watch + a.nwatch, EMU_MAX_WATCHES - a.nwatch);
@@ -1283,9 +1297,11 @@ void engine_print_stats(struct vm *vm)
 		fprintf(stderr, "    translated code dropped at an IRETQ to itself (the guest's sync_core after code patching) %llu\n",
 			(unsigned long long)t.serializing_flushes);
 	fprintf(stderr,
-		"    mappings and decoded blocks dropped %llu times: after a KVM step that changes translations %llu, after "
-		"the guest ran natively %llu, at code patching %llu, at a CR3 the engine had not seen %llu\n",
-		(unsigned long long)e.invalidations, (unsigned long long)t.flushes_step,
+		"    mappings and decoded blocks dropped %llu times (%llu of them all but global pages): after a KVM step that "
+		"changes translations %llu, after the guest ran natively %llu, at code patching %llu, at a CR3 the engine had "
+		"not seen %llu\n",
+		(unsigned long long)e.invalidations + (unsigned long long)e.nonglobal_flushes, (unsigned long long)e.nonglobal_flushes,
+		(unsigned long long)t.flushes_step,
 		(unsigned long long)t.flushes_native, (unsigned long long)t.serializing_flushes,
 		(unsigned long long)e.cr3_invalidations);
 	fprintf(stderr, "    time in the engine's runs %.1f s (of it mapping pages %.1f s, decoding blocks %.1f s); dropping every "

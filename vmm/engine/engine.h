@@ -96,6 +96,7 @@ struct engine_vcpu {
 	struct emu_decoder *dec;
 	bool stepping;     /* breakpoints are armed and KVM runs the vCPU */
 	bool flush;        /* the guest may have changed translations in KVM: the engine's mappings go */
+	bool flush_nonglobal; /* a KVM step wrote CR3: all but the global mappings go */
 	bool exit_unfinished; /* KVM's last exit completes at the next KVM_RUN (I/O, MMIO, MSR) */
 	struct emu_state state; /* the vCPU's state as the engine left it */
 	bool state_valid;       /* state is current (KVM has not run since) */
