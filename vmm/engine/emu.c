@@ -24,6 +24,7 @@
 #include <unicorn/unicorn.h>
 
 #include "emu_flags.h"
+#include "emu_gpr.h"
 #include "guest_walk.h"
 
 #define PAGE_SIZE 4096ULL
@@ -703,13 +704,11 @@ static const int gpr_by_number[16] = {
 	UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
 };
 
-static uint64_t uc_gpr(uc_engine *uc, int number)
+/* Unicorn's register number (0-15, -1: none) into r. */
+static void uc_gpr_to(uc_engine *uc, int number, struct kvm_regs *r)
 {
-	uint64_t v = 0;
-
 	if (number >= 0)
-		(void)uc_reg_read(uc, gpr_by_number[number], &v);
-	return v;
+		(void)uc_reg_read(uc, gpr_by_number[number], emu_gpr(r, (unsigned int)number));
 }
 
 /*
@@ -742,16 +741,19 @@ static bool helper_access_ok(struct emu *e, uc_engine *uc, const struct emu_bloc
 		    emu_decode_helper_access(e->dec, addr, code, n, &op))
 			return true; /* decoded as such when the block was: cannot happen */
 	}
-	va = (uint64_t)op.disp + uc_gpr(uc, op.base) + uc_gpr(uc, op.index) * op.scale;
-	if (op.rip_relative)
-		va += addr + op.len;
-	if (op.addr32)
-		va &= 0xffffffffULL;
-	if (op.seg) {
-		uint64_t base = 0;
+	{
+		struct kvm_regs r = { 0 };
+		uint64_t seg_base = 0;
 
-		(void)uc_reg_read(uc, op.seg == 4 ? UC_X86_REG_FS_BASE : UC_X86_REG_GS_BASE, &base);
-		va += base;
+		uc_gpr_to(uc, op.base, &r);
+		uc_gpr_to(uc, op.index, &r);
+		if (op.seg)
+			(void)uc_reg_read(uc, op.seg == 4 ? UC_X86_REG_FS_BASE : UC_X86_REG_GS_BASE, &seg_base);
+		/* An address-size prefix wraps the address before the segment base is added. */
+		va = emu_operand_address(&r, op.base, op.index, op.scale, op.disp, op.rip_relative ? addr + op.len : 0, 0, 0, 0);
+		if (op.addr32)
+			va &= 0xffffffffULL;
+		va += seg_base;
 	}
 	end = va + op.size - 1;
 	for (page = va & PAGE_MASK;; page += PAGE_SIZE) {

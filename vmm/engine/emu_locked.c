@@ -195,18 +195,9 @@ static bool is_bit_op(enum emu_locked_op op)
 uint64_t emu_locked_address(const struct emu_locked *in, const struct kvm_regs *r, uint64_t rip, uint64_t fs_base,
 			    uint64_t gs_base)
 {
-	uint64_t a = (uint64_t)in->disp;
+	uint64_t a = emu_operand_address(r, in->base, in->index, in->scale, in->disp, in->rip_relative ? rip + in->len : 0,
+					 in->seg, fs_base, gs_base);
 
-	if (in->rip_relative)
-		a += rip + in->len;
-	if (in->base >= 0)
-		a += gpr_value(r, in->base);
-	if (in->index >= 0)
-		a += gpr_value(r, in->index) * in->scale;
-	if (in->seg == 4)
-		a += fs_base;
-	else if (in->seg == 5)
-		a += gs_base;
 	if (is_bit_op(in->op) && !in->has_imm) {
 		/* A signed bit offset: the operand-sized piece holding the bit, before or after the operand. */
 		uint64_t v = gpr_value(r, in->reg);
