@@ -423,8 +423,10 @@ void vmm_pmu_print_stats(struct vm *vm)
 		fputc('\n', stderr);
 	}
 	if (s.rdpmcs)
-		fprintf(stderr, "  RDPMC                    %llu read in the engine, %llu #GP (no such counter)\n",
-			(unsigned long long)(s.rdpmcs - s.rdpmc_gp), (unsigned long long)s.rdpmc_gp);
+		fprintf(stderr, "  RDPMC                    %llu read in the engine, %llu #GP (no such counter); "
+			"%llu counters freed after their last read (the vCPU may leave the engine)\n",
+			(unsigned long long)(s.rdpmcs - s.rdpmc_gp), (unsigned long long)s.rdpmc_gp,
+			(unsigned long long)s.rdpmc_drained);
 	if (s.sbuf_records || s.sbuf_lost || s.sbuf_refused)
 		fprintf(stderr, "  sample buffer: %llu records written, %llu lost (buffer full), %llu watermark PMIs, "
 			"%llu settings refused (#GP)\n",

@@ -7,6 +7,8 @@
  * counters what retired; the guest kernel's accesses to the PMU's
  * registers are answered in place, as their MSR exits would be.
  */
+#include <asm/processor-flags.h>
+
 #include "engine/engine.h"
 #include "pmu.h"
 #include "vm.h"
@@ -25,20 +27,41 @@ static unsigned int engine_rings_of(unsigned int rings)
 }
 
 /*
+ * Whether no kernel section with interrupts off can be open on the vCPU
+ * where the engine left it (guest ring 3, or RFLAGS.IF set: Linux changes
+ * its PMU's state only with interrupts off), and no user RDPMC is allowed
+ * (CR4.PCE: a self-monitoring task preempted between reading its counter's
+ * index and its RDPMC). Unknown (KVM ran since): no.
+ */
+static bool pmu_engine_at_rest(struct vcpu *vcpu)
+{
+	const struct emu_state *st = engine_guest_state(vcpu);
+
+	return st && !(st->sregs.cr4 & X86_CR4_PCE) && (st->sregs.cs.dpl == 3 || (st->regs.rflags & X86_EFLAGS_IF));
+}
+
+/*
  * The rings its exact counters count in; and while the guest may read a
  * counter with RDPMC (vpmu_rdpmc_live), the vCPU stays in the engine even
  * when none counts: KVM has no RDPMC exit, and Linux reads a counter right
  * after disabling it (x86_perf_event_update), and a throttled one later.
  * The engine runs the whole vCPU while any ring is asked for (a ring-3
  * vCPU in KVM enters ring 0 unseen), so RDPMC in either ring is answered
- * in place.
+ * in place. Counters Linux has freed (read once more after their disable,
+ * its last read) stop keeping it there once the vCPU is at rest
+ * (vpmu_rdpmc_drain): a vCPU that counted goes back to KVM when the counted
+ * task is switched out, not only when the guest resets its PMU.
  */
 static unsigned int pmu_engine_rings(struct vcpu *vcpu)
 {
-	const struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
+	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
 	unsigned int rings = engine_rings_of(vpmu_exact_rings(v));
 
-	return rings ? rings : vpmu_rdpmc_live(v) ? EMU_RING_KERNEL : 0;
+	if (rings || !vpmu_rdpmc_live(v))
+		return rings;
+	if (pmu_engine_at_rest(vcpu) && vpmu_rdpmc_drain(v) && !vpmu_rdpmc_live(v))
+		return 0;
+	return EMU_RING_KERNEL;
 }
 
 static const enum vpmu_exact_kind kind_of[EMU_EV_COUNT] = {
@@ -86,9 +109,15 @@ static bool pmu_engine_msr(struct vcpu *vcpu, uint32_t msr, bool write, uint64_t
 {
 	if (!vpmu_msr_owned(&vmm_pmu_of(vcpu->vm)->cfg, msr))
 		return false;
+	struct vpmu_vcpu *v = &vcpu_pmu_of(vcpu)->v;
+	int rc;
+
 	if (!write)
 		vcpu_pmu_sync(vcpu);
-	return vcpu_pmu_msr(vcpu, msr, write, val) == VPMU_MSR_OK;
+	v->maybe_in_nmi = engine_nmi_blocked(vcpu);
+	rc = vcpu_pmu_msr(vcpu, msr, write, val);
+	v->maybe_in_nmi = true; /* MSR exits: not known */
+	return rc == VPMU_MSR_OK;
 }
 
 /* RDPMC, exact at its instruction as an in-place RDMSR; an ECX with no counter is KVM's #GP. */

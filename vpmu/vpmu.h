@@ -203,14 +203,35 @@ struct vpmu_counter {
 	bool programmed;    /* a host counter backs it */
 	/*
 	 * The guest may read it with RDPMC (vpmu_rdpmc_live()): from the first
-	 * non-zero control until the guest writes 0 to its value while its
-	 * control is 0. Linux clears neither when it frees a counter, and
-	 * clears an Intel fixed counter's control before its last read.
+	 * non-zero control (or a non-zero value written under a non-zero
+	 * control) until the guest writes 0 to its value while its control is
+	 * 0, or until vpmu_rdpmc_drain() finds it freed. Linux clears neither
+	 * when it frees a counter, and clears an Intel fixed counter's control
+	 * before its last read.
 	 */
 	bool live;
+	/*
+	 * Read with RDPMC since its control last changed, that control not
+	 * enabling it: Linux's last read of a counter it frees
+	 * (x86_pmu_stop: disable, then x86_perf_event_update).
+	 */
+	bool read_stopped;
+	/*
+	 * Its control last disabled it inside the guest's NMI handler (or
+	 * where the VMM could not tell): a throttled event, stopped by the PMI
+	 * handler, stays assigned and is read again (read(), its deletion)
+	 * with no write in between. Never freed by a read until enabled again.
+	 */
+	bool stopped_in_nmi;
 	bool unsupported;   /* the guest asked for an event the host cannot count */
 	uint64_t ovf_time;  /* estimated time of a pending overflow, ns */
 };
+
+/* Whether a control value enables its counter, leaving aside any global enable (Intel's PERF_GLOBAL_CTRL). */
+static inline bool vpmu_ctl_enables(unsigned int idx, uint64_t ctl)
+{
+	return idx >= VPMU_FIXED_BASE ? (ctl & 3) != 0 : (ctl & EVTSEL_EN) != 0;
+}
 
 #define VPMU_LATENCY_BUCKETS 12
 
@@ -225,6 +246,7 @@ struct vpmu_stats {
 	uint64_t sbuf_records, sbuf_lost, sbuf_pmis; /* sample buffer: written, not written (full), watermark PMIs */
 	uint64_t sbuf_refused; /* sample-buffer MSR writes refused with #GP */
 	uint64_t rdpmcs, rdpmc_gp; /* RDPMCs served (vpmu_rdpmc), and those that raised #GP */
+	uint64_t rdpmc_drained;    /* counters found freed after their last RDPMC (vpmu_rdpmc_drain) */
 };
 
 /*
@@ -257,6 +279,13 @@ struct vpmu_vcpu {
 	/* Delivers a PMI to this vCPU through its LVTPC; returns false if LVTPC is masked. */
 	bool (*inject_pmi)(void *ctx);
 	void *pmi_ctx;
+	/*
+	 * Whether the guest may be inside its NMI handler at the MSR access
+	 * being handled (struct vpmu_counter, stopped_in_nmi). The VMM sets it
+	 * around an access it knows the state of (the emulation engine's);
+	 * true otherwise: an MSR exit does not say.
+	 */
+	bool maybe_in_nmi;
 	struct vpmu_stats stats;
 };
 
@@ -285,6 +314,20 @@ int vpmu_rdpmc(struct vpmu_vcpu *v, uint32_t ecx, uint64_t *val);
  * while this holds.
  */
 bool vpmu_rdpmc_live(const struct vpmu_vcpu *v);
+/*
+ * At a point where no kernel section with interrupts off is open on the
+ * vCPU (guest ring 3, or RFLAGS.IF set, and no user RDPMC allowed by
+ * CR4.PCE): every live counter that is disabled and was read since it was
+ * disabled, outside an NMI handler, is no longer live. That read was
+ * Linux's last one of a counter it freed (x86_pmu_del); Linux reads a
+ * counter again only after writing it (x86_pmu_start, x86_pmu_enable_all),
+ * which makes it live again. Why the point matters: inside such a section
+ * Linux may free a counter and start it again without a write before the
+ * section ends (perf_adjust_freq_unthr_context: start without reload, its
+ * enable deferred to perf_pmu_enable), and an NMI there reads it. Returns
+ * how many it freed.
+ */
+unsigned int vpmu_rdpmc_drain(struct vpmu_vcpu *v);
 
 /*
  * Before an entry: vpmu_vcpu_prepare_entry() applies pending event-select

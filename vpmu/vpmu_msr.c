@@ -104,6 +104,7 @@ void vpmu_vcpu_init(struct vpmu_vcpu *v, const struct vpmu_config *cfg, unsigned
 	 * counter enabled (KVM does the same).
 	 */
 	v->global_ctrl = (1ULL << cfg->n_gp) - 1;
+	v->maybe_in_nmi = true;
 }
 
 void vpmu_vcpu_release(struct vpmu_vcpu *v)
@@ -353,17 +354,29 @@ static void counter_write(struct vpmu_vcpu *v, unsigned int idx, uint64_t value)
 	c->count = value & VPMU_COUNTER_MASK;
 	if (!c->count && !c->ctl)
 		c->live = false; /* the guest resets it: no RDPMC of it follows */
+	else if (c->count && c->ctl) {
+		/* Being started again (x86_perf_event_set_period), its enable perhaps deferred: readable. */
+		c->live = true;
+		c->read_stopped = false;
+	}
 	arm_counter(v, idx);
 }
 
 static void ctl_write(struct vpmu_vcpu *v, unsigned int idx, uint64_t value)
 {
-	if (v->ctr[idx].ctl != value) {
-		v->ctr[idx].ctl = value;
+	struct vpmu_counter *c = &v->ctr[idx];
+
+	if (c->ctl != value) {
+		c->ctl = value;
 		v->reprogram = true;
+		c->read_stopped = false;
 	}
+	if (vpmu_ctl_enables(idx, value))
+		c->stopped_in_nmi = false;
+	else if (c->live && v->maybe_in_nmi)
+		c->stopped_in_nmi = true;
 	if (value)
-		v->ctr[idx].live = true;
+		c->live = true;
 }
 
 static int amd_msr_read(struct vpmu_vcpu *v, uint32_t msr, uint64_t *val)

@@ -36,6 +36,15 @@ static int rdpmc_counter(const struct vpmu_config *cfg, uint32_t ecx)
 	return -1;
 }
 
+/* A read of a disabled counter, outside an NMI handler's stop: perhaps Linux's last (vpmu_rdpmc_drain). */
+static void rdpmc_seen(struct vpmu_vcpu *v, unsigned int idx)
+{
+	struct vpmu_counter *c = &v->ctr[idx];
+
+	if (c->live && !vpmu_ctl_enables(idx, c->ctl) && !c->stopped_in_nmi)
+		c->read_stopped = true;
+}
+
 int vpmu_rdpmc(struct vpmu_vcpu *v, uint32_t ecx, uint64_t *val)
 {
 	int idx = rdpmc_counter(v->cfg, ecx);
@@ -46,6 +55,7 @@ int vpmu_rdpmc(struct vpmu_vcpu *v, uint32_t ecx, uint64_t *val)
 		return VPMU_MSR_GP;
 	}
 	*val = v->ctr[idx].count;
+	rdpmc_seen(v, (unsigned int)idx);
 	return VPMU_MSR_OK;
 }
 
@@ -55,4 +65,21 @@ bool vpmu_rdpmc_live(const struct vpmu_vcpu *v)
 		if (v->ctr[i].live)
 			return true;
 	return false;
+}
+
+unsigned int vpmu_rdpmc_drain(struct vpmu_vcpu *v)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < VPMU_MAX_COUNTERS; i++) {
+		struct vpmu_counter *c = &v->ctr[i];
+
+		if (c->live && c->read_stopped && !c->stopped_in_nmi && !vpmu_ctl_enables(i, c->ctl)) {
+			c->live = false;
+			c->read_stopped = false;
+			n++;
+		}
+	}
+	v->stats.rdpmc_drained += n;
+	return n;
 }

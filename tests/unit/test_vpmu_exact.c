@@ -229,6 +229,112 @@ static void test_rdpmc_live(void **state)
 	assert_false(vpmu_rdpmc_live(&s.v));
 }
 
+static void pmu_write(struct setup *s, uint32_t msr, uint64_t val)
+{
+	assert_int_equal(vpmu_msr_write(&s->v, msr, val), VPMU_MSR_OK);
+}
+
+static void rdpmc(struct setup *s, uint32_t ecx)
+{
+	uint64_t val;
+
+	assert_int_equal(vpmu_rdpmc(&s->v, ecx, &val), VPMU_MSR_OK);
+}
+
+/*
+ * A live counter is freed (vpmu_rdpmc_drain) by Linux's last read of it:
+ * an RDPMC after its control disabled it, outside the NMI handler, with
+ * no write to it since. The sequences are Linux 6.1's (arch/x86/events).
+ */
+static void test_rdpmc_drain(void **state)
+{
+	const uint64_t ev = 0xc0 | USR | INT;
+	struct setup s;
+
+	(void)state;
+	setup_model(&s, VPMU_MODEL_AMD, VPMU_HOST_AMD);
+	s.v.maybe_in_nmi = false;
+	/* x86_pmu_start(RELOAD) of a counter never used: the period, then the enable. */
+	pmu_write(&s, MSR_K7_PERFCTR0 + 1, 0xffff00000000ULL);
+	assert_false(vpmu_rdpmc_live(&s.v));
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev | EN);
+	rdpmc(&s, 1); /* x86_pmu_read of the running counter */
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+	/* Switched out: amd_pmu_disable_all, x86_pmu_stop's disable, its update. */
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0); /* not read yet */
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev);
+	rdpmc(&s, 1);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 1);
+	assert_false(vpmu_rdpmc_live(&s.v));
+
+	/* Started again on it: the period written, its enable deferred to perf_pmu_enable. */
+	pmu_write(&s, MSR_K7_PERFCTR0 + 1, 0xffff00000000ULL);
+	assert_true(vpmu_rdpmc_live(&s.v));
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev | EN);
+
+	/* perf_adjust_freq_unthr_context: stop and read, start without a reload, enable. */
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev);
+	rdpmc(&s, 1);
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev | EN);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+
+	/* A PMI: amd_pmu_handle_irq disables all, reads, sets the period, enables all. */
+	s.v.maybe_in_nmi = true;
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev);
+	rdpmc(&s, 1);
+	pmu_write(&s, MSR_K7_PERFCTR0 + 1, 0xffff00000000ULL);
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev | EN);
+	s.v.maybe_in_nmi = false;
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+
+	/* A throttling PMI: the event stopped in the handler stays assigned; read() reads it, twice. */
+	s.v.maybe_in_nmi = true;
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev);
+	rdpmc(&s, 1);
+	pmu_write(&s, MSR_K7_PERFCTR0 + 1, 0xffff00000000ULL);
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev); /* x86_pmu_stop(event, 0) */
+	s.v.maybe_in_nmi = false;
+	rdpmc(&s, 1);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+	rdpmc(&s, 1);
+	assert_true(vpmu_rdpmc_live(&s.v));
+	/* Unthrottled at the next tick (enable), then switched out: freed. */
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev | EN);
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 1, ev);
+	rdpmc(&s, 1);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 1);
+	assert_false(vpmu_rdpmc_live(&s.v));
+
+	/* Where the VMM cannot tell the NMI state (an MSR exit), a disable is taken as the handler's. */
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 2, ev | EN);
+	s.v.maybe_in_nmi = true;
+	pmu_write(&s, MSR_K7_EVNTSEL0 + 2, ev);
+	s.v.maybe_in_nmi = false;
+	rdpmc(&s, 2);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+	assert_true(vpmu_rdpmc_live(&s.v));
+
+	/* Intel: a fixed counter's field cleared then read frees it alone; a global disable frees nothing. */
+	setup_model(&s, VPMU_MODEL_INTEL, VPMU_HOST_INTEL);
+	s.v.maybe_in_nmi = false;
+	pmu_write(&s, MSR_CORE_PERF_FIXED_CTR_CTRL, 0x22); /* fixed 0 and 1, ring 3 */
+	pmu_write(&s, MSR_IA32_PERFEVTSEL0, ev | EN);
+	pmu_write(&s, MSR_CORE_PERF_GLOBAL_CTRL, 0);   /* intel_pmu_disable_all */
+	rdpmc(&s, 0);
+	rdpmc(&s, 1u << 30);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 0);
+	pmu_write(&s, MSR_CORE_PERF_FIXED_CTR_CTRL, 0x02); /* intel_pmu_disable_fixed(1) */
+	rdpmc(&s, (1u << 30) | 1);
+	pmu_write(&s, MSR_CORE_PERF_FIXED_CTR_CTRL, 0x02);
+	assert_int_equal(vpmu_rdpmc_drain(&s.v), 1);
+	assert_false(s.v.ctr[VPMU_FIXED_BASE + 1].live);
+	assert_true(s.v.ctr[VPMU_FIXED_BASE].live);
+	assert_true(s.v.ctr[0].live);
+	assert_int_equal(s.v.stats.rdpmc_drained, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_watch_and_overflow),
 		cmocka_unit_test(test_cpuid_events),
 		cmocka_unit_test(test_rdpmc_live),
+		cmocka_unit_test(test_rdpmc_drain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

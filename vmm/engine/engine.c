@@ -131,6 +131,7 @@ static int engine_start(struct vcpu *vcpu)
 	x->vmm_events = debug_caps.probed && !debug_caps.hw_bp[0] && debug_caps.single_step[0] &&
 			debug_caps.single_step[1];
 	x->blockirq = debug_caps.blockirq;
+	x->tr_busy_reported = debug_caps.tr_busy_reported;
 
 	rc = emu_create(&x->emu, &vcpu->vm->mem, vcpu->vm->cfg->ncpus > 1, err, sizeof(err));
 	if (rc) {
@@ -231,6 +232,18 @@ static int state_to_kvm(struct vcpu *vcpu)
 	x->state_valid = false; /* KVM is about to change it */
 	x->shadow_spent = false;
 	return 0;
+}
+
+const struct emu_state *engine_guest_state(struct vcpu *vcpu)
+{
+	struct engine_vcpu *x = engine_of(vcpu);
+
+	return x->emu && x->state_valid && !x->stepping ? &x->state : NULL;
+}
+
+bool engine_nmi_blocked(struct vcpu *vcpu)
+{
+	return engine_of(vcpu)->nmi_blocked;
 }
 
 bool engine_active(struct vcpu *vcpu)
@@ -827,6 +840,7 @@ static bool deliver_nmi(struct vcpu *vcpu, struct emu_state *st, struct kvm_vcpu
 	ev->nmi.pending = 0;
 	ev->nmi.injected = 0;
 	ev->nmi.masked = 1; /* until the handler's IRETQ */
+	engine_of(vcpu)->nmi_blocked = true;
 	ev->flags = KVM_VCPUEVENT_VALID_NMI_PENDING;
 	ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, ev);
 	engine_of(vcpu)->stats.events_by_vmm++;
@@ -1077,6 +1091,7 @@ int engine_run(struct vcpu *vcpu, bool *kvm_ran)
 		return ioctl(vcpu->fd, KVM_RUN, 0);
 	}
 	st = x->state;
+	x->nmi_blocked = ev.nmi.masked;
 	if (ev.interrupt.shadow && x->shadow_spent) {
 		/*
 		 * Over: the instruction after the STI or MOV SS ran in the engine.
@@ -1273,11 +1288,12 @@ void engine_print_stats(struct vm *vm)
 		(unsigned long long)t.ac_in_place);
 	if (debug_caps.probed)
 		fprintf(stderr,
-			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s\n",
+			"    this KVM: hardware breakpoints %s in ring 0, %s in ring 3; single steps %s, %s; %s%s\n",
 			debug_caps.hw_bp[0] ? "fire" : "do not fire", debug_caps.hw_bp[1] ? "fire" : "do not fire",
 			debug_caps.single_step[0] ? "fire" : "do not fire", debug_caps.single_step[1] ? "fire" : "do not fire",
 			vmm_events ? "so KVM steps are single steps and the VMM delivers events" :
-						       "KVM steps stop at breakpoints");
+						       "KVM steps stop at breakpoints",
+			debug_caps.tr_busy_reported ? "; TR read back busy (given back available)" : "");
 	if (t.events_by_vmm || t.ack_runs)
 		fprintf(stderr, "    events delivered by the VMM %llu (page faults %llu; interrupts acknowledged by KVM in %llu KVM_RUNs)\n",
 			(unsigned long long)t.events_by_vmm, (unsigned long long)t.page_faults_by_vmm, (unsigned long long)t.ack_runs);

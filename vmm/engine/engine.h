@@ -145,6 +145,7 @@ struct engine_vcpu {
 	 */
 	bool vmm_events;
 	bool blockirq;         /* KVM_GUESTDBG_BLOCKIRQ: no interrupt delivered inside a single step */
+	bool tr_busy_reported; /* KVM_GET_SREGS says TR is busy whatever KVM holds (engine_probe.h) */
 	bool step_rep;         /* the stepped instruction has a REP prefix: a single step may end inside it */
 	bool step_branch, step_taken_bp[4];
 	unsigned int step_ring; /* EMU_RING_* of the stepped instruction */
@@ -166,12 +167,20 @@ struct engine_vcpu {
 	uint64_t deadline_ns;
 	long tsc_khz; /* the vCPU's TSC rate (KVM_GET_TSC_KHZ); 0: not read yet */
 	int irr_vector;      /* the highest IRR bit at the last look, or -1 */
+	/* The guest's NMI handler runs (NMIs blocked until its IRETQ), as of the run's start and what the VMM did since. */
+	bool nmi_blocked;
 	uint64_t step_start_ns;
 	struct engine_stats stats;
 };
 
 int engine_vcpu_init(struct vcpu *vcpu);
 void engine_vcpu_destroy(struct vcpu *vcpu);
+
+/* The vCPU's state as the engine left it after its last run, or NULL if KVM ran the vCPU since. */
+const struct emu_state *engine_guest_state(struct vcpu *vcpu);
+
+/* Whether the guest is inside its NMI handler, for an access the engine hands a client (engine_client.msr). */
+bool engine_nmi_blocked(struct vcpu *vcpu);
 
 /* Whether the vCPU runs through engine_run() rather than a plain KVM_RUN now. */
 bool engine_active(struct vcpu *vcpu);

@@ -137,12 +137,26 @@ static bool gdt_segment(struct vcpu *vcpu, const struct emu_state *st, const str
 	return out->present;
 }
 
-/* KVM_SET_SREGS of s, without its interrupt bitmap (a copy left with one would have KVM queue that interrupt again). */
+#define TSS_AVAILABLE 9
+#define TSS_BUSY 11
+
+/*
+ * KVM_SET_SREGS of s, without its interrupt bitmap (a copy left with one
+ * would have KVM queue that interrupt again). Where KVM reports TR busy
+ * whatever it holds (KVM on AMD: the VMCB keeps it available, as LTR
+ * left it), TR goes back available: written back busy, QEMU's TCG (the
+ * nested harness's L1) checks a ring-3 port access against the TSS's
+ * I/O bitmap only in an available TSS, and every port access a Linux
+ * guest's ioperm() allowed raised #GP once the engine had run its vCPU
+ * (the harness's l2-exit after `perf stat`). A real CPU reads neither.
+ */
 static bool set_kvm_sregs(struct vcpu *vcpu, const struct kvm_sregs *s)
 {
 	struct kvm_sregs sregs = *s;
 
 	memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+	if (engine_of(vcpu)->tr_busy_reported && sregs.tr.type == TSS_BUSY)
+		sregs.tr.type = TSS_AVAILABLE;
 	return ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) == 0;
 }
 
@@ -213,6 +227,7 @@ bool engine_iretq(struct vcpu *vcpu, struct emu_state *st, const struct guest_pa
 	if (!set_kvm_sregs(vcpu, &st->sregs) || ioctl(vcpu->fd, KVM_SET_REGS, &st->regs) < 0)
 		return false;
 	/* IRETQ ends NMI blocking; KVM saw none. */
+	engine_of(vcpu)->nmi_blocked = false;
 	if (ev.nmi.masked) {
 		ev.nmi.masked = 0;
 		ev.flags = 0;

@@ -162,6 +162,24 @@ out:
 	return ok;
 }
 
+/* Whether an available TSS given with KVM_SET_SREGS reads back busy. */
+static bool probe_tr_busy_reported(int kvm_fd, struct kvm_cpuid2 *cpuid)
+{
+	struct probe_vm v;
+	struct kvm_sregs s;
+	bool busy = false;
+
+	if (probe_vm_open(kvm_fd, cpuid, &v) || ioctl(v.vcpu, KVM_GET_SREGS, &s) < 0)
+		goto out;
+	s.tr = (struct kvm_segment){ .base = 0x6000, .limit = 0x67, .selector = 0x28, .type = 9, .present = 1 };
+	if (ioctl(v.vcpu, KVM_SET_SREGS, &s) < 0 || ioctl(v.vcpu, KVM_GET_SREGS, &s) < 0)
+		goto out;
+	busy = s.tr.type == 11;
+out:
+	probe_vm_close(&v);
+	return busy;
+}
+
 void engine_probe_debug(int kvm_fd, struct engine_debug_caps *caps)
 {
 	struct kvm_cpuid2 *cpuid = NULL;
@@ -179,6 +197,7 @@ void engine_probe_debug(int kvm_fd, struct engine_debug_caps *caps)
 		caps->single_step[ring] =
 			probe_one(kvm_fd, cpuid, ring * 3, KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_SINGLESTEP, false);
 	}
+	caps->tr_busy_reported = probe_tr_busy_reported(kvm_fd, cpuid);
 	caps->probed = true;
 	free(cpuid);
 }

@@ -22,6 +22,12 @@ struct engine_debug_caps {
 	bool hw_bp[2];       /* [0]: ring 0, [1]: ring 3: a KVM_GUESTDBG_USE_HW_BP breakpoint exits */
 	bool single_step[2]; /* KVM_GUESTDBG_SINGLESTEP exits after one instruction */
 	bool blockirq;       /* KVM_GUESTDBG_BLOCKIRQ is supported (KVM_CAP_SET_GUEST_DEBUG2) */
+	/*
+	 * KVM_GET_SREGS reports TR busy whatever KVM holds (KVM on AMD:
+	 * svm_get_segment sets the bit, the VMCB keeping TR available as LTR
+	 * left it), so sregs written back as read change it (set_kvm_sregs).
+	 */
+	bool tr_busy_reported;
 };
 
 /* Measures the host behind kvm_fd (a few KVM_RUNs of tiny VMs). */
